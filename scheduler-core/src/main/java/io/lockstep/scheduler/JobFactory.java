@@ -1,0 +1,74 @@
+package io.lockstep.scheduler;
+
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Modifier;
+import java.util.Optional;
+
+/**
+ * Turns a {@link JobDefinition} into the {@link Job} instance that runs it. The default loads the
+ * class named in the definition from the thread's context class loader and calls its public no-arg
+ * constructor; a dependency-injection container can supply its own.
+ *
+ * <p>Called once per definition when the scheduler is built; implementations need not be thread-safe.
+ */
+@FunctionalInterface
+public interface JobFactory {
+
+    /**
+     * @throws LockstepException when the job cannot be created
+     */
+    Job create(JobDefinition definition);
+
+    /** The default factory: the definition's class by reflection, through its public no-arg constructor. */
+    static JobFactory reflective() {
+        return definition -> {
+            String className = definition.jobClass();
+            Optional<String> problem = problemWith(className);
+            if (problem.isPresent()) {
+                throw new LockstepException("job " + definition.name() + ": " + problem.get());
+            }
+            try {
+                return (Job) loader().loadClass(className).getConstructor().newInstance();
+            } catch (InvocationTargetException e) {
+                throw new LockstepException("job " + definition.name() + ": constructor of " + className
+                        + " failed: " + e.getCause(), e.getCause());
+            } catch (ReflectiveOperationException e) {
+                throw new LockstepException("job " + definition.name() + ": cannot create " + className + ": " + e, e);
+            }
+        };
+    }
+
+    /**
+     * Why {@code className} cannot be instantiated as a job by {@link #reflective()}, or empty when it can:
+     * the class must load, implement {@link Job}, be concrete and have a public no-arg constructor.
+     */
+    static Optional<String> problemWith(String className) {
+        Class<?> type;
+        try {
+            type = Class.forName(className, false, loader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            return Optional.of("class " + className + " not found on the class path");
+        }
+        if (!Job.class.isAssignableFrom(type)) {
+            return Optional.of("class " + className + " does not implement " + Job.class.getName());
+        }
+        if (type.isInterface() || Modifier.isAbstract(type.getModifiers())) {
+            return Optional.of("class " + className + " is abstract");
+        }
+        try {
+            Constructor<?> constructor = type.getConstructor();
+            if (!Modifier.isPublic(type.getModifiers())) {
+                return Optional.of("class " + className + " is not public");
+            }
+            return constructor == null ? Optional.of("no constructor") : Optional.empty();
+        } catch (NoSuchMethodException e) {
+            return Optional.of("class " + className + " has no public no-arg constructor");
+        }
+    }
+
+    private static ClassLoader loader() {
+        ClassLoader context = Thread.currentThread().getContextClassLoader();
+        return context != null ? context : JobFactory.class.getClassLoader();
+    }
+}

@@ -1,0 +1,9 @@
+package io.lockstep.scheduler;
+
+/** What happens when a slot of a job falls due while an earlier run of the same job still holds its lease. */
+public enum Overlap {
+    /** The new slot is recorded as skipped ({@code slot_skipped}); the running one goes on. The default. */
+    SKIP,
+    /** The new slot runs alongside the old one, each under a lease of its own. */
+    ALLOW
+}

@@ -1,0 +1,504 @@
+package io.lockstep.scheduler.config;
+
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.JobFactory;
+import io.lockstep.scheduler.Overlap;
+import io.lockstep.scheduler.cron.CronSchedule;
+import java.io.IOException;
+import java.io.StringReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.DateTimeException;
+import java.time.Duration;
+import java.time.ZoneId;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
+import org.yaml.snakeyaml.error.YAMLException;
+import org.yaml.snakeyaml.nodes.MappingNode;
+import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
+import org.yaml.snakeyaml.nodes.Tag;
+
+/**
+ * Turns a YAML file into a {@link LockstepConfig}, or fails with every problem it finds, each named
+ * by file, line and YAML path.
+ *
+ * <p>It replaces {@code ${VAR}} and {@code ${VAR:-default}} in every scalar from the environment
+ * (an unset variable without a default is a problem), reads durations, rejects unknown keys and,
+ * unless told not to, checks that every job class loads and implements {@code Job}. The YAML is
+ * composed into nodes by SnakeYAML so that every value keeps its line.
+ *
+ * <p>Instances are immutable and thread-safe.
+ */
+public final class ConfigLoader {
+
+    private static final Pattern VARIABLE = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?}");
+    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs");
+    private static final Set<String> REDIS_KEYS = Set.of("uri", "keyPrefix", "timeout", "user", "password");
+    private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout");
+    private static final List<String> POLICY_KEYS = List.of("zone", "lease", "misfireGrace", "overlap", "timeout");
+    private static final Set<String> DEFAULTS_KEYS = Set.copyOf(POLICY_KEYS);
+    private static final Set<String> JOB_KEYS;
+
+    static {
+        Set<String> keys = new HashSet<>(POLICY_KEYS);
+        keys.addAll(List.of("name", "cron", "class", "params", "enabled"));
+        JOB_KEYS = Set.copyOf(keys);
+    }
+
+    private final Function<String, String> environment;
+    private final boolean checkClasses;
+
+    private ConfigLoader(Function<String, String> environment, boolean checkClasses) {
+        this.environment = environment;
+        this.checkClasses = checkClasses;
+    }
+
+    /** A loader that reads the process environment and checks job classes. */
+    public static ConfigLoader defaults() {
+        return new ConfigLoader(System::getenv, true);
+    }
+
+    /** A loader that reads variables from {@code environment} instead of the process. */
+    public ConfigLoader withEnvironment(Map<String, String> environment) {
+        Map<String, String> copy = Map.copyOf(environment);
+        return new ConfigLoader(copy::get, checkClasses);
+    }
+
+    /** A loader that does or does not check that job classes load and implement {@code Job}. */
+    public ConfigLoader checkingClasses(boolean check) {
+        return new ConfigLoader(environment, check);
+    }
+
+    /**
+     * Loads a file.
+     *
+     * @throws ConfigException with every problem found, including an unreadable file
+     */
+    public LockstepConfig load(Path file) {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new ConfigException(List.of(new ConfigProblem(file.toString(), 0, "",
+                    "cannot read file: " + e.getClass().getSimpleName() + (e.getMessage() == null ? "" : " " + e.getMessage()))));
+        }
+        return load(file.toString(), text);
+    }
+
+    /**
+     * Loads YAML text; {@code source} names it in problems.
+     *
+     * @throws ConfigException with every problem found
+     */
+    public LockstepConfig load(String source, String text) {
+        return new Reader(source).read(text);
+    }
+
+    /** One pass over one document; collects problems instead of stopping at the first. */
+    private final class Reader {
+        private final String source;
+        private final List<ConfigProblem> problems = new ArrayList<>();
+
+        Reader(String source) {
+            this.source = source;
+        }
+
+        LockstepConfig read(String text) {
+            Node root;
+            try {
+                LoaderOptions options = new LoaderOptions();
+                options.setAllowDuplicateKeys(false);
+                root = new Yaml(options).compose(new StringReader(text));
+            } catch (MarkedYAMLException e) {
+                int line = e.getProblemMark() != null ? e.getProblemMark().getLine() + 1 : 0;
+                String problem = e.getProblem() != null ? e.getProblem() : "malformed";
+                throw new ConfigException(List.of(new ConfigProblem(source, line, "", "invalid YAML: " + problem)));
+            } catch (YAMLException e) {
+                throw new ConfigException(List.of(new ConfigProblem(source, 0, "", "invalid YAML: " + oneLine(e.getMessage()))));
+            }
+            if (root == null) {
+                throw new ConfigException(List.of(new ConfigProblem(source, 0, "", "file is empty; it needs at least a jobs list")));
+            }
+            Map<String, Node> top = mapping(root, "", TOP_KEYS).orElse(Map.of());
+
+            RedisSettings redis = readRedis(top.get("redis"));
+            WorkerSettings worker = readWorker(top.get("worker"));
+            Policies defaults = readPolicies(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
+            List<JobDefinition> jobs = readJobs(top.get("jobs"), root, defaults);
+            if (!problems.isEmpty()) {
+                problems.sort((a, b) -> Integer.compare(a.line(), b.line()));
+                throw new ConfigException(problems);
+            }
+            return new LockstepConfig(source, redis, worker, jobs);
+        }
+
+        private RedisSettings readRedis(Node node) {
+            RedisSettings d = RedisSettings.defaults();
+            if (node == null) {
+                return d;
+            }
+            Map<String, Node> m = mapping(node, "redis", REDIS_KEYS).orElse(Map.of());
+            String uri = string(m.get("uri"), "redis.uri").orElse(d.uri());
+            if (m.containsKey("uri") && !uri.startsWith("redis://") && !uri.startsWith("rediss://")) {
+                problem(m.get("uri"), "redis.uri", "must start with redis:// or rediss://, but was \""
+                        + new RedisSettings(uri, "x", d.timeout(), Optional.empty(), Optional.empty()).maskedUri() + "\"");
+            }
+            String prefix = string(m.get("keyPrefix"), "redis.keyPrefix").orElse(d.keyPrefix());
+            if (prefix.isEmpty() || prefix.contains("{") || prefix.contains("}") || prefix.contains(" ")) {
+                problem(m.get("keyPrefix"), "redis.keyPrefix", "must be non-empty without braces or spaces, but was \"" + prefix + "\"");
+            }
+            Duration timeout = duration(m.get("timeout"), "redis.timeout").orElse(d.timeout());
+            if (m.containsKey("timeout") && timeout.compareTo(Duration.ofMillis(10)) < 0) {
+                problem(m.get("timeout"), "redis.timeout", "must be at least 10ms, but was " + Durations.format(timeout));
+            }
+            Optional<String> user = string(m.get("user"), "redis.user").filter(s -> !s.isEmpty());
+            Optional<String> password = string(m.get("password"), "redis.password").filter(s -> !s.isEmpty());
+            return new RedisSettings(uri, prefix, timeout, user, password);
+        }
+
+        private WorkerSettings readWorker(Node node) {
+            WorkerSettings d = WorkerSettings.defaults();
+            if (node == null) {
+                return d;
+            }
+            Map<String, Node> m = mapping(node, "worker", WORKER_KEYS).orElse(Map.of());
+            String id = string(m.get("id"), "worker.id").orElse(d.id());
+            int threads = integer(m.get("threads"), "worker.threads").orElse(d.threads());
+            if (threads < 1 || threads > 1024) {
+                problem(m.get("threads"), "worker.threads", "must be between 1 and 1024, but was " + threads);
+            }
+            Duration shutdown = duration(m.get("shutdownTimeout"), "worker.shutdownTimeout").orElse(d.shutdownTimeout());
+            return new WorkerSettings(id, Math.max(1, threads), shutdown);
+        }
+
+        private Policies readPolicies(Node node, String path, Policies inherited, Set<String> allowed) {
+            if (node == null) {
+                return inherited;
+            }
+            Map<String, Node> m = mapping(node, path, allowed).orElse(Map.of());
+            ZoneId zone = inherited.zone();
+            if (m.containsKey("zone")) {
+                Optional<String> text = string(m.get("zone"), path + ".zone");
+                if (text.isPresent()) {
+                    try {
+                        zone = ZoneId.of(text.get());
+                    } catch (DateTimeException e) {
+                        problem(m.get("zone"), path + ".zone", "unknown time zone \"" + text.get() + "\" (use a region id such as Europe/Lisbon or UTC)");
+                    }
+                }
+            }
+            Duration lease = duration(m.get("lease"), path + ".lease").orElse(inherited.lease());
+            if (m.containsKey("lease") && lease.compareTo(JobDefinition.MIN_LEASE) < 0) {
+                problem(m.get("lease"), path + ".lease", "must be at least 1s, but was " + Durations.format(lease));
+                lease = JobDefinition.MIN_LEASE;
+            }
+            Duration grace = duration(m.get("misfireGrace"), path + ".misfireGrace").orElse(inherited.misfireGrace());
+            Overlap overlap = inherited.overlap();
+            if (m.containsKey("overlap")) {
+                Optional<String> text = string(m.get("overlap"), path + ".overlap");
+                if (text.isPresent()) {
+                    try {
+                        overlap = Overlap.valueOf(text.get().toUpperCase(Locale.ROOT));
+                    } catch (IllegalArgumentException e) {
+                        problem(m.get("overlap"), path + ".overlap", "must be skip or allow, but was \"" + text.get() + "\"");
+                    }
+                }
+            }
+            Duration timeout = duration(m.get("timeout"), path + ".timeout").orElse(inherited.timeout());
+            return new Policies(zone, lease, grace, overlap, timeout);
+        }
+
+        private List<JobDefinition> readJobs(Node node, Node root, Policies defaults) {
+            if (node == null) {
+                problem(root, "jobs", "is missing; list at least one job");
+                return List.of();
+            }
+            if (!(node instanceof SequenceNode sequence)) {
+                problem(node, "jobs", "must be a list of jobs, but was " + describe(node));
+                return List.of();
+            }
+            if (sequence.getValue().isEmpty()) {
+                problem(node, "jobs", "is empty; list at least one job");
+                return List.of();
+            }
+            List<JobDefinition> jobs = new ArrayList<>();
+            Map<String, Integer> seen = new LinkedHashMap<>();
+            for (int i = 0; i < sequence.getValue().size(); i++) {
+                Node jobNode = sequence.getValue().get(i);
+                String path = "jobs[" + i + "]";
+                int before = problems.size();
+                Map<String, Node> m = mapping(jobNode, path, JOB_KEYS).orElse(null);
+                if (m == null) {
+                    continue;
+                }
+                Optional<String> name = required(m, "name", jobNode, path).flatMap(n -> string(n, path + ".name"));
+                name.ifPresent(n -> {
+                    if (!JobDefinition.NAME.matcher(n).matches()) {
+                        problem(m.get("name"), path + ".name", "must match " + JobDefinition.NAME + ", but was \"" + n + "\"");
+                    } else if (seen.containsKey(n)) {
+                        problem(m.get("name"), path + ".name", "duplicate job name \"" + n + "\" (first at line " + seen.get(n) + ")");
+                    } else {
+                        seen.put(n, line(m.get("name")));
+                    }
+                });
+                Policies policies = readPolicies(jobNode, path, defaults, JOB_KEYS);
+                Optional<CronSchedule> schedule = required(m, "cron", jobNode, path)
+                        .flatMap(n -> string(n, path + ".cron"))
+                        .flatMap(expr -> {
+                            try {
+                                return Optional.of(CronSchedule.of(expr, policies.zone()));
+                            } catch (IllegalArgumentException e) {
+                                problem(m.get("cron"), path + ".cron", e.getMessage());
+                                return Optional.empty();
+                            }
+                        });
+                Optional<String> className = required(m, "class", jobNode, path).flatMap(n -> string(n, path + ".class"));
+                if (checkClasses && className.isPresent()) {
+                    JobFactory.problemWith(className.get()).ifPresent(p -> problem(m.get("class"), path + ".class", p));
+                }
+                Map<String, Object> params = Map.of();
+                if (m.containsKey("params")) {
+                    Object value = plain(m.get("params"), path + ".params");
+                    if (value instanceof Map<?, ?> map) {
+                        @SuppressWarnings("unchecked")
+                        Map<String, Object> typed = (Map<String, Object>) map;
+                        params = typed;
+                    } else if (value != null) {
+                        problem(m.get("params"), path + ".params", "must be a mapping, but was " + describe(m.get("params")));
+                    }
+                }
+                boolean enabled = bool(m.get("enabled"), path + ".enabled").orElse(true);
+                if (problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent()) {
+                    jobs.add(new JobDefinition(name.get(), schedule.get(), className.get(), params, policies.lease(),
+                            policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled));
+                }
+            }
+            return jobs;
+        }
+
+        // ---- node readers: each reports its own problem and answers empty ----
+
+        private Optional<Map<String, Node>> mapping(Node node, String path, Set<String> allowed) {
+            if (!(node instanceof MappingNode mapping)) {
+                problem(node, path.isEmpty() ? "(top level)" : path, "must be a mapping, but was " + describe(node));
+                return Optional.empty();
+            }
+            Map<String, Node> result = new LinkedHashMap<>();
+            for (NodeTuple tuple : mapping.getValue()) {
+                Node keyNode = tuple.getKeyNode();
+                String key = keyNode instanceof ScalarNode s ? s.getValue() : String.valueOf(keyNode);
+                String keyPath = path.isEmpty() ? key : path + "." + key;
+                if (!allowed.contains(key)) {
+                    problem(keyNode, keyPath, "unknown key \"" + key + "\"" + suggestion(key, allowed));
+                    continue;
+                }
+                result.put(key, tuple.getValueNode());
+            }
+            return Optional.of(result);
+        }
+
+        private Optional<Node> required(Map<String, Node> m, String key, Node parent, String path) {
+            Node node = m.get(key);
+            if (node == null || isNull(node)) {
+                problem(node == null ? parent : node, path + "." + key, "is required");
+                return Optional.empty();
+            }
+            return Optional.of(node);
+        }
+
+        private Optional<String> string(Node node, String path) {
+            if (node == null) {
+                return Optional.empty();
+            }
+            if (!(node instanceof ScalarNode scalar)) {
+                problem(node, path, "must be a single value, but was " + describe(node));
+                return Optional.empty();
+            }
+            if (isNull(node)) {
+                return Optional.of("");
+            }
+            return substitute(scalar.getValue(), node, path);
+        }
+
+        private Optional<Duration> duration(Node node, String path) {
+            return string(node, path).flatMap(text -> {
+                Optional<Duration> d = Durations.parse(text);
+                if (d.isEmpty()) {
+                    problem(node, path, "must be a duration like 250ms, 30s, 5m, 1h, 1d or PT30S, but was \"" + text + "\"");
+                } else if (d.get().isNegative()) {
+                    problem(node, path, "must not be negative, but was \"" + text + "\"");
+                    return Optional.empty();
+                }
+                return d;
+            });
+        }
+
+        private Optional<Integer> integer(Node node, String path) {
+            return string(node, path).flatMap(text -> {
+                try {
+                    return Optional.of(Integer.parseInt(text.trim()));
+                } catch (NumberFormatException e) {
+                    problem(node, path, "must be a whole number, but was \"" + text + "\"");
+                    return Optional.empty();
+                }
+            });
+        }
+
+        private Optional<Boolean> bool(Node node, String path) {
+            return string(node, path).flatMap(text -> {
+                switch (text.trim().toLowerCase(Locale.ROOT)) {
+                    case "true":
+                        return Optional.of(true);
+                    case "false":
+                        return Optional.of(false);
+                    default:
+                        problem(node, path, "must be true or false, but was \"" + text + "\"");
+                        return Optional.empty();
+                }
+            });
+        }
+
+        /** A node as plain Java values (maps, lists, strings, numbers, booleans, null), variables replaced. */
+        private Object plain(Node node, String path) {
+            if (node instanceof MappingNode mapping) {
+                Map<String, Object> map = new LinkedHashMap<>();
+                for (NodeTuple tuple : mapping.getValue()) {
+                    String key = tuple.getKeyNode() instanceof ScalarNode s ? s.getValue() : String.valueOf(tuple.getKeyNode());
+                    map.put(key, plain(tuple.getValueNode(), path + "." + key));
+                }
+                return map;
+            }
+            if (node instanceof SequenceNode sequence) {
+                List<Object> list = new ArrayList<>();
+                for (int i = 0; i < sequence.getValue().size(); i++) {
+                    list.add(plain(sequence.getValue().get(i), path + "[" + i + "]"));
+                }
+                return list;
+            }
+            ScalarNode scalar = (ScalarNode) node;
+            if (isNull(node)) {
+                return null;
+            }
+            String text = substitute(scalar.getValue(), node, path).orElse("");
+            Tag tag = scalar.getTag();
+            try {
+                if (Tag.INT.equals(tag)) {
+                    long value = Long.parseLong(text.replace("_", ""));
+                    return value == (int) value ? (Object) (int) value : (Object) value;
+                }
+                if (Tag.FLOAT.equals(tag)) {
+                    return Double.parseDouble(text);
+                }
+            } catch (NumberFormatException e) {
+                return text;
+            }
+            if (Tag.BOOL.equals(tag)) {
+                return Boolean.parseBoolean(text);
+            }
+            return text;
+        }
+
+        private Optional<String> substitute(String value, Node node, String path) {
+            Matcher m = VARIABLE.matcher(value);
+            StringBuilder out = new StringBuilder();
+            boolean ok = true;
+            while (m.find()) {
+                String name = m.group(1);
+                String fromEnv = environment.apply(name);
+                String replacement;
+                if (m.group(2) != null) {
+                    replacement = fromEnv == null || fromEnv.isEmpty() ? m.group(3) : fromEnv;
+                } else if (fromEnv == null) {
+                    problem(node, path, "environment variable " + name + " is not set (write ${" + name + ":-default} to give a default)");
+                    ok = false;
+                    replacement = "";
+                } else {
+                    replacement = fromEnv;
+                }
+                m.appendReplacement(out, Matcher.quoteReplacement(replacement));
+            }
+            m.appendTail(out);
+            return ok ? Optional.of(out.toString()) : Optional.empty();
+        }
+
+        private boolean isNull(Node node) {
+            return node instanceof ScalarNode && Tag.NULL.equals(node.getTag());
+        }
+
+        private void problem(Node node, String path, String message) {
+            problems.add(new ConfigProblem(source, line(node), path, message));
+        }
+
+        private int line(Node node) {
+            return node == null || node.getStartMark() == null ? 0 : node.getStartMark().getLine() + 1;
+        }
+    }
+
+    private static String describe(Node node) {
+        if (node instanceof MappingNode) {
+            return "a mapping";
+        }
+        if (node instanceof SequenceNode) {
+            return "a list";
+        }
+        if (node instanceof ScalarNode scalar) {
+            return Tag.NULL.equals(scalar.getTag()) ? "empty" : "\"" + scalar.getValue() + "\"";
+        }
+        return "nothing";
+    }
+
+    private static String suggestion(String key, Set<String> allowed) {
+        String lower = key.toLowerCase(Locale.ROOT);
+        for (String candidate : allowed) {
+            if (candidate.toLowerCase(Locale.ROOT).equals(lower) || editDistance(candidate, key) <= 2) {
+                return " (did you mean \"" + candidate + "\"?)";
+            }
+        }
+        return " (allowed: " + String.join(", ", new java.util.TreeSet<>(allowed)) + ")";
+    }
+
+    private static int editDistance(String a, String b) {
+        int[] prev = new int[b.length() + 1];
+        int[] cur = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            prev[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            cur[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+                cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
+            }
+            int[] t = prev;
+            prev = cur;
+            cur = t;
+        }
+        return prev[b.length()];
+    }
+
+    private static String oneLine(String message) {
+        return message == null ? "malformed" : message.replaceAll("\\s+", " ").trim();
+    }
+
+    /** The policy keys shared by {@code defaults} and each job, resolved. */
+    private record Policies(ZoneId zone, Duration lease, Duration misfireGrace, Overlap overlap, Duration timeout) {
+        static final Policies BUILT_IN = new Policies(ZoneId.of("UTC"), JobDefinition.DEFAULT_LEASE,
+                JobDefinition.DEFAULT_MISFIRE_GRACE, JobDefinition.DEFAULT_OVERLAP, JobDefinition.DEFAULT_TIMEOUT);
+    }
+}

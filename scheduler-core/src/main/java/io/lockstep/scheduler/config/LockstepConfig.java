@@ -1,0 +1,23 @@
+package io.lockstep.scheduler.config;
+
+import io.lockstep.scheduler.JobDefinition;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A whole configuration file, loaded and checked by {@link ConfigLoader}. Immutable.
+ *
+ * @param source the file it came from, as given
+ * @param redis the {@code redis} section
+ * @param worker the {@code worker} section
+ * @param jobs every job, enabled or not, in file order
+ */
+public record LockstepConfig(String source, RedisSettings redis, WorkerSettings worker, List<JobDefinition> jobs) {
+
+    public LockstepConfig {
+        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(redis, "redis");
+        Objects.requireNonNull(worker, "worker");
+        jobs = List.copyOf(jobs);
+    }
+}

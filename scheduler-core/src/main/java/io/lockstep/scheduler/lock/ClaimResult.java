@@ -1,0 +1,25 @@
+package io.lockstep.scheduler.lock;
+
+/**
+ * The store's answer to one {@link ClaimRequest}.
+ *
+ * @param status what happened
+ * @param fencingToken the job's fence value taken by this claim; 0 unless {@link Status#CLAIMED}
+ * @param serverTimeMillis the store's clock when it decided, in epoch milliseconds
+ */
+public record ClaimResult(Status status, long fencingToken, long serverTimeMillis) {
+
+    /** The outcome of a claim. */
+    public enum Status {
+        /** This request won the slot; its lease is live. */
+        CLAIMED,
+        /** Another claim (or a miss record) already owns the slot. */
+        TAKEN,
+        /** The slot was recorded as skipped: a run of the same job still holds the exclusive lease. */
+        SKIPPED,
+        /** The slot was past its grace and this request recorded it as missed (exactly one does). */
+        MISSED,
+        /** The store's clock has not reached the slot yet; nothing was written. */
+        EARLY
+    }
+}

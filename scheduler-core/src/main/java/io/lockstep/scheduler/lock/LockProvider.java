@@ -1,0 +1,58 @@
+package io.lockstep.scheduler.lock;
+
+import java.util.List;
+
+/**
+ * The lock store beneath the scheduler: claims slots, renews and completes their leases, and tells
+ * its own time. Implementations must be thread-safe; the scheduler calls them from its tick thread
+ * (claims), its watchdog (renewals) and its job threads (completion).
+ *
+ * <p>Every operation is all-or-nothing from the caller's view: an implementation that cannot tell
+ * what happened throws {@link LockException}, and the scheduler then treats the slots as not claimed
+ * and the leases as not renewed (fail closed). Claims must be idempotent per token: repeating a
+ * request whose reply was lost answers {@link ClaimResult.Status#CLAIMED} again with the same
+ * fencing token.
+ */
+public interface LockProvider extends AutoCloseable {
+
+    /**
+     * Claims a batch of slots, deciding each by the store's clock: too early, claimed, already
+     * taken, skipped because the job's exclusive lease is held, or recorded as missed.
+     *
+     * @return one result per request, in order
+     * @throws LockException when the store could not be reached or answered ambiguously
+     */
+    List<ClaimResult> claim(List<ClaimRequest> requests);
+
+    /**
+     * Extends every lease in the batch by its ttl, each only if its token still owns it.
+     *
+     * @return per lease, in order, whether it was still owned and is now extended
+     * @throws LockException when the store could not be reached
+     */
+    List<Boolean> renew(List<Lease> leases);
+
+    /**
+     * Turns the slot record into a done marker carrying the outcome and removes the lease, both
+     * only if the token still owns them.
+     *
+     * @return whether the token still owned the slot
+     * @throws LockException when the store could not be reached
+     */
+    boolean complete(Lease lease, Outcome outcome);
+
+    /**
+     * The store's clock in epoch milliseconds, read with one round trip; the scheduler uses it to
+     * estimate how far the local clock is off.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    long serverTimeMillis();
+
+    /** A short description for logs, without credentials, for example {@code redis 10.0.0.5:6379}. */
+    String describe();
+
+    /** Releases connections this provider created; a no-op for ones handed in by the caller. */
+    @Override
+    default void close() {}
+}
