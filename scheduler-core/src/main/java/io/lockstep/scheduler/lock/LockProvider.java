@@ -49,6 +49,11 @@ public interface LockProvider extends AutoCloseable {
      */
     long serverTimeMillis();
 
+    /** The name of the lock a lease is held under, as the {@code lock_name} event field shows it. */
+    default String lockName(Lease lease) {
+        return lease.job() + ":" + lease.slot().toEpochMilli();
+    }
+
     /** A short description for logs, without credentials, for example {@code redis 10.0.0.5:6379}. */
     String describe();
 

@@ -1,0 +1,49 @@
+package io.lockstep.scheduler;
+
+import io.lockstep.scheduler.lock.LockException;
+
+/**
+ * Tracks whether the lock store is reachable, so that an outage gives one {@code redis_error}
+ * warning (the rest at DEBUG) and one {@code redis_recovered} when it ends, not one per tick.
+ * Thread-safe.
+ */
+final class Outage {
+
+    private final Events events;
+    private final String target;
+    private boolean down;
+    private long downSinceNanos;
+
+    Outage(Events events, String target) {
+        this.events = events;
+        this.target = target;
+    }
+
+    /** Records a failure of {@code operation}; warns only on the first failure of an outage. */
+    synchronized void failed(String operation, RuntimeException e) {
+        String where = e instanceof LockException le ? le.target() : target;
+        if (!down) {
+            down = true;
+            downSinceNanos = System.nanoTime();
+            events.warn("redis_error").addKeyValue("operation", operation).addKeyValue("target", where)
+                    .addKeyValue("error", Events.describe(e)).log("lock store unreachable; claims fail closed until it answers");
+        } else {
+            events.debug("redis_error").addKeyValue("operation", operation).addKeyValue("target", where)
+                    .addKeyValue("error", Events.describe(e)).log("lock store still unreachable");
+        }
+    }
+
+    /** Records a success; ends an outage if one was going on. */
+    synchronized void succeeded() {
+        if (down) {
+            down = false;
+            events.info("redis_recovered").addKeyValue("target", target)
+                    .addKeyValue("duration_ms", (System.nanoTime() - downSinceNanos) / 1_000_000)
+                    .log("lock store answers again");
+        }
+    }
+
+    synchronized boolean isDown() {
+        return down;
+    }
+}

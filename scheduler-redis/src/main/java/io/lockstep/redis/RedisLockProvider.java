@@ -1,0 +1,376 @@
+package io.lockstep.redis;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.LockProvider;
+import io.lockstep.scheduler.lock.Outcome;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Function;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisAccessControlException;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * The Redis lock store of the scheduler: claims, renewals and completions as owner-checked Lua
+ * scripts, every batch in one pipelined round trip.
+ *
+ * <p>Keys of one job share a hash tag, so the layout works unchanged on Redis Cluster:
+ * <pre>
+ *   &lt;prefix&gt;:{&lt;job&gt;}:slot:&lt;epochMillis&gt;   slot record (hash): running, then done / missed / skipped; has a ttl
+ *   &lt;prefix&gt;:{&lt;job&gt;}:fence                 fence counter, INCRed by every claim; no ttl
+ *   &lt;prefix&gt;:{&lt;job&gt;}:lease                 lease of an {@code overlap: skip} job (one run at a time)
+ *   &lt;prefix&gt;:{&lt;job&gt;}:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
+ * </pre>
+ *
+ * <p>Scripts are sent with {@code EVALSHA}; a server that does not know them (a restart flushed its
+ * script cache) gets the batch again with {@code EVAL}, which is safe because every script is
+ * idempotent per token. Every Jedis failure is wrapped once, here, in a {@link LockException}.
+ *
+ * <p>Thread-safe; share one per process.
+ */
+public final class RedisLockProvider implements LockProvider {
+
+    public static final String DEFAULT_KEY_PREFIX = "lockstep";
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+
+    private static final LuaScript CLAIM = LuaScript.load("claim.lua");
+    private static final LuaScript RENEW = LuaScript.load("renew.lua");
+    private static final LuaScript COMPLETE = LuaScript.load("complete.lua");
+    private static final String TIME = "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)";
+
+    private final UnifiedJedis jedis;
+    private final boolean ownsClient;
+    private final String prefix;
+    private final String target;
+
+    private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target) {
+        this.jedis = jedis;
+        this.ownsClient = ownsClient;
+        this.prefix = prefix;
+        this.target = target;
+    }
+
+    /** A builder; give it either a URI or a client of your own. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    // ---------------------------------------------------------------- keys
+
+    String slotKey(String job, long slotMillis) {
+        return prefix + ":{" + job + "}:slot:" + slotMillis;
+    }
+
+    String fenceKey(String job) {
+        return prefix + ":{" + job + "}:fence";
+    }
+
+    String leaseKey(Lease lease) {
+        String base = prefix + ":{" + lease.job() + "}:lease";
+        return lease.exclusive() ? base : base + ":" + lease.slot().toEpochMilli();
+    }
+
+    @Override
+    public String lockName(Lease lease) {
+        return leaseKey(lease);
+    }
+
+    // ---------------------------------------------------------------- operations
+
+    @Override
+    public List<ClaimResult> claim(List<ClaimRequest> requests) {
+        if (requests.isEmpty()) {
+            return List.of();
+        }
+        List<Object> replies = batch("claim", CLAIM, requests, request -> {
+            Lease lease = request.lease();
+            long slot = lease.slot().toEpochMilli();
+            return new Call(List.of(slotKey(lease.job(), slot), fenceKey(lease.job()), leaseKey(lease)),
+                    List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
+                            Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()),
+                            request.workerId(), request.missOnly() ? "1" : "0"));
+        });
+        List<ClaimResult> results = new ArrayList<>(replies.size());
+        for (Object reply : replies) {
+            results.add(parseClaim(reply));
+        }
+        return results;
+    }
+
+    @Override
+    public List<Boolean> renew(List<Lease> leases) {
+        if (leases.isEmpty()) {
+            return List.of();
+        }
+        List<Object> replies = batch("renew", RENEW, leases, lease -> new Call(
+                List.of(leaseKey(lease), slotKey(lease.job(), lease.slot().toEpochMilli())),
+                List.of(lease.token(), Long.toString(lease.ttl().toMillis()))));
+        List<Boolean> owned = new ArrayList<>(replies.size());
+        for (Object reply : replies) {
+            owned.add(asLong("renew", reply) == 1L);
+        }
+        return owned;
+    }
+
+    @Override
+    public boolean complete(Lease lease, Outcome outcome) {
+        List<Object> replies = batch("complete", COMPLETE, List.of(lease), l -> new Call(
+                List.of(slotKey(l.job(), l.slot().toEpochMilli()), leaseKey(l)),
+                List.of(l.token(), outcome.label())));
+        return asLong("complete", replies.get(0)) == 1L;
+    }
+
+    @Override
+    public long serverTimeMillis() {
+        try {
+            return asLong("time", jedis.eval(TIME));
+        } catch (JedisException e) {
+            throw wrap("time", e);
+        }
+    }
+
+    @Override
+    public String describe() {
+        return target;
+    }
+
+    /** Checks that the server answers and accepts our credentials; fails with one clear line otherwise. */
+    public void ping() {
+        try {
+            jedis.ping();
+        } catch (JedisException e) {
+            throw wrap("ping", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (ownsClient) {
+            jedis.close();
+        }
+    }
+
+    // ---------------------------------------------------------------- plumbing
+
+    private record Call(List<String> keys, List<String> args) {}
+
+    /** Runs one script per item in one pipeline; on NOSCRIPT sends the batch again with EVAL. */
+    private <T> List<Object> batch(String operation, LuaScript script, List<T> items, Function<T, Call> toCall) {
+        List<Call> calls = new ArrayList<>(items.size());
+        for (T item : items) {
+            calls.add(toCall.apply(item));
+        }
+        try {
+            List<Object> replies = pipeline(script, calls, true);
+            if (replies != null) {
+                return replies;
+            }
+            return pipeline(script, calls, false);
+        } catch (JedisException e) {
+            throw wrap(operation, e);
+        }
+    }
+
+    /** @return the replies, or null when {@code bySha} and the server did not know the script */
+    private List<Object> pipeline(LuaScript script, List<Call> calls, boolean bySha) {
+        List<Response<Object>> responses = new ArrayList<>(calls.size());
+        try (AbstractPipeline p = jedis.pipelined()) {
+            for (Call call : calls) {
+                responses.add(bySha ? p.evalsha(script.sha(), call.keys(), call.args())
+                        : p.eval(script.source(), call.keys(), call.args()));
+            }
+            p.sync();
+        }
+        List<Object> replies = new ArrayList<>(responses.size());
+        for (Response<Object> response : responses) {
+            try {
+                replies.add(response.get());
+            } catch (JedisDataException e) {
+                if (bySha && e.getMessage() != null && e.getMessage().startsWith("NOSCRIPT")) {
+                    return null;
+                }
+                throw e;
+            }
+        }
+        return replies;
+    }
+
+    private ClaimResult parseClaim(Object reply) {
+        if (!(reply instanceof List<?> list) || list.size() != 3) {
+            throw new LockException(target, "claim: unexpected reply " + reply, null);
+        }
+        String status = asString(list.get(0));
+        long fence = asLong("claim", list.get(1));
+        long now = asLong("claim", list.get(2));
+        ClaimResult.Status s = switch (status) {
+            case "claimed" -> ClaimResult.Status.CLAIMED;
+            case "taken" -> ClaimResult.Status.TAKEN;
+            case "skipped" -> ClaimResult.Status.SKIPPED;
+            case "missed" -> ClaimResult.Status.MISSED;
+            case "early" -> ClaimResult.Status.EARLY;
+            default -> throw new LockException(target, "claim: unexpected status " + status, null);
+        };
+        return new ClaimResult(s, fence, now);
+    }
+
+    private static String asString(Object o) {
+        return o instanceof byte[] bytes ? new String(bytes, java.nio.charset.StandardCharsets.UTF_8) : String.valueOf(o);
+    }
+
+    private long asLong(String operation, Object o) {
+        if (o instanceof Number n) {
+            return n.longValue();
+        }
+        try {
+            return Long.parseLong(asString(o));
+        } catch (NumberFormatException e) {
+            throw new LockException(target, operation + ": unexpected reply " + asString(o), e);
+        }
+    }
+
+    private LockException wrap(String operation, JedisException e) {
+        String kind;
+        if (e instanceof JedisAccessControlException || (e.getMessage() != null
+                && (e.getMessage().startsWith("WRONGPASS") || e.getMessage().startsWith("NOAUTH")))) {
+            kind = "authentication failed";
+        } else if (e instanceof JedisConnectionException) {
+            kind = "cannot reach the server";
+        } else {
+            kind = "command failed";
+        }
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String detail = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
+        return new LockException(target, target + ": " + operation + ": " + kind + " (" + detail.replaceAll("\\s+", " ") + ")", e);
+    }
+
+    /**
+     * Builds a {@link RedisLockProvider} from a URI (it then owns and closes its client) or around a
+     * {@link UnifiedJedis} you already have (which you close). Fails fast on a bad value. Not
+     * thread-safe.
+     */
+    public static final class Builder {
+        private String uri;
+        private String user;
+        private String password;
+        private Duration timeout = DEFAULT_TIMEOUT;
+        private String keyPrefix = DEFAULT_KEY_PREFIX;
+        private UnifiedJedis client;
+        private String description;
+
+        private Builder() {}
+
+        /** {@code redis://[user:password@]host:port[/db]} or {@code rediss://...} for TLS. */
+        public Builder uri(String uri) {
+            this.uri = Objects.requireNonNull(uri, "uri");
+            return this;
+        }
+
+        /** The ACL user; overrides one in the URI. */
+        public Builder user(String user) {
+            this.user = user;
+            return this;
+        }
+
+        /** The password; overrides one in the URI. */
+        public Builder password(String password) {
+            this.password = password;
+            return this;
+        }
+
+        /** Connect and read timeout of every command. */
+        public Builder timeout(Duration timeout) {
+            if (timeout.toMillis() < 1) {
+                throw new IllegalArgumentException("timeout must be at least 1ms, but was " + timeout);
+            }
+            this.timeout = timeout;
+            return this;
+        }
+
+        /** The first part of every key (default {@code lockstep}). */
+        public Builder keyPrefix(String prefix) {
+            if (prefix == null || prefix.isEmpty() || prefix.contains("{") || prefix.contains("}")) {
+                throw new IllegalArgumentException("keyPrefix must be non-empty without braces, but was \"" + prefix + "\"");
+            }
+            this.keyPrefix = prefix;
+            return this;
+        }
+
+
+        /** A client of yours ({@code RedisClient}, {@code RedisSentinelClient}, {@code RedisClusterClient}). */
+        public Builder client(UnifiedJedis client, String description) {
+            this.client = Objects.requireNonNull(client, "client");
+            this.description = Objects.requireNonNull(description, "description");
+            return this;
+        }
+
+        public RedisLockProvider build() {
+            if (client != null) {
+                return new RedisLockProvider(client, false, keyPrefix, description);
+            }
+            if (uri == null) {
+                throw new IllegalArgumentException("either uri or client must be set");
+            }
+            URI parsed;
+            try {
+                parsed = new URI(uri);
+            } catch (URISyntaxException e) {
+                throw new IllegalArgumentException("redis uri is not a valid URI: " + e.getReason());
+            }
+            String scheme = parsed.getScheme();
+            if (!"redis".equals(scheme) && !"rediss".equals(scheme)) {
+                throw new IllegalArgumentException("redis uri must start with redis:// or rediss://, but was " + scheme + "://");
+            }
+            if (parsed.getHost() == null) {
+                throw new IllegalArgumentException("redis uri must name a host, but was \"" + masked(uri) + "\"");
+            }
+            int port = parsed.getPort() == -1 ? 6379 : parsed.getPort();
+            DefaultJedisClientConfig.Builder config = DefaultJedisClientConfig.builder()
+                    .ssl("rediss".equals(scheme))
+                    .connectionTimeoutMillis((int) timeout.toMillis())
+                    .socketTimeoutMillis((int) timeout.toMillis())
+                    .clientName("lockstep");
+            String[] userInfo = parsed.getUserInfo() == null ? new String[0] : parsed.getUserInfo().split(":", 2);
+            String effectiveUser = user != null ? user : userInfo.length == 2 && !userInfo[0].isEmpty() ? userInfo[0] : null;
+            String effectivePassword = password != null ? password
+                    : userInfo.length == 2 ? userInfo[1] : userInfo.length == 1 && !userInfo[0].isEmpty() ? userInfo[0] : null;
+            if (effectiveUser != null) {
+                config.user(effectiveUser);
+            }
+            if (effectivePassword != null) {
+                config.password(effectivePassword);
+            }
+            String path = parsed.getPath();
+            if (path != null && path.length() > 1) {
+                try {
+                    config.database(Integer.parseInt(path.substring(1)));
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("redis uri database must be a number, but was \"" + path.substring(1) + "\"");
+                }
+            }
+            HostAndPort hostAndPort = new HostAndPort(parsed.getHost(), port);
+            RedisClient redis = RedisClient.builder().hostAndPort(hostAndPort).clientConfig(config.build()).build();
+            return new RedisLockProvider(redis, true, keyPrefix, "redis " + hostAndPort);
+        }
+
+        private static String masked(String uri) {
+            return uri.replaceAll("(rediss?://[^:@/]*:)[^@/]*@", "$1***@");
+        }
+    }
+}

@@ -1,0 +1,224 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.ClaimResult.Status;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+
+/** The Redis provider against a real redis-server: claims, owner checks, records and failures. */
+class RedisLockProviderTest {
+
+    private static final Duration LEASE = Duration.ofSeconds(10);
+    private static final Duration GRACE = Duration.ofSeconds(10);
+
+    private static LocalRedisServer server;
+    private static RedisLockProvider provider;
+    private static RedisClient raw;
+
+    @BeforeAll
+    static void startRedis() {
+        server = LocalRedisServer.start();
+        provider = RedisLockProvider.builder().uri(server.uri()).build();
+        raw = RedisClient.create(server.host(), server.port());
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        raw.close();
+        provider.close();
+        server.close();
+    }
+
+    private static String job() {
+        return "job-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    private static Instant serverNow() {
+        return Instant.ofEpochMilli(provider.serverTimeMillis());
+    }
+
+    private static ClaimRequest request(String job, Instant slot, String token, boolean exclusive) {
+        return new ClaimRequest(new Lease(job, slot, token, LEASE, exclusive), "w-" + token, GRACE, false);
+    }
+
+    @Test
+    void exactlyOneOfTwoClaimsOfTheSameSlotWins() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        List<ClaimResult> results = provider.claim(List.of(request(job, slot, "a", false), request(job, slot, "b", false)));
+        assertThat(results).extracting(ClaimResult::status).containsExactly(Status.CLAIMED, Status.TAKEN);
+        assertThat(results.get(0).fencingToken()).isEqualTo(1);
+    }
+
+    @Test
+    void fencingTokensStrictlyIncreasePerJob() {
+        String job = job();
+        Instant now = serverNow();
+        long first = provider.claim(List.of(request(job, now.minusMillis(20), "a", false))).get(0).fencingToken();
+        long second = provider.claim(List.of(request(job, now.minusMillis(10), "b", false))).get(0).fencingToken();
+        assertThat(second).isGreaterThan(first);
+    }
+
+    @Test
+    void aSlotTheServerClockHasNotReachedIsNotClaimed() {
+        String job = job();
+        Instant slot = serverNow().plusSeconds(5);
+        ClaimResult result = provider.claim(List.of(request(job, slot, "a", false))).get(0);
+        assertThat(result.status()).isEqualTo(Status.EARLY);
+        assertThat(raw.exists(provider.slotKey(job, slot.toEpochMilli()))).isFalse();
+        assertThat(raw.exists(provider.fenceKey(job))).isFalse();
+    }
+
+    @Test
+    void aSlotPastItsGraceIsRecordedMissedExactlyOnce() {
+        String job = job();
+        Instant slot = serverNow().minus(GRACE).minusSeconds(1);
+        List<ClaimResult> results = provider.claim(List.of(request(job, slot, "a", false), request(job, slot, "b", false)));
+        assertThat(results).extracting(ClaimResult::status).containsExactly(Status.MISSED, Status.TAKEN);
+        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "state")).isEqualTo("missed");
+    }
+
+    @Test
+    void aFinishedSlotStaysDoneAndCannotBeClaimedAgain() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        ClaimRequest first = request(job, slot, "a", false);
+        assertThat(provider.claim(List.of(first)).get(0).status()).isEqualTo(Status.CLAIMED);
+        assertThat(provider.complete(first.lease(), Outcome.SUCCEEDED)).isTrue();
+
+        String record = provider.slotKey(job, slot.toEpochMilli());
+        assertThat(raw.hget(record, "state")).isEqualTo("done");
+        assertThat(raw.hget(record, "outcome")).isEqualTo("succeeded");
+        assertThat(raw.pttl(record)).isPositive();
+        assertThat(raw.exists(provider.leaseKey(first.lease()))).isFalse();
+        assertThat(provider.claim(List.of(request(job, slot, "late", false))).get(0).status()).isEqualTo(Status.TAKEN);
+    }
+
+    @Test
+    void repeatingALostClaimReplyWinsAgainWithTheSameFence() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        ClaimResult first = provider.claim(List.of(request(job, slot, "a", false))).get(0);
+        ClaimResult again = provider.claim(List.of(request(job, slot, "a", false))).get(0);
+        assertThat(again.status()).isEqualTo(Status.CLAIMED);
+        assertThat(again.fencingToken()).isEqualTo(first.fencingToken());
+    }
+
+    @Test
+    void anExclusiveLeaseHeldByARunningSlotSkipsTheNextSlot() {
+        String job = job();
+        Instant now = serverNow();
+        assertThat(provider.claim(List.of(request(job, now.minusSeconds(2), "a", true))).get(0).status())
+                .isEqualTo(Status.CLAIMED);
+        ClaimResult next = provider.claim(List.of(request(job, now.minusSeconds(1), "b", true))).get(0);
+        assertThat(next.status()).isEqualTo(Status.SKIPPED);
+        assertThat(raw.hget(provider.slotKey(job, now.minusSeconds(1).toEpochMilli()), "state")).isEqualTo("skipped");
+    }
+
+    @Test
+    void aForeignTokenCanNeitherRenewNorReleaseAndLeavesKeyAndTtlUntouched() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        ClaimRequest mine = request(job, slot, "owner-token", false);
+        provider.claim(List.of(mine));
+        String leaseKey = provider.leaseKey(mine.lease());
+        raw.pexpire(leaseKey, 5_000); // so that a foreign renewal to LEASE (10 s) would be visible
+        long ttlBefore = raw.pttl(leaseKey);
+
+        Lease foreign = new Lease(job, slot, "foreign-token", LEASE, false);
+        assertThat(provider.renew(List.of(foreign))).containsExactly(false);
+        assertThat(provider.complete(foreign, Outcome.SUCCEEDED)).isFalse();
+
+        assertThat(raw.get(leaseKey)).isEqualTo("owner-token");
+        assertThat(raw.pttl(leaseKey)).isBetween(1L, ttlBefore);
+        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "state")).isEqualTo("running");
+
+        assertThat(provider.renew(List.of(mine.lease()))).containsExactly(true);
+        assertThat(raw.pttl(leaseKey)).isGreaterThan(ttlBefore);
+    }
+
+    @Test
+    void renewalsOfABatchAnswerPerLease() {
+        String job = job();
+        Instant now = serverNow();
+        ClaimRequest a = request(job, now.minusMillis(30), "a", false);
+        ClaimRequest b = request(job, now.minusMillis(20), "b", false);
+        provider.claim(List.of(a, b));
+        raw.del(provider.leaseKey(b.lease())); // b's lease expired
+        assertThat(provider.renew(List.of(a.lease(), b.lease()))).containsExactly(true, false);
+    }
+
+    @Test
+    void everyKeyButTheFenceHasATtl() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        ClaimRequest r = request(job, slot, "a", true);
+        provider.claim(List.of(r));
+        for (String key : raw.keys("lockstep:{" + job + "}:*")) {
+            if (key.equals(provider.fenceKey(job))) {
+                assertThat(raw.pttl(key)).isEqualTo(-1);
+            } else {
+                assertThat(raw.pttl(key)).as(key).isPositive();
+            }
+        }
+    }
+
+    @Test
+    void scriptsAreSentAgainWhenARestartedServerForgotThem() {
+        try (LocalRedisServer own = LocalRedisServer.start();
+             RedisLockProvider p = RedisLockProvider.builder().uri(own.uri()).build()) {
+            String job = job();
+            assertThat(p.claim(List.of(request(job, Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "a", false))))
+                    .extracting(ClaimResult::status).containsExactly(Status.CLAIMED);
+            own.restart();
+            // Pooled connections to the old process fail once each (fail closed); after that the
+            // claim must go through although the new process has never seen the script.
+            await().atMost(Duration.ofSeconds(10)).ignoreException(LockException.class).untilAsserted(() ->
+                    assertThat(p.claim(List.of(request(job, Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "b", false))))
+                            .extracting(ClaimResult::status).containsExactly(Status.CLAIMED));
+        }
+    }
+
+    @Test
+    void anUnreachableServerFailsWithTheHostInOneLine() {
+        try (LocalRedisServer own = LocalRedisServer.start()) {
+            own.kill();
+            try (RedisLockProvider p = RedisLockProvider.builder().uri(own.uri()).timeout(Duration.ofMillis(500)).build()) {
+                assertThatThrownBy(() -> p.claim(List.of(request(job(), Instant.now(), "a", false))))
+                        .isInstanceOf(LockException.class)
+                        .hasMessageContaining("127.0.0.1:" + own.port())
+                        .hasMessageContaining("cannot reach the server")
+                        .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+            }
+        }
+    }
+
+    @Test
+    void aWrongPasswordFailsAsAuthenticationWithoutShowingThePassword() {
+        try (LocalRedisServer own = LocalRedisServer.start("--requirepass", "right-one");
+             RedisLockProvider p = RedisLockProvider.builder().uri("redis://:wrong-one@127.0.0.1:" + own.port()).build()) {
+            assertThatThrownBy(p::ping)
+                    .isInstanceOf(LockException.class)
+                    .hasMessageContaining("authentication failed")
+                    .satisfies(e -> assertThat(e.getMessage()).doesNotContain("wrong-one"));
+        }
+        try (LocalRedisServer own = LocalRedisServer.start("--requirepass", "right-one");
+             RedisLockProvider p = RedisLockProvider.builder().uri("redis://127.0.0.1:" + own.port()).password("right-one").build()) {
+            p.ping();
+        }
+    }
+}
