@@ -86,6 +86,14 @@ public final class ConfigLoader {
     }
 
     /**
+     * Reads a duration as the YAML writes it: {@code 250ms 30s 5m 1h 1d} or ISO-8601 ({@code PT30S});
+     * for command-line options that take the same syntax.
+     */
+    public static Optional<Duration> parseDuration(String text) {
+        return Durations.parse(text);
+    }
+
+    /**
      * Loads a file.
      *
      * @throws ConfigException with every problem found, including an unreadable file

@@ -10,6 +10,7 @@ import java.time.LocalDateTime;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
+import java.time.temporal.ChronoUnit;
 import java.time.zone.ZoneOffsetTransition;
 import java.time.zone.ZoneRules;
 import java.util.List;
@@ -118,7 +119,8 @@ public final class CronSchedule {
      */
     public Optional<Instant> next(Instant after) {
         ZoneRules rules = zone.getRules();
-        LocalDateTime cursor = LocalDateTime.ofInstant(after, zone);
+        // Fire times are whole seconds; cron-utils would otherwise carry the fraction along.
+        LocalDateTime cursor = LocalDateTime.ofInstant(after, zone).truncatedTo(ChronoUnit.SECONDS);
         // Wall-clock time runs backwards once at an overlap: while `after` lies in the first pass of
         // a repeated hour, the second pass starts at a local time earlier than `after`'s own.
         List<ZoneOffset> offsets = rules.getValidOffsets(cursor);

@@ -1,0 +1,41 @@
+package io.lockstep.examples.cli;
+
+import io.lockstep.redis.RedisLockProvider;
+import io.lockstep.scheduler.config.ConfigException;
+import io.lockstep.scheduler.config.ConfigLoader;
+import io.lockstep.scheduler.config.ConfigProblem;
+import io.lockstep.scheduler.config.LockstepConfig;
+import io.lockstep.scheduler.config.RedisSettings;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.Optional;
+
+/** What {@code run} and {@code validate} share: loading a file and printing its problems. */
+final class Configs {
+
+    private Configs() {}
+
+    /** The config, or empty after printing one line per problem to {@code err}. */
+    static Optional<LockstepConfig> load(Path file, PrintWriter err) {
+        try {
+            return Optional.of(ConfigLoader.defaults().load(file));
+        } catch (ConfigException e) {
+            for (ConfigProblem problem : e.problems()) {
+                err.println(problem);
+            }
+            err.println(e.problems().size() + (e.problems().size() == 1 ? " problem" : " problems") + " in " + file);
+            return Optional.empty();
+        }
+    }
+
+    /** A provider for the config's redis section; it owns its client. */
+    static RedisLockProvider provider(RedisSettings redis) {
+        RedisLockProvider.Builder builder = RedisLockProvider.builder()
+                .uri(redis.uri())
+                .keyPrefix(redis.keyPrefix())
+                .timeout(redis.timeout());
+        redis.user().ifPresent(builder::user);
+        redis.password().ifPresent(builder::password);
+        return builder.build();
+    }
+}

@@ -1,0 +1,59 @@
+package io.lockstep.examples.cli;
+
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.config.LockstepConfig;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.ZonedDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code validate --config FILE}: every check that needs no Redis; prints each job's next fire times. */
+@Command(name = "validate", description = "Checks a config file without running it and prints each job's next fire times.")
+final class ValidateCommand implements Callable<Integer> {
+
+    private static final int FIRE_TIMES = 3;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--config", required = true, paramLabel = "FILE", description = "the YAML file")
+    Path config;
+
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        Optional<LockstepConfig> loaded = Configs.load(config, err);
+        if (loaded.isEmpty()) {
+            return WorkerMain.BAD_INPUT;
+        }
+        LockstepConfig c = loaded.get();
+        out.println(config + ": valid, " + c.jobs().size() + (c.jobs().size() == 1 ? " job" : " jobs")
+                + ", redis " + c.redis().maskedUri());
+        Instant now = Instant.now();
+        for (JobDefinition job : c.jobs()) {
+            List<String> next = new ArrayList<>();
+            Instant cursor = now;
+            for (int i = 0; i < FIRE_TIMES; i++) {
+                Optional<Instant> fire = job.schedule().next(cursor);
+                if (fire.isEmpty()) {
+                    break;
+                }
+                cursor = fire.get();
+                next.add(ZonedDateTime.ofInstant(cursor, job.schedule().zone()).toOffsetDateTime().toString());
+            }
+            out.printf("  %-24s %-22s %-16s %s%s%n", job.name(), "\"" + job.schedule().expression() + "\"",
+                    job.schedule().zone(), next.isEmpty() ? "never fires again" : "next " + String.join(", ", next),
+                    job.enabled() ? "" : " (disabled)");
+        }
+        return WorkerMain.OK;
+    }
+}

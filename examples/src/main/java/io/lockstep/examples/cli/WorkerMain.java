@@ -1,0 +1,51 @@
+package io.lockstep.examples.cli;
+
+import java.io.PrintWriter;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * The worker's command line: {@code run}, {@code validate} and {@code demo}. Exit codes: 0 clean,
+ * 1 runtime failure, 2 bad config or usage.
+ */
+@Command(name = "lockstep-worker", mixinStandardHelpOptions = true, version = "lockstep 0.1.0",
+        description = "Runs cron jobs exactly once per slot across a cluster of workers coordinated through Redis.",
+        subcommands = {RunCommand.class, ValidateCommand.class, DemoCommand.class})
+public final class WorkerMain implements Runnable {
+
+    static final int OK = 0;
+    static final int RUNTIME_FAILURE = 1;
+    static final int BAD_INPUT = 2;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    public static void main(String[] args) {
+        System.exit(execute(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
+    }
+
+    /** Runs a command with the given streams and answers its exit code; for tests and embedding. */
+    public static int execute(PrintWriter out, PrintWriter err, String... args) {
+        CommandLine cli = new CommandLine(new WorkerMain());
+        cli.setOut(out);
+        cli.setErr(err);
+        cli.setExitCodeExceptionMapper(e -> e instanceof CommandLine.ParameterException ? BAD_INPUT : RUNTIME_FAILURE);
+        cli.setParameterExceptionHandler((e, a) -> {
+            err.println("error: " + e.getMessage());
+            err.println("usage: " + e.getCommandLine().getCommandSpec().qualifiedName() + " --help");
+            return BAD_INPUT;
+        });
+        cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
+            // A bug, not a user mistake: the one place a stack trace may appear.
+            err.println("error: unexpected failure: " + e);
+            e.printStackTrace(err);
+            return RUNTIME_FAILURE;
+        });
+        return cli.execute(args);
+    }
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(spec.commandLine().getOut());
+    }
+}
