@@ -1,0 +1,51 @@
+package io.lockstep.scheduler;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.LoggerFactory;
+import org.slf4j.event.KeyValuePair;
+
+/** Captures the events of {@link Events#LOGGER} in this JVM, as field maps, for assertions. */
+final class CapturedEvents implements AutoCloseable {
+
+    private final Logger logger = (Logger) LoggerFactory.getLogger(Events.LOGGER);
+    private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
+
+    CapturedEvents() {
+        appender.start();
+        logger.addAppender(appender);
+        logger.setLevel(ch.qos.logback.classic.Level.DEBUG);
+    }
+
+    /** Every captured event, oldest first, as its key-value fields plus {@code level}. */
+    List<Map<String, Object>> all() {
+        synchronized (appender) {
+            return appender.list.stream().map(CapturedEvents::fields).toList();
+        }
+    }
+
+    List<Map<String, Object>> named(String event) {
+        return all().stream().filter(e -> event.equals(e.get("event"))).toList();
+    }
+
+    private static Map<String, Object> fields(ILoggingEvent e) {
+        Map<String, Object> map = new HashMap<>();
+        if (e.getKeyValuePairs() != null) {
+            for (KeyValuePair kv : e.getKeyValuePairs()) {
+                map.put(kv.key, kv.value);
+            }
+        }
+        map.put("level", e.getLevel().toString());
+        return map;
+    }
+
+    @Override
+    public void close() {
+        logger.detachAppender(appender);
+        logger.setLevel(null);
+    }
+}

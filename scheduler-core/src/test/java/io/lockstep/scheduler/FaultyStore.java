@@ -1,0 +1,59 @@
+package io.lockstep.scheduler;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.InMemoryLockProvider;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.LockProvider;
+import io.lockstep.scheduler.lock.Outcome;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * The in-memory store with switches for faults: unreachable (every call throws, as a down Redis
+ * makes the Redis provider do) and refusing renewals (as when another owner took the lease).
+ */
+final class FaultyStore implements LockProvider {
+
+    final InMemoryLockProvider store = InMemoryLockProvider.create();
+    volatile boolean down;
+    volatile boolean refuseRenewals;
+    volatile int claimCalls;
+
+    @Override
+    public List<ClaimResult> claim(List<ClaimRequest> requests) {
+        claimCalls++;
+        check();
+        return store.claim(requests);
+    }
+
+    @Override
+    public List<Boolean> renew(List<Lease> leases) {
+        check();
+        return refuseRenewals ? Collections.nCopies(leases.size(), false) : store.renew(leases);
+    }
+
+    @Override
+    public boolean complete(Lease lease, Outcome outcome) {
+        check();
+        return store.complete(lease, outcome);
+    }
+
+    @Override
+    public long serverTimeMillis() {
+        check();
+        return store.serverTimeMillis();
+    }
+
+    @Override
+    public String describe() {
+        return "faulty in-memory";
+    }
+
+    private void check() {
+        if (down) {
+            throw new LockException("faulty in-memory", "store is down", null);
+        }
+    }
+}

@@ -1,0 +1,137 @@
+package io.lockstep.scheduler.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.Overlap;
+import java.time.Duration;
+import java.time.ZoneId;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class ConfigLoaderTest {
+
+    private static final ConfigLoader LOADER = ConfigLoader.defaults().checkingClasses(false)
+            .withEnvironment(Map.of("REDIS_URI", "redis://:s3cret@redis.internal:6380", "WORKER", "w-7"));
+
+    private static List<ConfigProblem> problems(String yaml) {
+        try {
+            LOADER.load("jobs.yaml", yaml);
+        } catch (ConfigException e) {
+            return e.problems();
+        }
+        throw new AssertionError("expected the config to be rejected");
+    }
+
+    @Test
+    void defaultsApplyAndJobsOverrideThem() {
+        LockstepConfig config = LOADER.load("jobs.yaml", """
+                redis:
+                  uri: ${REDIS_URI}
+                worker:
+                  id: ${WORKER:-}
+                  threads: 3
+                defaults:
+                  zone: Europe/Lisbon
+                  lease: 45s
+                jobs:
+                  - name: a
+                    cron: "0 6 * * *"
+                    class: x.A
+                  - name: b.c-d_e
+                    cron: "@hourly"
+                    class: x.B
+                    zone: UTC
+                    lease: PT2M
+                    misfireGrace: 250ms
+                    overlap: allow
+                    timeout: 1h
+                    enabled: false
+                    params: { recipients: [ops@example.com], retries: 3, ratio: 0.5, dry: true }
+                """);
+        assertThat(config.redis().uri()).isEqualTo("redis://:s3cret@redis.internal:6380");
+        assertThat(config.redis().keyPrefix()).isEqualTo("lockstep");
+        assertThat(config.redis().timeout()).isEqualTo(Duration.ofSeconds(2));
+        assertThat(config.worker()).isEqualTo(new WorkerSettings("w-7", 3, Duration.ofSeconds(30)));
+
+        JobDefinition a = config.jobs().get(0);
+        assertThat(a.schedule().zone()).isEqualTo(ZoneId.of("Europe/Lisbon"));
+        assertThat(a.lease()).isEqualTo(Duration.ofSeconds(45));
+        assertThat(a.misfireGrace()).isEqualTo(Duration.ofSeconds(10));
+        assertThat(a.overlap()).isEqualTo(Overlap.SKIP);
+        assertThat(a.timeout()).isZero();
+        assertThat(a.enabled()).isTrue();
+
+        JobDefinition b = config.jobs().get(1);
+        assertThat(b.schedule().zone()).isEqualTo(ZoneId.of("UTC"));
+        assertThat(b.lease()).isEqualTo(Duration.ofMinutes(2));
+        assertThat(b.misfireGrace()).isEqualTo(Duration.ofMillis(250));
+        assertThat(b.overlap()).isEqualTo(Overlap.ALLOW);
+        assertThat(b.timeout()).isEqualTo(Duration.ofHours(1));
+        assertThat(b.enabled()).isFalse();
+        assertThat(b.params()).containsEntry("recipients", List.of("ops@example.com"))
+                .containsEntry("retries", 3).containsEntry("ratio", 0.5).containsEntry("dry", true);
+    }
+
+    @Test
+    void theEffectiveConfigNeverShowsThePassword() {
+        LockstepConfig config = LOADER.load("jobs.yaml", """
+                redis: { uri: "${REDIS_URI}", password: hunter2 }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """);
+        assertThat(config.redis().toString()).doesNotContain("s3cret").doesNotContain("hunter2");
+        assertThat(config.redis().maskedUri()).isEqualTo("redis://:***@redis.internal:6380");
+    }
+
+    @Test
+    void everyProblemIsCollectedWithItsLineAndPath() {
+        List<ConfigProblem> problems = problems("""
+                worker:
+                  threds: 4
+                jobs:
+                  - name: a
+                    cron: "not a cron"
+                    class: x.A
+                  - name: a
+                    cron: "@daily"
+                    class: x.A
+                    lease: 200ms
+                """);
+        assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:2: worker.threds: unknown key \"threds\" (did you mean \"threads\"?)",
+                "jobs.yaml:5: jobs[0].cron: cron expression must have 5 or 6 fields or be a macro, but was \"not a cron\" (3 fields)",
+                "jobs.yaml:7: jobs[1].name: duplicate job name \"a\" (first at line 4)",
+                "jobs.yaml:10: jobs[1].lease: must be at least 1s, but was 200ms");
+    }
+
+    @Test
+    void anUnsetVariableWithoutDefaultIsAProblem() {
+        assertThat(problems("""
+                redis: { uri: "${NOPE}" }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:1: redis.uri: environment variable NOPE is not set (write ${NOPE:-default} to give a default)");
+    }
+
+    @Test
+    void invalidYamlIsOneProblemWithItsLine() {
+        assertThatThrownBy(() -> LOADER.load("jobs.yaml", "jobs:\n  - name: a\n   cron: [\n"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageStartingWith("jobs.yaml:")
+                .hasMessageContaining("invalid YAML");
+    }
+
+    @Test
+    void durationsReadEveryDocumentedForm() {
+        assertThat(ConfigLoader.parseDuration("250ms")).contains(Duration.ofMillis(250));
+        assertThat(ConfigLoader.parseDuration("30s")).contains(Duration.ofSeconds(30));
+        assertThat(ConfigLoader.parseDuration("5m")).contains(Duration.ofMinutes(5));
+        assertThat(ConfigLoader.parseDuration("1h")).contains(Duration.ofHours(1));
+        assertThat(ConfigLoader.parseDuration("1d")).contains(Duration.ofDays(1));
+        assertThat(ConfigLoader.parseDuration("PT30S")).contains(Duration.ofSeconds(30));
+        assertThat(ConfigLoader.parseDuration("30 seconds")).isEmpty();
+        assertThat(ConfigLoader.parseDuration("-5s")).isEmpty();
+    }
+}
