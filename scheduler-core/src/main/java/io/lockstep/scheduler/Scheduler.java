@@ -459,6 +459,7 @@ public final class Scheduler implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+        watchdog.retire(run);
         long durationMs = (System.nanoTime() - startedNanos) / 1_000_000;
         if (run.timedOut()) {
             return Outcome.TIMED_OUT; // job_timed_out was logged when the watchdog interrupted it

@@ -48,6 +48,18 @@ final class Watchdog implements Runnable {
         runs.remove(run);
     }
 
+    /**
+     * Stops watching a run whose job has returned. A deadline that passed while nobody looked (the
+     * whole process was paused, say) is still reported as {@code lease_lost} here, before the
+     * outcome is decided.
+     */
+    synchronized void retire(SlotRun run) {
+        boolean watched = runs.remove(run);
+        if (watched && System.nanoTime() - run.deadlineNanos() >= 0) {
+            lost(run, "lease deadline passed without a confirmed renewal");
+        }
+    }
+
     void stop() {
         synchronized (this) {
             stopped = true;

@@ -1,0 +1,125 @@
+package io.lockstep.examples.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** {@code validate} on broken files: exit 2, one line per problem with file:line and path, no stack trace. */
+class ValidateCommandTest {
+
+    @TempDir
+    Path dir;
+
+    private static final String VALID_JOB = """
+            jobs:
+              - name: ok
+                cron: "* * * * * *"
+                class: io.lockstep.examples.HeartbeatJob
+            """;
+
+    record Result(int exit, String out, String err) {}
+
+    private Result validate(String yaml) throws IOException {
+        Path file = dir.resolve("jobs.yaml");
+        Files.writeString(file, yaml);
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(err, true), "validate", "--config", file.toString());
+        return new Result(exit, out.toString(), err.toString());
+    }
+
+    static Stream<Arguments> brokenConfigs() {
+        return Stream.of(
+                Arguments.of("bad YAML", "jobs:\n  - name: a\n   cron: [\n", 3, "", "invalid YAML"),
+                Arguments.of("unknown key", "workers:\n  threads: 2\n" + VALID_JOB, 1, "workers", "unknown key \"workers\""),
+                Arguments.of("bad cron", "jobs:\n  - name: a\n    cron: \"99 * * * *\"\n    class: io.lockstep.examples.HeartbeatJob\n",
+                        3, "jobs[0].cron", "invalid cron expression"),
+                Arguments.of("unknown zone", "jobs:\n  - name: a\n    cron: \"@daily\"\n    zone: Mars/Olympus\n    class: io.lockstep.examples.HeartbeatJob\n",
+                        4, "jobs[0].zone", "unknown time zone \"Mars/Olympus\""),
+                Arguments.of("duplicate name", VALID_JOB + "  - name: ok\n    cron: \"@daily\"\n    class: io.lockstep.examples.HeartbeatJob\n",
+                        5, "jobs[1].name", "duplicate job name \"ok\""),
+                Arguments.of("missing class", "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: io.lockstep.examples.NoSuchJob\n",
+                        4, "jobs[0].class", "not found on the class path"),
+                Arguments.of("class not a Job", "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: java.lang.String\n",
+                        4, "jobs[0].class", "does not implement io.lockstep.scheduler.Job"),
+                Arguments.of("bad duration", "defaults:\n  misfireGrace: ten seconds\n" + VALID_JOB, 2, "defaults.misfireGrace",
+                        "must be a duration like 250ms"),
+                Arguments.of("lease under 1s", "defaults:\n  lease: 500ms\n" + VALID_JOB, 2, "defaults.lease", "must be at least 1s, but was 500ms"),
+                Arguments.of("unset variable", "redis:\n  uri: ${LOCKSTEP_TEST_SURELY_UNSET}\n" + VALID_JOB, 2, "redis.uri",
+                        "environment variable LOCKSTEP_TEST_SURELY_UNSET is not set"),
+                Arguments.of("empty jobs list", "jobs: []\n", 1, "jobs", "is empty"),
+                Arguments.of("wrong type", "worker:\n  threads: many\n" + VALID_JOB, 2, "worker.threads", "must be a whole number, but was \"many\""),
+                Arguments.of("jobs not a list", "jobs:\n  name: a\n", 2, "jobs", "must be a list of jobs"),
+                Arguments.of("bad overlap", "defaults:\n  overlap: queue\n" + VALID_JOB, 2, "defaults.overlap", "must be skip or allow"),
+                Arguments.of("bad job name", "jobs:\n  - name: Daily Report\n    cron: \"@daily\"\n    class: io.lockstep.examples.HeartbeatJob\n",
+                        2, "jobs[0].name", "must match"),
+                Arguments.of("missing cron", "jobs:\n  - name: a\n    class: io.lockstep.examples.HeartbeatJob\n", 2, "jobs[0].cron", "is required"),
+                Arguments.of("bad redis uri", "redis:\n  uri: http://localhost\n" + VALID_JOB, 2, "redis.uri", "must start with redis://"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("brokenConfigs")
+    void aBrokenConfigExitsTwoWithOneLineNamingFileLineAndPath(String what, String yaml, int line, String path, String message)
+            throws IOException {
+        Result r = validate(yaml);
+        assertThat(r.exit()).isEqualTo(2);
+        List<String> lines = r.err().lines().toList();
+        assertThat(lines).hasSize(2); // the problem, then the count
+        String expectedStart = dir.resolve("jobs.yaml") + ":" + line + ": " + (path.isEmpty() ? "" : path + ": ");
+        assertThat(lines.get(0)).startsWith(expectedStart).contains(message);
+        assertThat(lines.get(1)).isEqualTo("1 problem in " + dir.resolve("jobs.yaml"));
+        assertThat(r.err()).doesNotContain("Exception").doesNotContain("\tat ");
+        assertThat(r.out()).isEmpty();
+    }
+
+    @Test
+    void everyProblemOfOneFileIsListed() throws IOException {
+        Result r = validate("""
+                worker:
+                  threads: 0
+                jobs:
+                  - name: a
+                    cron: "nope"
+                    class: io.lockstep.examples.NoSuchJob
+                    lease: 1x
+                """);
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err().lines()).hasSize(5).last().isEqualTo("4 problems in " + dir.resolve("jobs.yaml"));
+    }
+
+    @Test
+    void aMissingFileIsOneLine() {
+        StringWriter err = new StringWriter();
+        int exit = WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(err, true),
+                "validate", "--config", dir.resolve("absent.yaml").toString());
+        assertThat(exit).isEqualTo(2);
+        assertThat(err.toString().lines().findFirst()).hasValueSatisfying(l -> assertThat(l).contains("absent.yaml:0: cannot read file"));
+    }
+
+    @Test
+    void theShippedExampleConfigIsValidAndPrintsNextFireTimes() {
+        StringWriter out = new StringWriter();
+        Path config = Path.of(System.getProperty("lockstep.configDir", "../config"), "jobs.yaml");
+        int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(new StringWriter()), "validate", "--config", config.toString());
+        assertThat(exit).isZero();
+        assertThat(out.toString()).contains("valid, 3 jobs").contains("daily-report").contains("next ").contains("(disabled)");
+    }
+
+    @Test
+    void aUsageMistakeExitsTwo() {
+        StringWriter err = new StringWriter();
+        assertThat(WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(err, true), "validate")).isEqualTo(2);
+        assertThat(err.toString()).contains("Missing required option: '--config=FILE'");
+    }
+}
