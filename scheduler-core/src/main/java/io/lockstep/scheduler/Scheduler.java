@@ -57,6 +57,8 @@ public final class Scheduler implements AutoCloseable {
     public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
     /** How soon a claim that failed for want of the store, or of a free thread, is tried again. */
     static final Duration RETRY_DELAY = Duration.ofMillis(250);
+    /** At most this many claim round trips per tick when lost races free reserved threads. */
+    private static final int MAX_CLAIM_ROUNDS = 4;
     /** After the shutdown timeout and the interrupt, how long to wait for outcomes to be recorded. */
     private static final Duration INTERRUPT_GRACE = Duration.ofSeconds(5);
     private static final SecureRandom TOKENS = new SecureRandom();
@@ -69,7 +71,6 @@ public final class Scheduler implements AutoCloseable {
         final Instant slot;
         Instant retryAt;
         String token;
-        boolean waitsForThread;
         boolean followerQueued;
 
         Due(JobEntry entry, Instant slot) {
@@ -101,7 +102,12 @@ public final class Scheduler implements AutoCloseable {
     private final AtomicInteger busy = new AtomicInteger();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition wake = lock.newCondition();
+    /** Slots by fire time, and retries by retry time. Guarded by {@link #lock}. */
     private final PriorityQueue<Due> queue = new PriorityQueue<>();
+    /** Due slots that found no free job thread; claimed again when one frees or their grace ends. */
+    private final List<Due> waiting = new ArrayList<>();
+    /** A job finished since the tick thread last looked. Guarded by {@link #lock}. */
+    private boolean threadFreed;
     private final Thread tickThread;
     private volatile boolean running;
     private volatile boolean closed;
@@ -210,7 +216,7 @@ public final class Scheduler implements AutoCloseable {
         }
     }
 
-    /** Waits for the next due slot, then claims what is due. */
+    /** Waits for the next due slot (or a freed thread for a waiting one), then claims what is due. */
     private void tickOnce() {
         List<Due> due = new ArrayList<>();
         lock.lock();
@@ -221,16 +227,23 @@ public final class Scheduler implements AutoCloseable {
                 if (head != null && !head.retryAt.isAfter(now)) {
                     break;
                 }
-                long waitNanos = head == null ? TimeUnit.SECONDS.toNanos(1)
-                        : Duration.between(now, head.retryAt).toNanos();
-                waitNanos = Math.min(waitNanos, TimeUnit.SECONDS.toNanos(1));
-                if (waitNanos > 0) {
-                    wake.awaitNanos(waitNanos);
+                if (!waiting.isEmpty() && threadFreed && busy.get() < threads) {
+                    break;
                 }
+                Instant until = head == null ? now.plusSeconds(1) : head.retryAt;
+                for (Due w : waiting) {
+                    until = earliest(until, w.graceEnd());
+                }
+                if (!until.isAfter(now)) {
+                    break;
+                }
+                long waitNanos = Math.min(Duration.between(now, until).toNanos(), TimeUnit.SECONDS.toNanos(1));
+                wake.awaitNanos(waitNanos);
             }
             if (!running) {
                 return;
             }
+            threadFreed = false;
             Instant now = clock.now();
             while (!queue.isEmpty() && !queue.peek().retryAt.isAfter(now)) {
                 Due next = queue.poll();
@@ -240,6 +253,8 @@ public final class Scheduler implements AutoCloseable {
                 }
                 due.add(next);
             }
+            due.addAll(waiting);
+            waiting.clear();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             running = false;
@@ -247,13 +262,33 @@ public final class Scheduler implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        claim(due);
+        claimInRounds(due);
         if (clock.syncDue()) {
             try {
                 clock.sync(provider);
                 outage.succeeded();
             } catch (LockException e) {
                 outage.failed("time", e);
+            }
+        }
+    }
+
+    /**
+     * Claims what is due; when lost races free threads that were reserved, claims again at once
+     * for the slots that had to wait, so that no slot waits while some worker is free. What still
+     * finds no thread waits for one, at the longest until its grace ends.
+     */
+    private void claimInRounds(List<Due> due) {
+        List<Due> deferred = claim(due);
+        for (int round = 1; round < MAX_CLAIM_ROUNDS && !deferred.isEmpty() && busy.get() < threads; round++) {
+            deferred = claim(deferred);
+        }
+        if (!deferred.isEmpty()) {
+            lock.lock();
+            try {
+                waiting.addAll(deferred);
+            } finally {
+                lock.unlock();
             }
         }
     }
@@ -269,10 +304,15 @@ public final class Scheduler implements AutoCloseable {
         d.schedule().next(from).ifPresent(slot -> queue.add(new Due(fired.entry, slot)));
     }
 
-    /** Claims one batch: at most as many slots as there are free threads, the rest left to peers. */
-    private void claim(List<Due> due) {
+    /**
+     * Claims one batch: at most as many slots as there are free threads, the rest left to peers.
+     *
+     * @return the slots that found no free thread and may still start within their grace
+     */
+    private List<Due> claim(List<Due> due) {
+        List<Due> deferred = new ArrayList<>();
         if (due.isEmpty()) {
-            return;
+            return deferred;
         }
         Collections.shuffle(due);
         Instant now = clock.now();
@@ -285,8 +325,7 @@ public final class Scheduler implements AutoCloseable {
             boolean missOnly = false;
             if (reserved >= free && !pastGrace) {
                 // No thread to start it now: peers may take it; try again when a thread frees up.
-                d.waitsForThread = true;
-                requeue(d, earliest(now.plus(RETRY_DELAY), d.graceEnd()));
+                deferred.add(d);
                 continue;
             }
             if (reserved >= free) {
@@ -303,7 +342,7 @@ public final class Scheduler implements AutoCloseable {
             batch.add(d);
         }
         if (requests.isEmpty()) {
-            return;
+            return deferred;
         }
         busy.addAndGet(reserved);
         spreadDelay();
@@ -323,7 +362,7 @@ public final class Scheduler implements AutoCloseable {
                     missed(d, Duration.between(d.slot, after).toMillis(), "lock store unreachable: " + e.getMessage(), null);
                 }
             }
-            return;
+            return deferred;
         }
         long durationMs = (System.nanoTime() - sent) / 1_000_000;
         for (int i = 0; i < batch.size(); i++) {
@@ -338,6 +377,7 @@ public final class Scheduler implements AutoCloseable {
             }
             handle(d, request, result, sent, durationMs);
         }
+        return deferred;
     }
 
     private void handle(Due d, ClaimRequest request, ClaimResult result, long sentNanos, long durationMs) {
@@ -437,6 +477,7 @@ public final class Scheduler implements AutoCloseable {
         busy.decrementAndGet();
         lock.lock();
         try {
+            threadFreed = true;
             wake.signalAll();
         } finally {
             lock.unlock();

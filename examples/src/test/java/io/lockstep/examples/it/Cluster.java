@@ -1,0 +1,102 @@
+package io.lockstep.examples.it;
+
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.lockstep.redis.LocalRedisServer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import redis.clients.jedis.RedisClient;
+
+/** A real redis-server, a generated config and worker JVMs; the IT fixture. Closes everything. */
+final class Cluster implements AutoCloseable {
+
+    final Path dir;
+    final LocalRedisServer redis;
+    final Path config;
+    final List<WorkerProcess> workers = new ArrayList<>();
+
+    Cluster(Path dir, String jobsYaml) {
+        this.dir = dir;
+        this.redis = LocalRedisServer.start();
+        this.config = dir.resolve("jobs.yaml");
+        try {
+            Files.writeString(config, "redis:\n  uri: " + redis.uri() + "\n  timeout: 1s\n"
+                    + "worker:\n  threads: 8\n  shutdownTimeout: 10s\n" + jobsYaml);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** {@code count} jobs firing every second, each working {@code workMillis}. */
+    static String perSecondJobs(int count, int workMillis, String lease, String grace) {
+        StringBuilder yaml = new StringBuilder("defaults:\n  lease: " + lease + "\n  misfireGrace: " + grace + "\njobs:\n");
+        for (int i = 0; i < count; i++) {
+            yaml.append(String.format("  - name: job-%02d%n    cron: \"* * * * * *\"%n    class: io.lockstep.examples.HeartbeatJob%n"
+                    + "    params: { workMillis: %d }%n", i, workMillis));
+        }
+        return yaml.toString();
+    }
+
+    WorkerProcess start(String id, String... jvmOptions) {
+        WorkerProcess w = WorkerProcess.start(dir, config, id, jvmOptions);
+        workers.add(w);
+        return w;
+    }
+
+    void awaitStarted() {
+        await().atMost(Duration.ofSeconds(30)).until(() -> workers.stream().allMatch(WorkerProcess::hasStarted));
+    }
+
+    /** Every event of every worker. */
+    List<JsonNode> events(String name) {
+        return workers.stream().flatMap(w -> w.events(name).stream()).toList();
+    }
+
+    /** job@slot -> the workers that started it. */
+    Map<String, List<String>> startsBySlot() {
+        Map<String, List<String>> starts = new HashMap<>();
+        for (JsonNode e : events("job_started")) {
+            starts.computeIfAbsent(e.path("job").asText() + "@" + e.path("slot").asText(), k -> new ArrayList<>())
+                    .add(e.path("worker").asText());
+        }
+        return starts;
+    }
+
+    /** Whether every job has started the slot at {@code slot} or later. */
+    boolean everyJobReached(int jobs, Instant slot) {
+        Map<String, Instant> latest = events("job_started").stream().collect(Collectors.toMap(
+                e -> e.path("job").asText(), WorkerProcess::slot, (a, b) -> a.isAfter(b) ? a : b));
+        return latest.size() == jobs && latest.values().stream().allMatch(s -> !s.isBefore(slot));
+    }
+
+    /** The Redis commands executed so far, by name, from INFO commandstats. */
+    Map<String, Long> commandStats() {
+        Map<String, Long> calls = new HashMap<>();
+        try (RedisClient client = RedisClient.create(redis.host(), redis.port())) {
+            for (String line : client.info("commandstats").split("\r?\n")) {
+                if (line.startsWith("cmdstat_")) {
+                    String name = line.substring("cmdstat_".length(), line.indexOf(':'));
+                    String callsField = line.substring(line.indexOf("calls=") + 6);
+                    calls.put(name, Long.parseLong(callsField.substring(0, callsField.indexOf(','))));
+                }
+            }
+        }
+        return calls;
+    }
+
+    @Override
+    public void close() {
+        workers.forEach(WorkerProcess::close);
+        redis.close();
+    }
+}

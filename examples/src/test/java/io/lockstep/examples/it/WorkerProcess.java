@@ -1,0 +1,162 @@
+package io.lockstep.examples.it;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A worker JVM started from the built JAR ({@code lockstep-worker.jar run}), its JSON events read
+ * back from its stdout, and signals to hurt it with.
+ */
+final class WorkerProcess implements AutoCloseable {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    final String id;
+    private final Process process;
+    private final Path stdout;
+    private final Path stderr;
+
+    private WorkerProcess(String id, Process process, Path stdout, Path stderr) {
+        this.id = id;
+        this.process = process;
+        this.stdout = stdout;
+        this.stderr = stderr;
+    }
+
+    static Path jar() {
+        Path jar = Path.of(System.getProperty("lockstep.workerJar", "target/lockstep-worker.jar"));
+        if (!Files.isRegularFile(jar)) {
+            throw new IllegalStateException("worker jar " + jar + " is missing: run mvn verify (the ITs need the package phase)");
+        }
+        return jar;
+    }
+
+    /** Starts {@code run --config config --worker-id id} with extra JVM options (e.g. a clock skew). */
+    static WorkerProcess start(Path dir, Path config, String id, String... jvmOptions) {
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
+        command.addAll(List.of(jvmOptions));
+        command.addAll(List.of("-jar", jar().toString(), "run", "--config", config.toString(), "--worker-id", id));
+        return launch(dir, id, command);
+    }
+
+    /** Runs any worker command line (for the exit-code tests). */
+    static WorkerProcess command(Path dir, String id, String... args) {
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-XX:TieredStopAtLevel=1",
+                "-jar", jar().toString()));
+        command.addAll(List.of(args));
+        return launch(dir, id, command);
+    }
+
+    private static WorkerProcess launch(Path dir, String id, List<String> command) {
+        Path out = dir.resolve(id + ".out.jsonl");
+        Path err = dir.resolve(id + ".err.txt");
+        try {
+            Process p = new ProcessBuilder(command)
+                    .redirectOutput(out.toFile())
+                    .redirectError(err.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                    .start();
+            return new WorkerProcess(id, p, out, err);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    /** Every JSON event printed so far (lines that are not JSON are skipped). */
+    List<JsonNode> events() {
+        List<JsonNode> events = new ArrayList<>();
+        try {
+            for (String line : Files.readAllLines(stdout)) {
+                if (line.startsWith("{") && line.endsWith("}")) {
+                    events.add(JSON.readTree(line));
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return events;
+    }
+
+    List<JsonNode> events(String name) {
+        return events().stream().filter(e -> name.equals(e.path("event").asText())).toList();
+    }
+
+    boolean hasStarted() {
+        return !events("worker_started").isEmpty();
+    }
+
+    String stderr() {
+        try {
+            return Files.readString(stderr);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    void signal(String name) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+            if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+                throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** SIGTERM, then the exit code once it has drained. */
+    int terminate() {
+        signal("TERM");
+        return waitForExit();
+    }
+
+    int waitForExit() {
+        try {
+            if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("worker " + id + " did not exit within 60 s");
+            }
+            return process.exitValue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            signal("CONT"); // a stopped process cannot die of SIGTERM
+            process.destroyForcibly();
+        }
+    }
+
+    static Instant ts(JsonNode event) {
+        return Instant.parse(event.path("ts").asText());
+    }
+
+    static Instant slot(JsonNode event) {
+        return Instant.parse(event.path("slot").asText());
+    }
+}
