@@ -1,0 +1,70 @@
+package io.lockstep.examples.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Redis killed under running workers and started again (empty) on the same port: no job runs
+ * without a claim, each worker warns once per outage, and jobs fire again within 2 s of Redis being
+ * back.
+ */
+class RedisOutageIT {
+
+    private static final int JOBS = 5;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void anOutageFailsClosedWarnsOnceAndRecoversWithinTwoSeconds() {
+        try (Cluster cluster = new Cluster(dir, Cluster.perSecondJobs(JOBS, 100, "5s", "2s"))) {
+            WorkerProcess a = cluster.start("a");
+            WorkerProcess b = cluster.start("b");
+            cluster.awaitStarted();
+            await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").size() >= 3 * JOBS);
+
+            cluster.redis.kill();
+            Instant killedAt = Instant.now();
+            // Down long enough for slots to pass their grace while every claim fails.
+            await().atMost(Duration.ofSeconds(20)).until(() -> List.of(a, b).stream().allMatch(w -> w.events("slot_missed").stream()
+                    .anyMatch(e -> e.path("reason").asText().contains("unreachable"))));
+            cluster.redis.restart();
+            Instant restartedAt = Instant.now();
+            await().atMost(Duration.ofSeconds(10)).until(() -> cluster.events("job_started").stream()
+                    .anyMatch(e -> WorkerProcess.ts(e).isAfter(restartedAt)));
+            await().atMost(Duration.ofSeconds(10)).until(() -> cluster.events("redis_recovered").size() == 2);
+            assertThat(a.terminate()).isZero();
+            assertThat(b.terminate()).isZero();
+
+            for (WorkerProcess w : List.of(a, b)) {
+                // No job runs without a claim: every start follows this worker's own claim of that slot.
+                Set<String> claimed = w.events("slot_claimed").stream().map(RedisOutageIT::key).collect(Collectors.toSet());
+                assertThat(w.events("job_started")).allSatisfy(e -> assertThat(claimed).contains(key(e)));
+                assertThat(w.events("slot_claimed")).noneMatch(e -> WorkerProcess.ts(e).isAfter(killedAt.plusMillis(100))
+                        && WorkerProcess.ts(e).isBefore(restartedAt));
+                // One warning per outage; the rest of the failures only at DEBUG.
+                List<JsonNode> warnings = w.events("redis_error").stream().filter(e -> "WARN".equals(e.path("level").asText())).toList();
+                assertThat(warnings).as("redis_error warnings of %s", w.id).hasSize(1);
+                assertThat(warnings.get(0).path("target").asText()).contains("127.0.0.1:" + cluster.redis.port());
+            }
+            Instant firstAfter = cluster.events("job_started").stream().map(WorkerProcess::ts)
+                    .filter(t -> t.isAfter(restartedAt)).min(Instant::compareTo).orElseThrow();
+            assertThat(Duration.between(restartedAt, firstAfter)).isLessThan(Duration.ofSeconds(2));
+            assertThat(cluster.startsBySlot().values()).allSatisfy(ws -> assertThat(ws).hasSize(1));
+        }
+    }
+
+    private static String key(JsonNode e) {
+        return e.path("job").asText() + "@" + e.path("slot").asText();
+    }
+}
