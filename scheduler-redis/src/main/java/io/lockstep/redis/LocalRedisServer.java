@@ -20,8 +20,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * A real {@code redis-server} process on a free loopback port, for tests and the demo: the binary
  * on {@code PATH} when there is one, otherwise the one shipped in the
- * {@code com.github.codemonstur:embedded-redis} jar (add that jar to use the fallback). Nothing is
- * persisted. The process is killed on {@link #close()} and when the JVM exits.
+ * {@code com.github.codemonstur:embedded-redis} jar (add that jar to use the fallback). The
+ * environment variable {@value #BINARY_ENV} overrides the choice: a path, or {@code embedded}.
+ * Nothing is persisted. The process is killed on {@link #close()} and when the JVM exits.
  *
  * <p>It can be hurt on purpose: {@link #pause()} / {@link #resume()} (SIGSTOP / SIGCONT),
  * {@link #kill()} (SIGKILL) and {@link #restart()} on the same port.
@@ -30,6 +31,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class LocalRedisServer implements AutoCloseable {
 
+    /** Names the binary to run: a path, or {@code embedded} for the one in the embedded-redis jar. */
+    public static final String BINARY_ENV = "LOCKSTEP_REDIS_SERVER";
     private static final long START_TIMEOUT_MS = 10_000;
 
     private final Path binary;
@@ -52,7 +55,15 @@ public final class LocalRedisServer implements AutoCloseable {
      * @throws IllegalStateException when no binary is found or the server does not answer in time
      */
     public static LocalRedisServer start(String... extraArgs) {
-        Path binary = findBinary();
+        return startWith(findBinary(), extraArgs);
+    }
+
+    /** Starts a server from the binary inside the embedded-redis jar, whatever is on {@code PATH}. */
+    public static LocalRedisServer startEmbedded(String... extraArgs) {
+        return startWith(embeddedBinary(), extraArgs);
+    }
+
+    private static LocalRedisServer startWith(Path binary, String... extraArgs) {
         IllegalStateException last = null;
         for (int attempt = 0; attempt < 3; attempt++) {
             try {
@@ -206,12 +217,30 @@ public final class LocalRedisServer implements AutoCloseable {
         }
     }
 
-    /** The {@code redis-server} on PATH, else the embedded one extracted to a temporary file. */
+    /** {@value #BINARY_ENV} if set, else the {@code redis-server} on PATH, else the embedded one. */
     static Path findBinary() {
+        String chosen = System.getenv(BINARY_ENV);
+        if (chosen != null && !chosen.isBlank()) {
+            return chosen.equals("embedded") ? embeddedBinary() : Path.of(chosen);
+        }
         Optional<Path> onPath = onPath("redis-server");
         if (onPath.isPresent()) {
             return onPath.get();
         }
+        return embeddedBinary();
+    }
+
+    private static Path extracted;
+
+    /** The binary shipped in the embedded-redis jar, extracted once to a temporary executable file. */
+    private static synchronized Path embeddedBinary() {
+        if (extracted == null || !Files.isExecutable(extracted)) {
+            extracted = extractEmbedded();
+        }
+        return extracted;
+    }
+
+    private static Path extractEmbedded() {
         String arch = System.getProperty("os.arch").toLowerCase(Locale.ROOT);
         String os = System.getProperty("os.name").toLowerCase(Locale.ROOT);
         String resource;

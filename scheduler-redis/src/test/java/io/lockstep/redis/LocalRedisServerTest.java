@@ -1,0 +1,47 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult.Status;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * The fixture itself, and the scripts on the Redis that ships inside the embedded-redis jar (6.2),
+ * which is what a machine without redis-server runs; CI's PATH has Redis 7 for everything else.
+ */
+class LocalRedisServerTest {
+
+    @Test
+    void theEmbeddedServerRunsTheClaimScriptsToo() {
+        try (LocalRedisServer server = LocalRedisServer.startEmbedded();
+             RedisLockProvider provider = RedisLockProvider.builder().uri(server.uri()).build()) {
+            assertThat(server.binary().getFileName().toString()).startsWith("lockstep-redis-server-");
+            Instant slot = Instant.ofEpochMilli(provider.serverTimeMillis()).minusMillis(5);
+            Lease lease = new Lease("embedded", slot, "t", Duration.ofSeconds(5), true);
+            assertThat(provider.claim(List.of(new ClaimRequest(lease, "w", Duration.ofSeconds(5), false))).get(0).status())
+                    .isEqualTo(Status.CLAIMED);
+            assertThat(provider.renew(List.of(lease))).containsExactly(true);
+            assertThat(provider.complete(lease, Outcome.SUCCEEDED)).isTrue();
+        }
+    }
+
+    @Test
+    void pauseStopsAnsweringAndResumeAnswersAgain() {
+        try (LocalRedisServer server = LocalRedisServer.start();
+             RedisClient client = RedisClient.builder().hostAndPort(server.host(), server.port())
+                     .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().socketTimeoutMillis(300).build()).build()) {
+            assertThat(client.ping()).isEqualTo("PONG");
+            server.pause();
+            assertThat(org.assertj.core.api.Assertions.catchThrowable(client::ping)).isNotNull();
+            server.resume();
+            org.awaitility.Awaitility.await().ignoreExceptions().until(() -> "PONG".equals(client.ping()));
+        }
+    }
+}
