@@ -461,10 +461,14 @@ public final class Scheduler implements AutoCloseable {
         Outcome outcome;
         try {
             if (run.isLeaseLost()) {
-                events.warn("lease_lost").addKeyValue("job", def.name()).addKeyValue("slot", slot)
-                        .addKeyValue("lock_name", run.lockName).addKeyValue("action", "expire")
-                        .addKeyValue("identifier", run.lease.token()).addKeyValue("success", false)
-                        .addKeyValue("reason", "lease gone before the job could start").log("lease lost before start; job not started");
+                // Told it is lost, or its deadline passed while the run waited: do not start it.
+                // (When the watchdog already reported it, markLost answers false and we stay quiet.)
+                if (run.markLost("lease gone before the job could start")) {
+                    events.warn("lease_lost").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+                            .addKeyValue("lock_name", run.lockName).addKeyValue("action", "expire")
+                            .addKeyValue("identifier", run.lease.token()).addKeyValue("success", false)
+                            .addKeyValue("reason", "lease gone before the job could start").log("lease lost before start; job not started");
+                }
                 outcome = Outcome.LEASE_LOST;
             } else {
                 outcome = runJob(run, def, slot);

@@ -123,7 +123,7 @@ final class SlotRun implements JobContext {
         return true;
     }
 
-    Object lostReason() {
+    String lostReason() {
         return lostReason;
     }
 

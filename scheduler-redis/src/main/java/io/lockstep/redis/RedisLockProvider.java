@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
 import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
@@ -46,6 +47,11 @@ public final class RedisLockProvider implements LockProvider {
 
     public static final String DEFAULT_KEY_PREFIX = "lockstep";
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+    /**
+     * Connections of a provider built from a URI: the tick thread, the watchdog and job threads
+     * completing at once each hold one for a single round trip.
+     */
+    static final int POOL_SIZE = 16;
 
     private static final LuaScript CLAIM = LuaScript.load("claim.lua");
     private static final LuaScript RENEW = LuaScript.load("renew.lua");
@@ -365,7 +371,14 @@ public final class RedisLockProvider implements LockProvider {
                 }
             }
             HostAndPort hostAndPort = new HostAndPort(parsed.getHost(), port);
-            RedisClient redis = RedisClient.builder().hostAndPort(hostAndPort).clientConfig(config.build()).build();
+            // A bounded wait for a pooled connection: an exhausted pool must fail like a timeout
+            // (closed), never block the tick thread or the watchdog forever.
+            ConnectionPoolConfig pool = new ConnectionPoolConfig();
+            pool.setMaxTotal(POOL_SIZE);
+            pool.setMaxIdle(POOL_SIZE);
+            pool.setMaxWait(timeout);
+            RedisClient redis = RedisClient.builder().hostAndPort(hostAndPort).clientConfig(config.build())
+                    .poolConfig(pool).build();
             return new RedisLockProvider(redis, true, keyPrefix, "redis " + hostAndPort);
         }
 

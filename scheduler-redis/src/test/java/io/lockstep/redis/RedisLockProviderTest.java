@@ -18,6 +18,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.params.ScanParams;
 
 /** The Redis provider against a real redis-server: claims, owner checks, records and failures. */
 class RedisLockProviderTest {
@@ -168,7 +169,9 @@ class RedisLockProviderTest {
         Instant slot = serverNow().minusMillis(5);
         ClaimRequest r = request(job, slot, "a", true);
         provider.claim(List.of(r));
-        for (String key : raw.keys("lockstep:{" + job + "}:*")) {
+        List<String> keys = raw.scan("0", new ScanParams().match("lockstep:{" + job + "}:*").count(1000)).getResult();
+        assertThat(keys).hasSize(3);
+        for (String key : keys) {
             if (key.equals(provider.fenceKey(job))) {
                 assertThat(raw.pttl(key)).isEqualTo(-1);
             } else {
