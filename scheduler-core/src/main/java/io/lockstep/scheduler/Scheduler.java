@@ -164,12 +164,12 @@ public final class Scheduler implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        running = true;
-        watchdog.start();
-        tickThread.start();
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .log("worker started");
+        running = true;
+        watchdog.start();
+        tickThread.start();
     }
 
     /**

@@ -72,6 +72,21 @@ final class Cluster implements AutoCloseable {
         return starts;
     }
 
+    /** The job@slot keys of every per-second slot in [from, to] that no worker started. */
+    List<String> slotsNeverStarted(int jobs, Instant from, Instant to) {
+        Map<String, List<String>> starts = startsBySlot();
+        List<String> missing = new ArrayList<>();
+        for (Instant slot = from; !slot.isAfter(to); slot = slot.plusSeconds(1)) {
+            for (int j = 0; j < jobs; j++) {
+                String key = String.format("job-%02d@%s", j, slot);
+                if (!starts.containsKey(key)) {
+                    missing.add(key);
+                }
+            }
+        }
+        return missing;
+    }
+
     /** Whether every job has started the slot at {@code slot} or later. */
     boolean everyJobReached(int jobs, Instant slot) {
         Map<String, Instant> latest = events("job_started").stream().collect(Collectors.toMap(

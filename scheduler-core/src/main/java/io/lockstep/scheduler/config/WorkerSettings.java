@@ -1,5 +1,6 @@
 package io.lockstep.scheduler.config;
 
+import io.lockstep.scheduler.Scheduler;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -12,8 +13,8 @@ import java.util.Objects;
  */
 public record WorkerSettings(String id, int threads, Duration shutdownTimeout) {
 
-    public static final int DEFAULT_THREADS = 8;
-    public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+    public static final int DEFAULT_THREADS = Scheduler.DEFAULT_THREADS;
+    public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Scheduler.DEFAULT_SHUTDOWN_TIMEOUT;
 
     public WorkerSettings {
         Objects.requireNonNull(id, "id");
