@@ -4,7 +4,6 @@ import io.lockstep.redis.RedisLockProvider;
 import io.lockstep.scheduler.LockstepException;
 import io.lockstep.scheduler.Scheduler;
 import io.lockstep.scheduler.config.LockstepConfig;
-import io.lockstep.scheduler.lock.LockException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -67,6 +66,10 @@ final class RunCommand implements Callable<Integer> {
             err.println(config + ": redis: " + e.getMessage());
             return WorkerMain.BAD_INPUT;
         }
+        // Catch SIGTERM/SIGINT before anything runs, so that a stop request always drains.
+        CountDownLatch stop = new CountDownLatch(1);
+        Signal.handle(new Signal("TERM"), s -> stop.countDown());
+        Signal.handle(new Signal("INT"), s -> stop.countDown());
         Scheduler scheduler;
         try {
             provider.ping();
@@ -81,24 +84,17 @@ final class RunCommand implements Callable<Integer> {
             LoggerFactory.getLogger("io.lockstep.events").atInfo()
                     .addKeyValue("event", "config_loaded").addKeyValue("worker", scheduler.workerId())
                     .addKeyValue("config", config.toString()).addKeyValue("jobs", c.jobs().size())
+                    .addKeyValue("job_names", c.jobs().stream().filter(j -> j.enabled()).map(j -> j.name()).toList())
                     .addKeyValue("redis", c.redis().maskedUri()).addKeyValue("key_prefix", c.redis().keyPrefix())
                     .addKeyValue("threads", c.worker().threads())
                     .addKeyValue("clock_skew_ms", clock.millis() - System.currentTimeMillis())
                     .log("config loaded");
             scheduler.start();
-        } catch (LockException e) {
-            err.println("error: " + e.getMessage());
-            provider.close();
-            return WorkerMain.RUNTIME_FAILURE;
-        } catch (LockstepException e) {
+        } catch (LockstepException e) { // Redis down or refusing us, or a job class that cannot be created
             err.println("error: " + e.getMessage());
             provider.close();
             return WorkerMain.RUNTIME_FAILURE;
         }
-
-        CountDownLatch stop = new CountDownLatch(1);
-        Signal.handle(new Signal("TERM"), s -> stop.countDown());
-        Signal.handle(new Signal("INT"), s -> stop.countDown());
         try {
             stop.await();
         } catch (InterruptedException e) {

@@ -81,6 +81,9 @@ class ClusterIT {
         System.out.printf("  per fired slot: %.2f commands in all, %.2f scripts/pings sent by workers%n",
                 (double) total / fired, (double) roundTripCommands / fired);
         List<JsonNode> claimed = cluster.events("slot_claimed");
+        List<Long> claimLateness = claimed.stream().map(e -> e.path("lateness_ms").asLong()).sorted().toList();
+        System.out.printf("  claim decided after the slot (Redis TIME) ms: p50=%d p99=%d max=%d%n",
+                percentile(claimLateness, 50), percentile(claimLateness, 99), claimLateness.get(claimLateness.size() - 1));
         System.out.printf("  claims won: %d, contended: %d%n", claimed.size(), cluster.events("slot_contended").size());
         System.out.println("  by worker: " + claimed.stream().collect(Collectors.groupingBy(e -> e.path("worker").asText(), TreeMap::new, Collectors.counting())));
     }
