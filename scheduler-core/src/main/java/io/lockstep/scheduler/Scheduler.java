@@ -344,8 +344,8 @@ public final class Scheduler implements AutoCloseable {
         if (requests.isEmpty()) {
             return deferred;
         }
+        spreadDelay(); // before reserving: the delay reflects how busy we were, not this batch
         busy.addAndGet(reserved);
-        spreadDelay();
         long sent = System.nanoTime();
         List<ClaimResult> results;
         try {

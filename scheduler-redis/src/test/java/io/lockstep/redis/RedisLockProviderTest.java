@@ -153,6 +153,18 @@ class RedisLockProviderTest {
     }
 
     @Test
+    void aRenewalKeepsTheSlotRecordAliveAtLeastTwoLeases() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        ClaimRequest r = request(job, slot, "a", false);
+        provider.claim(List.of(r));
+        String record = provider.slotKey(job, slot.toEpochMilli());
+        raw.pexpire(record, 100); // as if the run had outlived the record's own ttl
+        assertThat(provider.renew(List.of(r.lease()))).containsExactly(true);
+        assertThat(raw.pttl(record)).isGreaterThan(LEASE.toMillis());
+    }
+
+    @Test
     void renewalsOfABatchAnswerPerLease() {
         String job = job();
         Instant now = serverNow();
