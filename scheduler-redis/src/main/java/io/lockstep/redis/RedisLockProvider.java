@@ -249,6 +249,12 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     private LockException wrap(String operation, JedisException e) {
+        if (e instanceof JedisConnectionException && jedis instanceof RedisClient client) {
+            // The other idle connections most likely went stale with this one (a restarted or
+            // failed-over server): drop them, so that the next call opens a fresh connection instead
+            // of failing once per stale one.
+            client.getPool().clear();
+        }
         String kind;
         if (e instanceof JedisAccessControlException || (e.getMessage() != null
                 && (e.getMessage().startsWith("WRONGPASS") || e.getMessage().startsWith("NOAUTH")))) {

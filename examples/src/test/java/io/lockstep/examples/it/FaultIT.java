@@ -35,14 +35,15 @@ class FaultIT {
             WorkerProcess survivor = cluster.start("survivor");
             cluster.awaitStarted();
 
-            await().atMost(Duration.ofSeconds(20)).until(() -> inFlight(killed).isPresent());
+            // Hit each worker right after it started a run, so the run (400 ms) is surely still going.
+            await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20)).until(() -> justStarted(killed).isPresent());
+            String killedRun = justStarted(killed).orElseThrow();
             killed.signal("KILL");
-            String killedRun = inFlight(killed).orElseThrow();
 
-            await().atMost(Duration.ofSeconds(20)).until(() -> inFlight(stopped).isPresent());
+            await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(20)).until(() -> justStarted(stopped).isPresent());
+            String stoppedRun = justStarted(stopped).orElseThrow();
             stopped.signal("STOP");
             Instant stoppedAt = Instant.now();
-            String stoppedRun = inFlight(stopped).orElseThrow();
 
             // Stay stopped well past the lease: until the survivor has run slots due 7 s later.
             Instant resumeAfter = stoppedAt.plusSeconds(7);
@@ -59,6 +60,7 @@ class FaultIT {
             Map<String, List<String>> starts = cluster.startsBySlot();
             assertThat(starts).as("no slot started twice").allSatisfy((slot, workers) -> assertThat(workers).hasSize(1));
             assertThat(starts.get(killedRun)).containsExactly("killed");
+            assertThat(killed.events("job_succeeded").stream().map(FaultIT::key)).as("killed mid-run").doesNotContain(killedRun);
             assertThat(starts.get(stoppedRun)).containsExactly("stopped");
 
             // The stopped worker's run was told, and its outcome could not overwrite anything.
@@ -86,19 +88,15 @@ class FaultIT {
         }
     }
 
-    /** A run the worker has started and not yet finished, as job@slot. */
-    private static java.util.Optional<String> inFlight(WorkerProcess w) {
+    /** A run the worker started less than 150 ms ago and has not finished, as job@slot. */
+    private static java.util.Optional<String> justStarted(WorkerProcess w) {
         Set<String> finished = new java.util.HashSet<>();
         w.events("job_succeeded").forEach(e -> finished.add(key(e)));
         w.events("job_failed").forEach(e -> finished.add(key(e)));
-        List<JsonNode> started = w.events("job_started");
-        for (int i = started.size() - 1; i >= 0; i--) {
-            String k = key(started.get(i));
-            if (!finished.contains(k)) {
-                return java.util.Optional.of(k);
-            }
-        }
-        return java.util.Optional.empty();
+        Instant recent = Instant.now().minusMillis(150);
+        return w.events("job_started").stream()
+                .filter(e -> WorkerProcess.ts(e).isAfter(recent) && !finished.contains(key(e)))
+                .map(FaultIT::key).reduce((first, second) -> second);
     }
 
     private static String key(JsonNode e) {

@@ -59,6 +59,8 @@ class RedisOutageIT {
             }
             Instant firstAfter = cluster.events("job_started").stream().map(WorkerProcess::ts)
                     .filter(t -> t.isAfter(restartedAt)).min(Instant::compareTo).orElseThrow();
+            System.out.printf("%nRedisOutageIT: down %d ms, first job_started %d ms after the restart%n",
+                    Duration.between(killedAt, restartedAt).toMillis(), Duration.between(restartedAt, firstAfter).toMillis());
             assertThat(Duration.between(restartedAt, firstAfter)).isLessThan(Duration.ofSeconds(2));
             assertThat(cluster.startsBySlot().values()).allSatisfy(ws -> assertThat(ws).hasSize(1));
         }
