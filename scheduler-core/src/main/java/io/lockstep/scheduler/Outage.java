@@ -42,8 +42,4 @@ final class Outage {
                     .log("lock store answers again");
         }
     }
-
-    synchronized boolean isDown() {
-        return down;
-    }
 }

@@ -73,10 +73,6 @@ final class WorkerProcess implements AutoCloseable {
         }
     }
 
-    long pid() {
-        return process.pid();
-    }
-
     /** Every JSON event printed so far (lines that are not JSON are skipped). */
     List<JsonNode> events() {
         List<JsonNode> events = new ArrayList<>();
@@ -138,10 +134,6 @@ final class WorkerProcess implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
-    }
-
-    boolean isAlive() {
-        return process.isAlive();
     }
 
     @Override

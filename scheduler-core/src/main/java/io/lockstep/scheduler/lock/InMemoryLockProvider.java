@@ -86,6 +86,13 @@ public final class InMemoryLockProvider implements LockProvider {
             boolean owned = entry != null && entry.token().equals(lease.token());
             if (owned) {
                 leases.put(leaseKey(lease), new LeaseEntry(lease.token(), now + lease.ttl().toMillis()));
+                // As in Redis: the slot record lives at least two leases beyond a renewal.
+                String slotKey = lease.job() + ":" + lease.slot().toEpochMilli();
+                SlotRecord record = live(slots, slotKey, now);
+                long keep = now + 2 * lease.ttl().toMillis();
+                if (record != null && record.expiresAt() < keep) {
+                    slots.put(slotKey, new SlotRecord(record.state(), record.token(), record.fence(), keep));
+                }
             }
             results.add(owned);
         }
