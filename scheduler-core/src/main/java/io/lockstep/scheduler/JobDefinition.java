@@ -18,8 +18,12 @@ import java.util.regex.Pattern;
  * @param lease how long a claim lives without renewal; the watchdog renews every lease/3
  * @param misfireGrace how late a slot may still start; later it is reported missed
  * @param overlap what a slot does while the previous run still holds its lease
- * @param timeout the longest a run may take before it is interrupted; {@link Duration#ZERO} for none
+ * @param timeout the longest one attempt may take before it is interrupted; {@link Duration#ZERO} for none
  * @param enabled a disabled job is loaded and validated but never scheduled
+ * @param retry how often a failed run is tried again within its slot
+ * @param recover what happens to a slot whose run lost its lease without an outcome
+ * @param catchUp what the first worker back does with slots that passed while the whole cluster was down
+ * @param catchUpWindow how far back, from the moment a worker starts, missed slots are caught up or reported
  */
 public record JobDefinition(
         String name,
@@ -30,7 +34,11 @@ public record JobDefinition(
         Duration misfireGrace,
         Overlap overlap,
         Duration timeout,
-        boolean enabled) {
+        boolean enabled,
+        Retry retry,
+        Recover recover,
+        CatchUp catchUp,
+        Duration catchUpWindow) {
 
     /** The pattern every job name follows. */
     public static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
@@ -40,6 +48,15 @@ public record JobDefinition(
     public static final Duration DEFAULT_MISFIRE_GRACE = Duration.ofSeconds(10);
     public static final Overlap DEFAULT_OVERLAP = Overlap.SKIP;
     public static final Duration DEFAULT_TIMEOUT = Duration.ZERO;
+    public static final Retry DEFAULT_RETRY = Retry.NONE;
+    public static final Recover DEFAULT_RECOVER = Recover.NONE;
+    public static final CatchUp DEFAULT_CATCH_UP = CatchUp.NONE;
+    public static final Duration DEFAULT_CATCH_UP_WINDOW = Duration.ofHours(1);
+    /**
+     * The longest catch-up window: the marker of the last slot the cluster decided lives this long
+     * (every key Lockstep writes has a ttl), so a cluster down longer catches up nothing.
+     */
+    public static final Duration MAX_CATCH_UP_WINDOW = Duration.ofDays(7);
 
     public JobDefinition {
         Objects.requireNonNull(name, "name");
@@ -49,6 +66,10 @@ public record JobDefinition(
         Objects.requireNonNull(misfireGrace, "misfireGrace");
         Objects.requireNonNull(overlap, "overlap");
         Objects.requireNonNull(timeout, "timeout");
+        Objects.requireNonNull(retry, "retry");
+        Objects.requireNonNull(recover, "recover");
+        Objects.requireNonNull(catchUp, "catchUp");
+        Objects.requireNonNull(catchUpWindow, "catchUpWindow");
         if (!NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("job name must match " + NAME + ", but was \"" + name + "\"");
         }
@@ -61,12 +82,42 @@ public record JobDefinition(
         if (timeout.isNegative()) {
             throw new IllegalArgumentException("timeout must not be negative, but was " + timeout);
         }
+        if (catchUpWindow.isNegative() || catchUpWindow.compareTo(MAX_CATCH_UP_WINDOW) > 0) {
+            throw new IllegalArgumentException("catchUpWindow must be between 0s and 7d, but was " + catchUpWindow);
+        }
         params = Collections.unmodifiableMap(new LinkedHashMap<>(params == null ? Map.of() : params));
+    }
+
+    /** A definition with retry, recover and catch-up at their defaults. */
+    public JobDefinition(String name, CronSchedule schedule, String jobClass, Map<String, Object> params,
+            Duration lease, Duration misfireGrace, Overlap overlap, Duration timeout, boolean enabled) {
+        this(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled, DEFAULT_RETRY,
+                DEFAULT_RECOVER, DEFAULT_CATCH_UP, DEFAULT_CATCH_UP_WINDOW);
     }
 
     /** A definition with every policy at its default. */
     public static JobDefinition of(String name, CronSchedule schedule, Class<? extends Job> jobClass) {
         return new JobDefinition(name, schedule, jobClass.getName(), Map.of(), DEFAULT_LEASE,
                 DEFAULT_MISFIRE_GRACE, DEFAULT_OVERLAP, DEFAULT_TIMEOUT, true);
+    }
+
+    public JobDefinition withRetry(Retry retry) {
+        return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
+                retry, recover, catchUp, catchUpWindow);
+    }
+
+    public JobDefinition withRecover(Recover recover) {
+        return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
+                retry, recover, catchUp, catchUpWindow);
+    }
+
+    public JobDefinition withCatchUp(CatchUp catchUp, Duration catchUpWindow) {
+        return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
+                retry, recover, catchUp, catchUpWindow);
+    }
+
+    /** Whether one run at a time holds the job's single lease ({@code skip} and {@code replace}). */
+    public boolean exclusive() {
+        return overlap != Overlap.ALLOW;
     }
 }

@@ -6,6 +6,8 @@ import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Outcome;
+import io.lockstep.scheduler.lock.StaleRun;
+import io.lockstep.scheduler.lock.Watchdog;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.security.SecureRandom;
@@ -14,12 +16,15 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.PriorityQueue;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -40,6 +45,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * only while their grace lasts. Winners run on a bounded pool ({@code lockstep-job-N}), a
  * {@link Watchdog} renews their leases, and every step is logged as an event.
  *
+ * <p>When things go wrong: once a second the tick thread also asks the store for runs whose lease
+ * ran out without an outcome and recovers or abandons them ({@link Recover}); at start it catches
+ * up the slots the whole cluster missed ({@link CatchUp}); a failed run is retried within its slot
+ * ({@link Retry}); {@link Overlap#REPLACE} revokes a running lease.
+ *
  * <pre>{@code
  * Scheduler scheduler = Scheduler.builder(lockProvider)
  *         .job(JobDefinition.of("report", CronSchedule.of("0 6 * * *", zone), ReportJob.class))
@@ -57,6 +67,10 @@ public final class Scheduler implements AutoCloseable {
     public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
     /** How soon a claim that failed for want of the store, or of a free thread, is tried again. */
     static final Duration RETRY_DELAY = Duration.ofMillis(250);
+    /** How often the tick thread asks the store for runs whose lease ran out without an outcome. */
+    static final Duration RECOVERY_SWEEP = Duration.ofSeconds(1);
+    /** At most this many missed slots per job are caught up or reported at start. */
+    private static final int MAX_CATCH_UP_SLOTS = 10_000;
     /** At most this many claim round trips per tick when lost races free reserved threads. */
     private static final int MAX_CLAIM_ROUNDS = 4;
     /** After the shutdown timeout and the interrupt, how long to wait for outcomes to be recorded. */
@@ -69,18 +83,39 @@ public final class Scheduler implements AutoCloseable {
     private static final class Due implements Comparable<Due> {
         final JobEntry entry;
         final Instant slot;
+        final ClaimRequest.Mode mode;
         Instant retryAt;
         String token;
         boolean followerQueued;
+        /** Why the slot is reported missed ({@link ClaimRequest.Mode#MISS_ONLY} at start). */
+        String missReason;
+        /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
+        Due next;
 
         Due(JobEntry entry, Instant slot) {
+            this(entry, slot, ClaimRequest.Mode.CLAIM);
+        }
+
+        Due(JobEntry entry, Instant slot, ClaimRequest.Mode mode) {
             this.entry = entry;
             this.slot = slot;
+            this.mode = mode;
             this.retryAt = slot;
         }
 
+        /** Until when the slot may start; only a plain claim has a grace. */
         Instant graceEnd() {
-            return slot.plus(entry.definition.misfireGrace());
+            return mode == ClaimRequest.Mode.CLAIM ? slot.plus(entry.definition.misfireGrace()) : Instant.MAX;
+        }
+
+        /** Whether winning it starts a run, so that it needs a free job thread. */
+        boolean needsThread() {
+            return mode == ClaimRequest.Mode.CLAIM || mode == ClaimRequest.Mode.CATCH_UP
+                    || mode == ClaimRequest.Mode.RECOVER;
+        }
+
+        String key() {
+            return entry.definition.name() + "@" + slot.toEpochMilli();
         }
 
         @Override
@@ -98,7 +133,7 @@ public final class Scheduler implements AutoCloseable {
     private final ClusterClock clock;
     private final Events events;
     private final Outage outage;
-    private final Watchdog watchdog;
+    private final Watchdog<SlotRun> watchdog;
     private final AtomicInteger busy = new AtomicInteger();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition wake = lock.newCondition();
@@ -106,6 +141,10 @@ public final class Scheduler implements AutoCloseable {
     private final PriorityQueue<Due> queue = new PriorityQueue<>();
     /** Due slots that found no free job thread; claimed again when one frees or their grace ends. */
     private final List<Due> waiting = new ArrayList<>();
+    /** Stale runs being recovered or abandoned by this worker, by {@link Due#key()}. Guarded by {@link #lock}. */
+    private final Set<String> recovering = new HashSet<>();
+    /** When the tick thread next sweeps for stale runs (monotonic nanos); tick thread only. */
+    private long nextSweepNanos;
     /** A job finished since the tick thread last looked. Guarded by {@link #lock}. */
     private boolean threadFreed;
     private final Thread tickThread;
@@ -121,7 +160,8 @@ public final class Scheduler implements AutoCloseable {
         this.events = new Events(workerId);
         this.outage = new Outage(events, provider.describe());
         this.clock = new ClusterClock(b.clock);
-        this.watchdog = new Watchdog(provider, events, outage);
+        this.watchdog = new Watchdog<>("lockstep-watchdog",
+                runs -> provider.renew(runs.stream().map(run -> run.lease).toList()), new LeaseEvents());
         List<JobEntry> entries = new ArrayList<>();
         for (JobDefinition definition : b.jobs) {
             if (definition.enabled()) {
@@ -155,20 +195,25 @@ public final class Scheduler implements AutoCloseable {
             throw new IllegalStateException("scheduler already started");
         }
         clock.sync(provider);
+        Map<String, Instant> lastSlots = provider.lastSlots(jobs.stream().map(e -> e.definition.name()).toList());
         Instant now = clock.now();
         lock.lock();
         try {
             for (JobEntry entry : jobs) {
+                Instant last = lastSlots.get(entry.definition.name());
+                if (last != null) {
+                    queue.addAll(slotsSince(entry, last, now));
+                }
                 entry.definition.schedule().next(now).ifPresent(slot -> queue.add(new Due(entry, slot)));
             }
         } finally {
             lock.unlock();
         }
+        nextSweepNanos = System.nanoTime() + RECOVERY_SWEEP.toNanos();
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .log("worker started");
         running = true;
-        watchdog.start();
         tickThread.start();
     }
 
@@ -197,7 +242,7 @@ public final class Scheduler implements AutoCloseable {
             executor.shutdownNow();
             drained = awaitQuietly(INTERRUPT_GRACE);
         }
-        watchdog.stop();
+        watchdog.close();
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", busy.get())
                 .log("worker stopped");
     }
@@ -230,6 +275,9 @@ public final class Scheduler implements AutoCloseable {
                 if (!waiting.isEmpty() && threadFreed && busy.get() < threads) {
                     break;
                 }
+                if (System.nanoTime() - nextSweepNanos >= 0) {
+                    break;
+                }
                 Instant until = head == null ? now.plusSeconds(1) : head.retryAt;
                 for (Due w : waiting) {
                     until = earliest(until, w.graceEnd());
@@ -237,7 +285,7 @@ public final class Scheduler implements AutoCloseable {
                 if (!until.isAfter(now)) {
                     break;
                 }
-                long waitNanos = Math.min(Duration.between(now, until).toNanos(), TimeUnit.SECONDS.toNanos(1));
+                long waitNanos = Math.min(Duration.between(now, until).toNanos(), nextSweepNanos - System.nanoTime());
                 wake.awaitNanos(waitNanos);
             }
             if (!running) {
@@ -263,6 +311,10 @@ public final class Scheduler implements AutoCloseable {
             lock.unlock();
         }
         claimInRounds(due);
+        if (System.nanoTime() - nextSweepNanos >= 0) {
+            nextSweepNanos = System.nanoTime() + RECOVERY_SWEEP.toNanos();
+            sweep();
+        }
         if (clock.syncDue()) {
             try {
                 clock.sync(provider);
@@ -305,6 +357,101 @@ public final class Scheduler implements AutoCloseable {
     }
 
     /**
+     * The slots of a job after {@code last} (the latest slot the cluster decided) up to now: those
+     * still within their grace are claimed as usual; older ones, within the catch-up window, passed
+     * while no worker was running and are caught up or reported missed by the job's policy.
+     */
+    private List<Due> slotsSince(JobEntry entry, Instant last, Instant now) {
+        JobDefinition d = entry.definition;
+        Instant windowStart = now.minus(d.catchUpWindow());
+        Instant from = last.isAfter(windowStart) ? last : windowStart;
+        List<Due> recent = new ArrayList<>();
+        List<Instant> missed = new ArrayList<>();
+        Optional<Instant> slot = d.schedule().next(from);
+        while (slot.isPresent() && !slot.get().isAfter(now) && missed.size() < MAX_CATCH_UP_SLOTS) {
+            if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
+                missed.add(slot.get());
+            } else {
+                Due due = new Due(entry, slot.get());
+                due.followerQueued = true; // the regular chain starts at next(now)
+                recent.add(due);
+            }
+            slot = d.schedule().next(slot.get());
+        }
+        List<Due> result = new ArrayList<>(recent);
+        Due previous = null;
+        for (int i = 0; i < missed.size(); i++) {
+            boolean run = d.catchUp() == CatchUp.ALL || (d.catchUp() == CatchUp.LATEST && i == missed.size() - 1);
+            Due due = new Due(entry, missed.get(i), run ? ClaimRequest.Mode.CATCH_UP : ClaimRequest.Mode.MISS_ONLY);
+            due.retryAt = now;
+            due.followerQueued = true;
+            if (!run) {
+                due.missReason = d.catchUp() == CatchUp.LATEST
+                        ? "no worker was running; catchUp: latest runs only the latest missed slot"
+                        : "no worker was running (catchUp: none)";
+                result.add(due);
+            } else if (d.catchUp() == CatchUp.ALL && previous != null) {
+                previous.next = due; // oldest first: each waits for the one before it to be decided
+            } else {
+                result.add(due);
+            }
+            if (run) {
+                previous = due;
+            }
+        }
+        return result;
+    }
+
+    /**
+     * Asks the store for runs whose lease ran out without an outcome (their worker died or was
+     * paused) and races the other workers to recover or abandon each, by the job's policy.
+     */
+    private void sweep() {
+        if (jobs.isEmpty()) {
+            return;
+        }
+        List<StaleRun> stale;
+        try {
+            stale = provider.staleRuns(jobs.stream().map(e -> e.definition.name()).toList());
+            outage.succeeded();
+        } catch (LockException e) {
+            outage.failed("sweep", e);
+            return;
+        }
+        if (stale.isEmpty()) {
+            return;
+        }
+        List<Due> due = new ArrayList<>();
+        lock.lock();
+        try {
+            for (StaleRun run : stale) {
+                JobEntry entry = entry(run.job());
+                if (entry == null) {
+                    continue;
+                }
+                Due d = new Due(entry, run.slot(), entry.definition.recover() == Recover.RERUN
+                        ? ClaimRequest.Mode.RECOVER : ClaimRequest.Mode.ABANDON);
+                d.followerQueued = true;
+                if (recovering.add(d.key())) {
+                    due.add(d);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        claimInRounds(due);
+    }
+
+    private JobEntry entry(String name) {
+        for (JobEntry e : jobs) {
+            if (e.definition.name().equals(name)) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    /**
      * Claims one batch: at most as many slots as there are free threads, the rest left to peers.
      *
      * @return the slots that found no free thread and may still start within their grace
@@ -319,26 +466,30 @@ public final class Scheduler implements AutoCloseable {
         int free = threads - busy.get();
         List<Due> batch = new ArrayList<>(due.size());
         List<ClaimRequest> requests = new ArrayList<>(due.size());
+        List<Boolean> reservations = new ArrayList<>(due.size());
         int reserved = 0;
         for (Due d : due) {
-            boolean pastGrace = now.isAfter(d.graceEnd());
-            boolean missOnly = false;
-            if (reserved >= free && !pastGrace) {
-                // No thread to start it now: peers may take it; try again when a thread frees up.
-                deferred.add(d);
-                continue;
-            }
-            if (reserved >= free) {
-                missOnly = true; // past its grace with no thread: only make sure the miss is recorded
-            } else {
-                reserved++;
+            ClaimRequest.Mode mode = d.mode;
+            boolean reserves = false;
+            if (d.needsThread()) {
+                if (reserved < free) {
+                    reserved++;
+                    reserves = true;
+                } else if (mode == ClaimRequest.Mode.CLAIM && now.isAfter(d.graceEnd())) {
+                    mode = ClaimRequest.Mode.MISS_ONLY; // past its grace with no thread: only make sure the miss is recorded
+                } else {
+                    // No thread to start it now: peers may take it; try again when a thread frees up.
+                    deferred.add(d);
+                    continue;
+                }
             }
             if (d.token == null) {
                 d.token = newToken();
             }
             JobDefinition def = d.entry.definition;
-            Lease lease = new Lease(def.name(), d.slot, d.token, def.lease(), def.overlap() == Overlap.SKIP);
-            requests.add(new ClaimRequest(lease, workerId, def.misfireGrace(), missOnly));
+            Lease lease = new Lease(def.name(), d.slot, d.token, def.lease(), def.exclusive());
+            requests.add(new ClaimRequest(lease, workerId, def.misfireGrace(), mode, def.overlap() == Overlap.REPLACE));
+            reservations.add(reserves);
             batch.add(d);
         }
         if (requests.isEmpty()) {
@@ -360,6 +511,7 @@ public final class Scheduler implements AutoCloseable {
                     requeue(d, earliest(after.plus(RETRY_DELAY), d.graceEnd()));
                 } else {
                     missed(d, Duration.between(d.slot, after).toMillis(), "lock store unreachable: " + e.getMessage(), null);
+                    decided(d);
                 }
             }
             return deferred;
@@ -370,9 +522,9 @@ public final class Scheduler implements AutoCloseable {
             ClaimRequest request = requests.get(i);
             ClaimResult result = results.get(i);
             boolean claimed = result.status() == ClaimResult.Status.CLAIMED;
-            if (!claimed && !request.missOnly()) {
+            if (!claimed && reservations.get(i)) {
                 busy.decrementAndGet();
-            } else if (claimed && request.missOnly()) {
+            } else if (claimed && !reservations.get(i)) {
                 busy.incrementAndGet(); // an earlier, ambiguous claim of ours had won after all
             }
             handle(d, request, result, sent, durationMs);
@@ -385,30 +537,79 @@ public final class Scheduler implements AutoCloseable {
         Lease lease = request.lease();
         String lockName = provider.lockName(lease);
         long lateness = result.serverTimeMillis() - d.slot.toEpochMilli();
+        ClaimRequest.Mode mode = request.mode();
         switch (result.status()) {
             case CLAIMED -> {
-                events.info("slot_claimed").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                        .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
-                        .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
-                        .addKeyValue("success", true).addKeyValue("fencing_token", result.fencingToken())
-                        .addKeyValue("lateness_ms", lateness).log("slot claimed");
+                if (mode == ClaimRequest.Mode.RECOVER) {
+                    events.warn("slot_recovered").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                            .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
+                            .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
+                            .addKeyValue("success", true).addKeyValue("fencing_token", result.fencingToken())
+                            .addKeyValue("lateness_ms", lateness)
+                            .addKeyValue("reason", "the run's lease ran out without an outcome; recover: rerun")
+                            .log("slot recovered; running it again under a higher fencing token");
+                } else {
+                    var event = events.info("slot_claimed").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                            .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
+                            .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
+                            .addKeyValue("success", true).addKeyValue("fencing_token", result.fencingToken())
+                            .addKeyValue("lateness_ms", lateness);
+                    if (mode == ClaimRequest.Mode.CATCH_UP) {
+                        event = event.addKeyValue("catch_up", true);
+                    }
+                    event.log("slot claimed");
+                }
                 SlotRun run = new SlotRun(def, d.entry.job, lease, lockName, result.fencingToken(), workerId, sentNanos);
                 start(run);
             }
-            case TAKEN -> events.info("slot_contended").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                    .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
-                    .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
-                    .addKeyValue("success", false).log("slot taken by another worker");
+            case TAKEN -> {
+                if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
+                    events.debug("slot_recovery_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                            .log("nothing to recover: the run renewed, finished, or another worker took it");
+                } else {
+                    events.info("slot_contended").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                            .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
+                            .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
+                            .addKeyValue("success", false).log("slot taken by another worker");
+                }
+            }
             case SKIPPED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("reason", "overlap: an earlier run still holds the lease")
                     .log("slot skipped");
-            case MISSED -> missed(d, lateness, request.missOnly()
+            case MISSED -> missed(d, lateness, d.missReason != null ? d.missReason : request.missOnly()
                     ? "no free job thread on any worker within misfireGrace" : "later than misfireGrace", lockName);
+            case ABANDONED -> events.warn("slot_abandoned").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                    .addKeyValue("lock_name", lockName).addKeyValue("fencing_token", result.fencingToken())
+                    .addKeyValue("lateness_ms", lateness)
+                    .addKeyValue("reason", "the run's lease ran out without an outcome; recover: none")
+                    .log("slot abandoned: its run lost its lease without an outcome");
+            case BUSY -> {
+                // Another run of the job holds its exclusive lease: ask again shortly.
+                requeue(d, clock.now().plus(RETRY_DELAY));
+                return;
+            }
             case EARLY -> {
                 // Our clock runs ahead of the store's: come back when the store's clock reaches the slot.
                 long ahead = Math.max(1, d.slot.toEpochMilli() - result.serverTimeMillis());
                 requeue(d, clock.now().plusMillis(ahead));
+                return;
             }
+        }
+        decided(d);
+    }
+
+    /** A slot is decided: forget a recovery of it, and start on the next catch-up slot. */
+    private void decided(Due d) {
+        lock.lock();
+        try {
+            recovering.remove(d.key());
+            if (d.next != null) {
+                d.next.retryAt = clock.now();
+                queue.add(d.next);
+                wake.signalAll();
+            }
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -442,14 +643,11 @@ public final class Scheduler implements AutoCloseable {
     // ---------------------------------------------------------------- running a claimed slot
 
     private void start(SlotRun run) {
-        if (run.definition.timeout().compareTo(Duration.ZERO) > 0) {
-            run.timeoutNanos = System.nanoTime() + run.definition.timeout().toNanos();
-        }
-        watchdog.add(run);
+        run.watchedBy(watchdog.watch(run, run.lease.ttl(), run.claimSentNanos, true));
         try {
             executor.execute(() -> execute(run));
         } catch (RejectedExecutionException e) {
-            watchdog.remove(run);
+            run.watch().stop();
             finish(run, Outcome.INTERRUPTED);
             busy.decrementAndGet();
         }
@@ -474,7 +672,7 @@ public final class Scheduler implements AutoCloseable {
                 outcome = runJob(run, def, slot);
             }
         } finally {
-            watchdog.remove(run);
+            run.watch().stop();
             run.detach();
         }
         finish(run, outcome);
@@ -488,46 +686,83 @@ public final class Scheduler implements AutoCloseable {
         }
     }
 
+    /** Runs the job, and again after a failure while its retry policy allows, within the same claim. */
     private Outcome runJob(SlotRun run, JobDefinition def, String slot) {
-        long startedNanos = System.nanoTime();
-        events.info("job_started").addKeyValue("job", def.name()).addKeyValue("slot", slot)
-                .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
-                .addKeyValue("lateness_ms", Duration.between(run.scheduledTime(), clock.now()).toMillis())
-                .log("job started");
-        run.attach(Thread.currentThread());
-        Throwable failure = null;
-        try {
-            run.job.execute(run);
-        } catch (Throwable t) {
-            failure = t;
-            if (t instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
+        Retry retry = def.retry();
+        while (true) {
+            long startedNanos = System.nanoTime();
+            if (def.timeout().compareTo(Duration.ZERO) > 0) {
+                run.watch().timeoutAt(startedNanos + def.timeout().toNanos());
             }
-        }
-        watchdog.retire(run);
-        long durationMs = (System.nanoTime() - startedNanos) / 1_000_000;
-        if (run.timedOut()) {
-            return Outcome.TIMED_OUT; // job_timed_out was logged when the watchdog interrupted it
-        }
-        if (failure == null) {
-            events.info("job_succeeded").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+            events.info("job_started").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
-                    .addKeyValue("duration_ms", durationMs).log("job succeeded");
-            return run.lostReason() != null ? Outcome.LEASE_LOST : Outcome.SUCCEEDED;
+                    .addKeyValue("lateness_ms", Duration.between(run.scheduledTime(), clock.now()).toMillis())
+                    .log("job started");
+            run.attach(Thread.currentThread());
+            Throwable failure = null;
+            try {
+                run.job.execute(run);
+            } catch (Throwable t) {
+                failure = t;
+                if (t instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            if (run.isLeaseLost()) {
+                run.watch().stop(); // reports a deadline that passed while nobody looked, before the outcome
+            }
+            long durationMs = (System.nanoTime() - startedNanos) / 1_000_000;
+            if (run.timedOut()) {
+                return Outcome.TIMED_OUT; // job_timed_out was logged when the watchdog interrupted it
+            }
+            if (failure == null) {
+                events.info("job_succeeded").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+                        .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
+                        .addKeyValue("duration_ms", durationMs).log("job succeeded");
+                return run.isLeaseLost() ? Outcome.LEASE_LOST : Outcome.SUCCEEDED;
+            }
+            var event = events.error("job_failed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+                    .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
+                    .addKeyValue("duration_ms", durationMs).addKeyValue("error", Events.describe(failure));
+            if (run.isLeaseLost()) {
+                event.addKeyValue("reason", "lease lost").log("job failed after its lease was lost");
+                return Outcome.LEASE_LOST;
+            }
+            if (closed && (failure instanceof InterruptedException || Thread.currentThread().isInterrupted())) {
+                event.addKeyValue("reason", "interrupted by shutdown").log("job interrupted by shutdown");
+                return Outcome.INTERRUPTED;
+            }
+            if (run.attempt() >= retry.maxAttempts()) {
+                event.addKeyValue("will_retry", false).setCause(failure).log("job failed");
+                return Outcome.FAILED;
+            }
+            Duration delay = retry.delayAfter(run.attempt());
+            event.addKeyValue("will_retry", true).addKeyValue("retry_in_ms", delay.toMillis()).setCause(failure)
+                    .log("job failed; retrying within the same claim");
+            run.detach();
+            if (!backoff(run, delay)) {
+                return run.isLeaseLost() ? Outcome.LEASE_LOST : Outcome.INTERRUPTED;
+            }
+            run.nextAttempt();
         }
-        var event = events.error("job_failed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
-                .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
-                .addKeyValue("duration_ms", durationMs).addKeyValue("error", Events.describe(failure));
-        if (run.lostReason() != null) {
-            event.addKeyValue("reason", "lease lost").log("job failed after its lease was lost");
-            return Outcome.LEASE_LOST;
+    }
+
+    /**
+     * Waits between attempts while the watchdog keeps the lease.
+     *
+     * @return false when the lease was lost or the thread interrupted (shutdown) meanwhile
+     */
+    private static boolean backoff(SlotRun run, Duration delay) {
+        run.attach(Thread.currentThread());
+        long end = System.nanoTime() + delay.toNanos();
+        long left;
+        while ((left = end - System.nanoTime()) > 0) {
+            if (run.isLeaseLost() || Thread.currentThread().isInterrupted()) {
+                return false;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(left);
         }
-        if (closed && (failure instanceof InterruptedException || Thread.currentThread().isInterrupted())) {
-            event.addKeyValue("reason", "interrupted by shutdown").log("job interrupted by shutdown");
-            return Outcome.INTERRUPTED;
-        }
-        event.setCause(failure).log("job failed");
-        return Outcome.FAILED;
+        return !run.isLeaseLost() && !Thread.currentThread().isInterrupted();
     }
 
     /** Writes the outcome into the slot record and gives the lease back, owner-checked. */
@@ -543,6 +778,50 @@ public final class Scheduler implements AutoCloseable {
                     .addKeyValue("outcome", outcome.label()).log(owned ? "slot released" : "slot no longer ours; outcome not recorded");
         } catch (LockException e) {
             outage.failed("complete", e);
+        }
+    }
+
+    /** What the watchdog tells the scheduler: each step of a lease becomes an event. */
+    private final class LeaseEvents implements Watchdog.Listener<SlotRun> {
+
+        @Override
+        public void lost(Watchdog<SlotRun>.Watch watch, String reason) {
+            SlotRun run = watch.lease();
+            run.interrupt();
+            events.warn("lease_lost").addKeyValue("job", run.definition.name())
+                    .addKeyValue("slot", run.lease.slot().toString()).addKeyValue("lock_name", run.lockName)
+                    .addKeyValue("action", "expire").addKeyValue("identifier", run.lease.token())
+                    .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("success", false)
+                    .addKeyValue("reason", reason).log("lease lost; the job is interrupted and must stop");
+        }
+
+        @Override
+        public void renewed(Watchdog<SlotRun>.Watch watch, long durationMs) {
+            SlotRun run = watch.lease();
+            events.debug("lease_renewed").addKeyValue("job", run.definition.name())
+                    .addKeyValue("slot", run.lease.slot().toString()).addKeyValue("lock_name", run.lockName)
+                    .addKeyValue("action", "renew").addKeyValue("identifier", run.lease.token())
+                    .addKeyValue("duration_ms", durationMs).addKeyValue("success", true).log("lease renewed");
+        }
+
+        @Override
+        public void timedOut(Watchdog<SlotRun>.Watch watch) {
+            SlotRun run = watch.lease();
+            run.interrupt();
+            events.warn("job_timed_out").addKeyValue("job", run.definition.name())
+                    .addKeyValue("slot", run.lease.slot().toString()).addKeyValue("fencing_token", run.fencingToken())
+                    .addKeyValue("attempt", run.attempt()).addKeyValue("timeout_ms", run.definition.timeout().toMillis())
+                    .log("job ran past its timeout; interrupted");
+        }
+
+        @Override
+        public void roundSucceeded() {
+            outage.succeeded();
+        }
+
+        @Override
+        public void roundFailed(LockException e) {
+            outage.failed("renew", e);
         }
     }
 

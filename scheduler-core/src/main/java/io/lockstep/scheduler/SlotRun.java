@@ -2,13 +2,13 @@ package io.lockstep.scheduler;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.Watchdog;
 import java.time.Instant;
 import java.util.Map;
 
 /**
  * One claimed slot from its claim to its completion: the {@link JobContext} a job sees, and the
- * lease state the watchdog keeps. Lease deadlines are on the monotonic clock, counted from the
- * moment the claim or the last confirmed renewal was sent. Thread-safe.
+ * handle the {@link Watchdog} keeps its lease by. Thread-safe.
  */
 final class SlotRun implements JobContext {
 
@@ -20,15 +20,11 @@ final class SlotRun implements JobContext {
     final String lockName;
     private final long fencingToken;
     private final String workerId;
-
-    /** The renewal the watchdog owes next, monotonic nanos. Guarded by the watchdog's monitor. */
-    long nextRenewNanos;
-    /** When the lease may already be gone if no renewal is confirmed, monotonic nanos. */
-    private volatile long deadlineNanos;
-    /** When the run must end, monotonic nanos; {@link Long#MAX_VALUE} for no timeout. */
-    volatile long timeoutNanos = Long.MAX_VALUE;
-    private volatile String lostReason;
-    private volatile boolean timedOut;
+    /** The claim's round trip started here (monotonic nanos): the lease deadline counts from it. */
+    final long claimSentNanos;
+    /** The watchdog's view of the lease; set once, before the run is handed to a job thread. */
+    private volatile Watchdog<SlotRun>.Watch watch;
+    private volatile int attempt = 1;
     private volatile Thread thread;
 
     SlotRun(JobDefinition definition, Job job, Lease lease, String lockName, long fencingToken, String workerId,
@@ -39,9 +35,15 @@ final class SlotRun implements JobContext {
         this.lockName = lockName;
         this.fencingToken = fencingToken;
         this.workerId = workerId;
-        long ttl = lease.ttl().toNanos();
-        this.deadlineNanos = claimSentNanos + ttl;
-        this.nextRenewNanos = claimSentNanos + ttl / 3;
+        this.claimSentNanos = claimSentNanos;
+    }
+
+    void watchedBy(Watchdog<SlotRun>.Watch w) {
+        this.watch = w;
+    }
+
+    Watchdog<SlotRun>.Watch watch() {
+        return watch;
     }
 
     @Override
@@ -66,7 +68,11 @@ final class SlotRun implements JobContext {
 
     @Override
     public int attempt() {
-        return 1;
+        return attempt;
+    }
+
+    void nextAttempt() {
+        attempt++;
     }
 
     @Override
@@ -86,63 +92,48 @@ final class SlotRun implements JobContext {
 
     @Override
     public boolean isLeaseLost() {
-        return lostReason != null || System.nanoTime() - deadlineNanos >= 0;
+        return watch.isLost();
     }
 
     @Override
     public void checkLease() {
         if (isLeaseLost()) {
             throw new LeaseLostException(definition.name(), lease.slot(),
-                    lostReason != null ? lostReason : "lease deadline passed without a confirmed renewal");
+                    watch.lostReason().orElse("lease deadline passed without a confirmed renewal"));
         }
     }
 
-    long deadlineNanos() {
-        return deadlineNanos;
-    }
-
-    /** A renewal sent at {@code sentNanos} was confirmed. */
-    void renewed(long sentNanos) {
-        deadlineNanos = sentNanos + lease.ttl().toNanos();
-    }
-
-    /**
-     * Marks the lease lost and interrupts the job thread.
-     *
-     * @return false when it was already marked
-     */
-    synchronized boolean markLost(String reason) {
-        if (lostReason != null) {
-            return false;
-        }
-        lostReason = reason;
-        Thread t = thread;
-        if (t != null) {
-            t.interrupt();
-        }
-        return true;
-    }
-
+    /** Why the lease was declared lost, or null. */
     String lostReason() {
-        return lostReason;
-    }
-
-    /** Marks the run timed out and interrupts the job thread. */
-    synchronized void markTimedOut() {
-        timedOut = true;
-        Thread t = thread;
-        if (t != null) {
-            t.interrupt();
-        }
+        return watch.lostReason().orElse(null);
     }
 
     boolean timedOut() {
-        return timedOut;
+        return watch.timedOut();
+    }
+
+    /**
+     * Declares the lease lost and interrupts the job thread.
+     *
+     * @return false when it was already declared lost
+     */
+    boolean markLost(String reason) {
+        boolean first = watch.markLost(reason);
+        interrupt();
+        return first;
+    }
+
+    /** Interrupts the job thread, if a job is running. */
+    synchronized void interrupt() {
+        Thread t = thread;
+        if (t != null) {
+            t.interrupt();
+        }
     }
 
     synchronized void attach(Thread t) {
         thread = t;
-        if (lostReason != null || timedOut) {
+        if (watch.lostReason().isPresent() || watch.timedOut()) {
             t.interrupt();
         }
     }

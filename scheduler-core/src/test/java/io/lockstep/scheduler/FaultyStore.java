@@ -7,8 +7,11 @@ import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Outcome;
+import io.lockstep.scheduler.lock.StaleRun;
+import java.time.Instant;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The in-memory store with switches for faults: unreachable (every call throws, as a down Redis
@@ -38,6 +41,18 @@ final class FaultyStore implements LockProvider {
     public boolean complete(Lease lease, Outcome outcome) {
         check();
         return store.complete(lease, outcome);
+    }
+
+    @Override
+    public List<StaleRun> staleRuns(List<String> jobs) {
+        check();
+        return store.staleRuns(jobs);
+    }
+
+    @Override
+    public Map<String, Instant> lastSlots(List<String> jobs) {
+        check();
+        return store.lastSlots(jobs);
     }
 
     @Override

@@ -8,7 +8,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
-/** A Lua script shipped as a resource beside this class, with its SHA-1 for {@code EVALSHA}. Immutable. */
+/** A Lua script (a resource beside this class, or a short inline one) with its SHA-1 for {@code EVALSHA}. Immutable. */
 record LuaScript(String name, String source, String sha) {
 
     static LuaScript load(String name) {
@@ -16,11 +16,16 @@ record LuaScript(String name, String source, String sha) {
             if (in == null) {
                 throw new IllegalStateException("script resource " + name + " is missing from the jar");
             }
-            String source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            byte[] digest = MessageDigest.getInstance("SHA-1").digest(source.getBytes(StandardCharsets.UTF_8));
-            return new LuaScript(name, source, HexFormat.of().formatHex(digest));
+            return of(name, new String(in.readAllBytes(), StandardCharsets.UTF_8));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    static LuaScript of(String name, String source) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-1").digest(source.getBytes(StandardCharsets.UTF_8));
+            return new LuaScript(name, source, HexFormat.of().formatHex(digest));
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }

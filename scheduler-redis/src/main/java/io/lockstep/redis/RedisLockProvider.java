@@ -6,11 +6,15 @@ import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Outcome;
+import io.lockstep.scheduler.lock.StaleRun;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
 import redis.clients.jedis.AbstractPipeline;
@@ -35,6 +39,8 @@ import redis.clients.jedis.exceptions.JedisException;
  *   &lt;prefix&gt;:{&lt;job&gt;}:fence                 fence counter, INCRed by every claim; no ttl
  *   &lt;prefix&gt;:{&lt;job&gt;}:lease                 lease of an {@code overlap: skip} job (one run at a time)
  *   &lt;prefix&gt;:{&lt;job&gt;}:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
+ *   &lt;prefix&gt;:{&lt;job&gt;}:running               runs in flight (zset: slot -> lease end, server ms), for recovery
+ *   &lt;prefix&gt;:{&lt;job&gt;}:last                  the latest slot the cluster decided, for catch-up; ttl 7 days
  * </pre>
  *
  * <p>Scripts are sent with {@code EVALSHA}; a server that does not know them (a restart flushed its
@@ -56,6 +62,12 @@ public final class RedisLockProvider implements LockProvider {
     private static final LuaScript CLAIM = LuaScript.load("claim.lua");
     private static final LuaScript RENEW = LuaScript.load("renew.lua");
     private static final LuaScript COMPLETE = LuaScript.load("complete.lua");
+    private static final LuaScript RECOVER = LuaScript.load("recover.lua");
+    /** At most this many stale runs per job per sweep; the rest come with the next sweep. */
+    private static final int STALE_PER_JOB = 16;
+    private static final LuaScript STALE = LuaScript.of("stale", "local t = redis.call('TIME') "
+            + "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+            + "return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, " + STALE_PER_JOB + ")");
     private static final String TIME = "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)";
 
     private final UnifiedJedis jedis;
@@ -90,6 +102,14 @@ public final class RedisLockProvider implements LockProvider {
         return lease.exclusive() ? base : base + ":" + lease.slot().toEpochMilli();
     }
 
+    String runningKey(String job) {
+        return prefix + ":{" + job + "}:running";
+    }
+
+    String lastKey(String job) {
+        return prefix + ":{" + job + "}:last";
+    }
+
     @Override
     public String lockName(Lease lease) {
         return leaseKey(lease);
@@ -102,13 +122,25 @@ public final class RedisLockProvider implements LockProvider {
         if (requests.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = batch("claim", CLAIM, requests, request -> {
+        List<Object> replies = batch("claim", requests, request -> {
             Lease lease = request.lease();
             long slot = lease.slot().toEpochMilli();
-            return new Call(List.of(slotKey(lease.job(), slot), fenceKey(lease.job()), leaseKey(lease)),
-                    List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
-                            Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()),
-                            request.workerId(), request.missOnly() ? "1" : "0"));
+            String job = lease.job();
+            List<String> keys = List.of(slotKey(job, slot), fenceKey(job), leaseKey(lease), runningKey(job), lastKey(job));
+            return switch (request.mode()) {
+                case RECOVER, ABANDON -> new Call(RECOVER, keys.subList(0, 4), List.of(lease.token(), Long.toString(slot),
+                        Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()),
+                        request.workerId(), request.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon"));
+                case CLAIM, MISS_ONLY, CATCH_UP -> new Call(CLAIM, keys, List.of(lease.token(), Long.toString(slot),
+                        Long.toString(request.misfireGrace().toMillis()), Long.toString(lease.ttl().toMillis()),
+                        Long.toString(request.recordTtl().toMillis()), request.workerId(),
+                        switch (request.mode()) {
+                            case MISS_ONLY -> "miss";
+                            case CATCH_UP -> "catchup";
+                            default -> "claim";
+                        },
+                        request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
+            };
         });
         List<ClaimResult> results = new ArrayList<>(replies.size());
         for (Object reply : replies) {
@@ -122,9 +154,11 @@ public final class RedisLockProvider implements LockProvider {
         if (leases.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = batch("renew", RENEW, leases, lease -> new Call(
-                List.of(leaseKey(lease), slotKey(lease.job(), lease.slot().toEpochMilli())),
-                List.of(lease.token(), Long.toString(lease.ttl().toMillis()))));
+        List<Object> replies = batch("renew", leases, lease -> {
+            long slot = lease.slot().toEpochMilli();
+            return new Call(RENEW, List.of(leaseKey(lease), slotKey(lease.job(), slot), runningKey(lease.job())),
+                    List.of(lease.token(), Long.toString(lease.ttl().toMillis()), Long.toString(slot)));
+        });
         List<Boolean> owned = new ArrayList<>(replies.size());
         for (Object reply : replies) {
             owned.add(asLong("renew", reply) == 1L);
@@ -134,10 +168,52 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public boolean complete(Lease lease, Outcome outcome) {
-        List<Object> replies = batch("complete", COMPLETE, List.of(lease), l -> new Call(
-                List.of(slotKey(l.job(), l.slot().toEpochMilli()), leaseKey(l)),
-                List.of(l.token(), outcome.label())));
+        long slot = lease.slot().toEpochMilli();
+        List<Object> replies = batch("complete", List.of(lease), l -> new Call(COMPLETE,
+                List.of(slotKey(l.job(), slot), leaseKey(l), runningKey(l.job())),
+                List.of(l.token(), outcome.label(), Long.toString(slot))));
         return asLong("complete", replies.get(0)) == 1L;
+    }
+
+    @Override
+    public List<StaleRun> staleRuns(List<String> jobs) {
+        if (jobs.isEmpty()) {
+            return List.of();
+        }
+        List<Object> replies = batch("stale", jobs, job -> new Call(STALE, List.of(runningKey(job)), List.of()));
+        List<StaleRun> stale = new ArrayList<>();
+        for (int i = 0; i < jobs.size(); i++) {
+            if (replies.get(i) instanceof List<?> slots) {
+                for (Object slot : slots) {
+                    stale.add(new StaleRun(jobs.get(i), Instant.ofEpochMilli(asLong("stale", slot))));
+                }
+            }
+        }
+        return stale;
+    }
+
+    @Override
+    public Map<String, Instant> lastSlots(List<String> jobs) {
+        Map<String, Instant> last = new HashMap<>();
+        if (jobs.isEmpty()) {
+            return last;
+        }
+        List<Response<String>> responses = new ArrayList<>(jobs.size());
+        try (AbstractPipeline p = jedis.pipelined()) {
+            for (String job : jobs) {
+                responses.add(p.get(lastKey(job)));
+            }
+            p.sync();
+            for (int i = 0; i < jobs.size(); i++) {
+                String value = responses.get(i).get();
+                if (value != null) {
+                    last.put(jobs.get(i), Instant.ofEpochMilli(asLong("last", value)));
+                }
+            }
+        } catch (JedisException e) {
+            throw wrap("last", e);
+        }
+        return last;
     }
 
     @Override
@@ -172,32 +248,32 @@ public final class RedisLockProvider implements LockProvider {
 
     // ---------------------------------------------------------------- plumbing
 
-    private record Call(List<String> keys, List<String> args) {}
+    private record Call(LuaScript script, List<String> keys, List<String> args) {}
 
     /** Runs one script per item in one pipeline; on NOSCRIPT sends the batch again with EVAL. */
-    private <T> List<Object> batch(String operation, LuaScript script, List<T> items, Function<T, Call> toCall) {
+    private <T> List<Object> batch(String operation, List<T> items, Function<T, Call> toCall) {
         List<Call> calls = new ArrayList<>(items.size());
         for (T item : items) {
             calls.add(toCall.apply(item));
         }
         try {
-            List<Object> replies = pipeline(script, calls, true);
+            List<Object> replies = pipeline(calls, true);
             if (replies != null) {
                 return replies;
             }
-            return pipeline(script, calls, false);
+            return pipeline(calls, false);
         } catch (JedisException e) {
             throw wrap(operation, e);
         }
     }
 
     /** @return the replies, or null when {@code bySha} and the server did not know the script */
-    private List<Object> pipeline(LuaScript script, List<Call> calls, boolean bySha) {
+    private List<Object> pipeline(List<Call> calls, boolean bySha) {
         List<Response<Object>> responses = new ArrayList<>(calls.size());
         try (AbstractPipeline p = jedis.pipelined()) {
             for (Call call : calls) {
-                responses.add(bySha ? p.evalsha(script.sha(), call.keys(), call.args())
-                        : p.eval(script.source(), call.keys(), call.args()));
+                responses.add(bySha ? p.evalsha(call.script().sha(), call.keys(), call.args())
+                        : p.eval(call.script().source(), call.keys(), call.args()));
             }
             p.sync();
         }
@@ -228,6 +304,8 @@ public final class RedisLockProvider implements LockProvider {
             case "skipped" -> ClaimResult.Status.SKIPPED;
             case "missed" -> ClaimResult.Status.MISSED;
             case "early" -> ClaimResult.Status.EARLY;
+            case "busy" -> ClaimResult.Status.BUSY;
+            case "abandoned" -> ClaimResult.Status.ABANDONED;
             default -> throw new LockException(target, "claim: unexpected status " + status, null);
         };
         return new ClaimResult(s, fence, now);

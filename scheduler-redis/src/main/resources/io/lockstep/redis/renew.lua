@@ -1,11 +1,20 @@
--- Extends a lease only if the token still owns it; keeps the slot record alive at least two leases.
--- KEYS[1] lease   KEYS[2] slot record   ARGV[1] owner token   ARGV[2] lease ttl (ms)
+-- Extends a lease only if the token still owns it; keeps the slot record alive at least two leases
+-- and moves the run's entry in the running index (only if it is still there).
+-- KEYS[1] lease  KEYS[2] slot record  KEYS[3] running index  ARGV[1] owner token  ARGV[2] lease ttl (ms)
+-- ARGV[3] slot (epoch ms)
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-local keep = 2 * tonumber(ARGV[2])
+local ttl = tonumber(ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ttl)
+local keep = 2 * ttl
 if redis.call('PTTL', KEYS[2]) < keep then
   redis.call('PEXPIRE', KEYS[2], keep)
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[3], 'XX', now + ttl, ARGV[3])
+if redis.call('PTTL', KEYS[3]) < keep then
+  redis.call('PEXPIRE', KEYS[3], keep)
 end
 return 1

@@ -10,6 +10,7 @@ import io.lockstep.scheduler.lock.ClaimResult.Status;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Outcome;
+import io.lockstep.scheduler.lock.StaleRun;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -182,7 +183,8 @@ class RedisLockProviderTest {
         ClaimRequest r = request(job, slot, "a", true);
         provider.claim(List.of(r));
         List<String> keys = raw.scan("0", new ScanParams().match("lockstep:{" + job + "}:*").count(1000)).getResult();
-        assertThat(keys).hasSize(3);
+        assertThat(keys).containsExactlyInAnyOrder(provider.slotKey(job, slot.toEpochMilli()), provider.fenceKey(job),
+                provider.leaseKey(r.lease()), provider.runningKey(job), provider.lastKey(job));
         for (String key : keys) {
             if (key.equals(provider.fenceKey(job))) {
                 assertThat(raw.pttl(key)).isEqualTo(-1);
@@ -235,5 +237,103 @@ class RedisLockProviderTest {
              RedisLockProvider p = RedisLockProvider.builder().uri("redis://127.0.0.1:" + own.port()).password("right-one").build()) {
             p.ping();
         }
+    }
+
+    // ---------------------------------------------------------------- policies
+
+    private static ClaimRequest request(String job, Instant slot, String token, Duration lease, ClaimRequest.Mode mode,
+            boolean replace) {
+        return new ClaimRequest(new Lease(job, slot, token, lease, true), "w-" + token, GRACE, mode, replace);
+    }
+
+    @Test
+    void replaceRevokesTheRunningLeaseSoItsRenewalAndOutcomeAreRefused() {
+        String job = job();
+        Instant now = serverNow();
+        ClaimRequest old = request(job, now.minusSeconds(2), "old", LEASE, ClaimRequest.Mode.CLAIM, true);
+        ClaimResult first = provider.claim(List.of(old)).get(0);
+        ClaimRequest next = request(job, now.minusSeconds(1), "new", LEASE, ClaimRequest.Mode.CLAIM, true);
+        ClaimResult second = provider.claim(List.of(next)).get(0);
+
+        assertThat(second.status()).isEqualTo(Status.CLAIMED);
+        assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
+        assertThat(raw.get(provider.leaseKey(next.lease()))).isEqualTo("new");
+        assertThat(provider.renew(List.of(old.lease()))).containsExactly(false);
+        assertThat(provider.complete(old.lease(), Outcome.SUCCEEDED)).isFalse();
+        assertThat(raw.hget(provider.slotKey(job, now.minusSeconds(2).toEpochMilli()), "state")).isEqualTo("replaced");
+        assertThat(provider.renew(List.of(next.lease()))).containsExactly(true);
+    }
+
+    @Test
+    void aRunWhoseLeaseRanOutIsRecoveredOnceUnderAHigherFence() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        Duration shortLease = Duration.ofMillis(300);
+        ClaimRequest dead = request(job, slot, "dead", shortLease, ClaimRequest.Mode.CLAIM, false);
+        long deadFence = provider.claim(List.of(dead)).get(0).fencingToken();
+        assertThat(provider.staleRuns(List.of(job))).isEmpty(); // its lease is still alive
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> !provider.staleRuns(List.of(job)).isEmpty());
+        assertThat(provider.staleRuns(List.of(job))).containsExactly(new StaleRun(job, slot));
+        List<ClaimResult> races = provider.claim(List.of(
+                request(job, slot, "r1", LEASE, ClaimRequest.Mode.RECOVER, false),
+                request(job, slot, "r2", LEASE, ClaimRequest.Mode.RECOVER, false)));
+
+        assertThat(races).extracting(ClaimResult::status).containsExactly(Status.CLAIMED, Status.TAKEN);
+        assertThat(races.get(0).fencingToken()).isGreaterThan(deadFence);
+        assertThat(provider.staleRuns(List.of(job))).isEmpty();
+        // The dead run, should it come back, can neither renew nor write its outcome over the new one.
+        assertThat(provider.renew(List.of(dead.lease()))).containsExactly(false);
+        assertThat(provider.complete(dead.lease(), Outcome.SUCCEEDED)).isFalse();
+        Lease recovered = new Lease(job, slot, "r1", LEASE, true);
+        assertThat(provider.complete(recovered, Outcome.SUCCEEDED)).isTrue();
+        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "outcome")).isEqualTo("succeeded");
+        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
+    }
+
+    @Test
+    void aRunWhoseLeaseRanOutIsAbandonedByExactlyOneRequest() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        ClaimRequest dead = request(job, slot, "dead", Duration.ofMillis(200), ClaimRequest.Mode.CLAIM, false);
+        provider.claim(List.of(dead));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !provider.staleRuns(List.of(job)).isEmpty());
+
+        List<ClaimResult> races = provider.claim(List.of(
+                request(job, slot, "a1", LEASE, ClaimRequest.Mode.ABANDON, false),
+                request(job, slot, "a2", LEASE, ClaimRequest.Mode.ABANDON, false)));
+
+        assertThat(races).extracting(ClaimResult::status).containsExactly(Status.ABANDONED, Status.TAKEN);
+        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "state")).isEqualTo("abandoned");
+        assertThat(provider.complete(dead.lease(), Outcome.SUCCEEDED)).isFalse();
+        assertThat(provider.staleRuns(List.of(job))).isEmpty();
+    }
+
+    @Test
+    void aLiveRunIsNeitherStaleNorRecoverable() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        provider.claim(List.of(request(job, slot, "alive", LEASE, ClaimRequest.Mode.CLAIM, false)));
+        assertThat(provider.claim(List.of(request(job, slot, "thief", LEASE, ClaimRequest.Mode.RECOVER, false))))
+                .extracting(ClaimResult::status).containsExactly(Status.TAKEN);
+        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "token")).isEqualTo("alive");
+    }
+
+    @Test
+    void catchUpClaimsAPastSlotWaitsForTheExclusiveLeaseAndMovesTheLastSlot() {
+        String job = job();
+        Instant now = serverNow();
+        Instant old = now.minus(GRACE).minusSeconds(30);
+        Instant older = old.minusSeconds(30);
+        assertThat(provider.lastSlots(List.of(job))).isEmpty();
+
+        ClaimRequest catchUp = request(job, old, "c", LEASE, ClaimRequest.Mode.CATCH_UP, false);
+        assertThat(provider.claim(List.of(catchUp)).get(0).status()).isEqualTo(Status.CLAIMED);
+        assertThat(provider.claim(List.of(request(job, older, "d", LEASE, ClaimRequest.Mode.CATCH_UP, false))))
+                .extracting(ClaimResult::status).containsExactly(Status.BUSY);
+        assertThat(provider.claim(List.of(request(job, older, "e", LEASE, ClaimRequest.Mode.MISS_ONLY, false))))
+                .extracting(ClaimResult::status).containsExactly(Status.MISSED);
+        assertThat(provider.lastSlots(List.of(job, job() + "-unknown"))).containsExactly(java.util.Map.entry(job, old));
+        assertThat(raw.pttl(provider.lastKey(job))).isGreaterThan(Duration.ofDays(6).toMillis());
     }
 }

@@ -61,7 +61,7 @@ class ValidateCommandTest {
                 Arguments.of("empty jobs list", "jobs: []\n", 1, "jobs", "is empty"),
                 Arguments.of("wrong type", "worker:\n  threads: many\n" + VALID_JOB, 2, "worker.threads", "must be a whole number, but was \"many\""),
                 Arguments.of("jobs not a list", "jobs:\n  name: a\n", 2, "jobs", "must be a list of jobs"),
-                Arguments.of("bad overlap", "defaults:\n  overlap: queue\n" + VALID_JOB, 2, "defaults.overlap", "must be skip or allow"),
+                Arguments.of("bad overlap", "defaults:\n  overlap: queue\n" + VALID_JOB, 2, "defaults.overlap", "must be skip, allow or replace"),
                 Arguments.of("bad job name", "jobs:\n  - name: Daily Report\n    cron: \"@daily\"\n    class: io.lockstep.examples.HeartbeatJob\n",
                         2, "jobs[0].name", "must match"),
                 Arguments.of("missing cron", "jobs:\n  - name: a\n    class: io.lockstep.examples.HeartbeatJob\n", 2, "jobs[0].cron", "is required"),

@@ -2,7 +2,10 @@ package io.lockstep.scheduler.config;
 
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.JobFactory;
+import io.lockstep.scheduler.CatchUp;
 import io.lockstep.scheduler.Overlap;
+import io.lockstep.scheduler.Recover;
+import io.lockstep.scheduler.Retry;
 import io.lockstep.scheduler.cron.CronSchedule;
 import java.io.IOException;
 import java.io.StringReader;
@@ -51,7 +54,9 @@ public final class ConfigLoader {
     private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs");
     private static final Set<String> REDIS_KEYS = Set.of("uri", "keyPrefix", "timeout", "user", "password");
     private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout");
-    private static final List<String> POLICY_KEYS = List.of("zone", "lease", "misfireGrace", "overlap", "timeout");
+    private static final List<String> POLICY_KEYS = List.of("zone", "lease", "misfireGrace", "overlap", "timeout",
+            "retry", "recover", "catchUp", "catchUpWindow");
+    private static final Set<String> RETRY_KEYS = Set.of("maxAttempts", "backoff", "maxBackoff");
     private static final Set<String> DEFAULTS_KEYS = Set.copyOf(POLICY_KEYS);
     private static final Set<String> JOB_KEYS;
 
@@ -217,19 +222,63 @@ public final class ConfigLoader {
                 lease = JobDefinition.MIN_LEASE;
             }
             Duration grace = duration(m.get("misfireGrace"), path + ".misfireGrace").orElse(inherited.misfireGrace());
-            Overlap overlap = inherited.overlap();
-            if (m.containsKey("overlap")) {
-                Optional<String> text = string(m.get("overlap"), path + ".overlap");
-                if (text.isPresent()) {
-                    try {
-                        overlap = Overlap.valueOf(text.get().toUpperCase(Locale.ROOT));
-                    } catch (IllegalArgumentException e) {
-                        problem(m.get("overlap"), path + ".overlap", "must be skip or allow, but was \"" + text.get() + "\"");
-                    }
+            Overlap overlap = choice(m.get("overlap"), path + ".overlap", Overlap.class).orElse(inherited.overlap());
+            Duration timeout = duration(m.get("timeout"), path + ".timeout").orElse(inherited.timeout());
+            Retry retry = readRetry(m.get("retry"), path + ".retry", inherited.retry());
+            Recover recover = choice(m.get("recover"), path + ".recover", Recover.class).orElse(inherited.recover());
+            CatchUp catchUp = choice(m.get("catchUp"), path + ".catchUp", CatchUp.class).orElse(inherited.catchUp());
+            Duration window = duration(m.get("catchUpWindow"), path + ".catchUpWindow").orElse(inherited.catchUpWindow());
+            if (m.containsKey("catchUpWindow") && window.compareTo(JobDefinition.MAX_CATCH_UP_WINDOW) > 0) {
+                problem(m.get("catchUpWindow"), path + ".catchUpWindow", "must be at most 7d, but was " + Durations.format(window));
+                window = JobDefinition.MAX_CATCH_UP_WINDOW;
+            }
+            return new Policies(zone, lease, grace, overlap, timeout, retry, recover, catchUp, window);
+        }
+
+        /** {@code retry: { maxAttempts, backoff, maxBackoff }}; keys left out keep the inherited values. */
+        private Retry readRetry(Node node, String path, Retry inherited) {
+            if (node == null) {
+                return inherited;
+            }
+            Map<String, Node> m = mapping(node, path, RETRY_KEYS).orElse(Map.of());
+            int attempts = integer(m.get("maxAttempts"), path + ".maxAttempts").orElse(inherited.maxAttempts());
+            if (attempts < 1 || attempts > 100) {
+                problem(m.get("maxAttempts"), path + ".maxAttempts", "must be between 1 and 100, but was " + attempts);
+                return inherited;
+            }
+            Duration backoff = duration(m.get("backoff"), path + ".backoff").orElse(inherited.backoff());
+            Duration max = duration(m.get("maxBackoff"), path + ".maxBackoff").orElse(
+                    m.containsKey("backoff") && backoff.compareTo(inherited.maxBackoff()) > 0 ? backoff : inherited.maxBackoff());
+            if (max.compareTo(backoff) < 0) {
+                problem(m.get("maxBackoff"), path + ".maxBackoff", "must be at least backoff (" + Durations.format(backoff)
+                        + "), but was " + Durations.format(max));
+                return inherited;
+            }
+            return new Retry(attempts, backoff, max);
+        }
+
+        /** One of an enum's constants, written in lower case. */
+        private <E extends Enum<E>> Optional<E> choice(Node node, String path, Class<E> type) {
+            if (node == null) {
+                return Optional.empty();
+            }
+            Optional<String> text = string(node, path);
+            if (text.isEmpty()) {
+                return Optional.empty();
+            }
+            for (E constant : type.getEnumConstants()) {
+                if (constant.name().equalsIgnoreCase(text.get())) {
+                    return Optional.of(constant);
                 }
             }
-            Duration timeout = duration(m.get("timeout"), path + ".timeout").orElse(inherited.timeout());
-            return new Policies(zone, lease, grace, overlap, timeout);
+            List<String> names = new ArrayList<>();
+            for (E constant : type.getEnumConstants()) {
+                names.add(constant.name().toLowerCase(Locale.ROOT));
+            }
+            String allowed = names.size() == 2 ? names.get(0) + " or " + names.get(1)
+                    : String.join(", ", names.subList(0, names.size() - 1)) + " or " + names.get(names.size() - 1);
+            problem(node, path, "must be " + allowed + ", but was \"" + text.get() + "\"");
+            return Optional.empty();
         }
 
         private List<JobDefinition> readJobs(Node node, Node root, Policies defaults) {
@@ -294,7 +343,8 @@ public final class ConfigLoader {
                 boolean enabled = bool(m.get("enabled"), path + ".enabled").orElse(true);
                 if (problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent()) {
                     jobs.add(new JobDefinition(name.get(), schedule.get(), className.get(), params, policies.lease(),
-                            policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled));
+                            policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled, policies.retry(),
+                            policies.recover(), policies.catchUp(), policies.catchUpWindow()));
                 }
             }
             return jobs;
@@ -505,8 +555,11 @@ public final class ConfigLoader {
     }
 
     /** The policy keys shared by {@code defaults} and each job, resolved. */
-    private record Policies(ZoneId zone, Duration lease, Duration misfireGrace, Overlap overlap, Duration timeout) {
+    private record Policies(ZoneId zone, Duration lease, Duration misfireGrace, Overlap overlap, Duration timeout,
+            Retry retry, Recover recover, CatchUp catchUp, Duration catchUpWindow) {
         static final Policies BUILT_IN = new Policies(ZoneId.of("UTC"), JobDefinition.DEFAULT_LEASE,
-                JobDefinition.DEFAULT_MISFIRE_GRACE, JobDefinition.DEFAULT_OVERLAP, JobDefinition.DEFAULT_TIMEOUT);
+                JobDefinition.DEFAULT_MISFIRE_GRACE, JobDefinition.DEFAULT_OVERLAP, JobDefinition.DEFAULT_TIMEOUT,
+                JobDefinition.DEFAULT_RETRY, JobDefinition.DEFAULT_RECOVER, JobDefinition.DEFAULT_CATCH_UP,
+                JobDefinition.DEFAULT_CATCH_UP_WINDOW);
     }
 }

@@ -4,25 +4,72 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * A request to claim one slot.
+ * A request to decide one slot: claim it, record it as missed, catch it up, or deal with a run of
+ * it that lost its lease.
  *
  * @param lease the lease to create when the claim wins
  * @param workerId the claiming worker, stored in the slot record for operators
  * @param misfireGrace how late (by the store's clock) the slot may still be claimed; later than
- *     this the store records the slot as missed instead
- * @param missOnly do not claim: only record the slot as missed if nobody has claimed it (a worker
- *     that could not find a free thread before the grace ran out)
+ *     this the store records the slot as missed instead ({@link Mode#CLAIM} only)
+ * @param mode what to do
+ * @param replace {@code overlap: replace}: a run of the job holding the exclusive lease is revoked
+ *     instead of the slot being skipped ({@link Mode#CLAIM} only)
  */
-public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, boolean missOnly) {
+public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace) {
+
+    /** What a request asks the store to do. */
+    public enum Mode {
+        /** Claim the slot if it is due, within its grace, and undecided. */
+        CLAIM,
+        /**
+         * Do not claim: only record the slot as missed if nobody has decided it (a worker that found
+         * no free thread before the grace ran out, or a slot the cluster missed while it was down).
+         */
+        MISS_ONLY,
+        /**
+         * Claim an undecided past slot whatever its grace (catch-up after the cluster was down);
+         * answers {@link ClaimResult.Status#BUSY} while another run holds the job's exclusive lease.
+         */
+        CATCH_UP,
+        /**
+         * Run again a slot whose run lost its lease without an outcome: claim it anew with a fresh
+         * token and the next fencing token. Answers {@link ClaimResult.Status#TAKEN} when there is
+         * nothing to recover (the run renewed, finished, or another worker recovered it) and
+         * {@link ClaimResult.Status#BUSY} while another run holds the job's exclusive lease.
+         */
+        RECOVER,
+        /**
+         * Record a slot whose run lost its lease without an outcome as abandoned; answers
+         * {@link ClaimResult.Status#ABANDONED} to exactly one request, {@link ClaimResult.Status#TAKEN}
+         * to the rest.
+         */
+        ABANDON
+    }
 
     public ClaimRequest {
         Objects.requireNonNull(lease, "lease");
         Objects.requireNonNull(workerId, "workerId");
         Objects.requireNonNull(misfireGrace, "misfireGrace");
+        Objects.requireNonNull(mode, "mode");
+    }
+
+    /** A plain claim ({@link Mode#CLAIM}, or {@link Mode#MISS_ONLY} when {@code missOnly}). */
+    public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, boolean missOnly) {
+        this(lease, workerId, misfireGrace, missOnly ? Mode.MISS_ONLY : Mode.CLAIM, false);
     }
 
     /** How far beyond its grace a slot record outlives the slot, at the least. */
     public static final Duration RECORD_BEYOND_GRACE = Duration.ofMinutes(2);
+
+    /**
+     * How long the slot record of the job's last decided slot is kept: the catch-up window's upper
+     * bound, so that every key Lockstep writes (except the fence counter) has a ttl.
+     */
+    public static final Duration LAST_SLOT_TTL = Duration.ofDays(7);
+
+    public boolean missOnly() {
+        return mode == Mode.MISS_ONLY;
+    }
 
     /**
      * How long the slot record lives. It must outlive every moment at which a worker could still

@@ -4,7 +4,8 @@ package io.lockstep.scheduler.lock;
  * The store's answer to one {@link ClaimRequest}.
  *
  * @param status what happened
- * @param fencingToken the job's fence value taken by this claim; 0 unless {@link Status#CLAIMED}
+ * @param fencingToken the job's fence value taken by this claim; 0 unless {@link Status#CLAIMED} (for
+ *     {@link Status#ABANDONED}, the token of the abandoned run)
  * @param serverTimeMillis the store's clock when it decided, in epoch milliseconds
  */
 public record ClaimResult(Status status, long fencingToken, long serverTimeMillis) {
@@ -20,6 +21,10 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
         /** The slot was past its grace and this request recorded it as missed (exactly one does). */
         MISSED,
         /** The store's clock has not reached the slot yet; nothing was written. */
-        EARLY
+        EARLY,
+        /** Catch-up or recovery must wait: another run holds the job's exclusive lease; nothing was written. */
+        BUSY,
+        /** The slot's run lost its lease without an outcome and this request recorded it as abandoned. */
+        ABANDONED
     }
 }

@@ -1,20 +1,28 @@
 package io.lockstep.scheduler.lock;
 
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
 import java.util.function.LongSupplier;
 
 /**
- * A lock store in this JVM's memory with the same semantics as the Redis provider: for tests and
- * for running several schedulers in one process. It coordinates nothing across processes.
+ * A lock store in this JVM's memory with the same semantics as the Redis provider (same states,
+ * same answers, same expiries): for tests and for running several schedulers in one process. It
+ * coordinates nothing across processes.
  *
  * <p>Thread-safe (every operation holds one monitor).
  */
 public final class InMemoryLockProvider implements LockProvider {
 
-    private record SlotRecord(String state, String token, long fence, long expiresAt) {}
+    private record SlotRecord(String state, String token, long fence, long expiresAt) {
+        SlotRecord with(String newState) {
+            return new SlotRecord(newState, token, fence, expiresAt);
+        }
+    }
 
     private record LeaseEntry(String token, long expiresAt) {}
 
@@ -22,6 +30,9 @@ public final class InMemoryLockProvider implements LockProvider {
     private final Map<String, SlotRecord> slots = new HashMap<>();
     private final Map<String, LeaseEntry> leases = new HashMap<>();
     private final Map<String, Long> fences = new HashMap<>();
+    /** Per job: slot millis of runs in flight, to the store time their lease ends. */
+    private final Map<String, TreeMap<Long, Long>> running = new HashMap<>();
+    private final Map<String, Long> lastSlots = new HashMap<>();
 
     private InMemoryLockProvider(LongSupplier clockMillis) {
         this.clockMillis = clockMillis;
@@ -41,7 +52,10 @@ public final class InMemoryLockProvider implements LockProvider {
     public synchronized List<ClaimResult> claim(List<ClaimRequest> requests) {
         List<ClaimResult> results = new ArrayList<>(requests.size());
         for (ClaimRequest request : requests) {
-            results.add(claimOne(request));
+            results.add(switch (request.mode()) {
+                case RECOVER, ABANDON -> recoverOne(request);
+                default -> claimOne(request);
+            });
         }
         return results;
     }
@@ -50,31 +64,106 @@ public final class InMemoryLockProvider implements LockProvider {
         long now = clockMillis.getAsLong();
         Lease lease = request.lease();
         long slot = lease.slot().toEpochMilli();
-        String slotKey = lease.job() + ":" + slot;
+        String slotKey = slotKey(lease.job(), slot);
         long recordTtl = request.recordTtl().toMillis();
-        SlotRecord existing = live(slots, slotKey, now);
+        SlotRecord existing = live(slotKey, now);
         if (existing != null) {
             if (existing.token().equals(lease.token()) && existing.state().equals("running")) {
-                leases.put(leaseKey(lease), new LeaseEntry(lease.token(), now + lease.ttl().toMillis()));
-                return new ClaimResult(ClaimResult.Status.CLAIMED, existing.fence(), now);
+                LeaseEntry held = liveLease(leaseKey(lease), now);
+                if (held == null || held.token().equals(lease.token())) {
+                    takeLease(lease, now);
+                    return new ClaimResult(ClaimResult.Status.CLAIMED, existing.fence(), now);
+                }
             }
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
         if (now < slot) {
             return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
         }
-        if (request.missOnly() || now > slot + request.misfireGrace().toMillis()) {
-            slots.put(slotKey, new SlotRecord("missed", lease.token(), 0, now + recordTtl));
+        if (request.mode() == ClaimRequest.Mode.MISS_ONLY
+                || (request.mode() == ClaimRequest.Mode.CLAIM && now > slot + request.misfireGrace().toMillis())) {
+            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl));
             return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
         }
-        if (liveLease(leaseKey(lease), now) != null) {
-            slots.put(slotKey, new SlotRecord("skipped", lease.token(), 0, now + recordTtl));
-            return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
+        LeaseEntry holder = liveLease(leaseKey(lease), now);
+        if (holder != null) {
+            if (request.mode() == ClaimRequest.Mode.CATCH_UP) {
+                return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
+            }
+            if (request.replace()) {
+                revoke(lease.job(), holder.token(), now);
+            } else {
+                decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl));
+                return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
+            }
         }
         long fence = fences.merge(lease.job(), 1L, Long::sum);
-        slots.put(slotKey, new SlotRecord("running", lease.token(), fence, now + recordTtl));
-        leases.put(leaseKey(lease), new LeaseEntry(lease.token(), now + lease.ttl().toMillis()));
+        decide(lease, new SlotRecord("running", lease.token(), fence, now + recordTtl));
+        takeLease(lease, now);
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
+    }
+
+    private ClaimResult recoverOne(ClaimRequest request) {
+        long now = clockMillis.getAsLong();
+        Lease lease = request.lease();
+        long slot = lease.slot().toEpochMilli();
+        String slotKey = slotKey(lease.job(), slot);
+        TreeMap<Long, Long> runs = running.getOrDefault(lease.job(), new TreeMap<>());
+        Long leaseEnd = runs.get(slot);
+        if (leaseEnd == null || leaseEnd > now) {
+            return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
+        }
+        SlotRecord record = live(slotKey, now);
+        if (record == null || !record.state().equals("running")) {
+            runs.remove(slot);
+            return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
+        }
+        LeaseEntry holder = liveLease(leaseKey(lease), now);
+        if (holder != null && holder.token().equals(record.token())) {
+            return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
+        }
+        if (request.mode() == ClaimRequest.Mode.ABANDON) {
+            slots.put(slotKey, record.with("abandoned"));
+            runs.remove(slot);
+            return new ClaimResult(ClaimResult.Status.ABANDONED, record.fence(), now);
+        }
+        if (holder != null) {
+            return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
+        }
+        long fence = fences.merge(lease.job(), 1L, Long::sum);
+        slots.put(slotKey, new SlotRecord("running", lease.token(), fence,
+                Math.max(record.expiresAt(), now + request.recordTtl().toMillis())));
+        takeLease(lease, now);
+        return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
+    }
+
+    @Override
+    public synchronized List<StaleRun> staleRuns(List<String> jobs) {
+        long now = clockMillis.getAsLong();
+        List<StaleRun> stale = new ArrayList<>();
+        for (String job : jobs) {
+            TreeMap<Long, Long> runs = running.get(job);
+            if (runs != null) {
+                runs.forEach((slot, leaseEnd) -> {
+                    if (leaseEnd <= now) {
+                        stale.add(new StaleRun(job, Instant.ofEpochMilli(slot)));
+                    }
+                });
+            }
+        }
+        return stale;
+    }
+
+    @Override
+    public synchronized Map<String, Instant> lastSlots(List<String> jobs) {
+        Map<String, Instant> result = new HashMap<>();
+        for (String job : jobs) {
+            Long last = lastSlots.get(job);
+            if (last != null) {
+                result.put(job, Instant.ofEpochMilli(last));
+            }
+        }
+        return result;
     }
 
     @Override
@@ -85,10 +174,10 @@ public final class InMemoryLockProvider implements LockProvider {
             LeaseEntry entry = liveLease(leaseKey(lease), now);
             boolean owned = entry != null && entry.token().equals(lease.token());
             if (owned) {
-                leases.put(leaseKey(lease), new LeaseEntry(lease.token(), now + lease.ttl().toMillis()));
+                takeLease(lease, now);
                 // As in Redis: the slot record lives at least two leases beyond a renewal.
-                String slotKey = lease.job() + ":" + lease.slot().toEpochMilli();
-                SlotRecord record = live(slots, slotKey, now);
+                String slotKey = slotKey(lease.job(), lease.slot().toEpochMilli());
+                SlotRecord record = live(slotKey, now);
                 long keep = now + 2 * lease.ttl().toMillis();
                 if (record != null && record.expiresAt() < keep) {
                     slots.put(slotKey, new SlotRecord(record.state(), record.token(), record.fence(), keep));
@@ -102,16 +191,18 @@ public final class InMemoryLockProvider implements LockProvider {
     @Override
     public synchronized boolean complete(Lease lease, Outcome outcome) {
         long now = clockMillis.getAsLong();
-        String slotKey = lease.job() + ":" + lease.slot().toEpochMilli();
-        SlotRecord record = live(slots, slotKey, now);
+        long slot = lease.slot().toEpochMilli();
+        String slotKey = slotKey(lease.job(), slot);
+        SlotRecord record = live(slotKey, now);
         LeaseEntry entry = liveLease(leaseKey(lease), now);
         if (entry != null && entry.token().equals(lease.token())) {
             leases.remove(leaseKey(lease));
         }
-        if (record == null || !record.token().equals(lease.token())) {
+        if (record == null || !record.token().equals(lease.token()) || !record.state().equals("running")) {
             return false;
         }
-        slots.put(slotKey, new SlotRecord("done:" + outcome.label(), record.token(), record.fence(), record.expiresAt()));
+        slots.put(slotKey, record.with("done:" + outcome.label()));
+        running.getOrDefault(lease.job(), new TreeMap<>()).remove(slot);
         return true;
     }
 
@@ -125,10 +216,44 @@ public final class InMemoryLockProvider implements LockProvider {
         return "in-memory";
     }
 
-    /** The state of a slot's record ({@code running}, {@code done:succeeded}, {@code missed}, ...), for tests. */
-    public synchronized java.util.Optional<String> slotState(String job, java.time.Instant slot) {
-        SlotRecord record = live(slots, job + ":" + slot.toEpochMilli(), clockMillis.getAsLong());
-        return java.util.Optional.ofNullable(record).map(SlotRecord::state);
+    /**
+     * The state of a slot's record ({@code running}, {@code done:succeeded}, {@code missed},
+     * {@code abandoned}, {@code replaced}, ...), for tests.
+     */
+    public synchronized Optional<String> slotState(String job, Instant slot) {
+        return Optional.ofNullable(live(slotKey(job, slot.toEpochMilli()), clockMillis.getAsLong())).map(SlotRecord::state);
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    /** Writes the deciding record of a slot and moves the job's last decided slot forward. */
+    private void decide(Lease lease, SlotRecord record) {
+        long slot = lease.slot().toEpochMilli();
+        slots.put(slotKey(lease.job(), slot), record);
+        lastSlots.merge(lease.job(), slot, Math::max);
+    }
+
+    private void takeLease(Lease lease, long now) {
+        long end = now + lease.ttl().toMillis();
+        leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
+        running.computeIfAbsent(lease.job(), j -> new TreeMap<>()).put(lease.slot().toEpochMilli(), end);
+    }
+
+    /** Marks the run of {@code job} holding {@code token} as replaced; it no longer counts as running. */
+    private void revoke(String job, String token, long now) {
+        TreeMap<Long, Long> runs = running.getOrDefault(job, new TreeMap<>());
+        for (Long slot : new ArrayList<>(runs.keySet())) {
+            String key = slotKey(job, slot);
+            SlotRecord record = live(key, now);
+            if (record != null && record.token().equals(token)) {
+                slots.put(key, record.with("replaced"));
+                runs.remove(slot);
+            }
+        }
+    }
+
+    private static String slotKey(String job, long slot) {
+        return job + ":" + slot;
     }
 
     private static String leaseKey(Lease lease) {
@@ -140,8 +265,8 @@ public final class InMemoryLockProvider implements LockProvider {
         return entry == null || entry.expiresAt() <= now ? null : entry;
     }
 
-    private static SlotRecord live(Map<String, SlotRecord> map, String key, long now) {
-        SlotRecord record = map.get(key);
+    private SlotRecord live(String key, long now) {
+        SlotRecord record = slots.get(key);
         return record == null || record.expiresAt() <= now ? null : record;
     }
 }

@@ -25,6 +25,23 @@ public interface LockProvider extends AutoCloseable {
     List<ClaimResult> claim(List<ClaimRequest> requests);
 
     /**
+     * The slots of these jobs whose runs lost their lease without an outcome (by the store's clock:
+     * neither renewed nor completed within their ttl). Deciding what to do with them takes a
+     * {@link ClaimRequest.Mode#RECOVER} or {@link ClaimRequest.Mode#ABANDON} claim.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    List<StaleRun> staleRuns(List<String> jobs);
+
+    /**
+     * The latest slot of each job that the cluster decided (claimed, skipped or recorded as missed),
+     * kept for {@link ClaimRequest#LAST_SLOT_TTL}; a job the store knows nothing of is absent.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    java.util.Map<String, java.time.Instant> lastSlots(List<String> jobs);
+
+    /**
      * Extends every lease in the batch by its ttl, each only if its token still owns it.
      *
      * @return per lease, in order, whether it was still owned and is now extended
@@ -34,7 +51,8 @@ public interface LockProvider extends AutoCloseable {
 
     /**
      * Turns the slot record into a done marker carrying the outcome and removes the lease, both
-     * only if the token still owns them.
+     * only if the token still owns them. A run that was revoked, recovered by another worker or
+     * abandoned no longer owns its slot: its outcome never overwrites a newer one.
      *
      * @return whether the token still owned the slot
      * @throws LockException when the store could not be reached

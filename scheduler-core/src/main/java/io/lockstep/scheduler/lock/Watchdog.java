@@ -1,0 +1,352 @@
+package io.lockstep.scheduler.lock;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Keeps leases alive: one thread renews, in one batch per round, every watched lease that is due
+ * (each every ttl/3, a little early so that leases due at nearly the same time share a round
+ * trip), and declares a lease lost when the store refuses the renewal or when its deadline passes.
+ * The deadline is on the monotonic clock: the send time of the claim or of the last confirmed
+ * renewal, plus the ttl. Since the store starts its ttl only when the command arrives, our deadline
+ * always comes first, so a holder learns that its lease is gone before anyone else can take it.
+ *
+ * <p>The scheduler watches its runs with one; the standalone lock API watches its locks with
+ * another. The thread starts with the first watch and is a daemon; {@link #close()} stops it.
+ *
+ * <p>Thread-safe. Listener methods are called on the watchdog thread (or on the thread that calls
+ * {@link Watch#stop()}); they must not block.
+ *
+ * @param <L> what is watched, handed back to the renewer and the listener
+ */
+public final class Watchdog<L> implements AutoCloseable {
+
+    /** How soon after a failed renewal round the watchdog tries again, at the most. */
+    private static final long RETRY_NANOS = 250_000_000L;
+
+    /**
+     * Renews a batch of leases, each only if its token still owns it.
+     *
+     * @param <L> what is watched
+     */
+    @FunctionalInterface
+    public interface Renewer<L> {
+        /**
+         * @return per lease, in order, whether it was still owned and is now extended
+         * @throws LockException when the store could not be reached; the round is retried
+         */
+        List<Boolean> renew(List<L> leases);
+    }
+
+    /**
+     * Hears what happens to watched leases.
+     *
+     * @param <L> what is watched
+     */
+    public interface Listener<L> {
+        /** The lease is gone: renewal refused or its deadline passed. Called once per watch. */
+        void lost(Watchdog<L>.Watch watch, String reason);
+
+        /** A renewal was confirmed. */
+        default void renewed(Watchdog<L>.Watch watch, long durationMs) {}
+
+        /** The watch's timeout passed (see {@link Watch#timeoutAt(long)}). Called once. */
+        default void timedOut(Watchdog<L>.Watch watch) {}
+
+        /** A renewal round reached the store. */
+        default void roundSucceeded() {}
+
+        /** A renewal round could not reach the store. */
+        default void roundFailed(LockException e) {}
+    }
+
+    /** One watched lease: its deadline, and whether it is lost. Thread-safe. */
+    public final class Watch {
+        private final L lease;
+        private final long ttlNanos;
+        private final boolean renewing;
+        /** Guarded by the watchdog's monitor. */
+        private long nextRenewNanos;
+        private volatile long deadlineNanos;
+        private volatile long timeoutNanos = Long.MAX_VALUE;
+        private volatile String lostReason;
+        private volatile boolean timedOut;
+
+        private Watch(L lease, Duration ttl, long sentNanos, boolean renewing) {
+            this.lease = lease;
+            this.ttlNanos = ttl.toNanos();
+            this.renewing = renewing;
+            this.deadlineNanos = sentNanos + ttlNanos;
+            this.nextRenewNanos = sentNanos + ttlNanos / 3;
+        }
+
+        public L lease() {
+            return lease;
+        }
+
+        /** Whether the lease is gone: declared lost, or its deadline passed. */
+        public boolean isLost() {
+            return lostReason != null || System.nanoTime() - deadlineNanos >= 0;
+        }
+
+        /** Why the lease was declared lost; empty while it is not (or only its deadline passed). */
+        public java.util.Optional<String> lostReason() {
+            return java.util.Optional.ofNullable(lostReason);
+        }
+
+        /** How long the lease is still ours for certain; zero once it is lost. */
+        public Duration remaining() {
+            if (lostReason != null) {
+                return Duration.ZERO;
+            }
+            long left = deadlineNanos - System.nanoTime();
+            return left > 0 ? Duration.ofNanos(left) : Duration.ZERO;
+        }
+
+        /** Monotonic nanos at which the lease may be gone unless a renewal is confirmed. */
+        public long deadlineNanos() {
+            return deadlineNanos;
+        }
+
+        /** A renewal sent at {@code sentNanos} (by the watchdog, or by hand) was confirmed. */
+        public void renewed(long sentNanos) {
+            deadlineNanos = Math.max(deadlineNanos, sentNanos + ttlNanos);
+        }
+
+        /**
+         * Declares the lease lost and stops renewing it; the listener is not called (the caller
+         * reports it).
+         *
+         * @return false when it was already declared lost
+         */
+        public boolean markLost(String reason) {
+            synchronized (Watchdog.this) {
+                if (lostReason != null) {
+                    return false;
+                }
+                lostReason = Objects.requireNonNull(reason, "reason");
+                watches.remove(this);
+                return true;
+            }
+        }
+
+        /** Asks the watchdog to call {@link Listener#timedOut} at {@code nanos} (monotonic). */
+        public void timeoutAt(long nanos) {
+            synchronized (Watchdog.this) {
+                timeoutNanos = nanos;
+                Watchdog.this.notifyAll();
+            }
+        }
+
+        /** Whether the timeout passed and was reported. */
+        public boolean timedOut() {
+            return timedOut;
+        }
+
+        /**
+         * Stops watching. A deadline that passed while nobody looked (the whole process was
+         * paused, say) is still reported to the listener as lost, here, before this returns.
+         */
+        public void stop() {
+            boolean expired;
+            synchronized (Watchdog.this) {
+                boolean watched = watches.remove(this);
+                expired = watched && lostReason == null && System.nanoTime() - deadlineNanos >= 0;
+            }
+            if (expired) {
+                declareLost(this, "lease deadline passed without a confirmed renewal");
+            }
+        }
+    }
+
+    private final String threadName;
+    private final Renewer<L> renewer;
+    private final Listener<L> listener;
+    /** Guarded by {@code this}. */
+    private final Set<Watch> watches = new LinkedHashSet<>();
+    private Thread thread;
+    private boolean closed;
+
+    /**
+     * @param threadName the name of the watchdog thread, for example {@code lockstep-watchdog}
+     */
+    public Watchdog(String threadName, Renewer<L> renewer, Listener<L> listener) {
+        this.threadName = Objects.requireNonNull(threadName, "threadName");
+        this.renewer = Objects.requireNonNull(renewer, "renewer");
+        this.listener = Objects.requireNonNull(listener, "listener");
+    }
+
+    /**
+     * Starts watching a lease whose claim was sent at {@code sentNanos}.
+     *
+     * @param renew whether the watchdog renews it; when false it only reports it lost when its
+     *     deadline passes (renewals are then the holder's business, see {@link Watch#renewed})
+     * @throws IllegalStateException when the watchdog is closed
+     */
+    public Watch watch(L lease, Duration ttl, long sentNanos, boolean renew) {
+        Watch w = new Watch(Objects.requireNonNull(lease, "lease"), ttl, sentNanos, renew);
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException("watchdog " + threadName + " is closed");
+            }
+            watches.add(w);
+            if (thread == null) {
+                thread = new Thread(this::loop, threadName);
+                thread.setDaemon(true);
+                thread.start();
+            }
+            notifyAll();
+        }
+        return w;
+    }
+
+    /** How many leases are watched now. */
+    public synchronized int size() {
+        return watches.size();
+    }
+
+    /** Stops the thread; watched leases are no longer renewed. Idempotent. */
+    @Override
+    public void close() {
+        Thread t;
+        synchronized (this) {
+            closed = true;
+            watches.clear();
+            notifyAll();
+            t = thread;
+        }
+        if (t != null && t != Thread.currentThread()) {
+            try {
+                t.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private void loop() {
+        while (true) {
+            List<Watch> due = new ArrayList<>();
+            List<Watch> expired = new ArrayList<>();
+            List<Watch> timedOut = new ArrayList<>();
+            synchronized (this) {
+                if (closed) {
+                    return;
+                }
+                long now = System.nanoTime();
+                long wake = Long.MAX_VALUE;
+                for (Watch w : watches) {
+                    if (now - w.deadlineNanos >= 0) {
+                        expired.add(w);
+                        continue;
+                    }
+                    if (!w.timedOut && now - w.timeoutNanos >= 0 && w.timeoutNanos != Long.MAX_VALUE) {
+                        w.timedOut = true;
+                        timedOut.add(w);
+                    }
+                    if (w.renewing) {
+                        long slack = w.ttlNanos / 12;
+                        if (w.nextRenewNanos - now <= slack) {
+                            due.add(w);
+                        } else {
+                            wake = Math.min(wake, w.nextRenewNanos - slack);
+                        }
+                    }
+                    wake = Math.min(wake, w.deadlineNanos);
+                    if (!w.timedOut && w.timeoutNanos != Long.MAX_VALUE) {
+                        wake = Math.min(wake, w.timeoutNanos);
+                    }
+                }
+                watches.removeAll(expired);
+                if (due.isEmpty() && expired.isEmpty() && timedOut.isEmpty()) {
+                    try {
+                        if (wake == Long.MAX_VALUE) {
+                            wait();
+                        } else if (wake - now > 0) {
+                            long nanos = wake - now;
+                            wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+                        }
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                    continue;
+                }
+            }
+            for (Watch w : expired) {
+                declareLost(w, "lease deadline passed without a confirmed renewal");
+            }
+            for (Watch w : timedOut) {
+                guard(() -> listener.timedOut(w));
+            }
+            if (!due.isEmpty()) {
+                renew(due);
+            }
+        }
+    }
+
+    private void renew(List<Watch> due) {
+        List<L> leases = new ArrayList<>(due.size());
+        for (Watch w : due) {
+            leases.add(w.lease);
+        }
+        long sent = System.nanoTime();
+        List<Boolean> owned;
+        try {
+            owned = renewer.renew(leases);
+            guard(listener::roundSucceeded);
+        } catch (LockException e) {
+            guard(() -> listener.roundFailed(e));
+            synchronized (this) {
+                for (Watch w : due) {
+                    w.nextRenewNanos = sent + Math.min(RETRY_NANOS, w.ttlNanos / 10);
+                }
+            }
+            return;
+        }
+        long durationMs = (System.nanoTime() - sent) / 1_000_000;
+        List<Watch> refused = new ArrayList<>();
+        List<Watch> confirmed = new ArrayList<>();
+        synchronized (this) {
+            for (int i = 0; i < due.size(); i++) {
+                Watch w = due.get(i);
+                if (!watches.contains(w)) {
+                    continue; // stopped while we were renewing
+                }
+                if (owned.get(i)) {
+                    w.renewed(sent);
+                    w.nextRenewNanos = sent + w.ttlNanos / 3;
+                    confirmed.add(w);
+                } else {
+                    watches.remove(w);
+                    refused.add(w);
+                }
+            }
+        }
+        for (Watch w : confirmed) {
+            guard(() -> listener.renewed(w, durationMs));
+        }
+        for (Watch w : refused) {
+            declareLost(w, "renewal refused: the token no longer owns the lease");
+        }
+    }
+
+    private void declareLost(Watch w, String reason) {
+        if (w.markLost(reason)) {
+            guard(() -> listener.lost(w, reason));
+        }
+    }
+
+    /** A listener that throws must not stop the watchdog. */
+    private static void guard(Runnable callback) {
+        try {
+            callback.run();
+        } catch (RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(Watchdog.class).error("watchdog listener failed", e);
+        }
+    }
+}
