@@ -16,7 +16,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.function.Function;
 import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -24,9 +23,6 @@ import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.exceptions.JedisAccessControlException;
-import redis.clients.jedis.exceptions.JedisConnectionException;
-import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
 
 /**
@@ -43,9 +39,9 @@ import redis.clients.jedis.exceptions.JedisException;
  *   &lt;prefix&gt;:{&lt;job&gt;}:last                  the latest slot the cluster decided, for catch-up; ttl 7 days
  * </pre>
  *
- * <p>Scripts are sent with {@code EVALSHA}; a server that does not know them (a restart flushed its
- * script cache) gets the batch again with {@code EVAL}, which is safe because every script is
- * idempotent per token. Every Jedis failure is wrapped once, here, in a {@link LockException}.
+ * <p>Scripts are sent by {@code EVALSHA}, and again by {@code EVAL} to a server that forgot them
+ * (safe: every script is idempotent per token). Every Jedis failure is wrapped once, at this
+ * boundary, in a one-line {@link LockException} naming the server.
  *
  * <p>Thread-safe; share one per process.
  */
@@ -71,12 +67,14 @@ public final class RedisLockProvider implements LockProvider {
     private static final String TIME = "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)";
 
     private final UnifiedJedis jedis;
+    private final RedisCalls calls;
     private final boolean ownsClient;
     private final String prefix;
     private final String target;
 
     private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target) {
         this.jedis = jedis;
+        this.calls = new RedisCalls(jedis, target);
         this.ownsClient = ownsClient;
         this.prefix = prefix;
         this.target = target;
@@ -122,16 +120,16 @@ public final class RedisLockProvider implements LockProvider {
         if (requests.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = batch("claim", requests, request -> {
+        List<Object> replies = calls.batch("claim", requests, request -> {
             Lease lease = request.lease();
             long slot = lease.slot().toEpochMilli();
             String job = lease.job();
             List<String> keys = List.of(slotKey(job, slot), fenceKey(job), leaseKey(lease), runningKey(job), lastKey(job));
             return switch (request.mode()) {
-                case RECOVER, ABANDON -> new Call(RECOVER, keys.subList(0, 4), List.of(lease.token(), Long.toString(slot),
+                case RECOVER, ABANDON -> new RedisCalls.Call(RECOVER, keys.subList(0, 4), List.of(lease.token(), Long.toString(slot),
                         Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()),
                         request.workerId(), request.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon"));
-                case CLAIM, MISS_ONLY, CATCH_UP -> new Call(CLAIM, keys, List.of(lease.token(), Long.toString(slot),
+                case CLAIM, MISS_ONLY, CATCH_UP -> new RedisCalls.Call(CLAIM, keys, List.of(lease.token(), Long.toString(slot),
                         Long.toString(request.misfireGrace().toMillis()), Long.toString(lease.ttl().toMillis()),
                         Long.toString(request.recordTtl().toMillis()), request.workerId(),
                         switch (request.mode()) {
@@ -154,14 +152,14 @@ public final class RedisLockProvider implements LockProvider {
         if (leases.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = batch("renew", leases, lease -> {
+        List<Object> replies = calls.batch("renew", leases, lease -> {
             long slot = lease.slot().toEpochMilli();
-            return new Call(RENEW, List.of(leaseKey(lease), slotKey(lease.job(), slot), runningKey(lease.job())),
+            return new RedisCalls.Call(RENEW, List.of(leaseKey(lease), slotKey(lease.job(), slot), runningKey(lease.job())),
                     List.of(lease.token(), Long.toString(lease.ttl().toMillis()), Long.toString(slot)));
         });
         List<Boolean> owned = new ArrayList<>(replies.size());
         for (Object reply : replies) {
-            owned.add(asLong("renew", reply) == 1L);
+            owned.add(calls.asLong("renew", reply) == 1L);
         }
         return owned;
     }
@@ -169,10 +167,10 @@ public final class RedisLockProvider implements LockProvider {
     @Override
     public boolean complete(Lease lease, Outcome outcome) {
         long slot = lease.slot().toEpochMilli();
-        List<Object> replies = batch("complete", List.of(lease), l -> new Call(COMPLETE,
+        List<Object> replies = calls.batch("complete", List.of(lease), l -> new RedisCalls.Call(COMPLETE,
                 List.of(slotKey(l.job(), slot), leaseKey(l), runningKey(l.job())),
                 List.of(l.token(), outcome.label(), Long.toString(slot))));
-        return asLong("complete", replies.get(0)) == 1L;
+        return calls.asLong("complete", replies.get(0)) == 1L;
     }
 
     @Override
@@ -180,12 +178,12 @@ public final class RedisLockProvider implements LockProvider {
         if (jobs.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = batch("stale", jobs, job -> new Call(STALE, List.of(runningKey(job)), List.of()));
+        List<Object> replies = calls.batch("stale", jobs, job -> new RedisCalls.Call(STALE, List.of(runningKey(job)), List.of()));
         List<StaleRun> stale = new ArrayList<>();
         for (int i = 0; i < jobs.size(); i++) {
             if (replies.get(i) instanceof List<?> slots) {
                 for (Object slot : slots) {
-                    stale.add(new StaleRun(jobs.get(i), Instant.ofEpochMilli(asLong("stale", slot))));
+                    stale.add(new StaleRun(jobs.get(i), Instant.ofEpochMilli(calls.asLong("stale", slot))));
                 }
             }
         }
@@ -207,11 +205,11 @@ public final class RedisLockProvider implements LockProvider {
             for (int i = 0; i < jobs.size(); i++) {
                 String value = responses.get(i).get();
                 if (value != null) {
-                    last.put(jobs.get(i), Instant.ofEpochMilli(asLong("last", value)));
+                    last.put(jobs.get(i), Instant.ofEpochMilli(calls.asLong("last", value)));
                 }
             }
         } catch (JedisException e) {
-            throw wrap("last", e);
+            throw calls.wrap("last", e);
         }
         return last;
     }
@@ -219,9 +217,9 @@ public final class RedisLockProvider implements LockProvider {
     @Override
     public long serverTimeMillis() {
         try {
-            return asLong("time", jedis.eval(TIME));
+            return calls.asLong("time", jedis.eval(TIME));
         } catch (JedisException e) {
-            throw wrap("time", e);
+            throw calls.wrap("time", e);
         }
     }
 
@@ -235,7 +233,7 @@ public final class RedisLockProvider implements LockProvider {
         try {
             jedis.ping();
         } catch (JedisException e) {
-            throw wrap("ping", e);
+            throw calls.wrap("ping", e);
         }
     }
 
@@ -246,58 +244,13 @@ public final class RedisLockProvider implements LockProvider {
         }
     }
 
-    // ---------------------------------------------------------------- plumbing
-
-    private record Call(LuaScript script, List<String> keys, List<String> args) {}
-
-    /** Runs one script per item in one pipeline; on NOSCRIPT sends the batch again with EVAL. */
-    private <T> List<Object> batch(String operation, List<T> items, Function<T, Call> toCall) {
-        List<Call> calls = new ArrayList<>(items.size());
-        for (T item : items) {
-            calls.add(toCall.apply(item));
-        }
-        try {
-            List<Object> replies = pipeline(calls, true);
-            if (replies != null) {
-                return replies;
-            }
-            return pipeline(calls, false);
-        } catch (JedisException e) {
-            throw wrap(operation, e);
-        }
-    }
-
-    /** @return the replies, or null when {@code bySha} and the server did not know the script */
-    private List<Object> pipeline(List<Call> calls, boolean bySha) {
-        List<Response<Object>> responses = new ArrayList<>(calls.size());
-        try (AbstractPipeline p = jedis.pipelined()) {
-            for (Call call : calls) {
-                responses.add(bySha ? p.evalsha(call.script().sha(), call.keys(), call.args())
-                        : p.eval(call.script().source(), call.keys(), call.args()));
-            }
-            p.sync();
-        }
-        List<Object> replies = new ArrayList<>(responses.size());
-        for (Response<Object> response : responses) {
-            try {
-                replies.add(response.get());
-            } catch (JedisDataException e) {
-                if (bySha && e.getMessage() != null && e.getMessage().startsWith("NOSCRIPT")) {
-                    return null;
-                }
-                throw e;
-            }
-        }
-        return replies;
-    }
-
     private ClaimResult parseClaim(Object reply) {
         if (!(reply instanceof List<?> list) || list.size() != 3) {
             throw new LockException(target, "claim: unexpected reply " + reply, null);
         }
-        String status = asString(list.get(0));
-        long fence = asLong("claim", list.get(1));
-        long now = asLong("claim", list.get(2));
+        String status = RedisCalls.asString(list.get(0));
+        long fence = calls.asLong("claim", list.get(1));
+        long now = calls.asLong("claim", list.get(2));
         ClaimResult.Status s = switch (status) {
             case "claimed" -> ClaimResult.Status.CLAIMED;
             case "taken" -> ClaimResult.Status.TAKEN;
@@ -309,45 +262,6 @@ public final class RedisLockProvider implements LockProvider {
             default -> throw new LockException(target, "claim: unexpected status " + status, null);
         };
         return new ClaimResult(s, fence, now);
-    }
-
-    private static String asString(Object o) {
-        return o instanceof byte[] bytes ? new String(bytes, java.nio.charset.StandardCharsets.UTF_8) : String.valueOf(o);
-    }
-
-    private long asLong(String operation, Object o) {
-        if (o instanceof Number n) {
-            return n.longValue();
-        }
-        try {
-            return Long.parseLong(asString(o));
-        } catch (NumberFormatException e) {
-            throw new LockException(target, operation + ": unexpected reply " + asString(o), e);
-        }
-    }
-
-    private LockException wrap(String operation, JedisException e) {
-        if (e instanceof JedisConnectionException && jedis instanceof RedisClient client) {
-            // The other idle connections most likely went stale with this one (a restarted or
-            // failed-over server): drop them, so that the next call opens a fresh connection instead
-            // of failing once per stale one.
-            client.getPool().clear();
-        }
-        String kind;
-        if (e instanceof JedisAccessControlException || (e.getMessage() != null
-                && (e.getMessage().startsWith("WRONGPASS") || e.getMessage().startsWith("NOAUTH")))) {
-            kind = "authentication failed";
-        } else if (e instanceof JedisConnectionException) {
-            kind = "cannot reach the server";
-        } else {
-            kind = "command failed";
-        }
-        Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-        }
-        String detail = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
-        return new LockException(target, target + ": " + operation + ": " + kind + " (" + detail.replaceAll("\\s+", " ") + ")", e);
     }
 
     /**

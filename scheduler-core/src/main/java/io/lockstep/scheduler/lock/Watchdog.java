@@ -68,7 +68,6 @@ public final class Watchdog<L> implements AutoCloseable {
     public final class Watch {
         private final L lease;
         private final long ttlNanos;
-        private final boolean renewing;
         /** Guarded by the watchdog's monitor. */
         private long nextRenewNanos;
         private volatile long deadlineNanos;
@@ -76,10 +75,9 @@ public final class Watchdog<L> implements AutoCloseable {
         private volatile String lostReason;
         private volatile boolean timedOut;
 
-        private Watch(L lease, Duration ttl, long sentNanos, boolean renewing) {
+        private Watch(L lease, Duration ttl, long sentNanos) {
             this.lease = lease;
             this.ttlNanos = ttl.toNanos();
-            this.renewing = renewing;
             this.deadlineNanos = sentNanos + ttlNanos;
             this.nextRenewNanos = sentNanos + ttlNanos / 3;
         }
@@ -183,12 +181,16 @@ public final class Watchdog<L> implements AutoCloseable {
     /**
      * Starts watching a lease whose claim was sent at {@code sentNanos}.
      *
-     * @param renew whether the watchdog renews it; when false it only reports it lost when its
-     *     deadline passes (renewals are then the holder's business, see {@link Watch#renewed})
+     * @param renew whether the watchdog renews it (and tells the listener when it is lost); when
+     *     false the watch only keeps the deadline, renewals are the holder's business (see
+     *     {@link Watch#renewed}) and the thread never sees it
      * @throws IllegalStateException when the watchdog is closed
      */
     public Watch watch(L lease, Duration ttl, long sentNanos, boolean renew) {
-        Watch w = new Watch(Objects.requireNonNull(lease, "lease"), ttl, sentNanos, renew);
+        Watch w = new Watch(Objects.requireNonNull(lease, "lease"), ttl, sentNanos);
+        if (!renew) {
+            return w;
+        }
         synchronized (this) {
             if (closed) {
                 throw new IllegalStateException("watchdog " + threadName + " is closed");
@@ -248,13 +250,11 @@ public final class Watchdog<L> implements AutoCloseable {
                         w.timedOut = true;
                         timedOut.add(w);
                     }
-                    if (w.renewing) {
-                        long slack = w.ttlNanos / 12;
-                        if (w.nextRenewNanos - now <= slack) {
-                            due.add(w);
-                        } else {
-                            wake = Math.min(wake, w.nextRenewNanos - slack);
-                        }
+                    long slack = w.ttlNanos / 12;
+                    if (w.nextRenewNanos - now <= slack) {
+                        due.add(w);
+                    } else {
+                        wake = Math.min(wake, w.nextRenewNanos - slack);
                     }
                     wake = Math.min(wake, w.deadlineNanos);
                     if (!w.timedOut && w.timeoutNanos != Long.MAX_VALUE) {

@@ -1,0 +1,131 @@
+package io.lockstep.redis;
+
+import io.lockstep.scheduler.lock.LockException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisAccessControlException;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * The one place Lockstep talks to Jedis: runs Lua scripts in pipelined batches by {@code EVALSHA},
+ * sends a batch again with {@code EVAL} when the server answers NOSCRIPT (a restart flushed its
+ * script cache; safe because every script is idempotent per token), and wraps every Jedis failure
+ * once in a one-line {@link LockException} naming the server. Thread-safe.
+ */
+final class RedisCalls {
+
+    /** One script call: the script, its keys and its arguments. */
+    record Call(LuaScript script, List<String> keys, List<String> args) {}
+
+    final UnifiedJedis jedis;
+    final String target;
+
+    RedisCalls(UnifiedJedis jedis, String target) {
+        this.jedis = jedis;
+        this.target = target;
+    }
+
+    /** Runs one script call per item in one pipeline (one round trip). */
+    <T> List<Object> batch(String operation, List<T> items, Function<T, Call> toCall) {
+        List<Call> calls = new ArrayList<>(items.size());
+        for (T item : items) {
+            calls.add(toCall.apply(item));
+        }
+        try {
+            List<Object> replies = pipeline(calls, true);
+            if (replies != null) {
+                return replies;
+            }
+            return pipeline(calls, false);
+        } catch (JedisException e) {
+            throw wrap(operation, e);
+        }
+    }
+
+    /** Runs a single script call without a pipeline. */
+    Object call(String operation, Call call) {
+        try {
+            try {
+                return jedis.evalsha(call.script().sha(), call.keys(), call.args());
+            } catch (JedisDataException e) {
+                if (e.getMessage() != null && e.getMessage().startsWith("NOSCRIPT")) {
+                    return jedis.eval(call.script().source(), call.keys(), call.args());
+                }
+                throw e;
+            }
+        } catch (JedisException e) {
+            throw wrap(operation, e);
+        }
+    }
+
+    /** @return the replies, or null when {@code bySha} and the server did not know a script */
+    private List<Object> pipeline(List<Call> calls, boolean bySha) {
+        List<Response<Object>> responses = new ArrayList<>(calls.size());
+        try (AbstractPipeline p = jedis.pipelined()) {
+            for (Call call : calls) {
+                responses.add(bySha ? p.evalsha(call.script().sha(), call.keys(), call.args())
+                        : p.eval(call.script().source(), call.keys(), call.args()));
+            }
+            p.sync();
+        }
+        List<Object> replies = new ArrayList<>(responses.size());
+        for (Response<Object> response : responses) {
+            try {
+                replies.add(response.get());
+            } catch (JedisDataException e) {
+                if (bySha && e.getMessage() != null && e.getMessage().startsWith("NOSCRIPT")) {
+                    return null;
+                }
+                throw e;
+            }
+        }
+        return replies;
+    }
+
+    static String asString(Object o) {
+        return o instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(o);
+    }
+
+    long asLong(String operation, Object o) {
+        if (o instanceof Number n) {
+            return n.longValue();
+        }
+        try {
+            return Long.parseLong(asString(o));
+        } catch (NumberFormatException e) {
+            throw new LockException(target, operation + ": unexpected reply " + asString(o), e);
+        }
+    }
+
+    LockException wrap(String operation, JedisException e) {
+        if (e instanceof JedisConnectionException && jedis instanceof RedisClient client) {
+            // The other idle connections most likely went stale with this one (a restarted or
+            // failed-over server): drop them, so that the next call opens a fresh connection instead
+            // of failing once per stale one.
+            client.getPool().clear();
+        }
+        String kind;
+        if (e instanceof JedisAccessControlException || (e.getMessage() != null
+                && (e.getMessage().startsWith("WRONGPASS") || e.getMessage().startsWith("NOAUTH")))) {
+            kind = "authentication failed";
+        } else if (e instanceof JedisConnectionException) {
+            kind = "cannot reach the server";
+        } else {
+            kind = "command failed";
+        }
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String detail = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
+        return new LockException(target, target + ": " + operation + ": " + kind + " (" + detail.replaceAll("\\s+", " ") + ")", e);
+    }
+}

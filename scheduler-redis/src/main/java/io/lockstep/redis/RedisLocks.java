@@ -1,0 +1,218 @@
+package io.lockstep.redis;
+
+import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.Watchdog;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import redis.clients.jedis.UnifiedJedis;
+
+/**
+ * Named distributed locks on one Redis, usable without the scheduler: take a lock for a lease,
+ * get a fencing token with it, extend it (by hand or by a watchdog), release it owner-checked.
+ *
+ * <pre>{@code
+ * RedisLocks locks = RedisLocks.on(jedis);            // any UnifiedJedis you already have
+ * try (RedisLock lock = locks.acquire("stock:sku-42", Duration.ofSeconds(10), Duration.ofSeconds(2))
+ *         .orElseThrow(() -> new IllegalStateException("busy"))) {
+ *     stock.write(lock.fencingToken(), ...);         // a fenced resource refuses older tokens
+ * }                                                  // released, only if still ours
+ * }</pre>
+ *
+ * <p>Keys: {@code <prefix>:lock:{<name>}} holds the owner token (a random 128-bit hex string) with
+ * the lease as its ttl; {@code <prefix>:lock:{<name>}:fence} is the lock's fence counter (no ttl),
+ * incremented in the same script that takes the lock. Acquire is {@code SET NX PX}; release and
+ * extend are compare-and-act Lua scripts, so nobody can release or extend a lock they do not own.
+ *
+ * <p>Thread-safe; share one per process. {@link #close()} stops the renewal thread of
+ * {@link RedisLock#autoRenew}; the Redis client stays yours to close.
+ */
+public final class RedisLocks implements AutoCloseable {
+
+    public static final String DEFAULT_KEY_PREFIX = RedisLockProvider.DEFAULT_KEY_PREFIX;
+    /** The first wait of {@link #acquire}; each retry doubles it, up to {@link #DEFAULT_MAX_BACKOFF}. */
+    public static final Duration DEFAULT_BACKOFF = Duration.ofMillis(5);
+    public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMillis(200);
+    /**
+     * The lease is counted from the moment the acquire (or extend) was sent, minus this share of it
+     * and {@link #DRIFT_MILLIS}, for clock-rate differences between us and the server (as Redlock
+     * does): so a holder always sees its lock as gone before the server lets anyone else take it.
+     */
+    static final double DRIFT_FACTOR = 0.01;
+    static final long DRIFT_MILLIS = 2;
+
+    static final LuaScript ACQUIRE = LuaScript.load("lock_acquire.lua");
+    static final LuaScript RELEASE = LuaScript.load("lock_release.lua");
+    static final LuaScript EXTEND = LuaScript.load("lock_extend.lua");
+    private static final SecureRandom TOKENS = new SecureRandom();
+    static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
+
+    final RedisCalls calls;
+    private final String prefix;
+    private final Duration backoff;
+    private final Duration maxBackoff;
+    final Watchdog<RedisLock> watchdog;
+
+    private RedisLocks(Builder b) {
+        this.calls = new RedisCalls(b.jedis, b.description);
+        this.prefix = b.keyPrefix;
+        this.backoff = b.backoff;
+        this.maxBackoff = b.maxBackoff;
+        this.watchdog = new Watchdog<>("lockstep-lock-watchdog", this::renew, new Watchdog.Listener<>() {
+            @Override
+            public void lost(Watchdog<RedisLock>.Watch watch, String reason) {
+                watch.lease().lost(reason);
+            }
+        });
+    }
+
+    /** Locks on {@code jedis} with the default key prefix and backoff. */
+    public static RedisLocks on(UnifiedJedis jedis) {
+        return builder(jedis).build();
+    }
+
+    /** A builder for locks on {@code jedis} (a {@code RedisClient}, {@code RedisSentinelClient}, ...). */
+    public static Builder builder(UnifiedJedis jedis) {
+        return new Builder(jedis);
+    }
+
+    /**
+     * Takes the lock if nobody holds it, with one round trip.
+     *
+     * @param lease how long the lock lives unless extended; at least 10ms
+     * @return the held lock, or empty when another holder has it
+     * @throws LockException when Redis cannot be reached (then nobody can tell whether we hold it:
+     *     the lock, if it was taken, expires after the lease)
+     */
+    public Optional<RedisLock> tryAcquire(String name, Duration lease) {
+        String key = lockKey(name);
+        checkLease(lease);
+        String token = newToken();
+        long sent = System.nanoTime();
+        Object reply = calls.call("acquire", new RedisCalls.Call(ACQUIRE, List.of(key, key + ":fence"),
+                List.of(token, Long.toString(lease.toMillis()))));
+        long fence = calls.asLong("acquire", reply);
+        long durationMs = (System.nanoTime() - sent) / 1_000_000;
+        EVENTS.atDebug().addKeyValue("event", fence > 0 ? "lock_acquired" : "lock_contended")
+                .addKeyValue("lock_name", key).addKeyValue("action", "acquire").addKeyValue("identifier", token)
+                .addKeyValue("duration_ms", durationMs).addKeyValue("success", fence > 0)
+                .addKeyValue("fencing_token", fence).log(fence > 0 ? "lock acquired" : "lock held by another owner");
+        if (fence == 0) {
+            return Optional.empty();
+        }
+        return Optional.of(new RedisLock(this, name, key, token, fence, lease, sent));
+    }
+
+    /**
+     * Takes the lock, waiting up to {@code wait} for it: tries, then retries after an exponential
+     * backoff with full jitter (a random wait up to {@code backoff * 2^n}, at most the builder's
+     * {@code maxBackoff}), so that waiters do not hammer Redis in lockstep.
+     *
+     * @return the held lock, or empty when it did not come free within {@code wait}
+     * @throws InterruptedException when the thread is interrupted while waiting
+     * @throws LockException when Redis cannot be reached
+     */
+    public Optional<RedisLock> acquire(String name, Duration lease, Duration wait) throws InterruptedException {
+        long deadline = System.nanoTime() + wait.toNanos();
+        long ceiling = backoff.toNanos();
+        while (true) {
+            Optional<RedisLock> lock = tryAcquire(name, lease);
+            if (lock.isPresent()) {
+                return lock;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return Optional.empty();
+            }
+            long pause = Math.min(left, ThreadLocalRandom.current().nextLong(ceiling + 1));
+            TimeUnit.NANOSECONDS.sleep(pause);
+            ceiling = Math.min(maxBackoff.toNanos(), ceiling * 2);
+        }
+    }
+
+    /** Stops renewing locks; they expire after their lease unless released. Idempotent. */
+    @Override
+    public void close() {
+        watchdog.close();
+    }
+
+    String lockKey(String name) {
+        Objects.requireNonNull(name, "name");
+        if (name.isEmpty() || name.indexOf('{') >= 0 || name.indexOf('}') >= 0) {
+            throw new IllegalArgumentException("lock name must be non-empty without braces, but was \"" + name + "\"");
+        }
+        return prefix + ":lock:{" + name + "}";
+    }
+
+    private static void checkLease(Duration lease) {
+        if (lease.toMillis() < 10) {
+            throw new IllegalArgumentException("lock lease must be at least 10ms, but was " + lease);
+        }
+    }
+
+    /** The watchdog's renewer: extends a batch of locks in one round trip. */
+    private List<Boolean> renew(List<RedisLock> locks) {
+        List<Object> replies = calls.batch("renew", locks, RedisLock::extendCall);
+        List<Boolean> owned = new ArrayList<>(replies.size());
+        for (Object reply : replies) {
+            owned.add(calls.asLong("renew", reply) == 1L);
+        }
+        return owned;
+    }
+
+    private static String newToken() {
+        byte[] bytes = new byte[16];
+        TOKENS.nextBytes(bytes);
+        return HexFormat.of().formatHex(bytes);
+    }
+
+    /** Builds {@link RedisLocks}. Fails fast on a bad value. Not thread-safe. */
+    public static final class Builder {
+        private final UnifiedJedis jedis;
+        private String keyPrefix = DEFAULT_KEY_PREFIX;
+        private Duration backoff = DEFAULT_BACKOFF;
+        private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+        private String description = "redis";
+
+        private Builder(UnifiedJedis jedis) {
+            this.jedis = Objects.requireNonNull(jedis, "jedis");
+        }
+
+        /** The first part of every key (default {@code lockstep}). */
+        public Builder keyPrefix(String prefix) {
+            if (prefix == null || prefix.isEmpty() || prefix.contains("{") || prefix.contains("}")) {
+                throw new IllegalArgumentException("keyPrefix must be non-empty without braces, but was \"" + prefix + "\"");
+            }
+            this.keyPrefix = prefix;
+            return this;
+        }
+
+        /** The first and the longest wait between tries of {@link RedisLocks#acquire}. */
+        public Builder backoff(Duration first, Duration max) {
+            if (first.isNegative() || first.isZero() || max.compareTo(first) < 0) {
+                throw new IllegalArgumentException("backoff must be positive and at most max, but was " + first + " and " + max);
+            }
+            this.backoff = first;
+            this.maxBackoff = max;
+            return this;
+        }
+
+        /** How errors name the server, for example {@code redis 10.0.0.5:6379} (no credentials). */
+        public Builder description(String description) {
+            this.description = Objects.requireNonNull(description, "description");
+            return this;
+        }
+
+        public RedisLocks build() {
+            return new RedisLocks(this);
+        }
+    }
+}

@@ -1,0 +1,237 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.lock.LockException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+
+/** The standalone lock API against a real redis-server. */
+class RedisLocksTest {
+
+    private static LocalRedisServer server;
+    private static RedisClient jedis;
+    private static RedisLocks locks;
+
+    @BeforeAll
+    static void startRedis() {
+        server = LocalRedisServer.start();
+        jedis = RedisClient.create(server.host(), server.port());
+        locks = RedisLocks.builder(jedis).backoff(Duration.ofMillis(1), Duration.ofMillis(20)).build();
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        locks.close();
+        jedis.close();
+        server.close();
+    }
+
+    private static String name() {
+        return "test-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    @Test
+    void eightThreadsTimesTenThousandCyclesNeverSeeTwoHolders() throws Exception {
+        String name = name();
+        int threads = 8;
+        int cycles = 10_000;
+        AtomicInteger holders = new AtomicInteger();
+        AtomicInteger overlaps = new AtomicInteger();
+        int[] counter = {0}; // deliberately unsynchronized: only the lock protects it
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        List<Future<Long>> results = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            results.add(pool.submit(() -> {
+                long lastFence = 0;
+                for (int i = 0; i < cycles; i++) {
+                    Optional<RedisLock> acquired = locks.acquire(name, Duration.ofSeconds(30), Duration.ofSeconds(60));
+                    assertThat(acquired).as("acquire within the wait").isPresent();
+                    try (RedisLock lock = acquired.get()) {
+                        if (holders.incrementAndGet() != 1) {
+                            overlaps.incrementAndGet();
+                        }
+                        int seen = counter[0];
+                        Thread.onSpinWait();
+                        counter[0] = seen + 1;
+                        assertThat(lock.fencingToken()).isGreaterThan(lastFence);
+                        lastFence = lock.fencingToken();
+                        holders.decrementAndGet();
+                    }
+                }
+                return lastFence;
+            }));
+        }
+        long highestFence = 0;
+        for (Future<Long> f : results) {
+            highestFence = Math.max(highestFence, f.get());
+        }
+        pool.shutdown();
+        assertThat(overlaps).hasValue(0);
+        assertThat(counter[0]).isEqualTo(threads * cycles);
+        assertThat(highestFence).isEqualTo(threads * cycles); // one fencing token per acquisition
+        assertThat(jedis.exists(locks.lockKey(name))).isFalse();
+    }
+
+    @Test
+    void tryAcquireFailsWhileHeldAndFencingTokensIncrease() {
+        String name = name();
+        try (RedisLock first = locks.tryAcquire(name, Duration.ofSeconds(10)).orElseThrow()) {
+            assertThat(first.isHeld()).isTrue();
+            assertThat(first.name()).isEqualTo(name);
+            assertThat(first.token()).hasSize(32);
+            assertThat(jedis.get(first.key())).isEqualTo(first.token());
+            assertThat(jedis.pttl(first.key())).isBetween(9_000L, 10_000L);
+            assertThat(first.remaining()).isBetween(Duration.ofSeconds(9), Duration.ofSeconds(10));
+            assertThat(locks.tryAcquire(name, Duration.ofSeconds(10))).isEmpty();
+            assertThat(first.release()).isTrue();
+            assertThat(first.isHeld()).isFalse();
+            assertThat(first.remaining()).isZero();
+            try (RedisLock second = locks.tryAcquire(name, Duration.ofSeconds(10)).orElseThrow()) {
+                assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
+            }
+        }
+        assertThat(jedis.exists(locks.lockKey(name))).isFalse();
+    }
+
+    @Test
+    void aForeignTokenCanNeitherReleaseNorExtendAndLeavesKeyAndTtlUntouched() {
+        String name = name();
+        RedisLock mine = locks.tryAcquire(name, Duration.ofMillis(300)).orElseThrow();
+        await().atMost(Duration.ofSeconds(5)).until(() -> !jedis.exists(mine.key()));
+        RedisLock theirs = locks.tryAcquire(name, Duration.ofSeconds(20)).orElseThrow();
+        jedis.pexpire(theirs.key(), 15_000);
+
+        assertThat(mine.extend()).isFalse();
+        assertThat(mine.release()).isFalse();
+
+        assertThat(jedis.get(theirs.key())).isEqualTo(theirs.token());
+        assertThat(jedis.pttl(theirs.key())).isBetween(1L, 15_000L);
+        assertThat(theirs.extend()).isTrue();
+        assertThat(jedis.pttl(theirs.key())).isGreaterThan(15_000L);
+        assertThat(theirs.release()).isTrue();
+    }
+
+    @Test
+    void aLockWhoseLeaseRanOutIsNotHeldBeforeAnotherHolderCanTakeIt() throws Exception {
+        String name = name();
+        RedisLock mine = locks.tryAcquire(name, Duration.ofMillis(400)).orElseThrow();
+        RedisLocks others = RedisLocks.on(jedis);
+        // Another client spins on the lock; the moment it wins, ours must already say "not held".
+        RedisLock theirs = null;
+        boolean heldWhenTheyWon = true;
+        while (theirs == null) {
+            Optional<RedisLock> attempt = others.tryAcquire(name, Duration.ofSeconds(10));
+            if (attempt.isPresent()) {
+                theirs = attempt.get();
+                heldWhenTheyWon = mine.isHeld();
+            } else {
+                assertThat(mine.remaining()).isLessThanOrEqualTo(Duration.ofMillis(400));
+            }
+        }
+        assertThat(heldWhenTheyWon).isFalse();
+        assertThat(mine.remaining()).isZero();
+        assertThat(theirs.fencingToken()).isGreaterThan(mine.fencingToken());
+        theirs.release();
+        others.close();
+    }
+
+    @Test
+    void acquireWaitsForARelease() throws Exception {
+        String name = name();
+        RedisLock holder = locks.tryAcquire(name, Duration.ofSeconds(10)).orElseThrow();
+        AtomicReference<Optional<RedisLock>> waited = new AtomicReference<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                waited.set(locks.acquire(name, Duration.ofSeconds(10), Duration.ofSeconds(10)));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        waiter.start();
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(() -> waited.get() == null);
+        holder.release();
+        waiter.join(10_000);
+        assertThat(waited.get()).isPresent();
+        assertThat(waited.get().get().fencingToken()).isGreaterThan(holder.fencingToken());
+        waited.get().get().release();
+    }
+
+    @Test
+    void acquireGivesUpAfterItsWait() throws Exception {
+        String name = name();
+        try (RedisLock holder = locks.tryAcquire(name, Duration.ofSeconds(10)).orElseThrow()) {
+            long start = System.nanoTime();
+            assertThat(locks.acquire(name, Duration.ofSeconds(1), Duration.ofMillis(300))).isEmpty();
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(300));
+            assertThat(holder.isHeld()).isTrue();
+        }
+    }
+
+    @Test
+    void autoRenewKeepsTheLockPastItsLeaseAndReportsALoss() {
+        String name = name();
+        AtomicReference<RedisLock> lost = new AtomicReference<>();
+        RedisLock lock = locks.tryAcquire(name, Duration.ofMillis(600)).orElseThrow().autoRenew(lost::set);
+        long fence = lock.fencingToken();
+        // Three leases later it is still ours, in Redis and locally.
+        await().pollDelay(Duration.ofMillis(1_800)).atMost(Duration.ofSeconds(3)).until(() -> true);
+        assertThat(lock.isHeld()).isTrue();
+        assertThat(jedis.get(lock.key())).isEqualTo(lock.token());
+        assertThat(lost.get()).isNull();
+
+        jedis.set(lock.key(), "someone-else"); // the lock was taken over (say, after a failover)
+        await().atMost(Duration.ofSeconds(2)).until(() -> lost.get() == lock);
+        assertThat(lock.isHeld()).isFalse();
+        assertThat(lock.release()).isFalse();
+        assertThat(jedis.get(lock.key())).isEqualTo("someone-else");
+        assertThat(lock.fencingToken()).isEqualTo(fence);
+        jedis.del(lock.key());
+    }
+
+    @Test
+    void aReleasedLockIsNoLongerRenewed() {
+        String name = name();
+        RedisLock lock = locks.tryAcquire(name, Duration.ofMillis(300)).orElseThrow().autoRenew(l -> {});
+        assertThat(lock.release()).isTrue();
+        assertThat(locks.watchdog.size()).isZero();
+        assertThat(jedis.exists(lock.key())).isFalse();
+    }
+
+    @Test
+    void anUnreachableServerFailsWithTheHostInOneLine() {
+        try (LocalRedisServer own = LocalRedisServer.start();
+             RedisLockProvider provider = RedisLockProvider.builder().uri(own.uri()).timeout(Duration.ofMillis(500)).build();
+             RedisClient client = RedisClient.builder().hostAndPort(own.host(), own.port())
+                     .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().timeoutMillis(500).build()).build();
+             RedisLocks down = RedisLocks.builder(client).description("redis 127.0.0.1:" + own.port()).build()) {
+            own.kill();
+            assertThatThrownBy(() -> down.tryAcquire(name(), Duration.ofSeconds(1)))
+                    .isInstanceOf(LockException.class)
+                    .hasMessageContaining("127.0.0.1:" + own.port())
+                    .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+        }
+    }
+
+    @Test
+    void badArgumentsFailFast() {
+        assertThatThrownBy(() -> locks.tryAcquire("", Duration.ofSeconds(1))).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> locks.tryAcquire("a{b}", Duration.ofSeconds(1))).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> locks.tryAcquire("ok", Duration.ofMillis(1)))
+                .hasMessage("lock lease must be at least 10ms, but was PT0.001S");
+    }
+}
