@@ -19,10 +19,19 @@ import java.util.Map;
  */
 final class FaultyStore implements LockProvider {
 
-    final InMemoryLockProvider store = InMemoryLockProvider.create();
+    final InMemoryLockProvider store;
     volatile boolean down;
     volatile boolean refuseRenewals;
     volatile int claimCalls;
+
+    FaultyStore() {
+        this(InMemoryLockProvider.create());
+    }
+
+    /** A faulty view of a store that other schedulers see as healthy. */
+    FaultyStore(InMemoryLockProvider store) {
+        this.store = store;
+    }
 
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {

@@ -245,6 +245,195 @@ class SchedulerTest {
         assertThat(earlyByMillis).allSatisfy(early -> assertThat(early).isLessThanOrEqualTo(0L));
     }
 
+    // ---------------------------------------------------------------- policies
+
+    @Test
+    void aFailedRunIsRetriedWithinTheSameClaimUntilItSucceeds() {
+        Map<Instant, List<Integer>> attempts = new ConcurrentHashMap<>();
+        Map<Instant, Set<Long>> fences = new ConcurrentHashMap<>();
+        JobDefinition flaky = job("flaky", Duration.ofSeconds(5), Overlap.ALLOW, Duration.ZERO)
+                .withRetry(new Retry(3, Duration.ofMillis(50), Duration.ofMillis(80)));
+        start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w").job(flaky).jobFactory(d -> ctx -> {
+            attempts.computeIfAbsent(ctx.scheduledTime(), k -> new CopyOnWriteArrayList<>()).add(ctx.attempt());
+            fences.computeIfAbsent(ctx.scheduledTime(), k -> ConcurrentHashMap.newKeySet()).add(ctx.fencingToken());
+            if (ctx.attempt() < 3) {
+                throw new IllegalStateException("attempt " + ctx.attempt() + " fails");
+            }
+        }));
+        await().atMost(Duration.ofSeconds(10)).until(() -> events.named("job_succeeded").size() >= 2);
+        Instant slot = Instant.parse((String) events.named("job_succeeded").get(0).get("slot"));
+        assertThat(attempts.get(slot)).containsExactly(1, 2, 3);
+        assertThat(fences.get(slot)).hasSize(1); // one claim, one fencing token
+        List<Map<String, Object>> failed = events.named("job_failed").stream()
+                .filter(e -> slot.toString().equals(e.get("slot"))).toList();
+        assertThat(failed).extracting(e -> e.get("attempt")).containsExactly(1, 2);
+        assertThat(failed).allSatisfy(e -> assertThat(e).containsEntry("will_retry", true));
+        assertThat(failed.get(1)).containsEntry("retry_in_ms", 80L);
+        assertThat(events.named("job_started").stream().filter(e -> slot.toString().equals(e.get("slot"))))
+                .extracting(e -> e.get("attempt")).containsExactly(1, 2, 3);
+        assertThat(events.named("slot_released").stream().filter(e -> slot.toString().equals(e.get("slot"))))
+                .singleElement().satisfies(e -> assertThat(e).containsEntry("outcome", "succeeded"));
+    }
+
+    @Test
+    void aRunThatFailsEveryAttemptIsReportedFailedOnceItsAttemptsAreSpent() {
+        JobDefinition broken = job("broken", Duration.ofSeconds(5), Overlap.ALLOW, Duration.ZERO)
+                .withRetry(new Retry(2, Duration.ofMillis(20), Duration.ofMillis(20)));
+        start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w").job(broken).jobFactory(d -> ctx -> {
+            throw new IllegalStateException("always");
+        }));
+        await().atMost(Duration.ofSeconds(10)).until(() -> !events.named("slot_released").isEmpty());
+        Map<String, Object> released = events.named("slot_released").get(0);
+        List<Map<String, Object>> failed = events.named("job_failed").stream()
+                .filter(e -> released.get("slot").equals(e.get("slot"))).toList();
+        assertThat(failed).extracting(e -> e.get("attempt"), e -> e.get("will_retry"))
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(1, true), org.assertj.core.groups.Tuple.tuple(2, false));
+        assertThat(released).containsEntry("outcome", "failed");
+    }
+
+    @Test
+    void replaceRevokesTheRunningLeaseAndTheOldRunIsToldAndStops() {
+        InMemoryLockProvider store = InMemoryLockProvider.create();
+        Map<Instant, Boolean> sawLost = new ConcurrentHashMap<>();
+        start(Scheduler.builder(store).workerId("w").shutdownTimeout(Duration.ofMillis(100)).job(job("latest-wins", Duration.ofSeconds(1), Overlap.REPLACE, Duration.ZERO))
+                .jobFactory(d -> ctx -> {
+                    try {
+                        TimeUnit.SECONDS.sleep(30);
+                    } finally {
+                        sawLost.put(ctx.scheduledTime(), ctx.isLeaseLost());
+                    }
+                }));
+        await().atMost(Duration.ofSeconds(10)).until(() -> events.named("lease_lost").size() >= 2);
+        assertThat(events.named("slot_skipped")).isEmpty();
+        Map<String, Object> lost = events.named("lease_lost").get(0);
+        Instant slot = Instant.parse((String) lost.get("slot"));
+        assertThat(lost).containsEntry("reason", "renewal refused: the token no longer owns the lease");
+        await().until(() -> sawLost.containsKey(slot));
+        assertThat(sawLost.get(slot)).isTrue();
+        assertThat(store.slotState("latest-wins", slot)).contains("replaced");
+        // The newer run holds a higher fencing token than the one it replaced.
+        long oldFence = fenceOf("latest-wins", slot);
+        assertThat(events.named("job_started")).anySatisfy(e -> assertThat((Long) e.get("fencing_token")).isGreaterThan(oldFence));
+    }
+
+    @Test
+    void aRunWhoseWorkerWentSilentIsRerunOnceByAPeerUnderAHigherFence() {
+        InMemoryLockProvider shared = InMemoryLockProvider.create();
+        FaultyStore cutOff = new FaultyStore(shared);
+        JobDefinition report = job("report", Duration.ofSeconds(1), Overlap.ALLOW, Duration.ZERO).withRecover(Recover.RERUN);
+        Map<Instant, Long> doomedRuns = new ConcurrentHashMap<>();
+        Map<Instant, Long> peerRuns = new ConcurrentHashMap<>();
+        Job work = ctx -> {
+            if (ctx.workerId().equals("doomed")) {
+                doomedRuns.put(ctx.scheduledTime(), ctx.fencingToken());
+                TimeUnit.SECONDS.sleep(30);
+            } else {
+                peerRuns.put(ctx.scheduledTime(), ctx.fencingToken());
+            }
+        };
+        start(Scheduler.builder(cutOff).workerId("doomed").job(report).jobFactory(d -> work));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !doomedRuns.isEmpty());
+        cutOff.down = true; // the doomed worker can no longer renew: to the cluster it is dead
+        start(Scheduler.builder(shared).workerId("peer").job(report).jobFactory(d -> work));
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> peerRuns.keySet().containsAll(doomedRuns.keySet()));
+        for (Map.Entry<Instant, Long> doomed : doomedRuns.entrySet()) {
+            assertThat(peerRuns.get(doomed.getKey())).as("rerun under a higher fence").isGreaterThan(doomed.getValue());
+            assertThat(events.named("slot_recovered").stream().filter(e -> doomed.getKey().toString().equals(e.get("slot"))))
+                    .singleElement().satisfies(e -> assertThat(e).containsEntry("worker", "peer").containsEntry("level", "WARN"));
+        }
+        await().until(() -> events.named("lease_lost").stream().anyMatch(e -> "doomed".equals(e.get("worker"))));
+        assertThat(events.named("slot_abandoned")).isEmpty();
+    }
+
+    @Test
+    void aRunWhoseWorkerWentSilentIsAbandonedExactlyOnceWithRecoverNone() {
+        InMemoryLockProvider shared = InMemoryLockProvider.create();
+        FaultyStore cutOff = new FaultyStore(shared);
+        JobDefinition report = job("report", Duration.ofSeconds(1), Overlap.ALLOW, Duration.ZERO);
+        Set<Instant> doomedRuns = ConcurrentHashMap.newKeySet();
+        Set<Instant> peerRuns = ConcurrentHashMap.newKeySet();
+        Job work = ctx -> {
+            if (ctx.workerId().equals("doomed")) {
+                doomedRuns.add(ctx.scheduledTime());
+                TimeUnit.SECONDS.sleep(30);
+            } else {
+                peerRuns.add(ctx.scheduledTime());
+            }
+        };
+        start(Scheduler.builder(cutOff).workerId("doomed").job(report).jobFactory(d -> work));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !doomedRuns.isEmpty());
+        cutOff.down = true;
+        for (String id : List.of("peer-1", "peer-2")) {
+            start(Scheduler.builder(shared).workerId(id).job(report).jobFactory(d -> work));
+        }
+        await().atMost(Duration.ofSeconds(5)).until(() -> keys("slot_abandoned").containsAll(
+                doomedRuns.stream().map(slot -> "report@" + slot).toList()));
+        await().pollDelay(Duration.ofMillis(1_500)).until(() -> true); // a few more sweeps by both peers
+        Map<Object, Long> perSlot = events.named("slot_abandoned").stream()
+                .collect(Collectors.groupingBy(e -> e.get("slot"), Collectors.counting()));
+        assertThat(perSlot.values()).containsOnly(1L);
+        assertThat(peerRuns).doesNotContainAnyElementsOf(doomedRuns);
+        for (Instant slot : doomedRuns) {
+            assertThat(shared.slotState("report", slot)).contains("abandoned");
+        }
+    }
+
+    @Test
+    void slotsMissedWhileTheClusterWasDownAreHandledOnceByTwoWorkersComingBack() {
+        InMemoryLockProvider store = InMemoryLockProvider.create();
+        JobDefinition base = new JobDefinition("tick", EVERY_SECOND, Job.class.getName(), Map.of(), Duration.ofSeconds(5),
+                Duration.ofMillis(300), Overlap.ALLOW, Duration.ZERO, true);
+        List<JobDefinition> jobs = List.of(
+                rename(base, "none").withCatchUp(CatchUp.NONE, Duration.ofHours(1)),
+                rename(base, "latest").withCatchUp(CatchUp.LATEST, Duration.ofHours(1)),
+                rename(base, "all").withCatchUp(CatchUp.ALL, Duration.ofHours(1)));
+        Map<String, List<Instant>> runs = new ConcurrentHashMap<>();
+        Scheduler first = start(Scheduler.builder(store).workerId("first").jobs(jobs)
+                .jobFactory(d -> ctx -> runs.computeIfAbsent(ctx.jobName(), k -> new CopyOnWriteArrayList<>()).add(ctx.scheduledTime())));
+        await().atMost(Duration.ofSeconds(5)).until(() -> runs.keySet().size() == 3);
+        first.close();
+        Instant lastBefore = store.lastSlots(List.of("all")).get("all");
+        await().pollDelay(Duration.ofMillis(3_500)).atMost(Duration.ofSeconds(5)).until(() -> true); // the cluster is down
+        int before = events.named("job_started").size();
+        Instant restart = Instant.now();
+        for (String id : List.of("back-1", "back-2")) {
+            start(Scheduler.builder(store).workerId(id).jobs(jobs)
+                    .jobFactory(d -> ctx -> runs.computeIfAbsent(ctx.jobName(), k -> new CopyOnWriteArrayList<>()).add(ctx.scheduledTime())));
+        }
+        await().atMost(Duration.ofSeconds(5)).until(() -> events.named("slot_claimed").stream().filter(e -> Boolean.TRUE.equals(e.get("catch_up"))).count() >= 4);
+        await().pollDelay(Duration.ofMillis(500)).until(() -> true);
+        List<Instant> downSlots = new ArrayList<>();
+        for (Instant s = lastBefore.plusSeconds(1); s.plusMillis(400).isBefore(restart); s = s.plusSeconds(1)) {
+            downSlots.add(s);
+        }
+        assertThat(downSlots).hasSizeGreaterThanOrEqualTo(3);
+        for (Instant slot : downSlots) {
+            assertThat(keys("slot_missed")).as("none: reported once").contains("none@" + slot);
+            assertThat(runs.get("all")).as("all: ran once").containsOnlyOnce(slot);
+            assertThat(runs.get("none")).doesNotContain(slot);
+        }
+        assertThat(runs.get("latest")).containsOnlyOnce(downSlots.get(downSlots.size() - 1));
+        for (Instant slot : downSlots.subList(0, downSlots.size() - 1)) {
+            assertThat(keys("slot_missed")).contains("latest@" + slot);
+            assertThat(runs.get("latest")).doesNotContain(slot);
+        }
+        Map<Object, Long> perSlot = events.named("slot_missed").stream()
+                .collect(Collectors.groupingBy(e -> e.get("job") + "@" + e.get("slot"), Collectors.counting()));
+        assertThat(perSlot.values()).containsOnly(1L);
+        assertThat(before).isPositive();
+    }
+
+    private static JobDefinition rename(JobDefinition d, String name) {
+        return new JobDefinition(name, d.schedule(), d.jobClass(), d.params(), d.lease(), d.misfireGrace(), d.overlap(),
+                d.timeout(), d.enabled());
+    }
+
+    private long fenceOf(String job, Instant slot) {
+        return events.named("slot_claimed").stream().filter(e -> job.equals(e.get("job")) && slot.toString().equals(e.get("slot")))
+                .map(e -> (Long) e.get("fencing_token")).findFirst().orElseThrow();
+    }
+
     private Set<String> keys(String event) {
         return events.named(event).stream().map(e -> e.get("job") + "@" + e.get("slot")).collect(Collectors.toSet());
     }

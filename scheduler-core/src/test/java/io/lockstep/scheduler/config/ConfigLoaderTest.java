@@ -3,7 +3,10 @@ package io.lockstep.scheduler.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.lockstep.scheduler.CatchUp;
 import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.Recover;
+import io.lockstep.scheduler.Retry;
 import io.lockstep.scheduler.Overlap;
 import java.time.Duration;
 import java.time.ZoneId;
@@ -73,6 +76,71 @@ class ConfigLoaderTest {
         assertThat(b.enabled()).isFalse();
         assertThat(b.params()).containsEntry("recipients", List.of("ops@example.com"))
                 .containsEntry("retries", 3).containsEntry("ratio", 0.5).containsEntry("dry", true);
+    }
+
+    @Test
+    void policiesForWhenThingsGoWrongHaveDefaultsAndInheritFromDefaults() {
+        LockstepConfig config = LOADER.load("jobs.yaml", """
+                defaults:
+                  retry: { maxAttempts: 3, backoff: 2s }
+                  recover: rerun
+                jobs:
+                  - name: a
+                    cron: "@daily"
+                    class: x.A
+                  - name: b
+                    cron: "@daily"
+                    class: x.B
+                    overlap: replace
+                    retry: { maxAttempts: 5, maxBackoff: 1m }
+                    recover: none
+                    catchUp: latest
+                    catchUpWindow: 6h
+                """);
+        JobDefinition a = config.jobs().get(0);
+        assertThat(a.retry()).isEqualTo(new Retry(3, Duration.ofSeconds(2), Duration.ofSeconds(30)));
+        assertThat(a.recover()).isEqualTo(Recover.RERUN);
+        assertThat(a.catchUp()).isEqualTo(CatchUp.NONE);
+        assertThat(a.catchUpWindow()).isEqualTo(Duration.ofHours(1));
+        JobDefinition b = config.jobs().get(1);
+        assertThat(b.overlap()).isEqualTo(Overlap.REPLACE);
+        assertThat(b.retry()).isEqualTo(new Retry(5, Duration.ofSeconds(2), Duration.ofMinutes(1)));
+        assertThat(b.recover()).isEqualTo(Recover.NONE);
+        assertThat(b.catchUp()).isEqualTo(CatchUp.LATEST);
+        assertThat(b.catchUpWindow()).isEqualTo(Duration.ofHours(6));
+        assertThat(b.retry().delayAfter(1)).isEqualTo(Duration.ofSeconds(2));
+        assertThat(b.retry().delayAfter(3)).isEqualTo(Duration.ofSeconds(8));
+        assertThat(b.retry().delayAfter(9)).isEqualTo(Duration.ofMinutes(1));
+
+        JobDefinition plain = LOADER.load("jobs.yaml", "jobs: [ { name: a, cron: \"@daily\", class: x.A } ]").jobs().get(0);
+        assertThat(plain.retry()).isEqualTo(Retry.NONE);
+        assertThat(plain.recover()).isEqualTo(Recover.NONE);
+        assertThat(plain.catchUp()).isEqualTo(CatchUp.NONE);
+    }
+
+    @Test
+    void badPolicyValuesAreProblemsWithTheirLines() {
+        List<ConfigProblem> problems = problems("""
+                jobs:
+                  - name: a
+                    cron: "@daily"
+                    class: x.A
+                    recover: retry
+                    catchUp: everything
+                    catchUpWindow: 30d
+                    retry: { maxAttempts: 0 }
+                  - name: b
+                    cron: "@daily"
+                    class: x.A
+                    retry: { maxAttemps: 2, backoff: 10s, maxBackoff: 1s }
+                """);
+        assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:5: jobs[0].recover: must be none or rerun, but was \"retry\"",
+                "jobs.yaml:6: jobs[0].catchUp: must be none, latest or all, but was \"everything\"",
+                "jobs.yaml:7: jobs[0].catchUpWindow: must be at most 7d, but was 30d",
+                "jobs.yaml:8: jobs[0].retry.maxAttempts: must be between 1 and 100, but was 0",
+                "jobs.yaml:12: jobs[1].retry.maxAttemps: unknown key \"maxAttemps\" (did you mean \"maxAttempts\"?)",
+                "jobs.yaml:12: jobs[1].retry.maxBackoff: must be at least backoff (10s), but was 1s");
     }
 
     @Test
