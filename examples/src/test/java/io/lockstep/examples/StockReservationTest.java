@@ -1,0 +1,98 @@
+package io.lockstep.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.examples.StockReservation.Outcome;
+import io.lockstep.redis.LocalRedisServer;
+import io.lockstep.redis.RedisLock;
+import io.lockstep.redis.RedisLocks;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+
+/** The stock example on a real redis-server: no oversell under threads, and a paused holder is fenced off. */
+class StockReservationTest {
+
+    private static LocalRedisServer server;
+    private static RedisClient jedis;
+    private static RedisLocks locks;
+
+    @BeforeAll
+    static void startRedis() {
+        server = LocalRedisServer.start();
+        jedis = RedisClient.create(server.host(), server.port());
+        locks = RedisLocks.on(jedis);
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        locks.close();
+        jedis.close();
+        server.close();
+    }
+
+    private static String sku() {
+        return "sku-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    @Test
+    void eightThreadsReservingUntilSoldOutReserveExactlyTheStock() throws Exception {
+        StockReservation sku = new StockReservation(jedis, locks, sku());
+        sku.restock(300);
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        List<Future<Integer>> counts = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+            int thread = t;
+            counts.add(pool.submit(() -> {
+                int reserved = 0;
+                for (int order = 0; ; order++) {
+                    Outcome outcome = sku.reserve("t" + thread + "-" + order, 1 + order % 2);
+                    if (outcome == Outcome.SOLD_OUT) {
+                        return reserved;
+                    }
+                    assertThat(outcome).isEqualTo(Outcome.RESERVED);
+                    reserved += 1 + order % 2;
+                }
+            }));
+        }
+        int reserved = 0;
+        for (Future<Integer> c : counts) {
+            reserved += c.get();
+        }
+        pool.shutdown();
+        StockReservation.Stock stock = sku.stock();
+        assertThat(stock.available()).isBetween(0, 1); // the last order may want 2 of the 1 left
+        assertThat(stock.total()).isEqualTo(300);
+        assertThat(stock.reservations().values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(reserved);
+    }
+
+    @Test
+    void aHolderPausedPastItsLeaseHasItsLateWriteRefused() throws Exception {
+        String name = sku();
+        StockReservation sku = new StockReservation(jedis, locks, name);
+        sku.restock(10);
+        RedisLock paused = locks.tryAcquire("stock:" + name, Duration.ofMillis(300)).orElseThrow();
+        // The paused holder reads, then stalls for a second (a GC pause) before writing.
+        CompletableFuture<Outcome> late = CompletableFuture.supplyAsync(
+                () -> sku.reserve(paused.fencingToken(), "paused-order", 4, Duration.ofSeconds(1)));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !paused.isHeld());
+        assertThat(sku.reserve("fresh-order", 3)).isEqualTo(Outcome.RESERVED);
+
+        assertThat(late.get()).isEqualTo(Outcome.STALE);
+        StockReservation.Stock stock = sku.stock();
+        assertThat(stock.reservations()).containsOnlyKeys("fresh-order");
+        assertThat(stock.available()).isEqualTo(7);
+        assertThat(stock.total()).isEqualTo(10);
+        assertThat(sku.fence()).isGreaterThan(paused.fencingToken());
+    }
+}
