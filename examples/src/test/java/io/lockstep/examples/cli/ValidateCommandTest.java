@@ -113,7 +113,7 @@ class ValidateCommandTest {
         Path config = Path.of(System.getProperty("lockstep.configDir", "../config"), "jobs.yaml");
         int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(new StringWriter()), "validate", "--config", config.toString());
         assertThat(exit).isZero();
-        assertThat(out.toString()).contains("valid, 3 jobs").contains("daily-report").contains("next ").contains("(disabled)");
+        assertThat(out.toString()).contains("valid, 4 jobs").contains("daily-report").contains("reserve-stock").contains("next ").contains("(disabled)");
     }
 
     @Test
