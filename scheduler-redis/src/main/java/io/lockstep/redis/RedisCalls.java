@@ -90,6 +90,14 @@ final class RedisCalls {
         return replies;
     }
 
+    /** A key prefix: non-empty, and without braces (they would break the hash tags). */
+    static String checkKeyPrefix(String prefix) {
+        if (prefix == null || prefix.isEmpty() || prefix.contains("{") || prefix.contains("}")) {
+            throw new IllegalArgumentException("keyPrefix must be non-empty without braces, but was \"" + prefix + "\"");
+        }
+        return prefix;
+    }
+
     static String asString(Object o) {
         return o instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(o);
     }

@@ -309,13 +309,9 @@ public final class RedisLockProvider implements LockProvider {
 
         /** The first part of every key (default {@code lockstep}). */
         public Builder keyPrefix(String prefix) {
-            if (prefix == null || prefix.isEmpty() || prefix.contains("{") || prefix.contains("}")) {
-                throw new IllegalArgumentException("keyPrefix must be non-empty without braces, but was \"" + prefix + "\"");
-            }
-            this.keyPrefix = prefix;
+            this.keyPrefix = RedisCalls.checkKeyPrefix(prefix);
             return this;
         }
-
 
         /** A client of yours ({@code RedisClient}, {@code RedisSentinelClient}, {@code RedisClusterClient}). */
         public Builder client(UnifiedJedis client, String description) {

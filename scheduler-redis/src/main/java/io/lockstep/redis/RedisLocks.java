@@ -188,10 +188,7 @@ public final class RedisLocks implements AutoCloseable {
 
         /** The first part of every key (default {@code lockstep}). */
         public Builder keyPrefix(String prefix) {
-            if (prefix == null || prefix.isEmpty() || prefix.contains("{") || prefix.contains("}")) {
-                throw new IllegalArgumentException("keyPrefix must be non-empty without braces, but was \"" + prefix + "\"");
-            }
-            this.keyPrefix = prefix;
+            this.keyPrefix = RedisCalls.checkKeyPrefix(prefix);
             return this;
         }
 
