@@ -6,7 +6,7 @@ import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Outcome;
-import io.lockstep.scheduler.lock.StaleRun;
+import io.lockstep.scheduler.lock.RunsInFlight;
 import io.lockstep.scheduler.lock.Watchdog;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Iterator;
@@ -45,10 +46,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * only while their grace lasts. Winners run on a bounded pool ({@code lockstep-job-N}), a
  * {@link Watchdog} renews their leases, and every step is logged as an event.
  *
- * <p>When things go wrong: once a second the tick thread also asks the store for runs whose lease
- * ran out without an outcome and recovers or abandons them ({@link Recover}); at start it catches
- * up the slots the whole cluster missed ({@link CatchUp}); a failed run is retried within its slot
- * ({@link Retry}); {@link Overlap#REPLACE} revokes a running lease.
+ * <p>When things go wrong: every claim answer says when the earliest lease among the job's runs in
+ * flight ends; at that moment (plus {@link #LOOK_MARGIN}) the tick thread asks the store whether
+ * that run renewed, and recovers or abandons a run whose lease ran out without an outcome
+ * ({@link Recover}). So a dead worker's run is noticed within its lease and a round trip, and a
+ * cluster with nothing running sends nothing for it. At start a worker looks at every job once
+ * and catches up the slots the whole cluster missed ({@link CatchUp}); a failed run is retried
+ * within its slot ({@link Retry}); {@link Overlap#REPLACE} revokes a running lease.
  *
  * <pre>{@code
  * Scheduler scheduler = Scheduler.builder(lockProvider)
@@ -67,8 +71,11 @@ public final class Scheduler implements AutoCloseable {
     public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
     /** How soon a claim that failed for want of the store, or of a free thread, is tried again. */
     static final Duration RETRY_DELAY = Duration.ofMillis(250);
-    /** How often the tick thread asks the store for runs whose lease ran out without an outcome. */
-    static final Duration RECOVERY_SWEEP = Duration.ofSeconds(1);
+    /**
+     * How long after a run's lease end (by the store's clock) the tick thread looks whether it was
+     * renewed: room for a renewal sent just before the end to land.
+     */
+    static final Duration LOOK_MARGIN = Duration.ofMillis(100);
     /** At most this many missed slots per job are caught up or reported at start. */
     private static final int MAX_CATCH_UP_SLOTS = 10_000;
     /** At most this many claim round trips per tick when lost races free reserved threads. */
@@ -143,8 +150,11 @@ public final class Scheduler implements AutoCloseable {
     private final List<Due> waiting = new ArrayList<>();
     /** Stale runs being recovered or abandoned by this worker, by {@link Due#key()}. Guarded by {@link #lock}. */
     private final Set<String> recovering = new HashSet<>();
-    /** When the tick thread next sweeps for stale runs (monotonic nanos); tick thread only. */
-    private long nextSweepNanos;
+    /**
+     * Per job, when (cluster time) to ask the store about its runs in flight: the earliest lease
+     * end the store last told us of, plus {@link #LOOK_MARGIN}. Guarded by {@link #lock}.
+     */
+    private final Map<String, Instant> lookAt = new HashMap<>();
     /** A job finished since the tick thread last looked. Guarded by {@link #lock}. */
     private boolean threadFreed;
     private final Thread tickThread;
@@ -209,7 +219,13 @@ public final class Scheduler implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        nextSweepNanos = System.nanoTime() + RECOVERY_SWEEP.toNanos();
+        lock.lock();
+        try {
+            // Runs of other workers may be in flight already: look at every job once.
+            jobs.forEach(e -> lookAt.put(e.definition.name(), now));
+        } finally {
+            lock.unlock();
+        }
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .log("worker started");
@@ -275,17 +291,21 @@ public final class Scheduler implements AutoCloseable {
                 if (!waiting.isEmpty() && threadFreed && busy.get() < threads) {
                     break;
                 }
-                if (System.nanoTime() - nextSweepNanos >= 0) {
+                Instant look = earliestLook();
+                if (look != null && !look.isAfter(now)) {
                     break;
                 }
                 Instant until = head == null ? now.plusSeconds(1) : head.retryAt;
+                if (look != null) {
+                    until = earliest(until, look);
+                }
                 for (Due w : waiting) {
                     until = earliest(until, w.graceEnd());
                 }
                 if (!until.isAfter(now)) {
                     break;
                 }
-                long waitNanos = Math.min(Duration.between(now, until).toNanos(), nextSweepNanos - System.nanoTime());
+                long waitNanos = Math.min(Duration.between(now, until).toNanos(), TimeUnit.SECONDS.toNanos(1));
                 wake.awaitNanos(waitNanos);
             }
             if (!running) {
@@ -311,10 +331,7 @@ public final class Scheduler implements AutoCloseable {
             lock.unlock();
         }
         claimInRounds(due);
-        if (System.nanoTime() - nextSweepNanos >= 0) {
-            nextSweepNanos = System.nanoTime() + RECOVERY_SWEEP.toNanos();
-            sweep();
-        }
+        lookAtRuns();
         if (clock.syncDue()) {
             try {
                 clock.sync(provider);
@@ -402,38 +419,86 @@ public final class Scheduler implements AutoCloseable {
         return result;
     }
 
+    /** The earliest moment some job's runs in flight are due a look, or null. Under {@link #lock}. */
+    private Instant earliestLook() {
+        Instant first = null;
+        for (Instant at : lookAt.values()) {
+            if (first == null || at.isBefore(first)) {
+                first = at;
+            }
+        }
+        return first;
+    }
+
+    /** What the store said of a job's runs in flight: when to look at them next (never, if none). */
+    private void noteRuns(String job, long runningUntilMillis) {
+        lock.lock();
+        try {
+            if (runningUntilMillis == 0) {
+                lookAt.remove(job);
+            } else {
+                lookAt.put(job, Instant.ofEpochMilli(runningUntilMillis).plus(LOOK_MARGIN));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /**
-     * Asks the store for runs whose lease ran out without an outcome (their worker died or was
-     * paused) and races the other workers to recover or abandon each, by the job's policy.
+     * Asks the store about the runs in flight of every job whose look is due, and races the other
+     * workers to recover or abandon each run whose lease ran out without an outcome (its worker
+     * died or was paused), by the job's policy.
      */
-    private void sweep() {
-        if (jobs.isEmpty()) {
+    private void lookAtRuns() {
+        List<String> names = new ArrayList<>();
+        Instant now = clock.now();
+        lock.lock();
+        try {
+            lookAt.forEach((job, at) -> {
+                if (!at.isAfter(now)) {
+                    names.add(job);
+                }
+            });
+        } finally {
+            lock.unlock();
+        }
+        if (names.isEmpty()) {
             return;
         }
-        List<StaleRun> stale;
+        List<RunsInFlight> found;
         try {
-            stale = provider.staleRuns(jobs.stream().map(e -> e.definition.name()).toList());
+            found = provider.runsInFlight(names);
             outage.succeeded();
         } catch (LockException e) {
-            outage.failed("sweep", e);
-            return;
-        }
-        if (stale.isEmpty()) {
+            outage.failed("runs", e);
+            lock.lock();
+            try {
+                names.forEach(job -> lookAt.put(job, now.plus(RETRY_DELAY)));
+            } finally {
+                lock.unlock();
+            }
             return;
         }
         List<Due> due = new ArrayList<>();
         lock.lock();
         try {
-            for (StaleRun run : stale) {
-                JobEntry entry = entry(run.job());
+            for (RunsInFlight runs : found) {
+                if (runs.nextLeaseEndMillis() == 0) {
+                    lookAt.remove(runs.job());
+                } else {
+                    lookAt.put(runs.job(), Instant.ofEpochMilli(runs.nextLeaseEndMillis()).plus(LOOK_MARGIN));
+                }
+                JobEntry entry = entry(runs.job());
                 if (entry == null) {
                     continue;
                 }
-                Due d = new Due(entry, run.slot(), entry.definition.recover() == Recover.RERUN
-                        ? ClaimRequest.Mode.RECOVER : ClaimRequest.Mode.ABANDON);
-                d.followerQueued = true;
-                if (recovering.add(d.key())) {
-                    due.add(d);
+                for (Instant slot : runs.expired()) {
+                    Due d = new Due(entry, slot, entry.definition.recover() == Recover.RERUN
+                            ? ClaimRequest.Mode.RECOVER : ClaimRequest.Mode.ABANDON);
+                    d.followerQueued = true;
+                    if (recovering.add(d.key())) {
+                        due.add(d);
+                    }
                 }
             }
         } finally {
@@ -538,6 +603,9 @@ public final class Scheduler implements AutoCloseable {
         String lockName = provider.lockName(lease);
         long lateness = result.serverTimeMillis() - d.slot.toEpochMilli();
         ClaimRequest.Mode mode = request.mode();
+        if (result.status() != ClaimResult.Status.EARLY) {
+            noteRuns(def.name(), result.runningUntilMillis());
+        }
         switch (result.status()) {
             case CLAIMED -> {
                 if (mode == ClaimRequest.Mode.RECOVER) {

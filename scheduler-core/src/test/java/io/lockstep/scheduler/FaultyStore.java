@@ -7,7 +7,7 @@ import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Outcome;
-import io.lockstep.scheduler.lock.StaleRun;
+import io.lockstep.scheduler.lock.RunsInFlight;
 import java.time.Instant;
 import java.util.Collections;
 import java.util.List;
@@ -53,9 +53,9 @@ final class FaultyStore implements LockProvider {
     }
 
     @Override
-    public List<StaleRun> staleRuns(List<String> jobs) {
+    public List<RunsInFlight> runsInFlight(List<String> jobs) {
         check();
-        return store.staleRuns(jobs);
+        return store.runsInFlight(jobs);
     }
 
     @Override

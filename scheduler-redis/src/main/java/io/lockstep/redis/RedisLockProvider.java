@@ -6,7 +6,7 @@ import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Outcome;
-import io.lockstep.scheduler.lock.StaleRun;
+import io.lockstep.scheduler.lock.RunsInFlight;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
@@ -59,11 +59,9 @@ public final class RedisLockProvider implements LockProvider {
     private static final LuaScript RENEW = LuaScript.load("renew.lua");
     private static final LuaScript COMPLETE = LuaScript.load("complete.lua");
     private static final LuaScript RECOVER = LuaScript.load("recover.lua");
-    /** At most this many stale runs per job per sweep; the rest come with the next sweep. */
-    private static final int STALE_PER_JOB = 16;
-    private static final LuaScript STALE = LuaScript.of("stale", "local t = redis.call('TIME') "
-            + "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
-            + "return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, " + STALE_PER_JOB + ")");
+    private static final LuaScript RUNS = LuaScript.load("runs.lua");
+    /** At most this many expired runs per job per look; the rest come with the next one. */
+    private static final int EXPIRED_PER_JOB = 16;
     private static final String TIME = "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)";
 
     private final UnifiedJedis jedis;
@@ -174,20 +172,24 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
-    public List<StaleRun> staleRuns(List<String> jobs) {
+    public List<RunsInFlight> runsInFlight(List<String> jobs) {
         if (jobs.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = calls.batch("stale", jobs, job -> new RedisCalls.Call(STALE, List.of(runningKey(job)), List.of()));
-        List<StaleRun> stale = new ArrayList<>();
+        List<Object> replies = calls.batch("runs", jobs, job -> new RedisCalls.Call(RUNS, List.of(runningKey(job)),
+                List.of(Integer.toString(EXPIRED_PER_JOB))));
+        List<RunsInFlight> result = new ArrayList<>(jobs.size());
         for (int i = 0; i < jobs.size(); i++) {
-            if (replies.get(i) instanceof List<?> slots) {
-                for (Object slot : slots) {
-                    stale.add(new StaleRun(jobs.get(i), Instant.ofEpochMilli(calls.asLong("stale", slot))));
-                }
+            if (!(replies.get(i) instanceof List<?> reply) || reply.isEmpty()) {
+                throw new LockException(target, "runs: unexpected reply " + replies.get(i), null);
             }
+            List<Instant> expired = new ArrayList<>();
+            for (Object slot : reply.subList(1, reply.size())) {
+                expired.add(Instant.ofEpochMilli(calls.asLong("runs", slot)));
+            }
+            result.add(new RunsInFlight(jobs.get(i), expired, calls.asLong("runs", reply.get(0))));
         }
-        return stale;
+        return result;
     }
 
     @Override
@@ -245,12 +247,13 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     private ClaimResult parseClaim(Object reply) {
-        if (!(reply instanceof List<?> list) || list.size() != 3) {
+        if (!(reply instanceof List<?> list) || list.size() != 4) {
             throw new LockException(target, "claim: unexpected reply " + reply, null);
         }
         String status = RedisCalls.asString(list.get(0));
         long fence = calls.asLong("claim", list.get(1));
         long now = calls.asLong("claim", list.get(2));
+        long runningUntil = calls.asLong("claim", list.get(3));
         ClaimResult.Status s = switch (status) {
             case "claimed" -> ClaimResult.Status.CLAIMED;
             case "taken" -> ClaimResult.Status.TAKEN;
@@ -261,7 +264,7 @@ public final class RedisLockProvider implements LockProvider {
             case "abandoned" -> ClaimResult.Status.ABANDONED;
             default -> throw new LockException(target, "claim: unexpected status " + status, null);
         };
-        return new ClaimResult(s, fence, now);
+        return new ClaimResult(s, fence, now, runningUntil);
     }
 
     /**

@@ -4,10 +4,17 @@
 -- ARGV[1] owner token  ARGV[2] slot (epoch ms)  ARGV[3] misfire grace (ms)  ARGV[4] lease ttl (ms)
 -- ARGV[5] slot record ttl (ms)  ARGV[6] worker id  ARGV[7] mode: claim | miss | catchup
 -- ARGV[8] '1' = overlap replace  ARGV[9] ttl of the last-slot marker (ms)
--- Returns {status, fencing token, server time ms}; status is claimed|taken|skipped|missed|early|busy.
+-- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
+-- (server ms, 0 if none)}; status is claimed|taken|skipped|missed|early|busy. The last element lets
+-- every worker that races a slot know when to look for a run that died, without polling.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, mode, ttl = ARGV[1], ARGV[7], tonumber(ARGV[4])
+
+local function reply(status, fence)
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  return {status, fence, now, tonumber(first[2] or '0')}
+end
 
 local function take_lease()
   redis.call('SET', KEYS[3], token, 'PX', ttl)
@@ -24,14 +31,14 @@ if owner then
     local lease = redis.call('GET', KEYS[3])
     if lease == false or lease == token then
       take_lease()
-      return {'claimed', tonumber(redis.call('HGET', KEYS[1], 'fence')), now}
+      return reply('claimed', tonumber(redis.call('HGET', KEYS[1], 'fence')))
     end
   end
-  return {'taken', 0, now}
+  return reply('taken', 0)
 end
 local slot = tonumber(ARGV[2])
 if now < slot then
-  return {'early', 0, now}
+  return reply('early', 0)
 end
 
 local function decide(state, fence)
@@ -45,16 +52,16 @@ end
 
 if mode == 'miss' or (mode == 'claim' and now > slot + tonumber(ARGV[3])) then
   decide('missed', 0)
-  return {'missed', 0, now}
+  return reply('missed', 0)
 end
 local holder = redis.call('GET', KEYS[3])
 if holder then
   if mode == 'catchup' then
-    return {'busy', 0, now}
+    return reply('busy', 0)
   end
   if ARGV[8] ~= '1' then
     decide('skipped', 0)
-    return {'skipped', 0, now}
+    return reply('skipped', 0)
   end
   -- overlap: replace. Revoke the run holding the lease: its renewal now fails, so its worker is
   -- told, and its record no longer counts as running (its outcome can no longer be written).
@@ -70,4 +77,4 @@ end
 local fence = redis.call('INCR', KEYS[2])
 decide('running', fence)
 take_lease()
-return {'claimed', fence, now}
+return reply('claimed', fence)

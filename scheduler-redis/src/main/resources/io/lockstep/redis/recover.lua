@@ -3,29 +3,35 @@
 -- KEYS[1] slot record  KEYS[2] fence counter  KEYS[3] lease  KEYS[4] running index (zset)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
 -- ARGV[5] worker id  ARGV[6] rerun | abandon
--- Returns {status, fencing token, server time ms}; status is claimed|abandoned|taken|busy.
+-- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
+-- (server ms, 0 if none)}; status is claimed|abandoned|taken|busy.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function reply(status, fence)
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  return {status, fence, now, tonumber(first[2] or '0')}
+end
 local score = redis.call('ZSCORE', KEYS[4], ARGV[2])
 if not score or tonumber(score) > now then
-  return {'taken', 0, now} -- renewed, finished, or already dealt with
+  return reply('taken', 0) -- renewed, finished, or already dealt with
 end
 local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence')
 if record[1] ~= 'running' then
   redis.call('ZREM', KEYS[4], ARGV[2])
-  return {'taken', 0, now}
+  return reply('taken', 0)
 end
 local holder = redis.call('GET', KEYS[3])
 if holder == record[2] then
-  return {'taken', 0, now} -- the run's lease is still alive
+  return reply('taken', 0) -- the run's lease is still alive
 end
 if ARGV[6] == 'abandon' then
   redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'at', now)
   redis.call('ZREM', KEYS[4], ARGV[2])
-  return {'abandoned', tonumber(record[3]), now}
+  return reply('abandoned', tonumber(record[3]))
 end
 if holder then
-  return {'busy', 0, now} -- another run of the job holds the exclusive lease
+  return reply('busy', 0) -- another run of the job holds the exclusive lease
 end
 local fence = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'state', 'running', 'token', ARGV[1], 'worker', ARGV[5], 'fence', fence, 'at', now)
@@ -36,4 +42,4 @@ end
 local ttl = tonumber(ARGV[3])
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ttl)
 redis.call('ZADD', KEYS[4], now + ttl, ARGV[2])
-return {'claimed', fence, now}
+return reply('claimed', fence)

@@ -10,7 +10,7 @@ import io.lockstep.scheduler.lock.ClaimResult.Status;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Outcome;
-import io.lockstep.scheduler.lock.StaleRun;
+import io.lockstep.scheduler.lock.RunsInFlight;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -270,18 +270,24 @@ class RedisLockProviderTest {
         Instant slot = serverNow().minusMillis(5);
         Duration shortLease = Duration.ofMillis(300);
         ClaimRequest dead = request(job, slot, "dead", shortLease, ClaimRequest.Mode.CLAIM, false);
-        long deadFence = provider.claim(List.of(dead)).get(0).fencingToken();
-        assertThat(provider.staleRuns(List.of(job))).isEmpty(); // its lease is still alive
+        ClaimResult claimed = provider.claim(List.of(dead)).get(0);
+        long deadFence = claimed.fencingToken();
+        // Every answer tells when the earliest run in flight loses its lease unless renewed.
+        assertThat(claimed.runningUntilMillis()).isBetween(claimed.serverTimeMillis(), claimed.serverTimeMillis() + 300);
+        RunsInFlight alive = provider.runsInFlight(List.of(job)).get(0);
+        assertThat(alive.expired()).isEmpty(); // its lease is still alive
+        assertThat(alive.nextLeaseEndMillis()).isEqualTo(claimed.runningUntilMillis());
 
-        await().atMost(Duration.ofSeconds(5)).until(() -> !provider.staleRuns(List.of(job)).isEmpty());
-        assertThat(provider.staleRuns(List.of(job))).containsExactly(new StaleRun(job, slot));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !expired(job).isEmpty());
+        assertThat(provider.runsInFlight(List.of(job))).containsExactly(new RunsInFlight(job, List.of(slot), 0));
         List<ClaimResult> races = provider.claim(List.of(
                 request(job, slot, "r1", LEASE, ClaimRequest.Mode.RECOVER, false),
                 request(job, slot, "r2", LEASE, ClaimRequest.Mode.RECOVER, false)));
 
         assertThat(races).extracting(ClaimResult::status).containsExactly(Status.CLAIMED, Status.TAKEN);
         assertThat(races.get(0).fencingToken()).isGreaterThan(deadFence);
-        assertThat(provider.staleRuns(List.of(job))).isEmpty();
+        assertThat(races.get(0).runningUntilMillis()).isGreaterThan(races.get(0).serverTimeMillis() + LEASE.toMillis() - 100);
+        assertThat(expired(job)).isEmpty();
         // The dead run, should it come back, can neither renew nor write its outcome over the new one.
         assertThat(provider.renew(List.of(dead.lease()))).containsExactly(false);
         assertThat(provider.complete(dead.lease(), Outcome.SUCCEEDED)).isFalse();
@@ -297,7 +303,7 @@ class RedisLockProviderTest {
         Instant slot = serverNow().minusMillis(5);
         ClaimRequest dead = request(job, slot, "dead", Duration.ofMillis(200), ClaimRequest.Mode.CLAIM, false);
         provider.claim(List.of(dead));
-        await().atMost(Duration.ofSeconds(5)).until(() -> !provider.staleRuns(List.of(job)).isEmpty());
+        await().atMost(Duration.ofSeconds(5)).until(() -> !expired(job).isEmpty());
 
         List<ClaimResult> races = provider.claim(List.of(
                 request(job, slot, "a1", LEASE, ClaimRequest.Mode.ABANDON, false),
@@ -306,7 +312,12 @@ class RedisLockProviderTest {
         assertThat(races).extracting(ClaimResult::status).containsExactly(Status.ABANDONED, Status.TAKEN);
         assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "state")).isEqualTo("abandoned");
         assertThat(provider.complete(dead.lease(), Outcome.SUCCEEDED)).isFalse();
-        assertThat(provider.staleRuns(List.of(job))).isEmpty();
+        assertThat(provider.runsInFlight(List.of(job))).containsExactly(new RunsInFlight(job, List.of(), 0));
+        assertThat(races.get(1).runningUntilMillis()).isZero();
+    }
+
+    private static List<Instant> expired(String job) {
+        return provider.runsInFlight(List.of(job)).get(0).expired();
     }
 
     @Test

@@ -7,8 +7,16 @@ package io.lockstep.scheduler.lock;
  * @param fencingToken the job's fence value taken by this claim; 0 unless {@link Status#CLAIMED} (for
  *     {@link Status#ABANDONED}, the token of the abandoned run)
  * @param serverTimeMillis the store's clock when it decided, in epoch milliseconds
+ * @param runningUntilMillis when, by the store's clock, the earliest lease among the job's runs in
+ *     flight ends unless renewed (epoch ms); 0 when none is in flight. Every worker that races a slot
+ *     learns from it when to look for a run that died (see {@link LockProvider#runsInFlight})
  */
-public record ClaimResult(Status status, long fencingToken, long serverTimeMillis) {
+public record ClaimResult(Status status, long fencingToken, long serverTimeMillis, long runningUntilMillis) {
+
+    /** A result that says nothing of runs in flight. */
+    public ClaimResult(Status status, long fencingToken, long serverTimeMillis) {
+        this(status, fencingToken, serverTimeMillis, 0);
+    }
 
     /** The outcome of a claim. */
     public enum Status {

@@ -56,6 +56,9 @@ public final class InMemoryLockProvider implements LockProvider {
                 case RECOVER, ABANDON -> recoverOne(request);
                 default -> claimOne(request);
             });
+            ClaimResult r = results.get(results.size() - 1);
+            results.set(results.size() - 1, new ClaimResult(r.status(), r.fencingToken(), r.serverTimeMillis(),
+                    runningUntil(request.lease().job())));
         }
         return results;
     }
@@ -138,20 +141,27 @@ public final class InMemoryLockProvider implements LockProvider {
     }
 
     @Override
-    public synchronized List<StaleRun> staleRuns(List<String> jobs) {
+    public synchronized List<RunsInFlight> runsInFlight(List<String> jobs) {
         long now = clockMillis.getAsLong();
-        List<StaleRun> stale = new ArrayList<>();
+        List<RunsInFlight> result = new ArrayList<>(jobs.size());
         for (String job : jobs) {
-            TreeMap<Long, Long> runs = running.get(job);
-            if (runs != null) {
-                runs.forEach((slot, leaseEnd) -> {
-                    if (leaseEnd <= now) {
-                        stale.add(new StaleRun(job, Instant.ofEpochMilli(slot)));
-                    }
-                });
+            List<Instant> expired = new ArrayList<>();
+            long next = 0;
+            for (Map.Entry<Long, Long> run : running.getOrDefault(job, new TreeMap<>()).entrySet()) {
+                if (run.getValue() <= now) {
+                    expired.add(Instant.ofEpochMilli(run.getKey()));
+                } else if (next == 0 || run.getValue() < next) {
+                    next = run.getValue();
+                }
             }
+            result.add(new RunsInFlight(job, expired, next));
         }
-        return stale;
+        return result;
+    }
+
+    /** The earliest lease end among the job's runs in flight, 0 if none (the fourth part of every answer). */
+    private long runningUntil(String job) {
+        return running.getOrDefault(job, new TreeMap<>()).values().stream().mapToLong(Long::longValue).min().orElse(0);
     }
 
     @Override

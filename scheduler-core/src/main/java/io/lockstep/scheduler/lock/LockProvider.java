@@ -25,13 +25,15 @@ public interface LockProvider extends AutoCloseable {
     List<ClaimResult> claim(List<ClaimRequest> requests);
 
     /**
-     * The slots of these jobs whose runs lost their lease without an outcome (by the store's clock:
-     * neither renewed nor completed within their ttl). Deciding what to do with them takes a
-     * {@link ClaimRequest.Mode#RECOVER} or {@link ClaimRequest.Mode#ABANDON} claim.
+     * For each job, the slots whose runs lost their lease without an outcome (by the store's clock:
+     * neither renewed nor completed within their ttl), and when the next of the others would.
+     * Deciding what to do with an expired run takes a {@link ClaimRequest.Mode#RECOVER} or
+     * {@link ClaimRequest.Mode#ABANDON} claim.
      *
+     * @return one entry per job, in order
      * @throws LockException when the store could not be reached
      */
-    List<StaleRun> staleRuns(List<String> jobs);
+    List<RunsInFlight> runsInFlight(List<String> jobs);
 
     /**
      * The latest slot of each job that the cluster decided (claimed, skipped or recorded as missed),
