@@ -136,6 +136,7 @@ public final class Scheduler implements AutoCloseable {
     private final int threads;
     private final Duration shutdownTimeout;
     private final List<JobEntry> jobs;
+    private final Map<String, JobEntry> jobsByName = new HashMap<>();
     private final ExecutorService executor;
     private final ClusterClock clock;
     private final Events events;
@@ -179,6 +180,7 @@ public final class Scheduler implements AutoCloseable {
             }
         }
         this.jobs = List.copyOf(entries);
+        entries.forEach(e -> jobsByName.put(e.definition.name(), e));
         this.executor = b.executor != null ? b.executor : defaultExecutor(threads);
         this.tickThread = new Thread(this::tickLoop, "lockstep-tick");
     }
@@ -508,12 +510,7 @@ public final class Scheduler implements AutoCloseable {
     }
 
     private JobEntry entry(String name) {
-        for (JobEntry e : jobs) {
-            if (e.definition.name().equals(name)) {
-                return e;
-            }
-        }
-        return null;
+        return jobsByName.get(name);
     }
 
     /**
