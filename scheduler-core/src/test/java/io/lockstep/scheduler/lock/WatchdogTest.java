@@ -1,0 +1,94 @@
+package io.lockstep.scheduler.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The watchdog on its own, renewing through a renewer that answers from a set of owned names. */
+class WatchdogTest {
+
+    private final Set<String> owned = ConcurrentHashMap.newKeySet();
+    private final List<List<String>> rounds = new CopyOnWriteArrayList<>();
+    private final List<String> lost = new CopyOnWriteArrayList<>();
+    private volatile boolean unreachable;
+    private final Watchdog<String> watchdog = new Watchdog<>("test-watchdog", leases -> {
+        if (unreachable) {
+            throw new LockException("test", "unreachable", null);
+        }
+        rounds.add(List.copyOf(leases));
+        List<Boolean> answers = new ArrayList<>();
+        leases.forEach(l -> answers.add(owned.contains(l)));
+        return answers;
+    }, (watch, reason) -> lost.add(watch.lease() + ": " + reason));
+
+    @AfterEach
+    void close() {
+        watchdog.close();
+    }
+
+    @Test
+    void leasesDueTogetherAreRenewedInOneRoundAndKeptAlive() {
+        owned.addAll(List.of("a", "b", "c"));
+        long now = System.nanoTime();
+        List<Watchdog<String>.Watch> watches = new ArrayList<>();
+        for (String name : List.of("a", "b", "c")) {
+            watches.add(watchdog.watch(name, Duration.ofMillis(600), now, true));
+        }
+        await().atMost(Duration.ofSeconds(3)).until(() -> rounds.size() >= 4);
+        assertThat(rounds.get(0)).containsExactlyInAnyOrder("a", "b", "c");
+        assertThat(watches).allSatisfy(w -> assertThat(w.isLost()).isFalse());
+        assertThat(System.nanoTime() - now).isGreaterThan(Duration.ofMillis(600).toNanos()); // alive past one lease
+        assertThat(lost).isEmpty();
+    }
+
+    @Test
+    void aRefusedRenewalIsReportedOnceAndNotRenewedAgain() {
+        owned.add("mine");
+        Watchdog<String>.Watch mine = watchdog.watch("mine", Duration.ofMillis(300), System.nanoTime(), true);
+        Watchdog<String>.Watch taken = watchdog.watch("taken", Duration.ofMillis(300), System.nanoTime(), true);
+        await().atMost(Duration.ofSeconds(2)).until(() -> !lost.isEmpty());
+        assertThat(lost).containsExactly("taken: renewal refused: the token no longer owns the lease");
+        assertThat(taken.isLost()).isTrue();
+        assertThat(taken.remaining()).isZero();
+        int roundsThen = rounds.size();
+        await().atMost(Duration.ofSeconds(2)).until(() -> rounds.size() >= roundsThen + 2);
+        assertThat(rounds.subList(roundsThen, rounds.size())).allSatisfy(round -> assertThat(round).containsExactly("mine"));
+        assertThat(mine.isLost()).isFalse();
+    }
+
+    @Test
+    void aLeaseNobodyCouldRenewIsLostWhenItsDeadlinePasses() {
+        owned.add("x");
+        unreachable = true;
+        Watchdog<String>.Watch x = watchdog.watch("x", Duration.ofMillis(300), System.nanoTime(), true);
+        await().atMost(Duration.ofSeconds(2)).until(x::isLost);
+        await().atMost(Duration.ofSeconds(1)).until(() -> lost.equals(List.of("x: lease deadline passed without a confirmed renewal")));
+    }
+
+    @Test
+    void aDeadlinePassedWhileNobodyLookedIsReportedExactlyOnce() {
+        // As if the process had been paused: the deadline is long gone when the job returns and stops watching.
+        Watchdog<String>.Watch w = watchdog.watch("paused", Duration.ofMillis(100), System.nanoTime() - 1_000_000_000L, true);
+        w.stop();
+        await().atMost(Duration.ofSeconds(1)).until(() -> lost.size() == 1);
+        assertThat(lost).containsExactly("paused: lease deadline passed without a confirmed renewal");
+        assertThat(w.markLost("again")).isFalse();
+        assertThat(watchdog.size()).isZero();
+    }
+
+    @Test
+    void aRenewalNeverMovesTheDeadlineBack() {
+        Watchdog<String>.Watch w = watchdog.watch("r", Duration.ofSeconds(60), System.nanoTime(), false);
+        w.renewed(System.nanoTime() - Duration.ofSeconds(61).toNanos());
+        assertThat(w.isLost()).isFalse();
+        assertThat(w.remaining()).isGreaterThan(Duration.ofSeconds(59));
+    }
+}
