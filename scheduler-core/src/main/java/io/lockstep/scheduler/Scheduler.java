@@ -142,6 +142,7 @@ public final class Scheduler implements AutoCloseable {
     private final Events events;
     private final Outage outage;
     private final Watchdog<SlotRun> watchdog;
+    private final Completer completer;
     private final AtomicInteger busy = new AtomicInteger();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition wake = lock.newCondition();
@@ -173,6 +174,7 @@ public final class Scheduler implements AutoCloseable {
         this.clock = new ClusterClock(b.clock);
         this.watchdog = new Watchdog<>("lockstep-watchdog",
                 runs -> provider.renew(runs.stream().map(run -> run.lease).toList()), new LeaseEvents());
+        this.completer = new Completer(provider, events, outage);
         List<JobEntry> entries = new ArrayList<>();
         for (JobDefinition definition : b.jobs) {
             if (definition.enabled()) {
@@ -232,6 +234,7 @@ public final class Scheduler implements AutoCloseable {
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .log("worker started");
         running = true;
+        completer.start();
         tickThread.start();
     }
 
@@ -260,6 +263,7 @@ public final class Scheduler implements AutoCloseable {
             executor.shutdownNow();
             drained = awaitQuietly(INTERRUPT_GRACE);
         }
+        completer.close();
         watchdog.close();
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", busy.get())
                 .log("worker stopped");
@@ -316,12 +320,7 @@ public final class Scheduler implements AutoCloseable {
             threadFreed = false;
             Instant now = clock.now();
             while (!queue.isEmpty() && !queue.peek().retryAt.isAfter(now)) {
-                Due next = queue.poll();
-                if (!next.followerQueued) {
-                    next.followerQueued = true;
-                    scheduleFollowing(next, now);
-                }
-                due.add(next);
+                due.add(queue.poll());
             }
             due.addAll(waiting);
             waiting.clear();
@@ -332,7 +331,19 @@ public final class Scheduler implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        claimInRounds(due);
+        claimInRounds(due); // first: the claims are what is late; the next fire times can wait a moment
+        lock.lock();
+        try {
+            Instant now = clock.now();
+            for (Due d : due) {
+                if (!d.followerQueued) {
+                    d.followerQueued = true;
+                    scheduleFollowing(d, now);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
         lookAtRuns();
         if (clock.syncDue()) {
             try {
@@ -830,20 +841,9 @@ public final class Scheduler implements AutoCloseable {
         return !run.isLeaseLost() && !Thread.currentThread().isInterrupted();
     }
 
-    /** Writes the outcome into the slot record and gives the lease back, owner-checked. */
+    /** Hands the outcome to the completer, which writes it and gives the lease back, owner-checked. */
     private void finish(SlotRun run, Outcome outcome) {
-        long sent = System.nanoTime();
-        try {
-            boolean owned = provider.complete(run.lease, outcome);
-            outage.succeeded();
-            events.info("slot_released").addKeyValue("job", run.definition.name())
-                    .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
-                    .addKeyValue("action", "release").addKeyValue("identifier", run.lease.token())
-                    .addKeyValue("duration_ms", (System.nanoTime() - sent) / 1_000_000).addKeyValue("success", owned)
-                    .addKeyValue("outcome", outcome.label()).log(owned ? "slot released" : "slot no longer ours; outcome not recorded");
-        } catch (LockException e) {
-            outage.failed("complete", e);
-        }
+        completer.submit(run, outcome);
     }
 
     /** What the watchdog tells the scheduler: each step of a lease becomes an event. */

@@ -2,6 +2,7 @@ package io.lockstep.scheduler;
 
 import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.InMemoryLockProvider;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
@@ -47,9 +48,9 @@ final class FaultyStore implements LockProvider {
     }
 
     @Override
-    public boolean complete(Lease lease, Outcome outcome) {
+    public List<Boolean> complete(List<Completion> completions) {
         check();
-        return store.complete(lease, outcome);
+        return store.complete(completions);
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.lockstep.redis;
 
 import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
@@ -60,6 +61,11 @@ public final class RedisLockProvider implements LockProvider {
     private static final LuaScript COMPLETE = LuaScript.load("complete.lua");
     private static final LuaScript RECOVER = LuaScript.load("recover.lua");
     private static final LuaScript RUNS = LuaScript.load("runs.lua");
+    /**
+     * At most this many slots (or completions) per script call: enough that a script's own cost is
+     * spread thin, few enough that one call blocks the server for well under a millisecond.
+     */
+    static final int PER_CALL = 64;
     /** At most this many expired runs per job per look; the rest come with the next one. */
     private static final int EXPIRED_PER_JOB = 16;
     private static final String TIME = "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)";
@@ -69,10 +75,13 @@ public final class RedisLockProvider implements LockProvider {
     private final boolean ownsClient;
     private final String prefix;
     private final String target;
+    /** A Redis Cluster client: one script call may only touch one job's keys. */
+    private final boolean cluster;
 
     private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target) {
         this.jedis = jedis;
         this.calls = new RedisCalls(jedis, target);
+        this.cluster = jedis instanceof redis.clients.jedis.RedisClusterClient;
         this.ownsClient = ownsClient;
         this.prefix = prefix;
         this.target = target;
@@ -118,31 +127,79 @@ public final class RedisLockProvider implements LockProvider {
         if (requests.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = calls.batch("claim", requests, request -> {
-            Lease lease = request.lease();
-            long slot = lease.slot().toEpochMilli();
-            String job = lease.job();
-            List<String> keys = List.of(slotKey(job, slot), fenceKey(job), leaseKey(lease), runningKey(job), lastKey(job));
-            return switch (request.mode()) {
-                case RECOVER, ABANDON -> new RedisCalls.Call(RECOVER, keys.subList(0, 4), List.of(lease.token(), Long.toString(slot),
-                        Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()),
-                        request.workerId(), request.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon"));
-                case CLAIM, MISS_ONLY, CATCH_UP -> new RedisCalls.Call(CLAIM, keys, List.of(lease.token(), Long.toString(slot),
-                        Long.toString(request.misfireGrace().toMillis()), Long.toString(lease.ttl().toMillis()),
-                        Long.toString(request.recordTtl().toMillis()), request.workerId(),
+        // Claims go many to a script call (see claim.lua); recoveries, rare, one each.
+        List<List<Integer>> groups = new ArrayList<>();
+        List<Integer> claims = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            switch (requests.get(i).mode()) {
+                case RECOVER, ABANDON -> groups.add(List.of(i));
+                default -> claims.add(i);
+            }
+        }
+        groups.addAll(chunks(claims, i -> requests.get(i).lease().job()));
+        List<Object> replies = calls.batch("claim", groups, group -> {
+            ClaimRequest first = requests.get(group.get(0));
+            if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
+                Lease lease = first.lease();
+                long slot = lease.slot().toEpochMilli();
+                return new RedisCalls.Call(RECOVER, List.of(slotKey(lease.job(), slot), fenceKey(lease.job()), leaseKey(lease),
+                        runningKey(lease.job())), List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
+                        Long.toString(first.recordTtl().toMillis()), first.workerId(),
+                        first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon"));
+            }
+            List<String> keys = new ArrayList<>(group.size() * 5);
+            List<String> args = new ArrayList<>(group.size() * 9);
+            for (int i : group) {
+                ClaimRequest request = requests.get(i);
+                Lease lease = request.lease();
+                long slot = lease.slot().toEpochMilli();
+                String job = lease.job();
+                keys.addAll(List.of(slotKey(job, slot), fenceKey(job), leaseKey(lease), runningKey(job), lastKey(job)));
+                args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
+                        Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
                         switch (request.mode()) {
                             case MISS_ONLY -> "miss";
                             case CATCH_UP -> "catchup";
                             default -> "claim";
                         },
                         request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
-            };
+            }
+            return new RedisCalls.Call(CLAIM, keys, args);
         });
-        List<ClaimResult> results = new ArrayList<>(replies.size());
-        for (Object reply : replies) {
-            results.add(parseClaim(reply));
+        ClaimResult[] results = new ClaimResult[requests.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            List<Integer> group = groups.get(g);
+            ClaimRequest first = requests.get(group.get(0));
+            if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
+                results[group.get(0)] = parseClaim(replies.get(g));
+                continue;
+            }
+            if (!(replies.get(g) instanceof List<?> list) || list.size() != group.size()) {
+                throw new LockException(target, "claim: unexpected reply " + replies.get(g), null);
+            }
+            for (int j = 0; j < group.size(); j++) {
+                results[group.get(j)] = parseClaim(list.get(j));
+            }
         }
-        return results;
+        return List.of(results);
+    }
+
+    /**
+     * Splits items into the groups one script call may carry: at most {@link #PER_CALL}, and on
+     * Redis Cluster only items of one job (their keys share its hash tag, so one node holds them).
+     */
+    private List<List<Integer>> chunks(List<Integer> items, java.util.function.IntFunction<String> job) {
+        Map<String, List<Integer>> byNode = new java.util.LinkedHashMap<>();
+        for (int i : items) {
+            byNode.computeIfAbsent(cluster ? job.apply(i) : "", k -> new ArrayList<>()).add(i);
+        }
+        List<List<Integer>> chunks = new ArrayList<>();
+        for (List<Integer> same : byNode.values()) {
+            for (int from = 0; from < same.size(); from += PER_CALL) {
+                chunks.add(same.subList(from, Math.min(same.size(), from + PER_CALL)));
+            }
+        }
+        return chunks;
     }
 
     @Override
@@ -163,12 +220,33 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
-    public boolean complete(Lease lease, Outcome outcome) {
-        long slot = lease.slot().toEpochMilli();
-        List<Object> replies = calls.batch("complete", List.of(lease), l -> new RedisCalls.Call(COMPLETE,
-                List.of(slotKey(l.job(), slot), leaseKey(l), runningKey(l.job())),
-                List.of(l.token(), outcome.label(), Long.toString(slot))));
-        return calls.asLong("complete", replies.get(0)) == 1L;
+    public List<Boolean> complete(List<Completion> completions) {
+        if (completions.isEmpty()) {
+            return List.of();
+        }
+        List<List<Integer>> groups = chunks(java.util.stream.IntStream.range(0, completions.size()).boxed().toList(),
+                i -> completions.get(i).lease().job());
+        List<Object> replies = calls.batch("complete", groups, group -> {
+            List<String> keys = new ArrayList<>(group.size() * 3);
+            List<String> args = new ArrayList<>(group.size() * 3);
+            for (int i : group) {
+                Lease l = completions.get(i).lease();
+                long slot = l.slot().toEpochMilli();
+                keys.addAll(List.of(slotKey(l.job(), slot), leaseKey(l), runningKey(l.job())));
+                args.addAll(List.of(l.token(), completions.get(i).outcome().label(), Long.toString(slot)));
+            }
+            return new RedisCalls.Call(COMPLETE, keys, args);
+        });
+        Boolean[] owned = new Boolean[completions.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
+                throw new LockException(target, "complete: unexpected reply " + replies.get(g), null);
+            }
+            for (int j = 0; j < list.size(); j++) {
+                owned[groups.get(g).get(j)] = calls.asLong("complete", list.get(j)) == 1L;
+            }
+        }
+        return List.of(owned);
     }
 
     @Override

@@ -1,16 +1,24 @@
--- Gives a lease back and turns the slot record into a done marker, each only if the token owns it.
+-- Gives leases back and turns slot records into done markers, each only if the token owns it.
 -- The record is kept (with its ttl), never deleted, so a late worker cannot run the slot again. A
 -- run that was replaced, recovered by another worker or abandoned no longer owns its record, so
--- its outcome never overwrites a newer one.
--- KEYS[1] slot record  KEYS[2] lease  KEYS[3] running index  ARGV[1] owner token  ARGV[2] outcome
--- ARGV[3] slot (epoch ms)
-if redis.call('GET', KEYS[2]) == ARGV[1] then
-  redis.call('DEL', KEYS[2])
+-- its outcome never overwrites a newer one. One call may carry many runs (see claim.lua).
+-- Per run i (0-based): KEYS[3i+1..3i+3] slot record, lease, running index;
+-- ARGV[3i+1..3i+3] owner token, outcome, slot (epoch ms).
+-- Returns per run 1 when the token still owned the slot, 0 otherwise.
+local replies = {}
+for i = 0, #KEYS / 3 - 1 do
+  local record, lease, running = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
+  local token = ARGV[3 * i + 1]
+  if redis.call('GET', lease) == token then
+    redis.call('DEL', lease)
+  end
+  local r = redis.call('HMGET', record, 'token', 'state')
+  if r[1] ~= token or r[2] ~= 'running' then
+    replies[i + 1] = 0
+  else
+    redis.call('HSET', record, 'state', 'done', 'outcome', ARGV[3 * i + 2])
+    redis.call('ZREM', running, ARGV[3 * i + 3])
+    replies[i + 1] = 1
+  end
 end
-local record = redis.call('HMGET', KEYS[1], 'token', 'state')
-if record[1] ~= ARGV[1] or record[2] ~= 'running' then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'state', 'done', 'outcome', ARGV[2])
-redis.call('ZREM', KEYS[3], ARGV[3])
-return 1
+return replies

@@ -199,7 +199,15 @@ public final class InMemoryLockProvider implements LockProvider {
     }
 
     @Override
-    public synchronized boolean complete(Lease lease, Outcome outcome) {
+    public synchronized List<Boolean> complete(List<Completion> completions) {
+        List<Boolean> owned = new ArrayList<>(completions.size());
+        for (Completion c : completions) {
+            owned.add(completeOne(c.lease(), c.outcome()));
+        }
+        return owned;
+    }
+
+    private boolean completeOne(Lease lease, Outcome outcome) {
         long now = clockMillis.getAsLong();
         long slot = lease.slot().toEpochMilli();
         String slotKey = slotKey(lease.job(), slot);

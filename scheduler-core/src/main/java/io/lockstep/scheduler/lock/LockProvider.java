@@ -52,14 +52,19 @@ public interface LockProvider extends AutoCloseable {
     List<Boolean> renew(List<Lease> leases);
 
     /**
-     * Turns the slot record into a done marker carrying the outcome and removes the lease, both
+     * Turns each slot record into a done marker carrying the outcome and removes the lease, both
      * only if the token still owns them. A run that was revoked, recovered by another worker or
      * abandoned no longer owns its slot: its outcome never overwrites a newer one.
      *
-     * @return whether the token still owned the slot
+     * @return per completion, in order, whether the token still owned the slot
      * @throws LockException when the store could not be reached
      */
-    boolean complete(Lease lease, Outcome outcome);
+    List<Boolean> complete(List<Completion> completions);
+
+    /** {@link #complete(List)} of one run. */
+    default boolean complete(Lease lease, Outcome outcome) {
+        return complete(List.of(new Completion(lease, outcome))).get(0);
+    }
 
     /**
      * The store's clock in epoch milliseconds, read with one round trip; the scheduler uses it to

@@ -1,0 +1,99 @@
+package io.lockstep.benchmarks;
+
+import io.lockstep.redis.LocalRedisServer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs every benchmark against one redis-server it starts itself, and writes
+ * {@code docs/BENCHMARKS.md} with {@code docs/lateness.png}:
+ * <pre>
+ *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR]
+ * </pre>
+ * {@code --quick} shortens every window (a smoke run; its figures are not the published ones).
+ */
+public final class RunAll {
+
+    static final int WORKERS = 3;
+    static final int THREADS = 256;
+
+    private RunAll() {}
+
+    public static void main(String[] args) throws Exception {
+        boolean quick = List.of(args).contains("--quick");
+        Path out = Path.of(List.of(args).contains("--out") ? args[List.of(args).indexOf("--out") + 1] : "docs");
+        System.setProperty("java.awt.headless", "true");
+        Files.createDirectories(out);
+        Path work = Files.createTempDirectory("lockstep-bench-");
+        long started = System.nanoTime();
+        try (LocalRedisServer redis = LocalRedisServer.start()) {
+            log("redis-server " + redis.binary() + " on port " + redis.port() + "; work files in " + work);
+
+            log("lock cycle (JMH): Lockstep, raw Jedis floor, Redisson; 1 and 8 threads");
+            List<LockCycles.Row> locks = LockCycles.run(redis.port(), quick);
+
+            Duration warmup = Duration.ofSeconds(quick ? 3 : 8);
+            Duration window = Duration.ofSeconds(quick ? 10 : 60);
+            List<ScaleRun.Result> scale = new ArrayList<>();
+            for (int jobs : quick ? new int[] {200, 1_000} : new int[] {1_000, 5_000}) {
+                log("scheduler at scale: " + WORKERS + " worker JVMs, " + jobs + " jobs every second, " + window.toSeconds() + " s");
+                scale.add(ScaleRun.run(jobs + "/s", redis, work.resolve("scale-" + jobs), WORKERS, jobs, THREADS, warmup, window,
+                        "* * * * * *"));
+                log("  " + scale.get(scale.size() - 1));
+            }
+
+            log("idle cluster: " + WORKERS + " workers, 1000 jobs that do not fire, 30 s");
+            ScaleRun.Result idle = ScaleRun.run("idle", redis, work.resolve("idle"), WORKERS, 1_000, THREADS,
+                    Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *");
+            log("  " + idle);
+
+            log("memory: 10,000 job definitions in one worker");
+            Memory memory = memory(redis, work.resolve("memory"), 10_000);
+            log("  " + memory);
+
+            Duration took = Duration.ofNanos(System.nanoTime() - started);
+            Report.write(out, redis, locks, scale, idle, memory, took, quick);
+            log("wrote " + out.resolve("BENCHMARKS.md") + " and " + out.resolve("lateness.png") + " in " + took.toSeconds() + " s");
+        }
+    }
+
+    /** What {@link MemoryProbe} printed. */
+    record Memory(int jobs, long loadMs, long startMs, long heapBeforeKb, long heapAfterKb, long sinceJvmStartMs) {}
+
+    private static Memory memory(LocalRedisServer redis, Path dir, int jobs) throws Exception {
+        Files.createDirectories(dir);
+        StringBuilder yaml = new StringBuilder("redis:\n  uri: " + redis.uri() + "\njobs:\n");
+        for (int i = 0; i < jobs; i++) {
+            yaml.append("  - { name: daily-").append(i).append(", cron: \"").append(i % 60).append(' ').append(i / 60 % 24)
+                    .append(" * * *\", zone: Europe/Lisbon, class: io.lockstep.examples.DailyReportJob,")
+                    .append(" params: { recipients: [ops@example.com] } }\n");
+        }
+        Path config = dir.resolve("jobs.yaml");
+        Files.writeString(config, yaml);
+        Process p = new ProcessBuilder(Bench.java(), "-Xmx1g", "-Dlogback.configurationFile=" + quietLogback(dir), "-cp", Bench.jar(),
+                MemoryProbe.class.getName(), config.toString()).redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes());
+        if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IllegalStateException("memory probe failed: " + output);
+        }
+        String[] f = output.strip().lines().reduce((a, b) -> b).orElseThrow().split(" ");
+        return new Memory(jobs, Long.parseLong(f[0]), Long.parseLong(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]),
+                Long.parseLong(f[4]));
+    }
+
+    static Path quietLogback(Path dir) throws java.io.IOException {
+        Path logback = dir.resolve("logback-quiet.xml");
+        Files.writeString(logback, "<configuration><appender name=\"OUT\" class=\"ch.qos.logback.core.ConsoleAppender\">"
+                + "<encoder><pattern>%level %msg %kvp%n</pattern></encoder></appender>"
+                + "<root level=\"WARN\"><appender-ref ref=\"OUT\"/></root></configuration>");
+        return logback;
+    }
+
+    static void log(String line) {
+        System.out.println("[bench] " + line);
+    }
+}

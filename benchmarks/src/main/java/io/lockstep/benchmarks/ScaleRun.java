@@ -1,0 +1,221 @@
+package io.lockstep.benchmarks;
+
+import io.lockstep.redis.LocalRedisServer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * Worker JVMs (the real worker CLI, {@code run --config}) on one redis-server, each with the same
+ * {@code jobs} per-second jobs ({@link ProbeJob}), measured over a window after a warm-up: slots
+ * fired, exactly-once, lateness, Redis commands per fired slot, worker CPU and heap.
+ */
+final class ScaleRun {
+
+    /** What one run measured. */
+    record Result(String label, int workers, int jobs, int windowSeconds, long expected, long started, long duplicates,
+            long missing, double p50Ms, double p99Ms, double maxMs, double sentPerSlot, double executedPerSlot,
+            Map<String, Long> sentByCommand, double cpuCoresPerWorker, long heapAfterGcKb, int threads) {
+
+        double firedPerSecond() {
+            return (double) started / windowSeconds;
+        }
+    }
+
+    /** Commands a client sends; everything else in commandstats ran inside a script. */
+    static final List<String> SENT = List.of("evalsha", "eval", "get", "ping", "hello", "client|setname", "script|load");
+
+    private ScaleRun() {}
+
+    static Result run(String label, LocalRedisServer redis, Path dir, int workers, int jobs, int threads,
+            Duration warmup, Duration window, String cron) throws Exception {
+        Files.createDirectories(dir);
+        try (RedisClient admin = RedisClient.create(redis.host(), redis.port())) {
+            admin.flushAll();
+        }
+        Path config = dir.resolve("jobs.yaml");
+        StringBuilder yaml = new StringBuilder("redis:\n  uri: " + redis.uri() + "\n  timeout: 2s\n"
+                + "worker:\n  threads: " + threads + "\n  shutdownTimeout: 10s\n"
+                + "defaults:\n  lease: 30s\n  misfireGrace: 10s\njobs:\n");
+        for (int i = 0; i < jobs; i++) {
+            yaml.append("  - { name: j").append(i).append(", cron: \"").append(cron)
+                    .append("\", class: io.lockstep.benchmarks.ProbeJob }\n");
+        }
+        Files.writeString(config, yaml);
+        Path logback = dir.resolve("logback.xml");
+        Files.writeString(logback, """
+                <configuration>
+                  <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">
+                    <encoder><pattern>%d %level %msg %kvp%n</pattern></encoder>
+                  </appender>
+                  <root level="WARN"><appender-ref ref="OUT"/></root>
+                </configuration>
+                """);
+        List<Process> processes = new ArrayList<>();
+        try {
+            for (int w = 1; w <= workers; w++) {
+                Path out = dir.resolve("w" + w);
+                processes.add(new ProcessBuilder(Bench.java(), "-Xmx1g", "-Dprobe.out=" + out,
+                        "-Dlogback.configurationFile=" + logback, "-cp", Bench.jar(),
+                        "io.lockstep.examples.cli.WorkerMain", "run", "--config", config.toString(), "--worker-id", "w" + w)
+                        .redirectOutput(dir.resolve("w" + w + ".log").toFile()).redirectErrorStream(true).start());
+            }
+            for (int w = 1; w <= workers; w++) {
+                Path ready = dir.resolve("w" + w + ".ready");
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!Files.exists(ready)) {
+                    if (System.nanoTime() > deadline || !processes.get(w - 1).isAlive()) {
+                        throw new IllegalStateException("worker w" + w + " did not start; see " + dir.resolve("w" + w + ".log"));
+                    }
+                    Thread.sleep(50);
+                }
+            }
+            Thread.sleep(warmup.toMillis()); // JIT and connection warm-up before the measured window
+            Instant from = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);
+            sleepUntil(from.minusMillis(300));
+            Map<String, Long> before = commandStats(redis);
+            long[] cpuBefore = cpu(processes);
+            Instant to = from.plus(window);
+            sleepUntil(to.minusMillis(300));
+            Map<String, Long> after = commandStats(redis);
+            long[] cpuAfter = cpu(processes);
+            long heapKb = 0;
+            for (Process p : processes) {
+                heapKb = Math.max(heapKb, heapAfterGcKb(p.pid()));
+            }
+            sleepUntil(to.plusSeconds(2)); // let the window's last slots finish
+            for (Process p : processes) {
+                p.destroy(); // SIGTERM: the worker drains and exits, the probe flushes
+            }
+            for (Process p : processes) {
+                if (!p.waitFor(60, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("a worker did not stop within 60 s");
+                }
+            }
+            return measure(label, dir, workers, jobs, threads, from, to, before, after, cpuBefore, cpuAfter, window, heapKb);
+        } finally {
+            processes.forEach(Process::destroyForcibly);
+        }
+    }
+
+    private static Result measure(String label, Path dir, int workers, int jobs, int threads, Instant from, Instant to,
+            Map<String, Long> before, Map<String, Long> after, long[] cpuBefore, long[] cpuAfter, Duration window,
+            long heapKb) throws IOException {
+        Map<String, Integer> starts = new HashMap<>();
+        List<Long> lateness = new ArrayList<>();
+        for (int w = 1; w <= workers; w++) {
+            for (String line : Files.readAllLines(dir.resolve("w" + w + ".runs"))) {
+                String[] f = line.split(" ");
+                long slot = Long.parseLong(f[1]);
+                if (slot >= from.toEpochMilli() && slot < to.toEpochMilli()) {
+                    starts.merge(f[0] + "@" + slot, 1, Integer::sum);
+                    lateness.add(Long.parseLong(f[2]));
+                }
+            }
+        }
+        int seconds = (int) window.toSeconds();
+        long expected = (long) jobs * seconds;
+        long duplicates = starts.values().stream().filter(c -> c > 1).count();
+        long started = starts.size();
+        long[] sorted = lateness.stream().mapToLong(Long::longValue).sorted().toArray();
+        Map<String, Long> delta = new HashMap<>();
+        after.forEach((k, v) -> {
+            long d = v - before.getOrDefault(k, 0L);
+            if (d > 0) {
+                delta.put(k, d);
+            }
+        });
+        long sent = delta.entrySet().stream().filter(e -> SENT.contains(e.getKey())).mapToLong(Map.Entry::getValue).sum();
+        long executed = delta.values().stream().mapToLong(Long::longValue).sum();
+        Map<String, Long> sentBy = new HashMap<>();
+        delta.forEach((k, v) -> {
+            if (SENT.contains(k)) {
+                sentBy.put(k, v);
+            }
+        });
+        long cpuMs = 0;
+        for (int i = 0; i < cpuAfter.length; i++) {
+            cpuMs += cpuAfter[i] - cpuBefore[i];
+        }
+        double cores = (double) cpuMs / workers / window.toMillis();
+        return new Result(label, workers, jobs, seconds, expected, started, duplicates, expected - started,
+                percentile(sorted, 50), percentile(sorted, 99), sorted.length == 0 ? 0 : sorted[sorted.length - 1] / 1000.0,
+                (double) sent / Math.max(1, started), (double) executed / Math.max(1, started), sentBy, cores, heapKb, threads);
+    }
+
+    static double percentile(long[] sortedMicros, double p) {
+        if (sortedMicros.length == 0) {
+            return 0;
+        }
+        int i = (int) Math.ceil(p / 100.0 * sortedMicros.length) - 1;
+        return sortedMicros[Math.max(0, Math.min(sortedMicros.length - 1, i))] / 1000.0;
+    }
+
+    static Map<String, Long> commandStats(LocalRedisServer redis) {
+        Map<String, Long> calls = new HashMap<>();
+        try (RedisClient client = RedisClient.create(redis.host(), redis.port())) {
+            for (String line : client.info("commandstats").split("\r?\n")) {
+                if (line.startsWith("cmdstat_")) {
+                    String name = line.substring("cmdstat_".length(), line.indexOf(':'));
+                    String field = line.substring(line.indexOf("calls=") + 6);
+                    calls.put(name, Long.parseLong(field.substring(0, field.indexOf(','))));
+                }
+            }
+        }
+        // The stats connection itself: one HELLO, one INFO; do not count them.
+        calls.computeIfPresent("hello", (k, v) -> v - 1);
+        return calls;
+    }
+
+    private static long[] cpu(List<Process> processes) {
+        return processes.stream().mapToLong(p -> p.toHandle().info().totalCpuDuration().map(Duration::toMillis).orElse(0L)).toArray();
+    }
+
+    /** {@code jcmd GC.run} then {@code GC.heap_info}: the heap in use right after a full collection, in KB. */
+    static long heapAfterGcKb(long pid) throws IOException {
+        run(Bench.jcmd(), Long.toString(pid), "GC.run");
+        String info = run(Bench.jcmd(), Long.toString(pid), "GC.heap_info");
+        for (String line : info.split("\n")) {
+            int used = line.indexOf("used ");
+            if (used >= 0 && line.contains("total")) {
+                String n = line.substring(used + 5).trim();
+                return Long.parseLong(n.substring(0, n.indexOf('K')));
+            }
+        }
+        throw new IllegalStateException("cannot read the heap from jcmd: " + info);
+    }
+
+    private static String run(String... command) throws IOException {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        try {
+            String out = new String(p.getInputStream().readAllBytes());
+            p.waitFor(30, TimeUnit.SECONDS);
+            return out;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void sleepUntil(Instant t) throws InterruptedException {
+        long ms = Duration.between(Instant.now(), t).toMillis();
+        if (ms > 0) {
+            Thread.sleep(ms);
+        }
+    }
+
+    static String describe(long[] a) {
+        return Arrays.toString(a);
+    }
+}
