@@ -36,7 +36,8 @@ public final class RunAll {
             log("lock cycle (JMH): Lockstep, raw Jedis floor, Redisson; 1 and 8 threads");
             List<LockCycles.Row> locks = LockCycles.run(redis.port(), quick);
 
-            Duration warmup = Duration.ofSeconds(quick ? 3 : 8);
+            // Three JVMs starting at once on a small machine take a while to reach their steady state.
+            Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
             Duration window = Duration.ofSeconds(quick ? 10 : 60);
             List<ScaleRun.Result> scale = new ArrayList<>();
             for (int jobs : quick ? new int[] {200, 1_000} : new int[] {1_000, 5_000}) {

@@ -26,15 +26,19 @@ final class ScaleRun {
     /** What one run measured. */
     record Result(String label, int workers, int jobs, int windowSeconds, long expected, long started, long duplicates,
             long missing, double p50Ms, double p99Ms, double maxMs, double sentPerSlot, double executedPerSlot,
-            Map<String, Long> sentByCommand, double cpuCoresPerWorker, long heapAfterGcKb, int threads) {
+            Map<String, Long> sentByCommand, double cpuCoresPerWorker, long heapAfterGcKb, int threads,
+            double redisBusyMsPerSecond) {
 
         double firedPerSecond() {
             return (double) started / windowSeconds;
         }
     }
 
-    /** Commands a client sends; everything else in commandstats ran inside a script. */
-    static final List<String> SENT = List.of("evalsha", "eval", "get", "ping", "hello", "client|setname", "script|load");
+    /**
+     * Commands the workers send (connection set-up aside); everything else in commandstats ran
+     * inside a script. Workers send {@code GET} only once, at start (the catch-up marker).
+     */
+    static final List<String> SENT = List.of("evalsha", "eval", "ping", "script|load");
 
     private ScaleRun() {}
 
@@ -131,6 +135,9 @@ final class ScaleRun {
         long[] sorted = lateness.stream().mapToLong(Long::longValue).sorted().toArray();
         Map<String, Long> delta = new HashMap<>();
         after.forEach((k, v) -> {
+            if (k.equals("usec")) {
+                return;
+            }
             long d = v - before.getOrDefault(k, 0L);
             if (d > 0) {
                 delta.put(k, d);
@@ -151,7 +158,8 @@ final class ScaleRun {
         double cores = (double) cpuMs / workers / window.toMillis();
         return new Result(label, workers, jobs, seconds, expected, started, duplicates, expected - started,
                 percentile(sorted, 50), percentile(sorted, 99), sorted.length == 0 ? 0 : sorted[sorted.length - 1] / 1000.0,
-                (double) sent / Math.max(1, started), (double) executed / Math.max(1, started), sentBy, cores, heapKb, threads);
+                (double) sent / Math.max(1, started), (double) executed / Math.max(1, started), sentBy, cores, heapKb, threads,
+                (after.getOrDefault("usec", 0L) - before.getOrDefault("usec", 0L)) / 1000.0 / seconds);
     }
 
     static double percentile(long[] sortedMicros, double p) {
@@ -170,6 +178,10 @@ final class ScaleRun {
                     String name = line.substring("cmdstat_".length(), line.indexOf(':'));
                     String field = line.substring(line.indexOf("calls=") + 6);
                     calls.put(name, Long.parseLong(field.substring(0, field.indexOf(','))));
+                    if (name.equals("evalsha") || name.equals("eval")) {
+                        String usec = line.substring(line.indexOf("usec=") + 5);
+                        calls.merge("usec", Long.parseLong(usec.substring(0, usec.indexOf(','))), Long::sum);
+                    }
                 }
             }
         }

@@ -452,6 +452,9 @@ public final class RedisLockProvider implements LockProvider {
             pool.setMaxTotal(POOL_SIZE);
             pool.setMaxIdle(POOL_SIZE);
             pool.setMaxWait(timeout);
+            // No PING to idle connections every 30 s: an idle worker sends nothing. A connection that
+            // went stale fails on use, and then the whole pool is cleared (see RedisCalls.wrap).
+            pool.setTestWhileIdle(false);
             RedisClient redis = RedisClient.builder().hostAndPort(hostAndPort).clientConfig(config.build())
                     .poolConfig(pool).build();
             return new RedisLockProvider(redis, true, keyPrefix, "redis " + hostAndPort);

@@ -347,4 +347,39 @@ class RedisLockProviderTest {
         assertThat(provider.lastSlots(List.of(job, job() + "-unknown"))).containsExactly(java.util.Map.entry(job, old));
         assertThat(raw.pttl(provider.lastKey(job))).isGreaterThan(Duration.ofDays(6).toMillis());
     }
+
+    @Test
+    void aBatchLargerThanOneScriptCallAnswersEveryRequestInOrder() {
+        Instant slot = serverNow().minusMillis(5);
+        List<String> jobs = new java.util.ArrayList<>();
+        for (int i = 0; i < 3 * RedisLockProvider.PER_CALL + 7; i++) {
+            jobs.add(job());
+        }
+        // Every third slot is already taken by someone else; the rest are ours to win.
+        List<ClaimRequest> foreign = new java.util.ArrayList<>();
+        for (int i = 0; i < jobs.size(); i += 3) {
+            foreign.add(request(jobs.get(i), slot, "other-" + i, false));
+        }
+        provider.claim(foreign);
+        List<ClaimRequest> mine = new java.util.ArrayList<>();
+        for (int i = 0; i < jobs.size(); i++) {
+            mine.add(request(jobs.get(i), slot, "mine-" + i, false));
+        }
+        List<ClaimResult> results = provider.claim(mine);
+        assertThat(results).hasSize(jobs.size());
+        for (int i = 0; i < jobs.size(); i++) {
+            assertThat(results.get(i).status()).as("request %d", i).isEqualTo(i % 3 == 0 ? Status.TAKEN : Status.CLAIMED);
+            assertThat(raw.hget(provider.slotKey(jobs.get(i), slot.toEpochMilli()), "token"))
+                    .isEqualTo(i % 3 == 0 ? "other-" + i : "mine-" + i);
+        }
+        List<io.lockstep.scheduler.lock.Completion> completions = new java.util.ArrayList<>();
+        for (int i = 0; i < jobs.size(); i++) {
+            completions.add(new io.lockstep.scheduler.lock.Completion(mine.get(i).lease(), Outcome.SUCCEEDED));
+        }
+        List<Boolean> owned = provider.complete(completions);
+        for (int i = 0; i < jobs.size(); i++) {
+            assertThat(owned.get(i)).as("completion %d", i).isEqualTo(i % 3 != 0);
+            assertThat(raw.hget(provider.slotKey(jobs.get(i), slot.toEpochMilli()), "state")).isEqualTo(i % 3 == 0 ? "running" : "done");
+        }
+    }
 }

@@ -147,4 +147,17 @@ class CronScheduleTest {
         }
         return gaps;
     }
+
+    @Test
+    void jobsWithTheSameScheduleShareOneAndItsAnswersStayRight() {
+        CronSchedule a = CronSchedule.of("*/5 * * * * *", ZoneId.of("UTC"));
+        CronSchedule b = CronSchedule.of(" */5 * * * * * ", ZoneId.of("UTC"));
+        assertThat(b).isSameAs(a);
+        assertThat(CronSchedule.of("*/5 * * * * *", ZoneId.of("Europe/Berlin"))).isNotSameAs(a);
+        Instant t = Instant.parse("2026-03-01T10:00:01Z");
+        assertThat(a.next(t)).contains(Instant.parse("2026-03-01T10:00:05Z"));
+        assertThat(b.next(t)).contains(Instant.parse("2026-03-01T10:00:05Z")); // remembered
+        assertThat(a.next(t.plusSeconds(5))).contains(Instant.parse("2026-03-01T10:00:10Z"));
+        assertThat(b.next(t)).contains(Instant.parse("2026-03-01T10:00:05Z"));
+    }
 }
