@@ -170,23 +170,15 @@ final class ScaleRun {
         return sortedMicros[Math.max(0, Math.min(sortedMicros.length - 1, i))] / 1000.0;
     }
 
+    /** Calls per command, plus the time scripts took in all under the name {@code usec}. */
     static Map<String, Long> commandStats(LocalRedisServer redis) {
         Map<String, Long> calls = new HashMap<>();
-        try (RedisClient client = RedisClient.create(redis.host(), redis.port())) {
-            for (String line : client.info("commandstats").split("\r?\n")) {
-                if (line.startsWith("cmdstat_")) {
-                    String name = line.substring("cmdstat_".length(), line.indexOf(':'));
-                    String field = line.substring(line.indexOf("calls=") + 6);
-                    calls.put(name, Long.parseLong(field.substring(0, field.indexOf(','))));
-                    if (name.equals("evalsha") || name.equals("eval")) {
-                        String usec = line.substring(line.indexOf("usec=") + 5);
-                        calls.merge("usec", Long.parseLong(usec.substring(0, usec.indexOf(','))), Long::sum);
-                    }
-                }
+        redis.commandStats().forEach((name, stat) -> {
+            calls.put(name, stat.calls());
+            if (name.equals("evalsha") || name.equals("eval")) {
+                calls.merge("usec", stat.usec(), Long::sum);
             }
-        }
-        // The stats connection itself: one HELLO, one INFO; do not count them.
-        calls.computeIfPresent("hello", (k, v) -> v - 1);
+        });
         return calls;
     }
 

@@ -103,6 +103,33 @@ public final class LocalRedisServer implements AutoCloseable {
         return binary;
     }
 
+    /** One line of {@code INFO commandstats}: how often a command ran, and for how long in all. */
+    public record CommandStat(long calls, long usec) {}
+
+    /**
+     * What the server has executed so far, per command name ({@code INFO commandstats}), counting
+     * the commands that ran inside scripts. The {@code HELLO} of the connection this call opens is
+     * taken out again.
+     */
+    public java.util.Map<String, CommandStat> commandStats() {
+        java.util.Map<String, CommandStat> stats = new java.util.HashMap<>();
+        try (redis.clients.jedis.RedisClient client = redis.clients.jedis.RedisClient.create(host(), port)) {
+            for (String line : client.info("commandstats").split("\r?\n")) {
+                if (line.startsWith("cmdstat_")) {
+                    stats.put(line.substring("cmdstat_".length(), line.indexOf(':')),
+                            new CommandStat(field(line, "calls="), field(line, "usec=")));
+                }
+            }
+        }
+        stats.computeIfPresent("hello", (k, v) -> new CommandStat(v.calls() - 1, v.usec()));
+        return stats;
+    }
+
+    private static long field(String line, String name) {
+        String rest = line.substring(line.indexOf(name) + name.length());
+        return Long.parseLong(rest.substring(0, rest.indexOf(',')));
+    }
+
     /** SIGSTOP: the server stops answering but keeps its connections and data. */
     public void pause() {
         signal("STOP");

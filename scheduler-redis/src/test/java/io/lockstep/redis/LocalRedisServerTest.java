@@ -44,4 +44,20 @@ class LocalRedisServerTest {
             org.awaitility.Awaitility.await().ignoreExceptions().until(() -> "PONG".equals(client.ping()));
         }
     }
+
+    @Test
+    void commandStatsCountWhatRanAndNotTheirOwnConnection() {
+        try (LocalRedisServer server = LocalRedisServer.start();
+             RedisClient client = RedisClient.create(server.host(), server.port())) {
+            client.set("a", "1");
+            client.set("b", "2");
+            client.eval("return redis.call('GET', KEYS[1])", List.of("a"), List.of());
+            var stats = server.commandStats();
+            assertThat(stats.get("set").calls()).isEqualTo(2);
+            assertThat(stats.get("get").calls()).isEqualTo(1); // inside the script
+            assertThat(stats.get("eval").calls()).isEqualTo(1);
+            long hellos = stats.get("hello").calls();
+            assertThat(server.commandStats().get("hello").calls()).isEqualTo(hellos + 1); // the first call's own
+        }
+    }
 }

@@ -15,7 +15,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
-import redis.clients.jedis.RedisClient;
 
 /** A real redis-server, a generated config and worker JVMs; the IT fixture. Closes everything. */
 final class Cluster implements AutoCloseable {
@@ -97,15 +96,7 @@ final class Cluster implements AutoCloseable {
     /** The Redis commands executed so far, by name, from INFO commandstats. */
     Map<String, Long> commandStats() {
         Map<String, Long> calls = new HashMap<>();
-        try (RedisClient client = RedisClient.create(redis.host(), redis.port())) {
-            for (String line : client.info("commandstats").split("\r?\n")) {
-                if (line.startsWith("cmdstat_")) {
-                    String name = line.substring("cmdstat_".length(), line.indexOf(':'));
-                    String callsField = line.substring(line.indexOf("calls=") + 6);
-                    calls.put(name, Long.parseLong(callsField.substring(0, callsField.indexOf(','))));
-                }
-            }
-        }
+        redis.commandStats().forEach((name, stat) -> calls.put(name, stat.calls()));
         return calls;
     }
 
