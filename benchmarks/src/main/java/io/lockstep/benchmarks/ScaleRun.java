@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -217,9 +216,5 @@ final class ScaleRun {
         if (ms > 0) {
             Thread.sleep(ms);
         }
-    }
-
-    static String describe(long[] a) {
-        return Arrays.toString(a);
     }
 }

