@@ -24,8 +24,18 @@ public final class RunAll {
     private RunAll() {}
 
     public static void main(String[] args) throws Exception {
-        boolean quick = List.of(args).contains("--quick");
-        Path out = Path.of(List.of(args).contains("--out") ? args[List.of(args).indexOf("--out") + 1] : "docs");
+        boolean quick = false;
+        Path out = Path.of("docs");
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--quick")) {
+                quick = true;
+            } else if (args[i].equals("--out") && i + 1 < args.length) {
+                out = Path.of(args[++i]);
+            } else {
+                System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR]");
+                System.exit(2);
+            }
+        }
         System.setProperty("java.awt.headless", "true");
         Files.createDirectories(out);
         Path work = Files.createTempDirectory("lockstep-bench-");

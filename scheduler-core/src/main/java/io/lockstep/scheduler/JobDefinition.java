@@ -56,7 +56,7 @@ public record JobDefinition(
      * The longest catch-up window: the marker of the last slot the cluster decided lives this long
      * (every key Lockstep writes has a ttl), so a cluster down longer catches up nothing.
      */
-    public static final Duration MAX_CATCH_UP_WINDOW = Duration.ofDays(7);
+    public static final Duration MAX_CATCH_UP_WINDOW = io.lockstep.scheduler.lock.ClaimRequest.LAST_SLOT_TTL;
 
     public JobDefinition {
         Objects.requireNonNull(name, "name");

@@ -86,7 +86,7 @@ public final class RedisLock implements AutoCloseable {
         if (owned) {
             watch.renewed(sent);
         } else if (watch.markLost("extend refused: the token no longer owns the lock")) {
-            notifyLost("extend refused: the token no longer owns the lock");
+            lost("extend refused: the token no longer owns the lock");
         }
         return owned;
     }
@@ -144,12 +144,8 @@ public final class RedisLock implements AutoCloseable {
         return new RedisCalls.Call(RedisLocks.EXTEND, List.of(key), List.of(token, Long.toString(lease.toMillis())));
     }
 
-    /** Called by the watchdog when a renewal is refused or the lease ran out unconfirmed. */
+    /** The lock is gone (refused on extension or renewal, or run out unconfirmed): say so, once. */
     void lost(String reason) {
-        notifyLost(reason);
-    }
-
-    private void notifyLost(String reason) {
         RedisLocks.EVENTS.atWarn().addKeyValue("event", "lock_lost").addKeyValue("lock_name", key)
                 .addKeyValue("action", "expire").addKeyValue("identifier", token)
                 .addKeyValue("fencing_token", fencingToken).addKeyValue("success", false)
