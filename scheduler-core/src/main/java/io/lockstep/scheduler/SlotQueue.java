@@ -1,0 +1,233 @@
+package io.lockstep.scheduler;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * What the tick thread waits for: slots by fire (or retry) time, slots waiting for a free job
+ * thread, and per job the moment to look at its runs in flight. The tick thread sleeps in
+ * {@link #awaitDue} until one of them is due; job threads wake it when they free a thread. Thread-safe.
+ */
+final class SlotQueue {
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition wake = lock.newCondition();
+    private final PriorityQueue<DueSlot> queue = new PriorityQueue<>();
+    /** Due slots that found no free job thread; claimed again when one frees or their grace ends. */
+    private final List<DueSlot> waiting = new ArrayList<>();
+    /** Stale runs being recovered or abandoned by this worker, by {@link DueSlot#key()}. */
+    private final Set<String> recovering = new HashSet<>();
+    /**
+     * Per job, when (cluster time) to ask the store about its runs in flight: the earliest lease
+     * end the store last told us of, plus {@link Recovery#LOOK_MARGIN}.
+     */
+    private final Map<String, Instant> lookAt = new HashMap<>();
+    /** A job finished since the tick thread last looked. */
+    private boolean threadFreed;
+    private boolean closed;
+
+    /**
+     * Sleeps until a slot is due, a thread freed up for a waiting slot, or a look at runs in flight
+     * is due; then takes every due slot and every waiting one.
+     *
+     * @return the slots to claim now (possibly none, when only a look is due); null once closed
+     */
+    List<DueSlot> awaitDue(ClusterClock clock, JobThreads threads) throws InterruptedException {
+        lock.lock();
+        try {
+            while (!closed) {
+                Instant now = clock.now();
+                DueSlot head = queue.peek();
+                if (head != null && !head.retryAt.isAfter(now)) {
+                    break;
+                }
+                if (!waiting.isEmpty() && threadFreed && threads.anyFree()) {
+                    break;
+                }
+                Instant look = earliestLook();
+                if (look != null && !look.isAfter(now)) {
+                    break;
+                }
+                Instant until = head == null ? now.plusSeconds(1) : head.retryAt;
+                if (look != null) {
+                    until = earliest(until, look);
+                }
+                for (DueSlot w : waiting) {
+                    until = earliest(until, w.graceEnd());
+                }
+                if (!until.isAfter(now)) {
+                    break;
+                }
+                long waitNanos = Math.min(Duration.between(now, until).toNanos(), TimeUnit.SECONDS.toNanos(1));
+                wake.awaitNanos(waitNanos);
+            }
+            if (closed) {
+                return null;
+            }
+            threadFreed = false;
+            Instant now = clock.now();
+            List<DueSlot> due = new ArrayList<>();
+            while (!queue.isEmpty() && !queue.peek().retryAt.isAfter(now)) {
+                due.add(queue.poll());
+            }
+            due.addAll(waiting);
+            waiting.clear();
+            return due;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void add(DueSlot d) {
+        addAll(List.of(d));
+    }
+
+    void addAll(Collection<DueSlot> slots) {
+        lock.lock();
+        try {
+            queue.addAll(slots);
+            wake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Queues {@code d} again, due at {@code at}. */
+    void requeue(DueSlot d, Instant at) {
+        lock.lock();
+        try {
+            d.retryAt = at;
+            queue.add(d);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Slots that found no free thread: claimed again when one frees, or when their grace ends. */
+    void awaitThread(List<DueSlot> slots) {
+        if (slots.isEmpty()) {
+            return;
+        }
+        lock.lock();
+        try {
+            waiting.addAll(slots);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A job thread freed up: wake the tick thread for the slots waiting for one. */
+    void threadFreed() {
+        lock.lock();
+        try {
+            threadFreed = true;
+            wake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Wakes the tick thread for good: {@link #awaitDue} answers null from now on. */
+    void close() {
+        lock.lock();
+        try {
+            closed = true;
+            wake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------- looks at runs in flight
+
+    /** Look at every one of these jobs' runs in flight at {@code at}. */
+    void lookAt(Collection<String> jobs, Instant at) {
+        lock.lock();
+        try {
+            jobs.forEach(job -> lookAt.put(job, at));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** What the store said of a job's runs in flight: when their earliest lease ends (0: none in flight). */
+    void noteRuns(String job, long runningUntilMillis) {
+        lock.lock();
+        try {
+            if (runningUntilMillis == 0) {
+                lookAt.remove(job);
+            } else {
+                lookAt.put(job, Instant.ofEpochMilli(runningUntilMillis).plus(Recovery.LOOK_MARGIN));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The jobs whose look is due at {@code now}. */
+    List<String> looksDue(Instant now) {
+        List<String> names = new ArrayList<>();
+        lock.lock();
+        try {
+            lookAt.forEach((job, at) -> {
+                if (!at.isAfter(now)) {
+                    names.add(job);
+                }
+            });
+        } finally {
+            lock.unlock();
+        }
+        return names;
+    }
+
+    /** Marks a stale run as being dealt with by this worker; false when it already is. */
+    boolean startRecovery(DueSlot d) {
+        lock.lock();
+        try {
+            return recovering.add(d.key());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A slot is decided: forget a recovery of it, and queue the next catch-up slot, due {@code now}. */
+    void decided(DueSlot d, Instant now) {
+        lock.lock();
+        try {
+            recovering.remove(d.key());
+            if (d.next != null) {
+                d.next.retryAt = now;
+                queue.add(d.next);
+                wake.signalAll();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The earliest moment some job's runs in flight are due a look, or null. Under {@link #lock}. */
+    private Instant earliestLook() {
+        Instant first = null;
+        for (Instant at : lookAt.values()) {
+            if (first == null || at.isBefore(first)) {
+                first = at;
+            }
+        }
+        return first;
+    }
+
+    static Instant earliest(Instant a, Instant b) {
+        return a.isBefore(b) ? a : b;
+    }
+}
