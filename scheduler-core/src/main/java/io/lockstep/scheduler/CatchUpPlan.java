@@ -2,7 +2,9 @@ package io.lockstep.scheduler;
 
 import io.lockstep.scheduler.lock.ClaimRequest;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.List;
 import java.util.Optional;
 
@@ -10,28 +12,45 @@ import java.util.Optional;
  * What a worker does at start with the slots of a job that passed since the cluster last decided
  * one: those still within their grace are claimed as usual; older ones, within the catch-up window,
  * passed while no worker was running and are caught up or reported missed by the job's
- * {@link CatchUp} policy. Stateless.
+ * {@link CatchUp} policy. At most {@link #MAX_CATCH_UP_SLOTS} of them, the newest; the older ones
+ * are counted and reported in one event. Immutable.
+ *
+ * @param slots the slots to claim, catch up or report, oldest first ({@code catchUp: all} chains
+ *     its runs: each waits for the one before it to be decided)
+ * @param dropped how many missed slots, older than those kept, are only counted
+ * @param droppedFrom the oldest of them (null when none)
+ * @param droppedTo the newest of them (null when none)
  */
-final class CatchUpPlan {
+record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Instant droppedTo) {
 
-    /** At most this many missed slots per job are caught up or reported at start. */
+    /** At most this many missed slots per job are caught up or reported one by one at start. */
     static final int MAX_CATCH_UP_SLOTS = 10_000;
-
-    private CatchUpPlan() {}
 
     /**
      * The slots of a job after {@code last} (the latest slot the cluster decided) up to {@code now}.
      */
-    static List<DueSlot> slotsSince(ScheduledJob job, Instant last, Instant now) {
+    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now) {
+        return since(job, last, now, MAX_CATCH_UP_SLOTS);
+    }
+
+    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, int max) {
         JobDefinition d = job.definition();
         Instant windowStart = now.minus(d.catchUpWindow());
         Instant from = last.isAfter(windowStart) ? last : windowStart;
         List<DueSlot> recent = new ArrayList<>();
-        List<Instant> missed = new ArrayList<>();
+        Deque<Instant> missed = new ArrayDeque<>();
+        long dropped = 0;
+        Instant droppedFrom = null;
+        Instant droppedTo = null;
         Optional<Instant> slot = d.schedule().next(from);
-        while (slot.isPresent() && !slot.get().isAfter(now) && missed.size() < MAX_CATCH_UP_SLOTS) {
+        while (slot.isPresent() && !slot.get().isAfter(now)) {
             if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
-                missed.add(slot.get());
+                missed.addLast(slot.get());
+                if (missed.size() > max) {
+                    droppedTo = missed.removeFirst(); // keep the newest
+                    droppedFrom = droppedFrom == null ? droppedTo : droppedFrom;
+                    dropped++;
+                }
             } else {
                 DueSlot due = new DueSlot(job, slot.get());
                 due.followerQueued = true; // the regular chain starts at next(now)
@@ -39,11 +58,13 @@ final class CatchUpPlan {
             }
             slot = d.schedule().next(slot.get());
         }
-        List<DueSlot> result = new ArrayList<>(recent);
+        List<DueSlot> result = new ArrayList<>();
         DueSlot previous = null;
-        for (int i = 0; i < missed.size(); i++) {
+        int i = 0;
+        for (Instant m : missed) {
             boolean run = d.catchUp() == CatchUp.ALL || (d.catchUp() == CatchUp.LATEST && i == missed.size() - 1);
-            DueSlot due = new DueSlot(job, missed.get(i), run ? ClaimRequest.Mode.CATCH_UP : ClaimRequest.Mode.MISS_ONLY);
+            i++;
+            DueSlot due = new DueSlot(job, m, run ? ClaimRequest.Mode.CATCH_UP : ClaimRequest.Mode.MISS_ONLY);
             due.retryAt = now;
             due.followerQueued = true;
             if (!run) {
@@ -51,15 +72,23 @@ final class CatchUpPlan {
                         ? "no worker was running; catchUp: latest runs only the latest missed slot"
                         : "no worker was running (catchUp: none)";
                 result.add(due);
-            } else if (d.catchUp() == CatchUp.ALL && previous != null) {
+                continue;
+            }
+            due.catchUp = true;
+            due.catchUpDeadline = now.plus(ClaimRequest.recordTtl(d.lease(), d.misfireGrace()));
+            if (previous != null) {
                 previous.next = due; // oldest first: each waits for the one before it to be decided
             } else {
                 result.add(due);
             }
-            if (run) {
-                previous = due;
-            }
+            previous = due;
         }
-        return result;
+        result.addAll(recent);
+        return new CatchUpPlan(List.copyOf(result), dropped, droppedFrom, droppedTo);
+    }
+
+    /** Whether the plan holds a slot to catch up (run), so that the job's newer slots wait for it. */
+    boolean catchesUp() {
+        return slots.stream().anyMatch(s -> s.catchUp);
     }
 }

@@ -10,10 +10,12 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * Races the other workers for due slots: one batch per round trip, no more slots than this worker
@@ -64,33 +66,46 @@ final class Claimer {
 
     /**
      * Claims one batch: at most as many slots as there are free threads, the rest left to peers.
+     * Slots go oldest first, and a job's newer slot never goes ahead of an older one that has to
+     * wait (guarantee 10: a job's slots start, and take fencing tokens, in slot order).
      *
-     * @return the slots that found no free thread and may still start within their grace
+     * @return the slots that found no free thread and may still start before their deadline
      */
     private List<DueSlot> claim(List<DueSlot> due) {
         List<DueSlot> deferred = new ArrayList<>();
         if (due.isEmpty()) {
             return deferred;
         }
-        Collections.shuffle(due);
+        Collections.shuffle(due); // of slots due at the same moment, which a busy worker takes is random
+        due.sort(Comparator.comparing(d -> d.slot)); // stable: oldest first
         Instant now = clock.now();
         int free = threads.free();
+        Set<String> held = new HashSet<>(); // jobs with an older slot waiting in this batch
         List<DueSlot> batch = new ArrayList<>(due.size());
         List<ClaimRequest> requests = new ArrayList<>(due.size());
         List<Boolean> reservations = new ArrayList<>(due.size());
         int reserved = 0;
         for (DueSlot d : due) {
-            ClaimRequest.Mode mode = d.mode;
+            String job = d.definition().name();
             boolean reserves = false;
             if (d.needsThread()) {
-                if (reserved < free) {
+                boolean ordered = d.mode != ClaimRequest.Mode.RECOVER;
+                boolean behindOlder = ordered && (held.contains(job) || (!d.catchUp && queue.catchingUp(job)));
+                if (!behindOlder && reserved < free) {
                     reserved++;
                     reserves = true;
-                } else if (mode == ClaimRequest.Mode.CLAIM && now.isAfter(d.graceEnd())) {
-                    mode = ClaimRequest.Mode.MISS_ONLY; // past its grace with no thread: only make sure the miss is recorded
+                } else if (now.isAfter(d.startDeadline())) {
+                    // It cannot start any more: only make sure the miss is recorded.
+                    d.missOnly(behindOlder ? "an older slot of the job had not started within misfireGrace"
+                            : d.mode == ClaimRequest.Mode.CATCH_UP ? "could not be caught up: no free job thread or the job's lease was held"
+                            : "no free job thread on any worker within misfireGrace");
                 } else {
-                    // No thread to start it now: peers may take it; try again when a thread frees up.
+                    // No thread to start it now (or an older slot of the job waits): peers may take it;
+                    // try again when a thread frees up.
                     deferred.add(d);
+                    if (ordered) {
+                        held.add(job);
+                    }
                     continue;
                 }
             }
@@ -99,7 +114,7 @@ final class Claimer {
             }
             JobDefinition def = d.definition();
             Lease lease = new Lease(def.name(), d.slot, d.token, def.lease(), def.exclusive());
-            requests.add(new ClaimRequest(lease, workerId, def.misfireGrace(), mode, def.overlap() == Overlap.REPLACE));
+            requests.add(new ClaimRequest(lease, workerId, def.misfireGrace(), d.mode, def.overlap() == Overlap.REPLACE));
             reservations.add(reserves);
             batch.add(d);
         }
@@ -116,15 +131,7 @@ final class Claimer {
         } catch (LockException e) {
             threads.release(reserved);
             outage.failed("claim", e);
-            Instant after = clock.now();
-            for (DueSlot d : batch) {
-                if (after.isBefore(d.graceEnd())) {
-                    queue.requeue(d, SlotQueue.earliest(after.plus(RETRY_DELAY), d.graceEnd()));
-                } else {
-                    missed(d, Duration.between(d.slot, after).toMillis(), "lock store unreachable: " + e.getMessage(), null);
-                    queue.decided(d, clock.now());
-                }
-            }
+            unanswered(batch, e);
             return deferred;
         }
         long durationMs = (System.nanoTime() - sent) / 1_000_000;
@@ -143,6 +150,34 @@ final class Claimer {
         return deferred;
     }
 
+    /**
+     * The store did not answer, so each request may or may not have been carried out (fail closed:
+     * nothing starts). Each is asked again with the same token, which gets the same answer. A slot
+     * that can no longer start is reported missed now and then disowned in the store, so that an
+     * earlier claim of ours that won after all cannot leave a record that says otherwise.
+     */
+    private void unanswered(List<DueSlot> batch, LockException e) {
+        Instant after = clock.now();
+        for (DueSlot d : batch) {
+            if (d.mode != ClaimRequest.Mode.MISS_ONLY && after.isBefore(d.startDeadline())) {
+                queue.requeue(d, SlotQueue.earliest(after.plus(RETRY_DELAY), d.startDeadline()));
+                continue;
+            }
+            if (!d.reported && d.mode != ClaimRequest.Mode.RECOVER && d.mode != ClaimRequest.Mode.ABANDON) {
+                d.reported = true;
+                String unreachable = "lock store unreachable: " + e.getMessage();
+                missed(d, Duration.between(d.slot, after).toMillis(),
+                        d.missReason == null ? unreachable : d.missReason + "; " + unreachable, null);
+                d.missOnly("lock store unreachable");
+            }
+            if (after.isBefore(d.recordDeadline()) || d.mode == ClaimRequest.Mode.RECOVER || d.mode == ClaimRequest.Mode.ABANDON) {
+                queue.requeue(d, after.plus(RETRY_DELAY));
+            } else {
+                queue.decided(d, after); // the store never answered while it could still tell
+            }
+        }
+    }
+
     private void handle(DueSlot d, ClaimRequest request, ClaimResult result, long sentNanos, long durationMs) {
         JobDefinition def = d.definition();
         Lease lease = request.lease();
@@ -151,6 +186,14 @@ final class Claimer {
         ClaimRequest.Mode mode = request.mode();
         if (result.status() != ClaimResult.Status.EARLY) {
             queue.noteRuns(def.name(), result.runningUntilMillis());
+        }
+        if (d.reported && result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.BUSY) {
+            // Reported missed while the store was unreachable; this answer only settles the record.
+            events.debug("slot_settled").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                    .addKeyValue("lock_name", lockName).addKeyValue("outcome", result.status().name().toLowerCase(java.util.Locale.ROOT))
+                    .log("slot reported missed during an outage is settled in the store");
+            queue.decided(d, clock.now());
+            return;
         }
         switch (result.status()) {
             case CLAIMED -> {
@@ -189,8 +232,13 @@ final class Claimer {
             case SKIPPED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("reason", "overlap: an earlier run still holds the lease")
                     .log("slot skipped");
-            case MISSED -> missed(d, lateness, d.missReason != null ? d.missReason : request.missOnly()
-                    ? "no free job thread on any worker within misfireGrace" : "later than misfireGrace", lockName);
+            case MISSED -> missed(d, lateness, d.missReason != null ? d.missReason : "later than misfireGrace", lockName);
+            case SUPERSEDED -> missed(d, lateness, "a later slot of the job already started; slots start in order", lockName);
+            case STALE -> events.info("slot_stale").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                    .addKeyValue("lock_name", lockName).addKeyValue("lateness_ms", lateness)
+                    .addKeyValue("reason", "the slot's record may have expired and a slot as late was decided: "
+                            + "what became of it can no longer be known, so it is neither run nor reported again")
+                    .log("slot too old to decide");
             case ABANDONED -> events.warn("slot_abandoned").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("fencing_token", result.fencingToken())
                     .addKeyValue("lateness_ms", lateness)

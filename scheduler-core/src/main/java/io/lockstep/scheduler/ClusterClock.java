@@ -6,55 +6,74 @@ import java.time.Duration;
 import java.time.Instant;
 
 /**
- * The cluster's time as this worker best knows it: the local wall clock corrected by the offset
- * to the lock store's clock, so that workers whose host clocks disagree still fire together. The
- * offset is measured from the store's time reads, taking the sample with the shortest round trip
- * and assuming the store read its clock half-way through. Thread-safe.
+ * The cluster's time as this worker best knows it: the lock store's clock as last read, plus the
+ * time elapsed since on this host's monotonic clock. So workers whose host clocks disagree still
+ * fire together, and a host clock that is stepped (by hand, by NTP, by a VM resume) moves nothing:
+ * only the store's clock and elapsed time count. The store's clock is read with a few samples,
+ * taking the one with the shortest round trip and assuming the store read its clock half-way
+ * through; it is read again every {@link #SYNC_INTERVAL}. Before the first read the host's wall
+ * clock stands in. Thread-safe.
  */
 final class ClusterClock {
 
     static final Duration SYNC_INTERVAL = Duration.ofSeconds(30);
+    /** How soon a read that failed is tried again. */
+    private static final Duration RETRY = Duration.ofSeconds(1);
     private static final int SAMPLES = 3;
 
+    /** The host's wall clock: stands in before the first read, and gives the reported offset. */
     private final Clock clock;
-    private volatile long offsetMillis;
-    private volatile long lastSyncNanos;
+
+    /** The store's clock at {@link Anchor#nanos}, epoch ms; null before the first read. */
+    private record Anchor(long serverMillis, long nanos, long offsetMillis) {}
+
+    private volatile Anchor anchor;
+    /** Monotonic nanos at which the next read is due. */
+    private volatile long nextSyncNanos = System.nanoTime();
 
     ClusterClock(Clock clock) {
         this.clock = clock;
     }
 
     Instant now() {
-        return clock.instant().plusMillis(offsetMillis);
+        Anchor a = anchor;
+        if (a == null) {
+            return clock.instant();
+        }
+        return Instant.ofEpochMilli(a.serverMillis).plusNanos(System.nanoTime() - a.nanos);
     }
 
+    /** How far the store's clock was ahead of this host's wall clock at the last read (ms). */
     long offsetMillis() {
-        return offsetMillis;
+        Anchor a = anchor;
+        return a == null ? 0 : a.offsetMillis;
     }
 
+    /** When the next read of the store's clock is due. */
     boolean syncDue() {
-        return System.nanoTime() - lastSyncNanos >= SYNC_INTERVAL.toNanos();
+        return System.nanoTime() - nextSyncNanos >= 0;
     }
 
     /**
-     * Measures the offset to the store's clock.
+     * Reads the store's clock.
      *
      * @throws io.lockstep.scheduler.lock.LockException when the store cannot be read
      */
     void sync(LockProvider provider) {
+        nextSyncNanos = System.nanoTime() + RETRY.toNanos(); // if this read fails
         long bestRtt = Long.MAX_VALUE;
-        long bestOffset = 0;
+        Anchor best = null;
         for (int i = 0; i < SAMPLES; i++) {
-            long localBefore = clock.millis();
+            long wall = clock.millis();
             long sent = System.nanoTime();
             long server = provider.serverTimeMillis();
             long rtt = System.nanoTime() - sent;
             if (rtt < bestRtt) {
                 bestRtt = rtt;
-                bestOffset = server - (localBefore + rtt / 2_000_000);
+                best = new Anchor(server, sent + rtt / 2, server - (wall + rtt / 2_000_000));
             }
         }
-        offsetMillis = bestOffset;
-        lastSyncNanos = System.nanoTime();
+        anchor = best;
+        nextSyncNanos = System.nanoTime() + SYNC_INTERVAL.toNanos();
     }
 }

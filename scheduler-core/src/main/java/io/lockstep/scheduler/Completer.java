@@ -7,17 +7,28 @@ import io.lockstep.scheduler.lock.Outcome;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Writes outcomes into slot records and gives leases back, on its own thread
  * ({@code lockstep-complete}), in one batch per round trip: whatever runs ended while the last
- * batch was on the wire go together. A job thread hands its run over and is free at once, instead
- * of holding a thread (and a pooled connection) for a round trip per run. Thread-safe.
+ * batch was on the wire go together. A job thread hands its run over and is free at once.
+ *
+ * <p>A run's lease stays watched, and renewed, until its outcome is confirmed: when a write fails
+ * the batch is sent again with backoff (the write is retry-safe: a completion repeated after its
+ * reply was lost answers "ours" again), so a run that finished is never rerun or reported abandoned
+ * because writing its outcome failed once (guarantee 11). Only at shutdown, after
+ * {@link #GIVE_UP_AFTER_STOP} more failed rounds, is an outcome given up, with an error event.
+ * Thread-safe.
  */
 final class Completer {
 
     /** At most this many completions per round trip. */
     private static final int MAX_BATCH = 1_000;
+    private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(2);
+    /** Failed rounds after {@link #close()} before the outcomes still unwritten are given up. */
+    static final int GIVE_UP_AFTER_STOP = 3;
 
     private record Pending(SlotRun run, Outcome outcome) {}
 
@@ -46,11 +57,11 @@ final class Completer {
         queue.add(new Pending(run, outcome));
     }
 
-    /** Writes what is queued, then stops the thread. */
+    /** Writes what is queued (retrying a few rounds more if the store fails), then stops the thread. */
     void close() {
         queue.add(STOP);
         try {
-            thread.join(10_000);
+            thread.join(30_000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -58,35 +69,48 @@ final class Completer {
 
     private void loop() {
         List<Pending> batch = new ArrayList<>();
+        List<Pending> retry = new ArrayList<>();
+        long retryAt = 0;
+        long backoff = FIRST_BACKOFF_NANOS;
+        boolean stopping = false;
+        int failedSinceStop = 0;
         while (true) {
             batch.clear();
             try {
-                batch.add(queue.take());
+                Pending first = retry.isEmpty() ? queue.take()
+                        : queue.poll(Math.max(0, retryAt - System.nanoTime()), TimeUnit.NANOSECONDS);
+                if (first != null) {
+                    batch.add(first);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
             }
             queue.drainTo(batch, MAX_BATCH - 1);
-            boolean stop = batch.remove(STOP);
+            stopping |= batch.remove(STOP);
+            if (!retry.isEmpty() && (stopping || System.nanoTime() - retryAt >= 0)) {
+                batch.addAll(retry);
+                retry.clear();
+            }
             if (!batch.isEmpty()) {
-                try {
-                    send(batch);
-                } catch (RuntimeException e) {
-                    events.error("tick_failed").addKeyValue("error", Events.describe(e)).setCause(e)
-                            .log("unexpected failure writing outcomes; continuing");
+                if (send(batch)) {
+                    backoff = FIRST_BACKOFF_NANOS;
+                } else if (stopping && ++failedSinceStop >= GIVE_UP_AFTER_STOP) {
+                    giveUp(batch);
+                } else {
+                    retry.addAll(batch);
+                    retryAt = System.nanoTime() + backoff;
+                    backoff = Math.min(MAX_BACKOFF_NANOS, backoff * 2);
                 }
             }
-            if (stop) {
-                if (!queue.isEmpty()) {
-                    queue.add(STOP); // outcomes queued after the stop was asked for: write them too
-                    continue;
-                }
+            if (stopping && retry.isEmpty() && queue.isEmpty()) {
                 return;
             }
         }
     }
 
-    private void send(List<Pending> batch) {
+    /** @return false when the store could not be reached (the batch is to be sent again) */
+    private boolean send(List<Pending> batch) {
         List<Completion> completions = new ArrayList<>(batch.size());
         for (Pending p : batch) {
             completions.add(new Completion(p.run().lease, p.outcome()));
@@ -98,11 +122,16 @@ final class Completer {
             outage.succeeded();
         } catch (LockException e) {
             outage.failed("complete", e);
-            return; // the records stay "running": after the lease, a peer finds them (recover policy)
+            return false;
+        } catch (RuntimeException e) {
+            events.error("tick_failed").addKeyValue("error", Events.describe(e)).setCause(e)
+                    .log("unexpected failure writing outcomes; retrying");
+            return false;
         }
         long durationMs = (System.nanoTime() - sent) / 1_000_000;
         for (int i = 0; i < batch.size(); i++) {
             SlotRun run = batch.get(i).run();
+            run.watch().stop();
             boolean ours = owned.get(i);
             events.info("slot_released").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
@@ -110,6 +139,19 @@ final class Completer {
                     .addKeyValue("duration_ms", durationMs).addKeyValue("success", ours)
                     .addKeyValue("outcome", batch.get(i).outcome().label())
                     .log(ours ? "slot released" : "slot no longer ours; outcome not recorded");
+        }
+        return true;
+    }
+
+    private void giveUp(List<Pending> batch) {
+        for (Pending p : batch) {
+            SlotRun run = p.run();
+            run.watch().stop();
+            events.error("outcome_unrecorded").addKeyValue("job", run.definition.name())
+                    .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
+                    .addKeyValue("identifier", run.lease.token()).addKeyValue("outcome", p.outcome().label())
+                    .addKeyValue("reason", "lock store unreachable while the worker shut down")
+                    .log("outcome could not be written before shutdown; the slot's lease runs out and its recover policy applies");
         }
     }
 }

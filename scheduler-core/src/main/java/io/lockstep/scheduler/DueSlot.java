@@ -13,8 +13,21 @@ final class DueSlot implements Comparable<DueSlot> {
 
     final ScheduledJob job;
     final Instant slot;
-    final ClaimRequest.Mode mode;
+    /** What to ask the store; a claim becomes {@link ClaimRequest.Mode#MISS_ONLY} once it cannot start any more. */
+    ClaimRequest.Mode mode;
     Instant retryAt;
+    /**
+     * Until when a {@link ClaimRequest.Mode#CATCH_UP} slot may still start (set when it is planned);
+     * later it is only recorded as missed.
+     */
+    Instant catchUpDeadline = Instant.MAX;
+    /**
+     * Already reported missed by this worker (the store was unreachable until it could no longer
+     * start); what is still sent for it only makes the store's record agree.
+     */
+    boolean reported;
+    /** Planned by the catch-up at start ({@code catchUp: latest | all}): newer slots of the job wait for it. */
+    boolean catchUp;
     String token;
     boolean followerQueued;
     /** Why the slot is reported missed ({@link ClaimRequest.Mode#MISS_ONLY} at start). */
@@ -37,9 +50,36 @@ final class DueSlot implements Comparable<DueSlot> {
         return job.definition();
     }
 
-    /** Until when the slot may start; only a plain claim has a grace. */
-    Instant graceEnd() {
-        return mode == ClaimRequest.Mode.CLAIM ? slot.plus(definition().misfireGrace()) : Instant.MAX;
+    /**
+     * Until when the slot may start: a plain claim within its grace, a catch-up until its deadline.
+     * Past it, the slot is only recorded as missed; a slot waiting for a thread is looked at then.
+     */
+    Instant startDeadline() {
+        return switch (mode) {
+            case CLAIM -> slot.plus(definition().misfireGrace());
+            case CATCH_UP -> catchUpDeadline;
+            default -> Instant.MAX;
+        };
+    }
+
+    /**
+     * How long the store can still tell what became of the slot: its record lives at least this long
+     * after the slot. Past it, a request whose answer never came is given up.
+     */
+    Instant recordDeadline() {
+        JobDefinition d = definition();
+        return slot.plus(ClaimRequest.recordTtl(d.lease(), d.misfireGrace()));
+    }
+
+    /**
+     * Turns a claim that can no longer start into a request that only records the miss (with the
+     * same token: if an earlier claim of ours won after all, the store disowns it).
+     */
+    void missOnly(String reason) {
+        mode = ClaimRequest.Mode.MISS_ONLY;
+        if (missReason == null) {
+            missReason = reason;
+        }
     }
 
     /** Whether winning it starts a run, so that it needs a free job thread. */

@@ -67,6 +67,26 @@ public interface JobFactory {
         }
     }
 
+    /**
+     * Why calling the public no-arg constructor of {@code className} fails (the class passed
+     * {@link #problemWith}), or empty when it succeeds. Runs the constructor once.
+     */
+    static Optional<String> constructionProblem(String className) {
+        try {
+            loader().loadClass(className).getConstructor().newInstance();
+            return Optional.empty();
+        } catch (InvocationTargetException e) {
+            return Optional.of("constructor of " + className + " failed: " + oneLine(e.getCause()));
+        } catch (ReflectiveOperationException | LinkageError e) {
+            return Optional.of("cannot create " + className + ": " + oneLine(e));
+        }
+    }
+
+    private static String oneLine(Throwable t) {
+        String message = t.getMessage();
+        return t.getClass().getName() + (message == null ? "" : ": " + message.replaceAll("\\s+", " ").trim());
+    }
+
     private static ClassLoader loader() {
         ClassLoader context = Thread.currentThread().getContextClassLoader();
         return context != null ? context : JobFactory.class.getClassLoader();

@@ -93,7 +93,12 @@ final class Runner {
                 outcome = runJob(run, def, slot);
             }
         } finally {
-            run.watch().stop();
+            // The lease stays watched (and renewed) until the completer has written the outcome: a
+            // run that finished must never look abandoned because that write failed once.
+            run.watch().timeoutAt(Long.MAX_VALUE);
+            if (run.isLeaseLost()) {
+                run.watch().stop(); // reports a deadline that passed while nobody looked
+            }
             run.detach();
         }
         completer.submit(run, outcome);

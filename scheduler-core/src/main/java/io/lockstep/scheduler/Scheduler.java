@@ -122,7 +122,18 @@ public final class Scheduler implements AutoCloseable {
         for (ScheduledJob job : jobs) {
             Instant last = lastSlots.get(job.name());
             if (last != null) {
-                due.addAll(CatchUpPlan.slotsSince(job, last, now));
+                CatchUpPlan plan = CatchUpPlan.since(job, last, now);
+                due.addAll(plan.slots());
+                if (plan.catchesUp()) {
+                    queue.catchingUp(List.of(job.name()));
+                }
+                if (plan.dropped() > 0) {
+                    events.warn("slots_missed").addKeyValue("job", job.name()).addKeyValue("count", plan.dropped())
+                            .addKeyValue("from", plan.droppedFrom().toString()).addKeyValue("to", plan.droppedTo().toString())
+                            .addKeyValue("reason", "no worker was running; more than " + CatchUpPlan.MAX_CATCH_UP_SLOTS
+                                    + " slots were missed and only the newest are caught up or reported one by one")
+                            .log("missed slots only counted");
+                }
             }
             job.definition().schedule().next(now).ifPresent(slot -> due.add(new DueSlot(job, slot)));
         }

@@ -33,13 +33,16 @@ final class SlotQueue {
      * end the store last told us of, plus {@link Recovery#LOOK_MARGIN}.
      */
     private final Map<String, Instant> lookAt = new HashMap<>();
-    /** A job finished since the tick thread last looked. */
+    /** Jobs with a catch-up slot not yet decided: their newer slots wait for it (slots start in order). */
+    private final Set<String> catchingUp = new HashSet<>();
+    /** A job thread freed up, or a catch-up ended, since the tick thread last looked: waiting slots may go. */
     private boolean threadFreed;
     private boolean closed;
 
     /**
-     * Sleeps until a slot is due, a thread freed up for a waiting slot, or a look at runs in flight
-     * is due; then takes every due slot and every waiting one.
+     * Sleeps until a slot is due, a thread freed up for a waiting slot, a look at runs in flight or
+     * a read of the store's clock is due (it waits a second at the most); then takes every due slot
+     * and every waiting one.
      *
      * @return the slots to claim now (possibly none, when only a look is due); null once closed
      */
@@ -59,12 +62,15 @@ final class SlotQueue {
                 if (look != null && !look.isAfter(now)) {
                     break;
                 }
+                if (clock.syncDue()) {
+                    break; // the store's clock is read again on a timer, idle or not
+                }
                 Instant until = head == null ? now.plusSeconds(1) : head.retryAt;
                 if (look != null) {
                     until = earliest(until, look);
                 }
                 for (DueSlot w : waiting) {
-                    until = earliest(until, w.graceEnd());
+                    until = earliest(until, w.startDeadline());
                 }
                 if (!until.isAfter(now)) {
                     break;
@@ -201,7 +207,29 @@ final class SlotQueue {
         }
     }
 
-    /** A slot is decided: forget a recovery of it, and queue the next catch-up slot, due {@code now}. */
+    /** Catch-up slots of these jobs are planned: their newer slots wait until the last one is decided. */
+    void catchingUp(Collection<String> jobs) {
+        lock.lock();
+        try {
+            catchingUp.addAll(jobs);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    boolean catchingUp(String job) {
+        lock.lock();
+        try {
+            return catchingUp.contains(job);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A slot is decided: forget a recovery of it, queue the next catch-up slot (due {@code now}),
+     * and after the last one let the job's newer slots go.
+     */
     void decided(DueSlot d, Instant now) {
         lock.lock();
         try {
@@ -209,6 +237,9 @@ final class SlotQueue {
             if (d.next != null) {
                 d.next.retryAt = now;
                 queue.add(d.next);
+                wake.signalAll();
+            } else if (d.catchUp && catchingUp.remove(d.definition().name())) {
+                threadFreed = true;
                 wake.signalAll();
             }
         } finally {

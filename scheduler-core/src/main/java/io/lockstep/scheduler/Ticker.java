@@ -1,9 +1,12 @@
 package io.lockstep.scheduler;
 
+import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * The tick thread ({@code lockstep-tick}): sleeps until something is due in the {@link SlotQueue},
@@ -100,14 +103,36 @@ final class Ticker {
         }
     }
 
-    /** Queues the slot after {@code fired}; a worker that was paused past the grace skips ahead to now. */
+    /**
+     * Queues the slot after {@code fired}. When this worker fell behind (slow ticks, a pause), the
+     * slots whose grace already passed are still each decided, as misses (the store records each
+     * once, or answers that a peer decided it), and the next one within its grace is claimed as
+     * usual: every slot is queued or reported. Slots so old that their records may have expired
+     * are reported together in one event.
+     */
     private void queueFollowing(DueSlot fired, Instant now) {
         JobDefinition d = fired.definition();
-        Instant from = fired.slot;
         Instant horizon = now.minus(d.misfireGrace());
-        if (from.isBefore(horizon)) {
-            from = horizon;
+        Instant knowable = now.minus(ClaimRequest.recordTtl(d.lease(), d.misfireGrace()));
+        List<DueSlot> behind = new ArrayList<>();
+        Optional<Instant> next = d.schedule().next(fired.slot);
+        if (next.isPresent() && next.get().isBefore(knowable)) {
+            events.warn("slots_missed").addKeyValue("job", d.name()).addKeyValue("from", next.get().toString())
+                    .addKeyValue("to", knowable.toString())
+                    .addKeyValue("reason", "this worker fell behind its schedule by longer than slot records live; "
+                            + "slots in this range were decided by other workers, or missed")
+                    .log("worker fell far behind its schedule");
+            next = d.schedule().next(knowable);
         }
-        d.schedule().next(from).ifPresent(slot -> queue.add(new DueSlot(fired.job, slot)));
+        while (next.isPresent() && !next.get().isAfter(horizon) && behind.size() < CatchUpPlan.MAX_CATCH_UP_SLOTS) {
+            DueSlot missed = new DueSlot(fired.job, next.get(), ClaimRequest.Mode.MISS_ONLY);
+            missed.missReason = "this worker fell behind its schedule";
+            missed.retryAt = now;
+            missed.followerQueued = true;
+            behind.add(missed);
+            next = d.schedule().next(next.get());
+        }
+        next.ifPresent(slot -> behind.add(new DueSlot(fired.job, slot)));
+        queue.addAll(behind);
     }
 }

@@ -24,6 +24,17 @@ final class FaultyStore implements LockProvider {
     volatile boolean down;
     volatile boolean refuseRenewals;
     volatile int claimCalls;
+    /** Completions fail before they reach the store. */
+    volatile boolean failCompletes;
+    /** Completions are carried out, then their reply is lost. */
+    volatile boolean loseCompleteReplies;
+    /** Claims are carried out, then their reply is lost. */
+    volatile boolean loseClaimReplies;
+    /** Every claim takes this long, as a store that times out makes each tick take. */
+    volatile long claimDelayMillis;
+    volatile int completeCalls;
+    /** The slots asked for while the store was down. */
+    final java.util.Set<Instant> askedWhileDown = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     FaultyStore() {
         this(InMemoryLockProvider.create());
@@ -37,8 +48,18 @@ final class FaultyStore implements LockProvider {
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
         claimCalls++;
+        if (down) {
+            requests.forEach(r -> askedWhileDown.add(r.lease().slot()));
+        }
         check();
-        return store.claim(requests);
+        if (claimDelayMillis > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(claimDelayMillis * 1_000_000);
+        }
+        List<ClaimResult> results = store.claim(requests);
+        if (loseClaimReplies) {
+            throw new LockException("faulty in-memory", "reply lost", null);
+        }
+        return results;
     }
 
     @Override
@@ -49,8 +70,16 @@ final class FaultyStore implements LockProvider {
 
     @Override
     public List<Boolean> complete(List<Completion> completions) {
+        completeCalls++;
         check();
-        return store.complete(completions);
+        if (failCompletes) {
+            throw new LockException("faulty in-memory", "write failed", null);
+        }
+        List<Boolean> owned = store.complete(completions);
+        if (loseCompleteReplies) {
+            throw new LockException("faulty in-memory", "reply lost", null);
+        }
+        return owned;
     }
 
     @Override

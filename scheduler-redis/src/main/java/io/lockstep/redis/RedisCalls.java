@@ -16,8 +16,8 @@ import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * The one place Lockstep talks to Jedis: runs Lua scripts in pipelined batches by {@code EVALSHA},
- * sends a batch again with {@code EVAL} when the server answers NOSCRIPT (a restart flushed its
- * script cache; safe because every script is idempotent per token), and wraps every Jedis failure
+ * sends again with {@code EVAL} only the calls the server answered NOSCRIPT (a restart flushed its
+ * script cache), and wraps every Jedis failure
  * once in a one-line {@link LockException} naming the server. Thread-safe.
  */
 final class RedisCalls {
@@ -33,7 +33,11 @@ final class RedisCalls {
         this.target = target;
     }
 
-    /** Runs one script call per item in one pipeline (one round trip). */
+    /**
+     * Runs one script call per item in one pipeline (one round trip). Calls the server answers with
+     * NOSCRIPT (a restart flushed its script cache) are sent again by {@code EVAL}, and only those:
+     * the others already ran, and running a script twice is not a retry we need to make.
+     */
     <T> List<Object> batch(String operation, List<T> items, Function<T, Call> toCall) {
         List<Call> calls = new ArrayList<>(items.size());
         for (T item : items) {
@@ -41,10 +45,19 @@ final class RedisCalls {
         }
         try {
             List<Object> replies = pipeline(calls, true);
-            if (replies != null) {
-                return replies;
+            List<Integer> unknown = new ArrayList<>();
+            for (int i = 0; i < replies.size(); i++) {
+                if (replies.get(i) == NOSCRIPT) {
+                    unknown.add(i);
+                }
             }
-            return pipeline(calls, false);
+            if (!unknown.isEmpty()) {
+                List<Object> again = pipeline(unknown.stream().map(calls::get).toList(), false);
+                for (int j = 0; j < unknown.size(); j++) {
+                    replies.set(unknown.get(j), again.get(j));
+                }
+            }
+            return replies;
         } catch (JedisException e) {
             throw wrap(operation, e);
         }
@@ -56,7 +69,7 @@ final class RedisCalls {
             try {
                 return jedis.evalsha(call.script().sha(), call.keys(), call.args());
             } catch (JedisDataException e) {
-                if (e.getMessage() != null && e.getMessage().startsWith("NOSCRIPT")) {
+                if (isNoScript(e)) {
                     return jedis.eval(call.script().source(), call.keys(), call.args());
                 }
                 throw e;
@@ -66,7 +79,10 @@ final class RedisCalls {
         }
     }
 
-    /** @return the replies, or null when {@code bySha} and the server did not know a script */
+    /** Marks a reply the server gave as NOSCRIPT. */
+    private static final Object NOSCRIPT = new Object();
+
+    /** @return the replies in order; with {@code bySha}, {@link #NOSCRIPT} where the server did not know the script */
     private List<Object> pipeline(List<Call> calls, boolean bySha) {
         List<Response<Object>> responses = new ArrayList<>(calls.size());
         try (AbstractPipeline p = jedis.pipelined()) {
@@ -81,13 +97,18 @@ final class RedisCalls {
             try {
                 replies.add(response.get());
             } catch (JedisDataException e) {
-                if (bySha && e.getMessage() != null && e.getMessage().startsWith("NOSCRIPT")) {
-                    return null;
+                if (bySha && isNoScript(e)) {
+                    replies.add(NOSCRIPT);
+                    continue;
                 }
                 throw e;
             }
         }
         return replies;
+    }
+
+    private static boolean isNoScript(JedisDataException e) {
+        return e.getMessage() != null && e.getMessage().startsWith("NOSCRIPT");
     }
 
     /** A key prefix: non-empty, and without braces (they would break the hash tags). */

@@ -32,7 +32,7 @@ public final class RedisLock implements AutoCloseable {
         this.token = token;
         this.fencingToken = fencingToken;
         this.lease = lease;
-        this.watch = locks.watchdog.watch(this, validity(lease), sentNanos, false);
+        this.watch = locks.watchdog.watch(this, lease, sentNanos, false);
     }
 
     /** The lock's name, as given to {@link RedisLocks#tryAcquire}. */
@@ -102,8 +102,8 @@ public final class RedisLock implements AutoCloseable {
         this.onLost = onLost;
         Watchdog<RedisLock>.Watch old = watch;
         if (!released && old.lostReason().isEmpty()) {
-            long ttl = validity(lease).toNanos();
-            watch = locks.watchdog.watch(this, validity(lease), old.deadlineNanos() - ttl, true);
+            long valid = Watchdog.validity(lease).toNanos();
+            watch = locks.watchdog.watch(this, lease, old.deadlineNanos() - valid, true);
             old.markLost("replaced by a renewing watch");
         }
         return this;
@@ -154,13 +154,6 @@ public final class RedisLock implements AutoCloseable {
         if (callback != null) {
             callback.accept(this);
         }
-    }
-
-    /** The part of the lease we count on: less a drift allowance, so we give up before Redis does. */
-    private static Duration validity(Duration lease) {
-        long ms = lease.toMillis();
-        long drift = (long) (ms * RedisLocks.DRIFT_FACTOR) + RedisLocks.DRIFT_MILLIS;
-        return Duration.ofMillis(Math.max(1, ms - drift));
     }
 
     @Override

@@ -37,11 +37,12 @@ import redis.clients.jedis.exceptions.JedisException;
  *   &lt;prefix&gt;:{&lt;job&gt;}:lease                 lease of an {@code overlap: skip} job (one run at a time)
  *   &lt;prefix&gt;:{&lt;job&gt;}:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
  *   &lt;prefix&gt;:{&lt;job&gt;}:running               runs in flight (zset: slot -> lease end, server ms), for recovery
- *   &lt;prefix&gt;:{&lt;job&gt;}:last                  the latest slot the cluster decided, for catch-up; ttl 7 days
+ *   &lt;prefix&gt;:{&lt;job&gt;}:last                  marks (hash): the latest slot the cluster decided ('decided', for
+ *                                           catch-up and stale claims) and started ('started', for slot order); ttl 7 days
  * </pre>
  *
  * <p>Scripts are sent by {@code EVALSHA}, and again by {@code EVAL} to a server that forgot them
- * (safe: every script is idempotent per token). Every Jedis failure is wrapped once, at this
+ * (only the calls it answered NOSCRIPT; every script is retry-safe per token anyway). Every Jedis failure is wrapped once, at this
  * boundary, in a one-line {@link LockException} naming the server.
  *
  * <p>Thread-safe; share one per process.
@@ -279,7 +280,7 @@ public final class RedisLockProvider implements LockProvider {
         List<Response<String>> responses = new ArrayList<>(jobs.size());
         try (AbstractPipeline p = jedis.pipelined()) {
             for (String job : jobs) {
-                responses.add(p.get(lastKey(job)));
+                responses.add(p.hget(lastKey(job), "decided"));
             }
             p.sync();
             for (int i = 0; i < jobs.size(); i++) {
@@ -337,6 +338,8 @@ public final class RedisLockProvider implements LockProvider {
             case "taken" -> ClaimResult.Status.TAKEN;
             case "skipped" -> ClaimResult.Status.SKIPPED;
             case "missed" -> ClaimResult.Status.MISSED;
+            case "superseded" -> ClaimResult.Status.SUPERSEDED;
+            case "stale" -> ClaimResult.Status.STALE;
             case "early" -> ClaimResult.Status.EARLY;
             case "busy" -> ClaimResult.Status.BUSY;
             case "abandoned" -> ClaimResult.Status.ABANDONED;

@@ -41,14 +41,6 @@ public final class RedisLocks implements AutoCloseable {
     /** The first wait of {@link #acquire}; each retry doubles it, up to {@link #DEFAULT_MAX_BACKOFF}. */
     public static final Duration DEFAULT_BACKOFF = Duration.ofMillis(5);
     public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMillis(200);
-    /**
-     * The lease is counted from the moment the acquire (or extend) was sent, minus this share of it
-     * and {@link #DRIFT_MILLIS}, for clock-rate differences between us and the server (as Redlock
-     * does): so a holder always sees its lock as gone before the server lets anyone else take it.
-     */
-    static final double DRIFT_FACTOR = 0.01;
-    static final long DRIFT_MILLIS = 2;
-
     static final LuaScript ACQUIRE = LuaScript.load("lock_acquire.lua");
     static final LuaScript RELEASE = LuaScript.load("lock_release.lua");
     static final LuaScript EXTEND = LuaScript.load("lock_extend.lua");
@@ -88,7 +80,8 @@ public final class RedisLocks implements AutoCloseable {
      * Takes the lock if nobody holds it, with one round trip.
      *
      * @param lease how long the lock lives unless extended; at least 10ms
-     * @return the held lock, or empty when another holder has it
+     * @return the held lock, or empty when another holder has it, or when the round trip took longer
+     *     than the lock's validity (the lease less a drift allowance; the lock is then released)
      * @throws LockException when Redis cannot be reached (then nobody can tell whether we hold it:
      *     the lock, if it was taken, expires after the lease)
      */
@@ -106,6 +99,18 @@ public final class RedisLocks implements AutoCloseable {
                 .addKeyValue("duration_ms", durationMs).addKeyValue("success", fence > 0)
                 .addKeyValue("fencing_token", fence).log(fence > 0 ? "lock acquired" : "lock held by another owner");
         if (fence == 0) {
+            return Optional.empty();
+        }
+        long elapsed = System.nanoTime() - sent;
+        if (elapsed >= Watchdog.validity(lease).toNanos()) {
+            // The round trip used up the lock's validity: by the time we could act on it, Redis may
+            // already let another owner take it. As the Redis distlock page says, that is a failed
+            // acquire: give it back (owner-checked) and report no lock.
+            calls.call("release", new RedisCalls.Call(RELEASE, List.of(key), List.of(token)));
+            EVENTS.atWarn().addKeyValue("event", "lock_expired_on_arrival").addKeyValue("lock_name", key)
+                    .addKeyValue("action", "acquire").addKeyValue("identifier", token)
+                    .addKeyValue("duration_ms", elapsed / 1_000_000).addKeyValue("success", false)
+                    .log("lock acquired too late to use: the round trip took longer than its validity; released");
             return Optional.empty();
         }
         return Optional.of(new RedisLock(this, name, key, token, fence, lease, sent));

@@ -2,19 +2,28 @@
 -- many slots (of jobs in the same hash slot on Redis Cluster; of any jobs on a standalone server):
 -- the script's own cost is then paid once per batch instead of once per slot.
 -- Per slot i (0-based), 5 keys from KEYS[5i+1]:
---   slot record (hash), fence counter, lease, running index (zset), last decided slot
+--   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started)
 -- and 9 arguments from ARGV[9i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
---   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the last-slot marker (ms)
+--   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks (ms)
 -- Returns per slot {status, fencing token, server time ms, earliest lease end among the job's runs
--- in flight (server ms, 0 if none)}; status is claimed|taken|skipped|missed|early|busy. The last
--- element lets every worker that races a slot know when to look for a run that died, without polling.
+-- in flight (server ms, 0 if none)}; status is claimed|taken|skipped|missed|superseded|stale|early|busy.
+-- The last element lets every worker that races a slot know when to look for a run that died,
+-- without polling.
+--
+-- Every answer is retry-safe: a request repeated with the same token (its reply was lost) gets the
+-- same decision. The marks are two watermarks that outlive the slot records: 'decided', the latest
+-- slot the cluster decided, and 'started', the latest slot that started a run. A slot older than
+-- 'started' is never started (slots start in order); a slot with no record, no later than
+-- 'decided' and old enough that its record may have expired is refused ('stale'): its decision can
+-- no longer be known, so it is neither run nor reported again.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local function claim(k, a)
-  local record, fence_key, lease_key, running, last_key = k[1], k[2], k[3], k[4], k[5]
-  local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), a[5]
+  local record, fence_key, lease_key, running, marks_key = k[1], k[2], k[3], k[4], k[5]
+  local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), tonumber(a[5])
+  local slot = tonumber(slot_text)
 
   local function reply(status, fence)
     local first = redis.call('ZRANGE', running, 0, 0, 'WITHSCORES')
@@ -24,38 +33,73 @@ local function claim(k, a)
   local function take_lease()
     redis.call('SET', lease_key, token, 'PX', ttl)
     redis.call('ZADD', running, now + ttl, slot_text)
-    redis.call('PEXPIRE', running, record_ttl)
+    if redis.call('PTTL', running) < record_ttl then
+      redis.call('PEXPIRE', running, record_ttl)
+    end
   end
 
-  local owner = redis.call('HGET', record, 'token')
-  if owner then
-    -- The record decides, not a time window. A repeat of our own claim (its reply was lost) wins again.
-    if owner == token and redis.call('HGET', record, 'state') == 'running' then
+  local r = redis.call('HMGET', record, 'token', 'state', 'fence', 'why')
+  if r[1] then
+    if r[1] ~= token then
+      return reply('taken', 0) -- the record decides, not a time window
+    end
+    -- A repeat of our own request (its reply was lost): the same decision again.
+    if r[2] == 'running' then
       local lease = redis.call('GET', lease_key)
+      if mode == 'miss' then
+        -- We gave up on a claim whose reply never came and never started it: disown it, so that
+        -- the record says what our events say.
+        if lease == token then
+          redis.call('DEL', lease_key)
+        end
+        redis.call('ZREM', running, slot_text)
+        redis.call('HSET', record, 'state', 'missed', 'why', 'disowned')
+        return reply('missed', 0)
+      end
       if lease == false or lease == token then
         take_lease()
-        return reply('claimed', tonumber(redis.call('HGET', record, 'fence')))
+        return reply('claimed', tonumber(r[3]))
       end
+    elseif r[2] == 'missed' then
+      return reply(r[4] == 'order' and 'superseded' or 'missed', 0)
+    elseif r[2] == 'skipped' then
+      return reply('skipped', 0)
     end
     return reply('taken', 0)
   end
-  local slot = tonumber(slot_text)
   if now < slot then
     return reply('early', 0)
   end
+  local marks = redis.call('HMGET', marks_key, 'decided', 'started')
+  local decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
+  if now >= slot + record_ttl and (marks[1] == false or slot <= decided) then
+    return reply('stale', 0)
+  end
 
-  local function decide(state, fence)
-    redis.call('HSET', record, 'state', state, 'token', token, 'worker', a[6], 'fence', fence, 'at', now)
-    redis.call('PEXPIRE', record, record_ttl)
-    local last = tonumber(redis.call('GET', last_key) or '0')
-    if slot > last then
-      redis.call('SET', last_key, slot_text, 'PX', a[9])
+  local function decide(state, fence, why)
+    local fields = {'state', state, 'token', token, 'worker', a[6], 'fence', fence, 'at', now}
+    if why then
+      fields[#fields + 1] = 'why'
+      fields[#fields + 1] = why
     end
+    redis.call('HSET', record, unpack(fields))
+    redis.call('PEXPIRE', record, record_ttl)
+    if slot > decided then
+      redis.call('HSET', marks_key, 'decided', slot_text)
+    end
+    if state == 'running' and slot > started then
+      redis.call('HSET', marks_key, 'started', slot_text)
+    end
+    redis.call('PEXPIRE', marks_key, a[9])
   end
 
   if mode == 'miss' or (mode == 'claim' and now > slot + tonumber(a[3])) then
     decide('missed', 0)
     return reply('missed', 0)
+  end
+  if slot < started then
+    decide('missed', 0, 'order') -- a later slot of the job already started: slots start in order
+    return reply('superseded', 0)
   end
   local holder = redis.call('GET', lease_key)
   if holder then

@@ -4,7 +4,8 @@
 -- its outcome never overwrites a newer one. One call may carry many runs (see claim.lua).
 -- Per run i (0-based): KEYS[3i+1..3i+3] slot record, lease, running index;
 -- ARGV[3i+1..3i+3] owner token, outcome, slot (epoch ms).
--- Returns per run 1 when the token still owned the slot, 0 otherwise.
+-- Returns per run 1 when the token still owned the slot, 0 otherwise. Retry-safe: a completion
+-- repeated after its reply was lost finds its own done marker and answers 1 again.
 local replies = {}
 for i = 0, #KEYS / 3 - 1 do
   local record, lease, running = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
@@ -13,7 +14,9 @@ for i = 0, #KEYS / 3 - 1 do
     redis.call('DEL', lease)
   end
   local r = redis.call('HMGET', record, 'token', 'state')
-  if r[1] ~= token or r[2] ~= 'running' then
+  if r[1] == token and r[2] == 'done' then
+    replies[i + 1] = 1
+  elseif r[1] ~= token or r[2] ~= 'running' then
     replies[i + 1] = 0
   else
     redis.call('HSET', record, 'state', 'done', 'outcome', ARGV[3 * i + 2])

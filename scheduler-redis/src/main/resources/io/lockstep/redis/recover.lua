@@ -4,13 +4,26 @@
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
 -- ARGV[5] worker id  ARGV[6] rerun | abandon
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
--- (server ms, 0 if none)}; status is claimed|abandoned|taken|busy.
+-- (server ms, 0 if none)}; status is claimed|abandoned|taken|busy. Retry-safe: a request repeated
+-- with the same token (its reply was lost) gets the same decision.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local function reply(status, fence)
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   return {status, fence, now, tonumber(first[2] or '0')}
+end
+local mine = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'abandoned_token')
+if mine[1] == 'running' and mine[2] == ARGV[1] then
+  local lease = redis.call('GET', KEYS[3])
+  if lease == false or lease == ARGV[1] then
+    redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[3])
+    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[2])
+    return reply('claimed', tonumber(mine[3]))
+  end
+  return reply('taken', 0)
+elseif mine[1] == 'abandoned' and mine[4] == ARGV[1] then
+  return reply('abandoned', tonumber(mine[3]))
 end
 local score = redis.call('ZSCORE', KEYS[4], ARGV[2])
 if not score or tonumber(score) > now then
@@ -26,7 +39,7 @@ if holder == record[2] then
   return reply('taken', 0) -- the run's lease is still alive
 end
 if ARGV[6] == 'abandon' then
-  redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'at', now)
+  redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'abandoned_token', ARGV[1], 'at', now)
   redis.call('ZREM', KEYS[4], ARGV[2])
   return reply('abandoned', tonumber(record[3]))
 end

@@ -336,16 +336,20 @@ class RedisLockProviderTest {
         Instant now = serverNow();
         Instant old = now.minus(GRACE).minusSeconds(30);
         Instant older = old.minusSeconds(30);
+        Instant oldest = older.minusSeconds(30);
         assertThat(provider.lastSlots(List.of(job))).isEmpty();
 
-        ClaimRequest catchUp = request(job, old, "c", LEASE, ClaimRequest.Mode.CATCH_UP, false);
+        ClaimRequest catchUp = request(job, older, "c", LEASE, ClaimRequest.Mode.CATCH_UP, false);
         assertThat(provider.claim(List.of(catchUp)).get(0).status()).isEqualTo(Status.CLAIMED);
-        assertThat(provider.claim(List.of(request(job, older, "d", LEASE, ClaimRequest.Mode.CATCH_UP, false))))
+        assertThat(provider.claim(List.of(request(job, old, "d", LEASE, ClaimRequest.Mode.CATCH_UP, false))))
                 .extracting(ClaimResult::status).containsExactly(Status.BUSY);
-        assertThat(provider.claim(List.of(request(job, older, "e", LEASE, ClaimRequest.Mode.MISS_ONLY, false))))
+        assertThat(provider.claim(List.of(request(job, old, "e", LEASE, ClaimRequest.Mode.MISS_ONLY, false))))
                 .extracting(ClaimResult::status).containsExactly(Status.MISSED);
         assertThat(provider.lastSlots(List.of(job, job() + "-unknown"))).containsExactly(java.util.Map.entry(job, old));
         assertThat(raw.pttl(provider.lastKey(job))).isGreaterThan(Duration.ofDays(6).toMillis());
+        // A slot older than one that started never starts: slots start in order.
+        assertThat(provider.claim(List.of(request(job, oldest, "f", LEASE, ClaimRequest.Mode.CATCH_UP, false))))
+                .extracting(ClaimResult::status).containsExactly(Status.SUPERSEDED);
     }
 
     @Test

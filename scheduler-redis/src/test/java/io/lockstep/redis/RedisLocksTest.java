@@ -234,4 +234,23 @@ class RedisLocksTest {
         assertThatThrownBy(() -> locks.tryAcquire("ok", Duration.ofMillis(1)))
                 .hasMessage("lock lease must be at least 10ms, but was PT0.001S");
     }
+
+    @Test
+    void aLockWhoseValidityTheRoundTripUsedUpIsNotHandedOut() {
+        String name = name();
+        try (TcpProxy slow = TcpProxy.to(server.host(), server.port());
+             RedisClient viaProxy = RedisClient.create(server.host(), slow.port());
+             RedisLocks slowLocks = RedisLocks.on(viaProxy)) {
+            slowLocks.tryAcquire(name(), Duration.ofSeconds(1)).orElseThrow().release(); // connect and load scripts
+            slow.delayReplies(150);
+            // Redis grants 100 ms; the reply arrives 150 ms later: by then another owner may hold it.
+            assertThat(slowLocks.tryAcquire(name, Duration.ofMillis(100))).isEmpty();
+            // A lease that outlives the round trip is handed out as usual.
+            Optional<RedisLock> held = slowLocks.tryAcquire(name(), Duration.ofSeconds(2));
+            assertThat(held).get().satisfies(l -> assertThat(l.isHeld()).isTrue());
+            slow.delayReplies(0);
+        }
+        assertThat(jedis.exists("lockstep:lock:{" + name + "}")).isFalse();
+        assertThat(locks.tryAcquire(name, Duration.ofSeconds(1))).isPresent();
+    }
 }

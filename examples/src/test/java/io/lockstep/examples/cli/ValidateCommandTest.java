@@ -65,7 +65,11 @@ class ValidateCommandTest {
                 Arguments.of("bad job name", "jobs:\n  - name: Daily Report\n    cron: \"@daily\"\n    class: io.lockstep.examples.HeartbeatJob\n",
                         2, "jobs[0].name", "must match"),
                 Arguments.of("missing cron", "jobs:\n  - name: a\n    class: io.lockstep.examples.HeartbeatJob\n", 2, "jobs[0].cron", "is required"),
-                Arguments.of("bad redis uri", "redis:\n  uri: http://localhost\n" + VALID_JOB, 2, "redis.uri", "must start with redis://"));
+                Arguments.of("bad redis uri", "redis:\n  uri: http://localhost\n" + VALID_JOB, 2, "redis.uri", "must start with redis://"),
+                Arguments.of("cron that never fires", "jobs:\n  - name: a\n    cron: \"0 0 30 2 *\"\n    class: io.lockstep.examples.HeartbeatJob\n",
+                        3, "jobs[0].cron", "never fires"),
+                Arguments.of("lease too short for the redis timeout", "redis:\n  timeout: 1s\n" + VALID_JOB + "    lease: 1s\n",
+                        7, "jobs[0].lease", "must be at least twice redis.timeout (1s)"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -104,7 +108,7 @@ class ValidateCommandTest {
         int exit = WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(err, true),
                 "validate", "--config", dir.resolve("absent.yaml").toString());
         assertThat(exit).isEqualTo(2);
-        assertThat(err.toString().lines().findFirst()).hasValueSatisfying(l -> assertThat(l).contains("absent.yaml:0: cannot read file"));
+        assertThat(err.toString().lines().findFirst()).hasValueSatisfying(l -> assertThat(l).contains("absent.yaml:0: file not found"));
     }
 
     @Test
@@ -121,5 +125,30 @@ class ValidateCommandTest {
         StringWriter err = new StringWriter();
         assertThat(WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(err, true), "validate")).isEqualTo(2);
         assertThat(err.toString()).contains("Missing required option: '--config=FILE'");
+    }
+
+    @Test
+    void aJobWhoseConstructorThrowsIsRefusedByValidateAndRunWithOneLine() throws IOException {
+        Path file = dir.resolve("jobs.yaml");
+        Files.writeString(file, "jobs:\n  - name: broken\n    cron: \"@daily\"\n    class: " + BrokenJob.class.getName() + "\n");
+        for (String command : List.of("validate", "run")) {
+            StringWriter err = new StringWriter();
+            int exit = WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(err, true), command, "--config", file.toString());
+            assertThat(exit).as(command).isEqualTo(2);
+            assertThat(err.toString().lines().toList()).as(command).containsExactly(
+                    file + ":4: jobs[0].class: constructor of " + BrokenJob.class.getName()
+                            + " failed: java.lang.IllegalStateException: needs a database",
+                    "1 problem in " + file);
+        }
+    }
+
+    /** A job class whose constructor throws. */
+    public static final class BrokenJob implements io.lockstep.scheduler.Job {
+        public BrokenJob() {
+            throw new IllegalStateException("needs a database");
+        }
+
+        @Override
+        public void execute(io.lockstep.scheduler.JobContext context) {}
     }
 }

@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.DateTimeException;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -104,14 +105,51 @@ public final class ConfigLoader {
      * @throws ConfigException with every problem found, including an unreadable file
      */
     public LockstepConfig load(Path file) {
-        String text;
+        String source = file.toString();
+        byte[] bytes;
         try {
-            text = Files.readString(file, StandardCharsets.UTF_8);
+            long size = Files.size(file);
+            if (size > MAX_FILE_BYTES) {
+                // Checked before reading: a huge file must not cost its size in memory to reject.
+                throw new ConfigException(List.of(new ConfigProblem(source, 0, "", "file is " + size
+                        + " bytes; a config may be at most " + MAX_FILE_BYTES + " bytes (is this the right file?)")));
+            }
+            bytes = Files.readAllBytes(file);
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new ConfigException(List.of(new ConfigProblem(source, 0, "", "file not found")));
         } catch (IOException e) {
-            throw new ConfigException(List.of(new ConfigProblem(file.toString(), 0, "",
-                    "cannot read file: " + e.getClass().getSimpleName() + (e.getMessage() == null ? "" : " " + e.getMessage()))));
+            throw new ConfigException(List.of(new ConfigProblem(source, 0, "", "cannot read file: "
+                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()))));
         }
-        return load(file.toString(), text);
+        return load(source, decode(source, bytes));
+    }
+
+    /** At most this many aliases of collections ({@code *anchor}) per file. */
+    static final int MAX_ALIASES = 50;
+
+    /** The largest config file read: room for tens of thousands of jobs, no room for a mistake. */
+    static final long MAX_FILE_BYTES = 16L * 1024 * 1024;
+
+    /** UTF-8, strictly: a byte sequence that is not UTF-8 is a problem on its line. */
+    private static String decode(String source, byte[] bytes) {
+        java.nio.charset.CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+        java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(bytes);
+        java.nio.CharBuffer out = java.nio.CharBuffer.allocate(bytes.length);
+        java.nio.charset.CoderResult result = decoder.decode(in, out, true);
+        if (result.isError()) {
+            int line = 1;
+            for (int i = 0; i < in.position(); i++) {
+                if (bytes[i] == '\n') {
+                    line++;
+                }
+            }
+            throw new ConfigException(List.of(new ConfigProblem(source, line, "", String.format(
+                    "not valid UTF-8: byte 0x%02x at offset %d (save the file as UTF-8)", bytes[in.position()] & 0xff, in.position()))));
+        }
+        decoder.flush(out);
+        return out.flip().toString();
     }
 
     /**
@@ -137,6 +175,8 @@ public final class ConfigLoader {
             try {
                 LoaderOptions options = new LoaderOptions();
                 options.setAllowDuplicateKeys(false);
+                options.setMaxAliasesForCollections(MAX_ALIASES); // no billion laughs
+                options.setCodePointLimit((int) MAX_FILE_BYTES);
                 root = new Yaml(options).compose(new StringReader(text));
             } catch (MarkedYAMLException e) {
                 int line = e.getProblemMark() != null ? e.getProblemMark().getLine() + 1 : 0;
@@ -153,7 +193,7 @@ public final class ConfigLoader {
             RedisSettings redis = readRedis(top.get("redis"));
             WorkerSettings worker = readWorker(top.get("worker"));
             Policies defaults = readPolicies(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
-            List<JobDefinition> jobs = readJobs(top.get("jobs"), root, defaults);
+            List<JobDefinition> jobs = readJobs(top.get("jobs"), root, defaults, redis.timeout());
             if (!problems.isEmpty()) {
                 problems.sort((a, b) -> Integer.compare(a.line(), b.line()));
                 throw new ConfigException(problems);
@@ -281,7 +321,7 @@ public final class ConfigLoader {
             return Optional.empty();
         }
 
-        private List<JobDefinition> readJobs(Node node, Node root, Policies defaults) {
+        private List<JobDefinition> readJobs(Node node, Node root, Policies defaults, Duration redisTimeout) {
             if (node == null) {
                 problem(root, "jobs", "is missing; list at least one job");
                 return List.of();
@@ -319,15 +359,35 @@ public final class ConfigLoader {
                         .flatMap(n -> string(n, path + ".cron"))
                         .flatMap(expr -> {
                             try {
-                                return Optional.of(CronSchedule.of(expr, policies.zone()));
+                                CronSchedule cron = CronSchedule.of(expr, policies.zone());
+                                if (cron.next(Instant.now()).isEmpty()) {
+                                    problem(m.get("cron"), path + ".cron", "never fires: no date matches \"" + expr
+                                            + "\" (for example a 30th of February)");
+                                    return Optional.empty();
+                                }
+                                return Optional.of(cron);
                             } catch (IllegalArgumentException e) {
                                 problem(m.get("cron"), path + ".cron", e.getMessage());
                                 return Optional.empty();
                             }
                         });
+                boolean leaseReported = problems.stream().anyMatch(p -> p.path().equals(path + ".lease") || p.path().equals("defaults.lease"));
+                if (!leaseReported && policies.lease().compareTo(redisTimeout.multipliedBy(2)) < 0) {
+                    // A renewal is sent at lease/3; if it runs into the client timeout it must still
+                    // end before the lease does, or a holder learns of a lost lease only after a peer
+                    // could have taken it over.
+                    problem(m.containsKey("lease") ? m.get("lease") : jobNode, path + ".lease", "must be at least twice "
+                            + "redis.timeout (" + Durations.format(redisTimeout) + ") so that a renewal that times out "
+                            + "still ends before the lease does, but was " + Durations.format(policies.lease()));
+                }
                 Optional<String> className = required(m, "class", jobNode, path).flatMap(n -> string(n, path + ".class"));
                 if (checkClasses && className.isPresent()) {
-                    JobFactory.problemWith(className.get()).ifPresent(p -> problem(m.get("class"), path + ".class", p));
+                    Optional<String> classProblem = JobFactory.problemWith(className.get());
+                    classProblem.ifPresent(p -> problem(m.get("class"), path + ".class", p));
+                    if (classProblem.isEmpty()) {
+                        // Run the constructor once: one that throws is a bad config, not a runtime surprise.
+                        JobFactory.constructionProblem(className.get()).ifPresent(p -> problem(m.get("class"), path + ".class", p));
+                    }
                 }
                 Map<String, Object> params = Map.of();
                 if (m.containsKey("params")) {
@@ -364,6 +424,10 @@ public final class ConfigLoader {
                 String keyPath = path.isEmpty() ? key : path + "." + key;
                 if (!allowed.contains(key)) {
                     problem(keyNode, keyPath, "unknown key \"" + key + "\"" + suggestion(key, allowed));
+                    continue;
+                }
+                if (result.containsKey(key)) {
+                    problem(keyNode, keyPath, "duplicate key \"" + key + "\" (first at line " + line(result.get(key)) + ")");
                     continue;
                 }
                 result.put(key, tuple.getValueNode());
@@ -438,6 +502,10 @@ public final class ConfigLoader {
                 Map<String, Object> map = new LinkedHashMap<>();
                 for (NodeTuple tuple : mapping.getValue()) {
                     String key = tuple.getKeyNode() instanceof ScalarNode s ? s.getValue() : String.valueOf(tuple.getKeyNode());
+                    if (map.containsKey(key)) {
+                        problem(tuple.getKeyNode(), path + "." + key, "duplicate key \"" + key + "\"");
+                        continue;
+                    }
                     map.put(key, plain(tuple.getValueNode(), path + "." + key));
                 }
                 return map;
@@ -499,8 +567,12 @@ public final class ConfigLoader {
             return node instanceof ScalarNode && Tag.NULL.equals(node.getTag());
         }
 
+        /** Records a problem once (a job's keys are read both as a job and as its policies). */
         private void problem(Node node, String path, String message) {
-            problems.add(new ConfigProblem(source, line(node), path, message));
+            ConfigProblem p = new ConfigProblem(source, line(node), path, message);
+            if (!problems.contains(p)) {
+                problems.add(p);
+            }
         }
 
         private int line(Node node) {

@@ -78,7 +78,12 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
      * the record of a long run alive as long as its lease.
      */
     public Duration recordTtl() {
-        Duration beyond = lease.ttl().multipliedBy(2);
+        return recordTtl(lease.ttl(), misfireGrace);
+    }
+
+    /** {@link #recordTtl()} of a job with this lease and grace. */
+    public static Duration recordTtl(Duration lease, Duration misfireGrace) {
+        Duration beyond = lease.multipliedBy(2);
         return misfireGrace.plus(beyond.compareTo(RECORD_BEYOND_GRACE) > 0 ? beyond : RECORD_BEYOND_GRACE);
     }
 }

@@ -28,6 +28,17 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
         SKIPPED,
         /** The slot was past its grace and this request recorded it as missed (exactly one does). */
         MISSED,
+        /**
+         * A later slot of the job already started, so this one never will (slots start in order);
+         * this request recorded it as missed (exactly one does).
+         */
+        SUPERSEDED,
+        /**
+         * The slot has no record and is old enough that its record may have expired, and the cluster
+         * decided a slot at least as late: whether it ran can no longer be known, so it is neither run
+         * nor recorded. Nothing was written.
+         */
+        STALE,
         /** The store's clock has not reached the slot yet; nothing was written. */
         EARLY,
         /** Catch-up or recovery must wait: another run holds the job's exclusive lease; nothing was written. */

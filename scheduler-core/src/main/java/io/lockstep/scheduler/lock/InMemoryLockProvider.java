@@ -18,9 +18,18 @@ import java.util.function.LongSupplier;
  */
 public final class InMemoryLockProvider implements LockProvider {
 
-    private record SlotRecord(String state, String token, long fence, long expiresAt) {
+    /** A slot record; {@code note} is why a miss was recorded, or the token that abandoned the run. */
+    private record SlotRecord(String state, String token, long fence, long expiresAt, String note) {
+        SlotRecord(String state, String token, long fence, long expiresAt) {
+            this(state, token, fence, expiresAt, null);
+        }
+
         SlotRecord with(String newState) {
-            return new SlotRecord(newState, token, fence, expiresAt);
+            return new SlotRecord(newState, token, fence, expiresAt, note);
+        }
+
+        SlotRecord with(String newState, String newNote) {
+            return new SlotRecord(newState, token, fence, expiresAt, newNote);
         }
     }
 
@@ -32,7 +41,10 @@ public final class InMemoryLockProvider implements LockProvider {
     private final Map<String, Long> fences = new HashMap<>();
     /** Per job: slot millis of runs in flight, to the store time their lease ends. */
     private final Map<String, TreeMap<Long, Long>> running = new HashMap<>();
+    /** Per job, the latest slot the cluster decided. */
     private final Map<String, Long> lastSlots = new HashMap<>();
+    /** Per job, the latest slot that started a run. */
+    private final Map<String, Long> startedSlots = new HashMap<>();
 
     private InMemoryLockProvider(LongSupplier clockMillis) {
         this.clockMillis = clockMillis;
@@ -71,22 +83,56 @@ public final class InMemoryLockProvider implements LockProvider {
         long recordTtl = request.recordTtl().toMillis();
         SlotRecord existing = live(slotKey, now);
         if (existing != null) {
-            if (existing.token().equals(lease.token()) && existing.state().equals("running")) {
-                LeaseEntry held = liveLease(leaseKey(lease), now);
-                if (held == null || held.token().equals(lease.token())) {
-                    takeLease(lease, now);
-                    return new ClaimResult(ClaimResult.Status.CLAIMED, existing.fence(), now);
+            if (!existing.token().equals(lease.token())) {
+                return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
+            }
+            // A repeat of our own request (its reply was lost): the same decision again.
+            switch (existing.state()) {
+                case "running" -> {
+                    LeaseEntry held = liveLease(leaseKey(lease), now);
+                    boolean ours = held == null || held.token().equals(lease.token());
+                    if (request.mode() == ClaimRequest.Mode.MISS_ONLY) {
+                        // Given up on and never started: disown it, so the record says what the events say.
+                        if (held != null && held.token().equals(lease.token())) {
+                            leases.remove(leaseKey(lease));
+                        }
+                        running.getOrDefault(lease.job(), new TreeMap<>()).remove(slot);
+                        slots.put(slotKey, existing.with("missed", "disowned"));
+                        return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
+                    }
+                    if (ours) {
+                        takeLease(lease, now);
+                        return new ClaimResult(ClaimResult.Status.CLAIMED, existing.fence(), now);
+                    }
+                    return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
+                }
+                case "missed" -> {
+                    return new ClaimResult("order".equals(existing.note()) ? ClaimResult.Status.SUPERSEDED
+                            : ClaimResult.Status.MISSED, 0, now);
+                }
+                case "skipped" -> {
+                    return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
+                }
+                default -> {
+                    return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
                 }
             }
-            return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
         if (now < slot) {
             return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
+        }
+        Long decided = lastSlots.get(lease.job());
+        if (now >= slot + recordTtl && (decided == null || slot <= decided)) {
+            return new ClaimResult(ClaimResult.Status.STALE, 0, now);
         }
         if (request.mode() == ClaimRequest.Mode.MISS_ONLY
                 || (request.mode() == ClaimRequest.Mode.CLAIM && now > slot + request.misfireGrace().toMillis())) {
             decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl));
             return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
+        }
+        if (slot < startedSlots.getOrDefault(lease.job(), 0L)) {
+            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl, "order"));
+            return new ClaimResult(ClaimResult.Status.SUPERSEDED, 0, now);
         }
         LeaseEntry holder = liveLease(leaseKey(lease), now);
         if (holder != null) {
@@ -102,6 +148,7 @@ public final class InMemoryLockProvider implements LockProvider {
         }
         long fence = fences.merge(lease.job(), 1L, Long::sum);
         decide(lease, new SlotRecord("running", lease.token(), fence, now + recordTtl));
+        startedSlots.merge(lease.job(), slot, Math::max);
         takeLease(lease, now);
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
     }
@@ -112,11 +159,22 @@ public final class InMemoryLockProvider implements LockProvider {
         long slot = lease.slot().toEpochMilli();
         String slotKey = slotKey(lease.job(), slot);
         TreeMap<Long, Long> runs = running.getOrDefault(lease.job(), new TreeMap<>());
+        SlotRecord record = live(slotKey, now);
+        if (record != null && record.state().equals("running") && record.token().equals(lease.token())) {
+            LeaseEntry held = liveLease(leaseKey(lease), now);
+            if (held != null && !held.token().equals(lease.token())) {
+                return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
+            }
+            takeLease(lease, now); // a repeat of our own recovery (its reply was lost)
+            return new ClaimResult(ClaimResult.Status.CLAIMED, record.fence(), now);
+        }
+        if (record != null && record.state().equals("abandoned") && lease.token().equals(record.note())) {
+            return new ClaimResult(ClaimResult.Status.ABANDONED, record.fence(), now);
+        }
         Long leaseEnd = runs.get(slot);
         if (leaseEnd == null || leaseEnd > now) {
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
-        SlotRecord record = live(slotKey, now);
         if (record == null || !record.state().equals("running")) {
             runs.remove(slot);
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
@@ -126,7 +184,7 @@ public final class InMemoryLockProvider implements LockProvider {
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
         if (request.mode() == ClaimRequest.Mode.ABANDON) {
-            slots.put(slotKey, record.with("abandoned"));
+            slots.put(slotKey, record.with("abandoned", lease.token()));
             runs.remove(slot);
             return new ClaimResult(ClaimResult.Status.ABANDONED, record.fence(), now);
         }
@@ -216,7 +274,13 @@ public final class InMemoryLockProvider implements LockProvider {
         if (entry != null && entry.token().equals(lease.token())) {
             leases.remove(leaseKey(lease));
         }
-        if (record == null || !record.token().equals(lease.token()) || !record.state().equals("running")) {
+        if (record == null || !record.token().equals(lease.token())) {
+            return false;
+        }
+        if (record.state().startsWith("done:")) {
+            return true; // a repeat of our own completion (its reply was lost)
+        }
+        if (!record.state().equals("running")) {
             return false;
         }
         slots.put(slotKey, record.with("done:" + outcome.label()));

@@ -8,18 +8,24 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * Keeps leases alive: one thread renews, in one batch per round, every watched lease that is due
- * (each every ttl/3, a little early so that leases due at nearly the same time share a round
- * trip), and declares a lease lost when the store refuses the renewal or when its deadline passes.
- * The deadline is on the monotonic clock: the send time of the claim or of the last confirmed
- * renewal, plus the ttl. Since the store starts its ttl only when the command arrives, our deadline
- * always comes first, so a holder learns that its lease is gone before anyone else can take it.
+ * Keeps leases alive: renews, in one batch per round, every watched lease that is due (each every
+ * ttl/3, a little early so that leases due at nearly the same time share a round trip), and
+ * declares a lease lost when the store refuses the renewal or when its deadline passes.
+ *
+ * <p>The deadline is on the monotonic clock: the send time of the claim or of the last confirmed
+ * renewal, plus the ttl less a drift allowance ({@link #validity}: 1 % of the ttl and 2 ms, as
+ * Redlock allows for clock-rate differences). Since the store starts its ttl only when the command
+ * arrives, our deadline always comes first, so a holder learns that its lease is gone before anyone
+ * else can take it. Deadlines fire on time whatever the store does: renewal rounds run on a thread
+ * of their own ({@code <name>-renew}), so a round blocked for the client's whole timeout never
+ * delays the watchdog thread that declares leases lost and runs timeouts. An unexpected failure in
+ * either thread is logged and the loop goes on.
  *
  * <p>The scheduler watches its runs with one; the standalone lock API watches its locks with
  * another. The thread starts with the first watch and is a daemon; {@link #close()} stops it.
  *
- * <p>Thread-safe. Listener methods are called on the watchdog thread (or on the thread that calls
- * {@link Watch#stop()}); they must not block.
+ * <p>Thread-safe. Listener methods are called on one of the watchdog's two threads (or on the
+ * thread that calls {@link Watch#stop()}); they must not block.
  *
  * @param <L> what is watched, handed back to the renewer and the listener
  */
@@ -27,6 +33,20 @@ public final class Watchdog<L> implements AutoCloseable {
 
     /** How soon after a failed renewal round the watchdog tries again, at the most. */
     private static final long RETRY_NANOS = 250_000_000L;
+    /** The share of a ttl not counted on, for clock-rate differences between us and the store. */
+    public static final double DRIFT_FACTOR = 0.01;
+    /** Milliseconds not counted on beyond {@link #DRIFT_FACTOR}. */
+    public static final long DRIFT_MILLIS = 2;
+
+    /**
+     * The part of a ttl a holder counts on: the ttl less {@link #DRIFT_FACTOR} of it and
+     * {@link #DRIFT_MILLIS}, and never below zero.
+     */
+    public static Duration validity(Duration ttl) {
+        long nanos = ttl.toNanos();
+        long drift = (long) (nanos * DRIFT_FACTOR) + DRIFT_MILLIS * 1_000_000L;
+        return Duration.ofNanos(Math.max(0, nanos - drift));
+    }
 
     /**
      * Renews a batch of leases, each only if its token still owns it.
@@ -75,10 +95,14 @@ public final class Watchdog<L> implements AutoCloseable {
         private volatile String lostReason;
         private volatile boolean timedOut;
 
+        /** {@link #validity} of the ttl: how long after a send the lease counts as ours. */
+        private final long validNanos;
+
         private Watch(L lease, Duration ttl, long sentNanos) {
             this.lease = lease;
             this.ttlNanos = ttl.toNanos();
-            this.deadlineNanos = sentNanos + ttlNanos;
+            this.validNanos = validity(ttl).toNanos();
+            this.deadlineNanos = sentNanos + validNanos;
             this.nextRenewNanos = sentNanos + ttlNanos / 3;
         }
 
@@ -112,7 +136,7 @@ public final class Watchdog<L> implements AutoCloseable {
 
         /** A renewal sent at {@code sentNanos} (by the watchdog, or by hand) was confirmed. */
         public void renewed(long sentNanos) {
-            deadlineNanos = Math.max(deadlineNanos, sentNanos + ttlNanos);
+            deadlineNanos = Math.max(deadlineNanos, sentNanos + validNanos);
         }
 
         /**
@@ -167,6 +191,11 @@ public final class Watchdog<L> implements AutoCloseable {
     /** Guarded by {@code this}. */
     private final Set<Watch> watches = new LinkedHashSet<>();
     private Thread thread;
+    private Thread renewThread;
+    /** The leases of the renewal round handed to the renew thread and not yet sent; guarded by {@code this}. */
+    private List<Watch> round;
+    /** A renewal round is handed over or on the wire; guarded by {@code this}. */
+    private boolean renewing;
     private boolean closed;
 
     /**
@@ -200,6 +229,9 @@ public final class Watchdog<L> implements AutoCloseable {
                 thread = new Thread(this::loop, threadName);
                 thread.setDaemon(true);
                 thread.start();
+                renewThread = new Thread(this::renewLoop, threadName + "-renew");
+                renewThread.setDaemon(true);
+                renewThread.start();
             }
             notifyAll();
         }
@@ -214,77 +246,143 @@ public final class Watchdog<L> implements AutoCloseable {
     /** Stops the thread; watched leases are no longer renewed. Idempotent. */
     @Override
     public void close() {
-        Thread t;
+        List<Thread> threads = new ArrayList<>();
         synchronized (this) {
             closed = true;
             watches.clear();
             notifyAll();
-            t = thread;
+            if (thread != null) {
+                threads.add(thread);
+                threads.add(renewThread);
+            }
         }
-        if (t != null && t != Thread.currentThread()) {
-            try {
-                t.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+        for (Thread t : threads) {
+            if (t != Thread.currentThread()) {
+                try {
+                    t.join(5_000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
             }
         }
     }
 
     private void loop() {
         while (true) {
-            List<Watch> due = new ArrayList<>();
-            List<Watch> expired = new ArrayList<>();
-            List<Watch> timedOut = new ArrayList<>();
-            synchronized (this) {
-                if (closed) {
+            try {
+                if (!round()) {
                     return;
                 }
-                long now = System.nanoTime();
-                long wake = Long.MAX_VALUE;
-                for (Watch w : watches) {
-                    if (now - w.deadlineNanos >= 0) {
-                        expired.add(w);
-                        continue;
-                    }
-                    if (!w.timedOut && now - w.timeoutNanos >= 0 && w.timeoutNanos != Long.MAX_VALUE) {
-                        w.timedOut = true;
-                        timedOut.add(w);
-                    }
-                    long slack = w.ttlNanos / 12;
-                    if (w.nextRenewNanos - now <= slack) {
-                        due.add(w);
-                    } else {
-                        wake = Math.min(wake, w.nextRenewNanos - slack);
-                    }
-                    wake = Math.min(wake, w.deadlineNanos);
-                    if (!w.timedOut && w.timeoutNanos != Long.MAX_VALUE) {
-                        wake = Math.min(wake, w.timeoutNanos);
-                    }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            } catch (RuntimeException | Error e) {
+                org.slf4j.LoggerFactory.getLogger(Watchdog.class).error("watchdog round failed; continuing", e);
+                java.util.concurrent.locks.LockSupport.parkNanos(RETRY_NANOS / 5);
+            }
+        }
+    }
+
+    /**
+     * One pass of the watchdog thread: declares the leases whose deadline passed lost, reports
+     * timeouts, and hands the leases due for renewal to the renew thread (when no round is on the
+     * wire); or waits until the next of these.
+     *
+     * @return false once closed
+     */
+    private boolean round() throws InterruptedException {
+        List<Watch> expired = new ArrayList<>();
+        List<Watch> timedOut = new ArrayList<>();
+        synchronized (this) {
+            if (closed) {
+                return false;
+            }
+            long now = System.nanoTime();
+            long wake = Long.MAX_VALUE;
+            List<Watch> due = new ArrayList<>();
+            for (Watch w : watches) {
+                if (now - w.deadlineNanos >= 0) {
+                    expired.add(w);
+                    continue;
                 }
-                watches.removeAll(expired);
-                if (due.isEmpty() && expired.isEmpty() && timedOut.isEmpty()) {
+                if (!w.timedOut && now - w.timeoutNanos >= 0 && w.timeoutNanos != Long.MAX_VALUE) {
+                    w.timedOut = true;
+                    timedOut.add(w);
+                }
+                long slack = w.ttlNanos / 12;
+                if (renewing) {
+                    // A round is on the wire: renewals wait for it to end (it notifies).
+                } else if (w.nextRenewNanos - now <= slack) {
+                    due.add(w);
+                } else {
+                    wake = Math.min(wake, w.nextRenewNanos - slack);
+                }
+                wake = Math.min(wake, w.deadlineNanos);
+                if (!w.timedOut && w.timeoutNanos != Long.MAX_VALUE) {
+                    wake = Math.min(wake, w.timeoutNanos);
+                }
+            }
+            watches.removeAll(expired);
+            if (!due.isEmpty() && !renewing) {
+                renewing = true;
+                round = due;
+                notifyAll(); // the renew thread
+            }
+            if (expired.isEmpty() && timedOut.isEmpty()) {
+                // While a round is on the wire, its leases are not due again: wait for deadlines,
+                // timeouts, or the end of the round (which notifies).
+                if (wake == Long.MAX_VALUE) {
+                    wait();
+                } else if (wake - now > 0) {
+                    long nanos = wake - now;
+                    wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+                }
+                return true;
+            }
+        }
+        for (Watch w : expired) {
+            declareLost(w, "lease deadline passed without a confirmed renewal");
+        }
+        for (Watch w : timedOut) {
+            guard(() -> listener.timedOut(w));
+        }
+        return true;
+    }
+
+    /** The renew thread: sends each round it is handed, one at a time. */
+    private void renewLoop() {
+        while (true) {
+            List<Watch> due;
+            synchronized (this) {
+                while (round == null && !closed) {
                     try {
-                        if (wake == Long.MAX_VALUE) {
-                            wait();
-                        } else if (wake - now > 0) {
-                            long nanos = wake - now;
-                            wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
-                        }
+                        wait();
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                         return;
                     }
-                    continue;
                 }
+                if (closed) {
+                    return;
+                }
+                due = round;
+                round = null;
             }
-            for (Watch w : expired) {
-                declareLost(w, "lease deadline passed without a confirmed renewal");
-            }
-            for (Watch w : timedOut) {
-                guard(() -> listener.timedOut(w));
-            }
-            if (!due.isEmpty()) {
+            try {
                 renew(due);
+            } catch (RuntimeException | Error e) {
+                org.slf4j.LoggerFactory.getLogger(Watchdog.class).error("watchdog renewal round failed; continuing", e);
+                synchronized (this) {
+                    for (Watch w : due) {
+                        w.nextRenewNanos = System.nanoTime() + Math.min(RETRY_NANOS, w.ttlNanos / 10);
+                    }
+                }
+            } finally {
+                synchronized (this) {
+                    renewing = false;
+                    notifyAll();
+                }
             }
         }
     }

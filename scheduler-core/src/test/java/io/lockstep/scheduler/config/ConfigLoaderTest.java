@@ -202,4 +202,32 @@ class ConfigLoaderTest {
         assertThat(ConfigLoader.parseDuration("30 seconds")).isEmpty();
         assertThat(ConfigLoader.parseDuration("-5s")).isEmpty();
     }
+
+    @Test
+    void aCronThatCanNeverFireIsAProblem() {
+        assertThat(problems("""
+                jobs:
+                  - name: never
+                    cron: "0 0 30 2 *"
+                    class: x.A
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:3: jobs[0].cron: never fires: no date matches \"0 0 30 2 *\" (for example a 30th of February)");
+    }
+
+    @Test
+    void aLeaseShorterThanTwiceTheRedisTimeoutIsAProblem() {
+        assertThat(problems("""
+                redis: { uri: "redis://127.0.0.1:6379", timeout: 2s }
+                jobs:
+                  - name: short
+                    cron: "@daily"
+                    class: x.A
+                    lease: 3s
+                  - name: inherits
+                    cron: "@daily"
+                    class: x.A
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:6: jobs[0].lease: must be at least twice redis.timeout (2s) so that a renewal that times out "
+                        + "still ends before the lease does, but was 3s");
+    }
 }

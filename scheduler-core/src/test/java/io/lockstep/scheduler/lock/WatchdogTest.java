@@ -91,4 +91,69 @@ class WatchdogTest {
         assertThat(w.isLost()).isFalse();
         assertThat(w.remaining()).isGreaterThan(Duration.ofSeconds(59));
     }
+
+    // ---------------------------------------------------------------- deadlines fire on time (issue: lease loss noticed late)
+
+    @Test
+    void aDeadlineFiresWhileARenewalRoundIsStillBlockedOnTheStore() throws Exception {
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch blocked = new java.util.concurrent.CountDownLatch(1);
+        List<String> gone = new CopyOnWriteArrayList<>();
+        Watchdog<String> stuck = new Watchdog<>("stuck-watchdog", leases -> {
+            blocked.countDown();
+            try {
+                release.await(); // a round that hangs for the client's whole timeout, and longer
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return List.of(true);
+        }, (watch, reason) -> gone.add(watch.lease()));
+        try {
+            Watchdog<String>.Watch w = stuck.watch("held", Duration.ofMillis(300), System.nanoTime(), true);
+            assertThat(blocked.await(2, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            // The round is still on the wire; the holder must hear of its deadline anyway.
+            await().atMost(Duration.ofSeconds(2)).until(() -> gone.contains("held"));
+            assertThat(release.getCount()).isEqualTo(1);
+            assertThat(w.isLost()).isTrue();
+        } finally {
+            release.countDown();
+            stuck.close();
+        }
+    }
+
+    @Test
+    void theDeadlineLeavesADriftAllowanceOfOnePercentAndTwoMilliseconds() {
+        long sent = System.nanoTime();
+        Watchdog<String>.Watch w = watchdog.watch("x", Duration.ofSeconds(10), sent, false);
+        assertThat(w.deadlineNanos() - sent).isEqualTo(Duration.ofMillis(10_000 - 100 - 2).toNanos());
+        w.renewed(sent + 1_000);
+        assertThat(w.deadlineNanos() - sent).isEqualTo(Duration.ofMillis(10_000 - 100 - 2).toNanos() + 1_000);
+    }
+
+    @Test
+    void aRenewerThatThrowsAnErrorDoesNotKillTheWatchdog() {
+        java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+        List<String> renewed = new CopyOnWriteArrayList<>();
+        Watchdog<String> fragile = new Watchdog<>("fragile-watchdog", leases -> {
+            if (calls.incrementAndGet() == 1) {
+                throw new StackOverflowError("renewer blew up");
+            }
+            return List.of(true);
+        }, new Watchdog.Listener<>() {
+            @Override
+            public void lost(Watchdog<String>.Watch watch, String reason) {}
+
+            @Override
+            public void renewed(Watchdog<String>.Watch watch, long durationMs) {
+                renewed.add(watch.lease());
+            }
+        });
+        try {
+            fragile.watch("kept", Duration.ofMillis(900), System.nanoTime(), true);
+            await().atMost(Duration.ofSeconds(3)).until(() -> renewed.size() >= 2);
+            assertThat(calls.get()).isGreaterThanOrEqualTo(3);
+        } finally {
+            fragile.close();
+        }
+    }
 }

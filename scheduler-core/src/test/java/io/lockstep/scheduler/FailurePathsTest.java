@@ -1,0 +1,199 @@
+package io.lockstep.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.cron.CronSchedule;
+import io.lockstep.scheduler.lock.InMemoryLockProvider;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The scheduler on the failure paths, on the in-memory store with faults switched on: lost
+ * outcome writes and replies, ticks that fall behind, slots that pile up, a stepped host clock.
+ * Each test failed on the code before its fix.
+ */
+class FailurePathsTest {
+
+    private static final CronSchedule EVERY_SECOND = CronSchedule.of("* * * * * *", ZoneOffset.UTC);
+
+    private final List<Scheduler> schedulers = new ArrayList<>();
+    private CapturedEvents events;
+
+    @BeforeEach
+    void capture() {
+        events = new CapturedEvents();
+    }
+
+    @AfterEach
+    void stop() {
+        schedulers.forEach(Scheduler::close);
+        events.close();
+    }
+
+    private Scheduler start(Scheduler.Builder builder) {
+        Scheduler s = builder.build();
+        schedulers.add(s);
+        s.start();
+        return s;
+    }
+
+    private static JobDefinition job(String name, Duration lease, Duration grace, Overlap overlap) {
+        return new JobDefinition(name, EVERY_SECOND, Job.class.getName(), Map.of(), lease, grace, overlap, Duration.ZERO, true);
+    }
+
+    private List<Map<String, Object>> named(String event, String worker) {
+        return events.named(event).stream().filter(e -> worker.equals(e.get("worker"))).toList();
+    }
+
+    // ---------------------------------------------------------------- a lost completion
+
+    @Test
+    void aRunWhoseOutcomeWriteFailsKeepsItsLeaseAndIsNeverRecoveredByAPeer() {
+        InMemoryLockProvider shared = InMemoryLockProvider.create();
+        FaultyStore flaky = new FaultyStore(shared);
+        flaky.failCompletes = true;
+        JobDefinition report = job("report", Duration.ofSeconds(1), Duration.ofSeconds(2), Overlap.ALLOW)
+                .withRecover(Recover.RERUN);
+        Map<String, List<String>> runs = new ConcurrentHashMap<>();
+        Job job = ctx -> runs.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.workerId());
+        start(Scheduler.builder(flaky).workerId("writer").job(report).jobFactory(d -> job));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !named("job_succeeded", "writer").isEmpty());
+        String first = (String) named("job_succeeded", "writer").get(0).get("slot");
+        // A peer that would rerun any run whose lease ran out without an outcome.
+        start(Scheduler.builder(shared).workerId("peer").threads(1).job(report).jobFactory(d -> job));
+        // The writer's outcomes keep failing for three leases; its watchdog keeps the lease meanwhile.
+        await().atMost(Duration.ofSeconds(10)).until(() -> events.named("lease_renewed").stream()
+                .filter(e -> first.equals(e.get("slot"))).count() >= 9);
+        flaky.failCompletes = false;
+        await().atMost(Duration.ofSeconds(10)).until(() -> events.named("slot_released").stream()
+                .anyMatch(e -> first.equals(e.get("slot")) && Boolean.TRUE.equals(e.get("success"))));
+        assertThat(events.named("slot_recovered")).as("no run that finished is rerun").isEmpty();
+        assertThat(events.named("slot_abandoned")).isEmpty();
+        assertThat(runs.get(first)).containsExactly("writer");
+        assertThat(shared.slotState("report", Instant.parse(first))).contains("done:succeeded");
+    }
+
+    @Test
+    void anOutcomeWhoseReplyWasLostIsWrittenOnceAndReportedAsOurs() {
+        FaultyStore store = new FaultyStore();
+        store.loseCompleteReplies = true;
+        start(Scheduler.builder(store).workerId("w").job(job("report", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP))
+                .jobFactory(d -> ctx -> { }));
+        await().atMost(Duration.ofSeconds(5)).until(() -> store.completeCalls >= 2);
+        String first = (String) events.named("job_succeeded").get(0).get("slot");
+        store.loseCompleteReplies = false;
+        await().atMost(Duration.ofSeconds(5)).until(() -> events.named("slot_released").stream().anyMatch(e -> first.equals(e.get("slot"))));
+        assertThat(events.named("slot_released")).filteredOn(e -> first.equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("success", true).containsEntry("outcome", "succeeded"));
+    }
+
+    // ---------------------------------------------------------------- a tick that falls behind
+
+    @Test
+    void whenTicksFallBehindEverySlotStillStartsOrIsReported() {
+        FaultyStore slow = new FaultyStore();
+        slow.claimDelayMillis = 1_600; // each claim round trip outlasts the slot and its grace
+        start(Scheduler.builder(slow).workerId("w").job(job("tick", Duration.ofSeconds(5), Duration.ofMillis(500), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> { }));
+        await().atMost(Duration.ofSeconds(20)).until(() -> events.named("slot_missed").size() >= 6);
+        schedulers.forEach(Scheduler::close);
+        Set<Instant> handled = new java.util.TreeSet<>();
+        for (String name : List.of("job_started", "slot_missed", "slot_skipped")) {
+            events.named(name).forEach(e -> handled.add(Instant.parse((String) e.get("slot"))));
+        }
+        Instant first = ((java.util.TreeSet<Instant>) handled).first();
+        Instant last = ((java.util.TreeSet<Instant>) handled).last();
+        assertThat(Duration.between(first, last).toSeconds()).isGreaterThanOrEqualTo(6);
+        for (Instant s = first; !s.isAfter(last); s = s.plusSeconds(1)) {
+            assertThat(handled).as("slot %s started or was reported", s).contains(s);
+        }
+        assertThat(events.named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("fell behind"));
+    }
+
+    // ---------------------------------------------------------------- slot order
+
+    @Test
+    void slotsPiledUpDuringAnOutageStartInSlotOrderWithTokensInThatOrder() {
+        FaultyStore store = new FaultyStore();
+        Map<Instant, Long> fences = new ConcurrentHashMap<>();
+        List<Instant> startOrder = new CopyOnWriteArrayList<>();
+        start(Scheduler.builder(store).workerId("w")
+                .job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(10), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> {
+                    startOrder.add(ctx.scheduledTime());
+                    fences.put(ctx.scheduledTime(), ctx.fencingToken());
+                }));
+        await().atMost(Duration.ofSeconds(5)).until(() -> startOrder.size() >= 1);
+        store.down = true;
+        int before = startOrder.size();
+        // Slots pile up, each retried within its 10 s grace.
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.askedWhileDown.size() >= 5);
+        store.down = false;
+        await().atMost(Duration.ofSeconds(10)).until(() -> startOrder.size() >= before + 5);
+        List<Instant> after = startOrder.subList(before, startOrder.size());
+        assertThat(after).as("started in slot order").isSorted();
+        List<Long> tokens = after.stream().map(fences::get).toList();
+        assertThat(tokens).as("fencing tokens in slot order").isSorted().doesNotHaveDuplicates();
+    }
+
+    // ---------------------------------------------------------------- a stepped host clock
+
+    @Test
+    void aHostClockSteppedBackAnHourMissesNoSlot() {
+        MutableClock host = new MutableClock();
+        List<Instant> slots = new CopyOnWriteArrayList<>();
+        start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w").clock(host)
+                .job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> slots.add(ctx.scheduledTime())));
+        await().atMost(Duration.ofSeconds(5)).until(() -> slots.size() >= 2);
+        host.shift(Duration.ofHours(-1));
+        int before = slots.size();
+        await().atMost(Duration.ofSeconds(6)).until(() -> slots.size() >= before + 3);
+        host.shift(Duration.ofHours(2));
+        int middle = slots.size();
+        await().atMost(Duration.ofSeconds(6)).until(() -> slots.size() >= middle + 3);
+        schedulers.forEach(Scheduler::close);
+        Instant first = slots.get(0);
+        Instant last = slots.get(slots.size() - 1);
+        assertThat(slots).as("every second once, none early, none twice")
+                .hasSize((int) Duration.between(first, last).toSeconds() + 1).doesNotHaveDuplicates();
+        assertThat(events.named("slot_missed")).isEmpty();
+    }
+
+    /** A host wall clock that a test steps. */
+    static final class MutableClock extends Clock {
+        private volatile Duration offset = Duration.ZERO;
+
+        void shift(Duration by) {
+            offset = offset.plus(by);
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return Instant.now().plus(offset);
+        }
+    }
+}

@@ -1,0 +1,196 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimRequest.Mode;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.ClaimResult.Status;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * The store's decisions on the failure paths, against a real redis-server: every answer is
+ * retry-safe (a request repeated after its reply was lost gets the same decision), a claim given
+ * up on is disowned, a slot whose record may have expired is never decided again, and a job's
+ * slots start in order.
+ */
+class RedisDecisionsTest {
+
+    private static final Duration LEASE = Duration.ofSeconds(10);
+    private static final Duration GRACE = Duration.ofSeconds(10);
+
+    private static LocalRedisServer server;
+    private static RedisLockProvider provider;
+    private static RedisClient raw;
+
+    @BeforeAll
+    static void startRedis() {
+        server = LocalRedisServer.start();
+        provider = RedisLockProvider.builder().uri(server.uri()).build();
+        raw = RedisClient.create(server.host(), server.port());
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        raw.close();
+        provider.close();
+        server.close();
+    }
+
+    private static String job() {
+        return "job-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    private static Instant serverNow() {
+        return Instant.ofEpochMilli(provider.serverTimeMillis());
+    }
+
+    private static ClaimRequest request(String job, Instant slot, String token, boolean exclusive, Mode mode) {
+        return new ClaimRequest(new Lease(job, slot, token, LEASE, exclusive), "w-" + token, GRACE, mode, false);
+    }
+
+    private static Status claim(ClaimRequest request) {
+        return provider.claim(List.of(request)).get(0).status();
+    }
+
+    @Test
+    void aRepeatedMissSkipOrAbandonGetsTheSameAnswer() {
+        String job = job();
+        Instant now = serverNow();
+        ClaimRequest missed = request(job, now.minus(GRACE).minusSeconds(5), "m", true, Mode.CLAIM);
+        assertThat(claim(missed)).isEqualTo(Status.MISSED);
+        assertThat(claim(missed)).as("repeated after a lost reply").isEqualTo(Status.MISSED);
+
+        ClaimRequest running = request(job, now.minusSeconds(2), "r", true, Mode.CLAIM);
+        assertThat(claim(running)).isEqualTo(Status.CLAIMED);
+        ClaimRequest skipped = request(job, now.minusSeconds(1), "s", true, Mode.CLAIM);
+        assertThat(claim(skipped)).isEqualTo(Status.SKIPPED);
+        assertThat(claim(skipped)).as("repeated after a lost reply").isEqualTo(Status.SKIPPED);
+
+        raw.del(provider.leaseKey(running.lease())); // the run's worker died: its lease ran out
+        raw.zadd(provider.runningKey(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
+        ClaimRequest abandon = request(job, running.lease().slot(), "a", true, Mode.ABANDON);
+        ClaimResult first = provider.claim(List.of(abandon)).get(0);
+        assertThat(first.status()).isEqualTo(Status.ABANDONED);
+        assertThat(provider.claim(List.of(abandon)).get(0)).as("repeated after a lost reply")
+                .extracting(ClaimResult::status, ClaimResult::fencingToken).containsExactly(Status.ABANDONED, first.fencingToken());
+        assertThat(claim(request(job, running.lease().slot(), "other", true, Mode.ABANDON))).isEqualTo(Status.TAKEN);
+    }
+
+    @Test
+    void aRepeatedRecoveryWinsAgainWithTheSameFence() {
+        String job = job();
+        Instant slot = serverNow().minusSeconds(1);
+        ClaimRequest dead = request(job, slot, "dead", true, Mode.CLAIM);
+        claim(dead);
+        raw.del(provider.leaseKey(dead.lease()));
+        raw.zadd(provider.runningKey(job), 1, Long.toString(slot.toEpochMilli()));
+        ClaimRequest recover = request(job, slot, "rescuer", true, Mode.RECOVER);
+        ClaimResult first = provider.claim(List.of(recover)).get(0);
+        ClaimResult again = provider.claim(List.of(recover)).get(0);
+        assertThat(first.status()).isEqualTo(Status.CLAIMED);
+        assertThat(again).extracting(ClaimResult::status, ClaimResult::fencingToken)
+                .containsExactly(Status.CLAIMED, first.fencingToken());
+        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
+    }
+
+    @Test
+    void aRepeatedCompletionAnswersOursAgain() {
+        String job = job();
+        ClaimRequest r = request(job, serverNow().minusMillis(5), "a", true, Mode.CLAIM);
+        claim(r);
+        assertThat(provider.complete(r.lease(), Outcome.SUCCEEDED)).isTrue();
+        assertThat(provider.complete(r.lease(), Outcome.SUCCEEDED)).as("repeated after a lost reply").isTrue();
+        assertThat(provider.complete(new Lease(job, r.lease().slot(), "b", LEASE, true), Outcome.SUCCEEDED)).isFalse();
+    }
+
+    @Test
+    void givingUpOnAClaimWhoseReplyNeverCameDisownsItInTheStore() {
+        String job = job();
+        Instant slot = serverNow().minusMillis(5);
+        ClaimRequest claimed = request(job, slot, "lost-reply", true, Mode.CLAIM);
+        assertThat(claim(claimed)).isEqualTo(Status.CLAIMED); // ran in Redis; the worker never heard
+        ClaimRequest giveUp = request(job, slot, "lost-reply", true, Mode.MISS_ONLY);
+        assertThat(claim(giveUp)).isEqualTo(Status.MISSED);
+        String record = provider.slotKey(job, slot.toEpochMilli());
+        assertThat(raw.hget(record, "state")).isEqualTo("missed");
+        assertThat(raw.exists(provider.leaseKey(claimed.lease()))).isFalse();
+        assertThat(raw.zcard(provider.runningKey(job))).isZero();
+        assertThat(claim(giveUp)).as("repeated").isEqualTo(Status.MISSED);
+        assertThat(claim(claimed)).as("the old claim, repeated late, does not come back").isEqualTo(Status.MISSED);
+    }
+
+    @Test
+    void aSlotWhoseRecordMayHaveExpiredIsNeitherRunNorRecordedAgain() {
+        String job = job();
+        Instant now = serverNow();
+        Instant slot = now.minus(ClaimRequest.recordTtl(LEASE, GRACE)).minusSeconds(10);
+        // The cluster was down before this slot: it is caught up (it is later than the last decided slot).
+        raw.hset(provider.lastKey(job), "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
+        ClaimRequest caughtUp = request(job, slot, "a", true, Mode.CATCH_UP);
+        assertThat(claim(caughtUp)).isEqualTo(Status.CLAIMED);
+        assertThat(provider.complete(caughtUp.lease(), Outcome.SUCCEEDED)).isTrue();
+        // Its record's ttl runs out; a worker that was busy or paused all along comes back to it.
+        String record = provider.slotKey(job, slot.toEpochMilli());
+        raw.pexpire(record, 1);
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(2)).until(() -> !raw.exists(record));
+
+        assertThat(claim(request(job, slot, "late", true, Mode.CATCH_UP))).isEqualTo(Status.STALE);
+        assertThat(claim(request(job, slot, "later", true, Mode.MISS_ONLY))).isEqualTo(Status.STALE);
+        assertThat(claim(request(job, slot, "latest", true, Mode.CLAIM))).isEqualTo(Status.STALE);
+        assertThat(raw.exists(record)).as("nothing written").isFalse();
+        assertThat(raw.get(provider.fenceKey(job))).isEqualTo("1");
+    }
+
+    @Test
+    void anOlderSlotNeverStartsAfterANewerOneStartedAndIsReportedOnce() {
+        String job = job();
+        Instant now = serverNow();
+        Instant s13 = now.minusSeconds(2);
+        Instant s14 = now.minusSeconds(1);
+        assertThat(provider.claim(List.of(request(job, s14, "a", false, Mode.CLAIM))).get(0).fencingToken()).isEqualTo(1);
+        ClaimRequest older = request(job, s13, "b", false, Mode.CLAIM);
+        assertThat(claim(older)).isEqualTo(Status.SUPERSEDED);
+        assertThat(claim(older)).as("repeated after a lost reply").isEqualTo(Status.SUPERSEDED);
+        assertThat(claim(request(job, s13, "c", false, Mode.CLAIM))).isEqualTo(Status.TAKEN);
+        assertThat(raw.hget(provider.slotKey(job, s13.toEpochMilli()), "state")).isEqualTo("missed");
+        assertThat(raw.get(provider.fenceKey(job))).as("no fencing token taken out of order").isEqualTo("1");
+    }
+
+    @Test
+    void afterARestartOnlyTheCallsTheServerDidNotKnowAreSentAgain() {
+        try (LocalRedisServer own = LocalRedisServer.start();
+             RedisLockProvider p = RedisLockProvider.builder().uri(own.uri()).build();
+             RedisClient admin = RedisClient.create(own.host(), own.port())) {
+            String job = job();
+            Instant slot = Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5);
+            ClaimRequest dead = request(job, slot, "dead", true, Mode.CLAIM);
+            p.claim(List.of(dead));
+            admin.del(p.leaseKey(dead.lease()));
+            admin.zadd(p.runningKey(job), 1, Long.toString(slot.toEpochMilli()));
+            // The claim script is known, the recovery script is not (as after a restart and one claim).
+            admin.scriptFlush();
+            admin.scriptLoad(new String(RedisDecisionsTest.class.getResourceAsStream("/io/lockstep/redis/claim.lua")
+                    .readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+            ClaimRequest fresh = request(job(), Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "fresh", true, Mode.CLAIM);
+            admin.sendCommand(redis.clients.jedis.Protocol.Command.CONFIG, "RESETSTAT");
+            List<ClaimResult> results = p.claim(List.of(fresh,
+                    request(job, slot, "rescuer", true, Mode.RECOVER)));
+            assertThat(results).extracting(ClaimResult::status).containsExactly(Status.CLAIMED, Status.CLAIMED);
+            var stats = own.commandStats();
+            assertThat(stats.get("evalsha").calls()).isEqualTo(2);
+            assertThat(stats.get("eval").calls()).as("only the unknown script is sent again").isEqualTo(1);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+}
