@@ -169,6 +169,7 @@ final class Claimer {
                 missed(d, Duration.between(d.slot, after).toMillis(),
                         d.missReason == null ? unreachable : d.missReason + "; " + unreachable, null);
                 d.missOnly("lock store unreachable");
+                queue.disowning(d);
             }
             if (after.isBefore(d.recordDeadline()) || d.mode == ClaimRequest.Mode.RECOVER || d.mode == ClaimRequest.Mode.ABANDON) {
                 queue.requeue(d, after.plus(RETRY_DELAY));

@@ -38,6 +38,8 @@ final class Completer {
     private final Events events;
     private final Outage outage;
     private final LinkedBlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
+    /** job@slot-millis of every run whose outcome is not written yet. */
+    private final java.util.Set<String> unwritten = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final Thread thread;
 
     Completer(LockProvider provider, Events events, Outage outage) {
@@ -54,7 +56,21 @@ final class Completer {
 
     /** Queues a run's outcome; it is written with the next batch. */
     void submit(SlotRun run, Outcome outcome) {
+        unwritten.add(key(run.definition.name(), run.scheduledTime()));
         queue.add(new Pending(run, outcome));
+    }
+
+    /**
+     * Whether this worker still has to write the outcome of the job's run of {@code slot}: then
+     * its lease may have run out while the store was unreachable, but the run is not dead, and this
+     * worker must not recover or abandon its own finished run before the write lands.
+     */
+    boolean writing(String job, java.time.Instant slot) {
+        return unwritten.contains(key(job, slot));
+    }
+
+    private static String key(String job, java.time.Instant slot) {
+        return job + "@" + slot.toEpochMilli();
     }
 
     /** Writes what is queued (retrying a few rounds more if the store fails), then stops the thread. */
@@ -132,6 +148,7 @@ final class Completer {
         for (int i = 0; i < batch.size(); i++) {
             SlotRun run = batch.get(i).run();
             run.watch().stop();
+            unwritten.remove(key(run.definition.name(), run.scheduledTime()));
             boolean ours = owned.get(i);
             events.info("slot_released").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
@@ -147,6 +164,7 @@ final class Completer {
         for (Pending p : batch) {
             SlotRun run = p.run();
             run.watch().stop();
+            unwritten.remove(key(run.definition.name(), run.scheduledTime()));
             events.error("outcome_unrecorded").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
                     .addKeyValue("identifier", run.lease.token()).addKeyValue("outcome", p.outcome().label())

@@ -29,15 +29,17 @@ final class Recovery {
     private final Outage outage;
     private final SlotQueue queue;
     private final Claimer claimer;
+    private final Runner runner;
     private final Map<String, ScheduledJob> jobs;
 
-    Recovery(LockProvider provider, ClusterClock clock, Outage outage, SlotQueue queue, Claimer claimer,
+    Recovery(LockProvider provider, ClusterClock clock, Outage outage, SlotQueue queue, Claimer claimer, Runner runner,
             Map<String, ScheduledJob> jobs) {
         this.provider = provider;
         this.clock = clock;
         this.outage = outage;
         this.queue = queue;
         this.claimer = claimer;
+        this.runner = runner;
         this.jobs = jobs;
     }
 
@@ -68,6 +70,9 @@ final class Recovery {
                 continue;
             }
             for (Instant slot : runs.expired()) {
+                if (runner.writingOutcome(runs.job(), slot)) {
+                    continue; // our own finished run, its outcome write still pending: not dead
+                }
                 DueSlot d = new DueSlot(job, slot, job.definition().recover() == Recover.RERUN
                         ? ClaimRequest.Mode.RECOVER : ClaimRequest.Mode.ABANDON);
                 d.followerQueued = true;

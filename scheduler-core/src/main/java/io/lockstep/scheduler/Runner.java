@@ -43,6 +43,11 @@ final class Runner {
         completer.start();
     }
 
+    /** Whether this worker ran the job's {@code slot} and is still writing its outcome. */
+    boolean writingOutcome(String job, java.time.Instant slot) {
+        return completer.writing(job, slot);
+    }
+
     /** Starts a claimed run on a job thread (reserved for it by the claim). */
     void start(SlotRun run) {
         run.watchedBy(watchdog.watch(run, run.lease.ttl(), run.claimSentNanos, true));

@@ -90,7 +90,7 @@ public final class Scheduler implements AutoCloseable {
         ExecutorService executor = b.executor != null ? b.executor : defaultExecutor(b.threads);
         this.runner = new Runner(provider, executor, threads, clock, events, outage, queue);
         Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner);
-        Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, Map.copyOf(byName));
+        Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, Map.copyOf(byName));
         this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery);
     }
 

@@ -29,6 +29,11 @@ final class SlotQueue {
     /** Stale runs being recovered or abandoned by this worker, by {@link DueSlot#key()}. */
     private final Set<String> recovering = new HashSet<>();
     /**
+     * Slots this worker gave up on without an answer and still has to disown in the store, by
+     * {@link DueSlot#key()}: an earlier claim of ours may hold them, but no run of ours does.
+     */
+    private final Set<String> disowning = new HashSet<>();
+    /**
      * Per job, when (cluster time) to ask the store about its runs in flight: the earliest lease
      * end the store last told us of, plus {@link Recovery#LOOK_MARGIN}.
      */
@@ -197,11 +202,24 @@ final class SlotQueue {
         return names;
     }
 
-    /** Marks a stale run as being dealt with by this worker; false when it already is. */
+    /**
+     * Marks a stale run as being dealt with by this worker; false when it already is, or when it is
+     * a claim of ours that we are disowning (it never ran: the disown settles it).
+     */
     boolean startRecovery(DueSlot d) {
         lock.lock();
         try {
-            return recovering.add(d.key());
+            return !disowning.contains(d.key()) && recovering.add(d.key());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** This worker gave up on {@code d} without an answer and will disown it. */
+    void disowning(DueSlot d) {
+        lock.lock();
+        try {
+            disowning.add(d.key());
         } finally {
             lock.unlock();
         }
@@ -234,6 +252,7 @@ final class SlotQueue {
         lock.lock();
         try {
             recovering.remove(d.key());
+            disowning.remove(d.key());
             if (d.next != null) {
                 d.next.retryAt = now;
                 queue.add(d.next);

@@ -46,7 +46,7 @@ class CatchUpIT {
             assertThat(b.terminate()).isZero();
             Map<String, Instant> last = new HashMap<>();
             for (String job : JOBS) {
-                last.put(job, Instant.ofEpochMilli(Long.parseLong(redis.get("lockstep:{" + job + "}:last"))));
+                last.put(job, Instant.ofEpochMilli(Long.parseLong(redis.hget("lockstep:{" + job + "}:last", "decided"))));
             }
 
             await().pollDelay(Duration.ofMillis(5_500)).atMost(Duration.ofSeconds(7)).until(() -> true); // five slots pass

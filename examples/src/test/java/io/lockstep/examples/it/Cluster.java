@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.lockstep.redis.LocalRedisServer;
+import io.lockstep.redis.TcpProxy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -25,11 +26,16 @@ final class Cluster implements AutoCloseable {
     final List<WorkerProcess> workers = new ArrayList<>();
 
     Cluster(Path dir, String jobsYaml) {
+        this(dir, jobsYaml, "1s");
+    }
+
+    /** With the workers' {@code redis.timeout}: short, where a test loses replies on purpose. */
+    Cluster(Path dir, String jobsYaml, String redisTimeout, String... redisArgs) {
         this.dir = dir;
-        this.redis = LocalRedisServer.start();
+        this.redis = LocalRedisServer.start(redisArgs);
         this.config = dir.resolve("jobs.yaml");
         try {
-            Files.writeString(config, "redis:\n  uri: " + redis.uri() + "\n  timeout: 1s\n"
+            Files.writeString(config, "redis:\n  uri: " + redis.uri() + "\n  timeout: " + redisTimeout + "\n"
                     + "worker:\n  threads: 8\n  shutdownTimeout: 10s\n" + jobsYaml);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -48,6 +54,29 @@ final class Cluster implements AutoCloseable {
 
     WorkerProcess start(String id, String... jvmOptions) {
         WorkerProcess w = WorkerProcess.start(dir, config, id, jvmOptions);
+        workers.add(w);
+        return w;
+    }
+
+    /**
+     * Starts a worker that reaches Redis through {@code proxy} (a copy of the config with the
+     * proxy's URI), so that its link alone can be hurt.
+     */
+    WorkerProcess startBehind(TcpProxy proxy, String id) {
+        try {
+            Path own = dir.resolve(id + ".yaml");
+            Files.writeString(own, Files.readString(config).replace(redis.uri(), proxy.uri()));
+            WorkerProcess w = WorkerProcess.start(dir, own, id);
+            workers.add(w);
+            return w;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Starts a worker with extra environment variables (libfaketime's, say). */
+    WorkerProcess startWithEnv(String id, Map<String, String> env) {
+        WorkerProcess w = WorkerProcess.start(dir, config, id, env);
         workers.add(w);
         return w;
     }

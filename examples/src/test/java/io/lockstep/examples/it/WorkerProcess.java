@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -41,13 +42,28 @@ final class WorkerProcess implements AutoCloseable {
 
     /** Starts {@code run --config config --worker-id id} with extra JVM options (e.g. a clock skew). */
     static WorkerProcess start(Path dir, Path config, String id, String... jvmOptions) {
+        return start(dir, config, id, Map.of(), jvmOptions);
+    }
+
+    /**
+     * Starts a worker with extra environment variables (e.g. libfaketime's) and JVM options. The
+     * test classes are on its class path too, so ITs can run job classes of their own.
+     */
+    static WorkerProcess start(Path dir, Path config, String id, Map<String, String> env, String... jvmOptions) {
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
         command.addAll(List.of(jvmOptions));
-        command.addAll(List.of("-jar", jar().toString(), "run", "--config", config.toString(), "--worker-id", id));
-        return launch(dir, id, command);
+        // The JSON events of config/logback.xml, as in the JAR (the test classes carry a logback-test.xml).
+        command.add("-Dlogback.configurationFile=" + Path.of(System.getProperty("lockstep.configDir", "../config"), "logback.xml")
+                .toAbsolutePath());
+        command.addAll(List.of("-cp", jar() + java.io.File.pathSeparator + TEST_CLASSES, "io.lockstep.examples.cli.WorkerMain",
+                "run", "--config", config.toString(), "--worker-id", id));
+        return launch(dir, id, command, env);
     }
+
+    /** The ITs' own classes (job classes that misbehave on purpose), for the workers' class path. */
+    private static final String TEST_CLASSES = Path.of("target", "test-classes").toAbsolutePath().toString();
 
     /** Runs any worker command line (for the exit-code tests). */
     static WorkerProcess command(Path dir, String id, String... args) {
@@ -55,14 +71,16 @@ final class WorkerProcess implements AutoCloseable {
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-XX:TieredStopAtLevel=1",
                 "-jar", jar().toString()));
         command.addAll(List.of(args));
-        return launch(dir, id, command);
+        return launch(dir, id, command, Map.of());
     }
 
-    private static WorkerProcess launch(Path dir, String id, List<String> command) {
+    private static WorkerProcess launch(Path dir, String id, List<String> command, Map<String, String> env) {
         Path out = dir.resolve(id + ".out.jsonl");
         Path err = dir.resolve(id + ".err.txt");
         try {
-            Process p = new ProcessBuilder(command)
+            ProcessBuilder builder = new ProcessBuilder(command);
+            builder.environment().putAll(env);
+            Process p = builder
                     .redirectOutput(out.toFile())
                     .redirectError(err.toFile())
                     .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
@@ -102,6 +120,14 @@ final class WorkerProcess implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
     }
 
     void signal(String name) {
