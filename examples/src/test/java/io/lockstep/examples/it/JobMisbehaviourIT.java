@@ -1,0 +1,77 @@
+package io.lockstep.examples.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Jobs that misbehave in a real worker JVM: one throws an {@link Error} (an OutOfMemoryError from
+ * its own allocation), one ignores interrupts past its timeout. The worker goes on, its other jobs
+ * keep their schedule, and the events say what happened.
+ */
+class JobMisbehaviourIT {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void anErrorOrADeafJobPastItsTimeoutDoesNotStopTheWorker() {
+        String yaml = """
+                defaults:
+                  lease: 2s
+                  misfireGrace: 1s
+                jobs:
+                  - name: greedy
+                    cron: "*/2 * * * * *"
+                    class: io.lockstep.examples.it.jobs.GreedyJob
+                  - name: deaf
+                    cron: "*/5 * * * * *"
+                    class: io.lockstep.examples.it.jobs.DeafJob
+                    params: { workMillis: 2500 }
+                    timeout: 500ms
+                  - name: steady
+                    cron: "* * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                """;
+        try (Cluster cluster = new Cluster(dir, yaml)) {
+            WorkerProcess w = cluster.start("w");
+            cluster.awaitStarted();
+            await().atMost(Duration.ofSeconds(30)).until(() -> count(w, "job_failed", "greedy") >= 2
+                    && w.events("slot_released").stream().anyMatch(e -> job(e).equals("deaf")));
+            Instant afterBoth = Instant.now();
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.events("job_succeeded").stream()
+                    .anyMatch(e -> job(e).equals("steady") && WorkerProcess.ts(e).isAfter(afterBoth.plusSeconds(1))));
+            assertThat(w.terminate()).isZero();
+
+            List<JsonNode> oom = w.events("job_failed").stream().filter(e -> job(e).equals("greedy")).toList();
+            assertThat(oom).allSatisfy(e -> assertThat(e.path("error").asText()).startsWith("java.lang.OutOfMemoryError"));
+            assertThat(w.events("slot_released")).filteredOn(e -> job(e).equals("greedy"))
+                    .allSatisfy(e -> assertThat(e.path("outcome").asText()).isEqualTo("failed"));
+
+            JsonNode timedOut = w.events("job_timed_out").stream().filter(e -> job(e).equals("deaf")).findFirst().orElseThrow();
+            JsonNode released = w.events("slot_released").stream().filter(e -> job(e).equals("deaf")).findFirst().orElseThrow();
+            assertThat(released.path("slot").asText()).isEqualTo(timedOut.path("slot").asText());
+            assertThat(released.path("outcome").asText()).isEqualTo("timed_out");
+            // It ignored the interrupt and ran on (its lease kept alive meanwhile): released ~2 s after the timeout.
+            assertThat(Duration.between(WorkerProcess.ts(timedOut), WorkerProcess.ts(released))).isGreaterThan(Duration.ofMillis(1_500));
+            assertThat(w.events("lease_lost")).isEmpty();
+            assertThat(w.events("tick_failed")).isEmpty();
+            assertThat(w.events("worker_stopped")).hasSize(1);
+        }
+    }
+
+    private static String job(JsonNode e) {
+        return e.path("job").asText();
+    }
+
+    private static long count(WorkerProcess w, String event, String job) {
+        return w.events(event).stream().filter(e -> job(e).equals(job)).count();
+    }
+}

@@ -1,0 +1,76 @@
+package io.lockstep.examples.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.lockstep.redis.TcpProxy;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * One worker cut off from Redis while its peer is not (its link alone goes through a proxy that
+ * stops passing anything, as a firewall that drops packets would). The cut-off holder stops its
+ * job at its own lease deadline, before the peer can recover the slot; the peer then reruns it
+ * under a higher fencing token. Both sides' events are on one host clock, so their order is real.
+ */
+class PartitionIT {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aCutOffHolderStopsAtItsDeadlineBeforeThePeerRecoversTheSlot() {
+        String yaml = """
+                defaults:
+                  lease: 2s
+                  misfireGrace: 2s
+                jobs:
+                  - name: long
+                    cron: "*/5 * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                    params: { workMillis: 8000 }
+                    recover: rerun
+                """;
+        try (Cluster cluster = new Cluster(dir, yaml, "500ms");
+             TcpProxy link = TcpProxy.to(cluster.redis.host(), cluster.redis.port())) {
+            WorkerProcess cutOff = cluster.startBehind(link, "cut-off");
+            await().atMost(Duration.ofSeconds(30)).until(() -> !cutOff.events("job_started").isEmpty());
+            WorkerProcess peer = cluster.start("peer");
+            await().atMost(Duration.ofSeconds(30)).until(peer::hasStarted);
+            // The peer has seen the run in flight (its start looks at every job once); now cut the holder off.
+            JsonNode started = cutOff.events("job_started").get(0);
+            link.cut(true);
+            Instant cutAt = Instant.now();
+
+            await().atMost(Duration.ofSeconds(15)).until(() -> !peer.events("slot_recovered").isEmpty());
+            JsonNode recovered = peer.events("slot_recovered").get(0);
+            JsonNode lost = cutOff.events("lease_lost").stream().filter(e -> same(e, started)).findFirst().orElseThrow();
+            JsonNode stopped = cutOff.events("job_failed").stream().filter(e -> same(e, started)).findFirst().orElseThrow();
+            JsonNode rerun = peer.events("job_started").stream().filter(e -> same(e, started)).findFirst().orElseThrow();
+
+            assertThat(recovered.path("slot").asText()).isEqualTo(started.path("slot").asText());
+            assertThat(stopped.path("reason").asText()).isEqualTo("lease lost");
+            assertThat(WorkerProcess.ts(lost)).as("the holder knows first").isBefore(WorkerProcess.ts(recovered));
+            assertThat(WorkerProcess.ts(stopped)).as("and has stopped before the rerun starts").isBefore(WorkerProcess.ts(rerun));
+            assertThat(rerun.path("fencing_token").asLong()).isGreaterThan(started.path("fencing_token").asLong());
+
+            link.cut(false);
+            assertThat(peer.terminate()).isZero();
+            assertThat(cutOff.terminate()).isZero();
+            assertThat(cluster.startsBySlot()).allSatisfy((slot, workers) -> assertThat(workers)
+                    .as("%s: only the recovery runs it again", slot).hasSizeLessThanOrEqualTo(2));
+            assertThat(cluster.events("slot_recovered")).hasSize(1);
+            System.out.printf("%nPartitionIT: cut at +0 ms; holder lease_lost at +%d ms, job stopped at +%d ms; peer slot_recovered at +%d ms%n",
+                    Duration.between(cutAt, WorkerProcess.ts(lost)).toMillis(), Duration.between(cutAt, WorkerProcess.ts(stopped)).toMillis(),
+                    Duration.between(cutAt, WorkerProcess.ts(recovered)).toMillis());
+        }
+    }
+
+    private static boolean same(JsonNode a, JsonNode b) {
+        return a.path("job").asText().equals(b.path("job").asText()) && a.path("slot").asText().equals(b.path("slot").asText());
+    }
+}

@@ -1,0 +1,146 @@
+package io.lockstep.examples.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.io.TempDir;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * Redis itself stalls for longer than a lease, three ways: the process is stopped (SIGSTOP),
+ * {@code CLIENT PAUSE ... ALL}, and {@code DEBUG SLEEP}. The holders learn that their leases are
+ * gone before Redis could let anyone take them over (while it is stalled nobody can), their jobs
+ * stop, and after Redis resumes no slot runs twice and every run recovered has a higher token.
+ */
+class RedisStallIT {
+
+    private static final int JOBS = 4;
+
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"sigstop", "client-pause", "debug-sleep"})
+    void holdersLearnOfTheirLostLeaseDuringTheStallAndNoSlotRunsTwiceAfter(String stall) throws Exception {
+        StringBuilder yaml = new StringBuilder("defaults:\n  lease: 2s\n  misfireGrace: 1s\n  recover: rerun\njobs:\n");
+        for (int i = 0; i < JOBS; i++) {
+            yaml.append(String.format("  - name: job-%02d%n    cron: \"*/2 * * * * *\"%n    class: io.lockstep.examples.HeartbeatJob%n"
+                    + "    params: { workMillis: 6000 }%n", i));
+        }
+        try (Cluster cluster = cluster(yaml.toString())) {
+            WorkerProcess a = cluster.start("a");
+            WorkerProcess b = cluster.start("b");
+            cluster.awaitStarted();
+            await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").size() >= JOBS);
+            List<JsonNode> inFlight = cluster.events("job_started");
+
+            Instant stalledAt = Instant.now();
+            Thread stalling = stall(cluster, stall);
+            // While Redis is stalled, every holder's deadline passes: each is told and stops.
+            await().atMost(Duration.ofSeconds(4)).until(() -> inFlight.stream().allMatch(s -> lostLease(cluster, s)));
+            Instant allLost = Instant.now();
+            resume(cluster, stall, stalling, stalledAt);
+            Instant resumedAt = Instant.now();
+            assertThat(allLost).as("every holder knew before Redis came back").isBefore(resumedAt);
+
+            // After the stall, work goes on: the dead runs are recovered (or decided) and new slots run.
+            await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").stream()
+                    .anyMatch(e -> WorkerProcess.ts(e).isAfter(resumedAt.plusSeconds(2))));
+            assertThat(a.terminate()).isZero();
+            assertThat(b.terminate()).isZero();
+
+            for (JsonNode start : inFlight) {
+                JsonNode failed = cluster.events("job_failed").stream().filter(e -> same(e, start)).findFirst().orElseThrow();
+                assertThat(failed.path("reason").asText()).isEqualTo("lease lost");
+            }
+            // No slot ran twice except through recovery, and each recovery ran under a higher token.
+            Map<String, List<JsonNode>> starts = cluster.events("job_started").stream()
+                    .collect(Collectors.groupingBy(e -> e.path("job").asText() + "@" + e.path("slot").asText()));
+            for (Map.Entry<String, List<JsonNode>> slot : starts.entrySet()) {
+                long recoveries = cluster.events("slot_recovered").stream()
+                        .filter(e -> slot.getKey().equals(e.path("job").asText() + "@" + e.path("slot").asText())).count();
+                assertThat(slot.getValue()).as("%s: started once, plus once per recovery", slot.getKey()).hasSize(1 + (int) recoveries);
+                List<Long> tokens = slot.getValue().stream().map(e -> e.path("fencing_token").asLong()).sorted().toList();
+                assertThat(tokens).as("%s: each run its own higher token", slot.getKey()).doesNotHaveDuplicates();
+            }
+            System.out.printf("%nRedisStallIT[%s]: every holder told its lease was lost %d ms into the stall; Redis back after %d ms%n",
+                    stall, Duration.between(stalledAt, allLost).toMillis(), Duration.between(stalledAt, resumedAt).toMillis());
+        }
+    }
+
+    /** Redis 7 allows DEBUG only when told to; the embedded 6.2 does not know that option (and allows it). */
+    private Cluster cluster(String yaml) {
+        try {
+            return new Cluster(dir, yaml, "500ms", "--enable-debug-command", "local");
+        } catch (IllegalStateException e) {
+            return new Cluster(dir, yaml, "500ms");
+        }
+    }
+
+    /** Stalls Redis for about 4 s (two leases); returns the thread blocked on DEBUG SLEEP, if any. */
+    private static Thread stall(Cluster cluster, String how) {
+        switch (how) {
+            case "sigstop" -> cluster.redis.pause();
+            case "client-pause" -> {
+                try (RedisClient admin = RedisClient.create(cluster.redis.host(), cluster.redis.port())) {
+                    admin.sendCommand(redis.clients.jedis.Protocol.Command.CLIENT, "PAUSE", "4000", "ALL");
+                }
+            }
+            case "debug-sleep" -> {
+                Thread t = new Thread(() -> {
+                    try (RedisClient admin = RedisClient.builder()
+                            .hostAndPort(new redis.clients.jedis.HostAndPort(cluster.redis.host(), cluster.redis.port()))
+                            .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().socketTimeoutMillis(10_000).build())
+                            .build()) {
+                        admin.sendCommand((redis.clients.jedis.commands.ProtocolCommand) () -> "DEBUG".getBytes(java.nio.charset.StandardCharsets.US_ASCII), "SLEEP", "4");
+                    }
+                }, "debug-sleep");
+                t.start();
+                return t;
+            }
+            default -> throw new IllegalArgumentException(how);
+        }
+        return null;
+    }
+
+    private static void resume(Cluster cluster, String how, Thread stalling, Instant stalledAt) throws InterruptedException {
+        switch (how) {
+            case "sigstop" -> {
+                // Keep it stopped as long as the other two stall (4 s, two leases): the length of the fault.
+                Duration left = Duration.between(Instant.now(), stalledAt.plusSeconds(4));
+                if (!left.isNegative()) {
+                    await().pollDelay(left).atMost(left.plusSeconds(1)).until(() -> true);
+                }
+                cluster.redis.resume();
+            }
+            case "client-pause" -> await().atMost(Duration.ofSeconds(10)).until(() -> pingable(cluster));
+            case "debug-sleep" -> stalling.join(10_000);
+            default -> throw new IllegalArgumentException(how);
+        }
+    }
+
+    private static boolean pingable(Cluster cluster) {
+        try (RedisClient admin = RedisClient.create(cluster.redis.host(), cluster.redis.port())) {
+            return "PONG".equals(admin.ping());
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    private static boolean lostLease(Cluster cluster, JsonNode start) {
+        return cluster.events("lease_lost").stream().anyMatch(e -> same(e, start));
+    }
+
+    private static boolean same(JsonNode a, JsonNode b) {
+        return a.path("job").asText().equals(b.path("job").asText()) && a.path("slot").asText().equals(b.path("slot").asText());
+    }
+}
