@@ -104,10 +104,12 @@ class RedisDecisionsTest {
     }
 
     @Test
-    void aRepeatedCompletionAnswersOursAgain() {
+    void aRepeatedRenewalOrCompletionAnswersOursAgain() {
         String job = job();
         ClaimRequest r = request(job, serverNow().minusMillis(5), "a", true, Mode.CLAIM);
         claim(r);
+        assertThat(provider.renew(List.of(r.lease()))).containsExactly(true);
+        assertThat(provider.renew(List.of(r.lease()))).as("a renewal repeated after a lost reply").containsExactly(true);
         assertThat(provider.complete(r.lease(), Outcome.SUCCEEDED)).isTrue();
         assertThat(provider.complete(r.lease(), Outcome.SUCCEEDED)).as("repeated after a lost reply").isTrue();
         assertThat(provider.complete(new Lease(job, r.lease().slot(), "b", LEASE, true), Outcome.SUCCEEDED)).isFalse();
