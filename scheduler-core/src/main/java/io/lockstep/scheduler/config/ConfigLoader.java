@@ -7,10 +7,7 @@ import io.lockstep.scheduler.Overlap;
 import io.lockstep.scheduler.Recover;
 import io.lockstep.scheduler.Retry;
 import io.lockstep.scheduler.cron.CronSchedule;
-import java.io.IOException;
 import java.io.StringReader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.DateTimeException;
 import java.time.Duration;
@@ -105,51 +102,7 @@ public final class ConfigLoader {
      * @throws ConfigException with every problem found, including an unreadable file
      */
     public LockstepConfig load(Path file) {
-        String source = file.toString();
-        byte[] bytes;
-        try {
-            long size = Files.size(file);
-            if (size > MAX_FILE_BYTES) {
-                // Checked before reading: a huge file must not cost its size in memory to reject.
-                throw new ConfigException(List.of(new ConfigProblem(source, 0, "", "file is " + size
-                        + " bytes; a config may be at most " + MAX_FILE_BYTES + " bytes (is this the right file?)")));
-            }
-            bytes = Files.readAllBytes(file);
-        } catch (java.nio.file.NoSuchFileException e) {
-            throw new ConfigException(List.of(new ConfigProblem(source, 0, "", "file not found")));
-        } catch (IOException e) {
-            throw new ConfigException(List.of(new ConfigProblem(source, 0, "", "cannot read file: "
-                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()))));
-        }
-        return load(source, decode(source, bytes));
-    }
-
-    /** At most this many aliases of collections ({@code *anchor}) per file. */
-    static final int MAX_ALIASES = 50;
-
-    /** The largest config file read: room for tens of thousands of jobs, no room for a mistake. */
-    static final long MAX_FILE_BYTES = 16L * 1024 * 1024;
-
-    /** UTF-8, strictly: a byte sequence that is not UTF-8 is a problem on its line. */
-    private static String decode(String source, byte[] bytes) {
-        java.nio.charset.CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
-        java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(bytes);
-        java.nio.CharBuffer out = java.nio.CharBuffer.allocate(bytes.length);
-        java.nio.charset.CoderResult result = decoder.decode(in, out, true);
-        if (result.isError()) {
-            int line = 1;
-            for (int i = 0; i < in.position(); i++) {
-                if (bytes[i] == '\n') {
-                    line++;
-                }
-            }
-            throw new ConfigException(List.of(new ConfigProblem(source, line, "", String.format(
-                    "not valid UTF-8: byte 0x%02x at offset %d (save the file as UTF-8)", bytes[in.position()] & 0xff, in.position()))));
-        }
-        decoder.flush(out);
-        return out.flip().toString();
+        return load(file.toString(), ConfigFile.read(file));
     }
 
     /**
@@ -175,8 +128,8 @@ public final class ConfigLoader {
             try {
                 LoaderOptions options = new LoaderOptions();
                 options.setAllowDuplicateKeys(false);
-                options.setMaxAliasesForCollections(MAX_ALIASES); // no billion laughs
-                options.setCodePointLimit((int) MAX_FILE_BYTES);
+                options.setMaxAliasesForCollections(ConfigFile.MAX_ALIASES); // no billion laughs
+                options.setCodePointLimit((int) ConfigFile.MAX_BYTES);
                 root = new Yaml(options).compose(new StringReader(text));
             } catch (MarkedYAMLException e) {
                 int line = e.getProblemMark() != null ? e.getProblemMark().getLine() + 1 : 0;
