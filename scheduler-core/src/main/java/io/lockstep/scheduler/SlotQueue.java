@@ -100,10 +100,6 @@ final class SlotQueue {
         }
     }
 
-    void add(DueSlot d) {
-        addAll(List.of(d));
-    }
-
     void addAll(Collection<DueSlot> slots) {
         lock.lock();
         try {

@@ -103,11 +103,6 @@ final class SlotRun implements JobContext {
         }
     }
 
-    /** Why the lease was declared lost, or null. */
-    String lostReason() {
-        return watch.lostReason().orElse(null);
-    }
-
     boolean timedOut() {
         return watch.timedOut();
     }
