@@ -33,7 +33,7 @@ import redis.clients.jedis.exceptions.JedisException;
  * <p>Keys of one job share a hash tag, so the layout works unchanged on Redis Cluster:
  * <pre>
  *   &lt;prefix&gt;:{&lt;job&gt;}:slot:&lt;epochMillis&gt;   slot record (hash): running, then done / missed / skipped; has a ttl
- *   &lt;prefix&gt;:{&lt;job&gt;}:fence                 fence counter, INCRed by every claim; no ttl
+ *   &lt;prefix&gt;:{&lt;job&gt;}:fence                 fence counter: max(counter + 1, Redis TIME in us) per claim; ttl 7 days, refreshed
  *   &lt;prefix&gt;:{&lt;job&gt;}:lease                 lease of an {@code overlap: skip} job (one run at a time)
  *   &lt;prefix&gt;:{&lt;job&gt;}:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
  *   &lt;prefix&gt;:{&lt;job&gt;}:running               runs in flight (zset: slot -> lease end, server ms), for recovery
@@ -146,7 +146,8 @@ public final class RedisLockProvider implements LockProvider {
                 return new RedisCalls.Call(RECOVER, List.of(slotKey(lease.job(), slot), fenceKey(lease.job()), leaseKey(lease),
                         runningKey(lease.job())), List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
                         Long.toString(first.recordTtl().toMillis()), first.workerId(),
-                        first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon"));
+                        first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
+                        Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
             }
             List<String> keys = new ArrayList<>(group.size() * 5);
             List<String> args = new ArrayList<>(group.size() * 9);

@@ -41,6 +41,12 @@ public final class RedisLocks implements AutoCloseable {
     /** The first wait of {@link #acquire}; each retry doubles it, up to {@link #DEFAULT_MAX_BACKOFF}. */
     public static final Duration DEFAULT_BACKOFF = Duration.ofMillis(5);
     public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMillis(200);
+    /**
+     * How long a lock's fence counter outlives its last acquire. Tokens are max(counter + 1, Redis
+     * time in microseconds), so a counter that expired (or was lost) never lets a token go back.
+     */
+    static final Duration FENCE_TTL = Duration.ofDays(7);
+
     static final LuaScript ACQUIRE = LuaScript.load("lock_acquire.lua");
     static final LuaScript RELEASE = LuaScript.load("lock_release.lua");
     static final LuaScript EXTEND = LuaScript.load("lock_extend.lua");
@@ -91,7 +97,7 @@ public final class RedisLocks implements AutoCloseable {
         String token = newToken();
         long sent = System.nanoTime();
         Object reply = calls.call("acquire", new RedisCalls.Call(ACQUIRE, List.of(key, key + ":fence"),
-                List.of(token, Long.toString(lease.toMillis()))));
+                List.of(token, Long.toString(lease.toMillis()), Long.toString(FENCE_TTL.toMillis()))));
         long fence = calls.asLong("acquire", reply);
         long durationMs = (System.nanoTime() - sent) / 1_000_000;
         EVENTS.atDebug().addKeyValue("event", fence > 0 ? "lock_acquired" : "lock_contended")

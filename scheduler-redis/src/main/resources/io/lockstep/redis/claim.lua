@@ -5,7 +5,7 @@
 --   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started)
 -- and 9 arguments from ARGV[9i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
---   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks (ms)
+--   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms)
 -- Returns per slot {status, fencing token, server time ms, earliest lease end among the job's runs
 -- in flight (server ms, 0 if none)}; status is claimed|taken|skipped|missed|superseded|stale|early|busy.
 -- The last element lets every worker that races a slot know when to look for a run that died,
@@ -19,6 +19,20 @@
 -- no longer be known, so it is neither run nor reported again.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+-- The next fencing token: max(counter + 1, server time in microseconds), so tokens never go back,
+-- not even after the counter was lost (a restart without persistence, a failover that lost the
+-- last increments, an expired key), as long as the servers' clocks are within a failover's time
+-- of each other. The counter lives as long as the marks, refreshed by every claim.
+local function next_fence(key, ttl)
+  local fence = tonumber(redis.call('GET', key) or '0') + 1
+  if fence < micros then
+    fence = micros
+  end
+  redis.call('SET', key, string.format('%.0f', fence), 'PX', ttl)
+  return fence
+end
 
 local function claim(k, a)
   local record, fence_key, lease_key, running, marks_key = k[1], k[2], k[3], k[4], k[5]
@@ -121,7 +135,7 @@ local function claim(k, a)
       end
     end
   end
-  local fence = redis.call('INCR', fence_key)
+  local fence = next_fence(fence_key, a[9])
   decide('running', fence)
   take_lease()
   return reply('claimed', fence)

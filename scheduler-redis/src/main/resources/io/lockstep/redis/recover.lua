@@ -2,12 +2,13 @@
 -- and the next fencing token (rerun), or records it as abandoned. Exactly one caller wins.
 -- KEYS[1] slot record  KEYS[2] fence counter  KEYS[3] lease  KEYS[4] running index (zset)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
--- ARGV[5] worker id  ARGV[6] rerun | abandon
+-- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
 -- (server ms, 0 if none)}; status is claimed|abandoned|taken|busy. Retry-safe: a request repeated
 -- with the same token (its reply was lost) gets the same decision.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 local function reply(status, fence)
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
@@ -46,7 +47,12 @@ end
 if holder then
   return reply('busy', 0) -- another run of the job holds the exclusive lease
 end
-local fence = redis.call('INCR', KEYS[2])
+-- The next fencing token, as in claim.lua: max(counter + 1, server time in microseconds).
+local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+if fence < micros then
+  fence = micros
+end
+redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ARGV[7])
 redis.call('HSET', KEYS[1], 'state', 'running', 'token', ARGV[1], 'worker', ARGV[5], 'fence', fence, 'at', now)
 redis.call('HINCRBY', KEYS[1], 'recoveries', 1)
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then

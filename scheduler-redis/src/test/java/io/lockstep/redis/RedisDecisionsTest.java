@@ -140,6 +140,7 @@ class RedisDecisionsTest {
         raw.hset(provider.lastKey(job), "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
         ClaimRequest caughtUp = request(job, slot, "a", true, Mode.CATCH_UP);
         assertThat(claim(caughtUp)).isEqualTo(Status.CLAIMED);
+        String fenceAfterRun = raw.get(provider.fenceKey(job));
         assertThat(provider.complete(caughtUp.lease(), Outcome.SUCCEEDED)).isTrue();
         // Its record's ttl runs out; a worker that was busy or paused all along comes back to it.
         String record = provider.slotKey(job, slot.toEpochMilli());
@@ -150,7 +151,7 @@ class RedisDecisionsTest {
         assertThat(claim(request(job, slot, "later", true, Mode.MISS_ONLY))).isEqualTo(Status.STALE);
         assertThat(claim(request(job, slot, "latest", true, Mode.CLAIM))).isEqualTo(Status.STALE);
         assertThat(raw.exists(record)).as("nothing written").isFalse();
-        assertThat(raw.get(provider.fenceKey(job))).isEqualTo("1");
+        assertThat(raw.get(provider.fenceKey(job))).as("no fencing token taken").isEqualTo(fenceAfterRun);
     }
 
     @Test
@@ -159,13 +160,13 @@ class RedisDecisionsTest {
         Instant now = serverNow();
         Instant s13 = now.minusSeconds(2);
         Instant s14 = now.minusSeconds(1);
-        assertThat(provider.claim(List.of(request(job, s14, "a", false, Mode.CLAIM))).get(0).fencingToken()).isEqualTo(1);
+        long newer = provider.claim(List.of(request(job, s14, "a", false, Mode.CLAIM))).get(0).fencingToken();
         ClaimRequest older = request(job, s13, "b", false, Mode.CLAIM);
         assertThat(claim(older)).isEqualTo(Status.SUPERSEDED);
         assertThat(claim(older)).as("repeated after a lost reply").isEqualTo(Status.SUPERSEDED);
         assertThat(claim(request(job, s13, "c", false, Mode.CLAIM))).isEqualTo(Status.TAKEN);
         assertThat(raw.hget(provider.slotKey(job, s13.toEpochMilli()), "state")).isEqualTo("missed");
-        assertThat(raw.get(provider.fenceKey(job))).as("no fencing token taken out of order").isEqualTo("1");
+        assertThat(Long.parseLong(raw.get(provider.fenceKey(job)))).as("no fencing token taken out of order").isEqualTo(newer);
     }
 
     @Test
@@ -194,5 +195,47 @@ class RedisDecisionsTest {
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
+    }
+
+    @Test
+    void fencingTokensNeverGoBackAfterARestartWithoutPersistence() {
+        try (LocalRedisServer own = LocalRedisServer.start();
+             RedisLockProvider p = RedisLockProvider.builder().uri(own.uri()).build()) {
+            String job = job();
+            long before = p.claim(List.of(request(job, Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "a", true, Mode.CLAIM)))
+                    .get(0).fencingToken();
+            own.restart(); // empty: the counter is gone
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> p.serverTimeMillis() > 0);
+            ClaimResult after = p.claim(List.of(request(job, Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "b", true,
+                    Mode.CLAIM))).get(0);
+            assertThat(after.status()).isEqualTo(Status.CLAIMED);
+            assertThat(after.fencingToken()).isGreaterThan(before);
+        }
+    }
+
+    @Test
+    void tokensOfOneServerAreComparableAcrossCountersBecauseTheyFollowItsClock() {
+        String job = job();
+        long first = provider.claim(List.of(request(job, serverNow().minusMillis(5), "a", true, Mode.CLAIM))).get(0).fencingToken();
+        long second = provider.claim(List.of(request(job(), serverNow().minusMillis(5), "b", true, Mode.CLAIM))).get(0).fencingToken();
+        assertThat(second).as("a later claim of another job, from another counter").isGreaterThan(first);
+        assertThat(first).as("microseconds of Redis time").isGreaterThan(serverNow().minusSeconds(10).toEpochMilli() * 1_000);
+        assertThat(raw.pttl(provider.fenceKey(job))).as("the counter has a ttl, refreshed by every claim")
+                .isGreaterThan(Duration.ofDays(6).toMillis());
+    }
+
+    @Test
+    void aShortLeaseOfOneRunNeverShortensTheRunningIndexOfALongerOne() {
+        String job = job();
+        Instant now = serverNow();
+        ClaimRequest longRun = new ClaimRequest(new Lease(job, now.minusSeconds(2), "long", Duration.ofMinutes(10), false),
+                "w-long", GRACE, Mode.CLAIM, false);
+        ClaimRequest shortRun = new ClaimRequest(new Lease(job, now.minusSeconds(1), "short", Duration.ofSeconds(1), false),
+                "w-short", GRACE, Mode.CLAIM, false);
+        provider.claim(List.of(longRun));
+        provider.claim(List.of(shortRun)); // a worker with a shorter lease, during a rolling change of the config
+        provider.renew(List.of(shortRun.lease()));
+        assertThat(raw.pttl(provider.runningKey(job))).as("the index outlives the long run").isGreaterThan(Duration.ofMinutes(10).toMillis());
+        assertThat(raw.zscore(provider.runningKey(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNotNull();
     }
 }

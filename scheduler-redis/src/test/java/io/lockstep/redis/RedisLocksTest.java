@@ -53,6 +53,7 @@ class RedisLocksTest {
         AtomicInteger holders = new AtomicInteger();
         AtomicInteger overlaps = new AtomicInteger();
         int[] counter = {0}; // deliberately unsynchronized: only the lock protects it
+        java.util.Set<Long> tokens = java.util.concurrent.ConcurrentHashMap.newKeySet();
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         List<Future<Long>> results = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
@@ -70,6 +71,7 @@ class RedisLocksTest {
                         counter[0] = seen + 1;
                         assertThat(lock.fencingToken()).isGreaterThan(lastFence);
                         lastFence = lock.fencingToken();
+                        tokens.add(lastFence);
                         holders.decrementAndGet();
                     }
                 }
@@ -83,7 +85,8 @@ class RedisLocksTest {
         pool.shutdown();
         assertThat(overlaps).hasValue(0);
         assertThat(counter[0]).isEqualTo(threads * cycles);
-        assertThat(highestFence).isEqualTo(threads * cycles); // one fencing token per acquisition
+        assertThat(tokens).as("one fencing token per acquisition, never repeated").hasSize(threads * cycles);
+        assertThat(highestFence).isEqualTo(java.util.Collections.max(tokens));
         assertThat(jedis.exists(locks.lockKey(name))).isFalse();
     }
 
@@ -252,5 +255,23 @@ class RedisLocksTest {
         }
         assertThat(jedis.exists("lockstep:lock:{" + name + "}")).isFalse();
         assertThat(locks.tryAcquire(name, Duration.ofSeconds(1))).isPresent();
+    }
+
+    @Test
+    void aLocksFencingTokenNeverGoesBackAfterARestartWithoutPersistence() {
+        String name = name();
+        try (LocalRedisServer own = LocalRedisServer.start();
+             RedisClient client = RedisClient.create(own.host(), own.port());
+             RedisLocks ownLocks = RedisLocks.on(client)) {
+            long before;
+            try (RedisLock lock = ownLocks.tryAcquire(name, Duration.ofSeconds(5)).orElseThrow()) {
+                before = lock.fencingToken();
+            }
+            own.restart(); // empty: the counter is gone
+            RedisLock after = await().atMost(Duration.ofSeconds(10)).ignoreExceptions()
+                    .until(() -> ownLocks.tryAcquire(name, Duration.ofSeconds(5)), Optional::isPresent).orElseThrow();
+            assertThat(after.fencingToken()).isGreaterThan(before);
+            after.release();
+        }
     }
 }

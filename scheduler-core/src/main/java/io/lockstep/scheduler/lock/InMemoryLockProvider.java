@@ -146,7 +146,7 @@ public final class InMemoryLockProvider implements LockProvider {
                 return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
             }
         }
-        long fence = fences.merge(lease.job(), 1L, Long::sum);
+        long fence = nextFence(lease.job(), now);
         decide(lease, new SlotRecord("running", lease.token(), fence, now + recordTtl));
         startedSlots.merge(lease.job(), slot, Math::max);
         takeLease(lease, now);
@@ -191,7 +191,7 @@ public final class InMemoryLockProvider implements LockProvider {
         if (holder != null) {
             return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
         }
-        long fence = fences.merge(lease.job(), 1L, Long::sum);
+        long fence = nextFence(lease.job(), now);
         slots.put(slotKey, new SlotRecord("running", lease.token(), fence,
                 Math.max(record.expiresAt(), now + request.recordTtl().toMillis())));
         takeLease(lease, now);
@@ -313,6 +313,13 @@ public final class InMemoryLockProvider implements LockProvider {
         long slot = lease.slot().toEpochMilli();
         slots.put(slotKey(lease.job(), slot), record);
         lastSlots.merge(lease.job(), slot, Math::max);
+    }
+
+    /** As in Redis: max(counter + 1, store time in microseconds), so tokens never go back. */
+    private long nextFence(String job, long nowMillis) {
+        long fence = Math.max(fences.getOrDefault(job, 0L) + 1, nowMillis * 1_000);
+        fences.put(job, fence);
+        return fence;
     }
 
     private void takeLease(Lease lease, long now) {
