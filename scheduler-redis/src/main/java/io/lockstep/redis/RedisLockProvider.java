@@ -310,13 +310,40 @@ public final class RedisLockProvider implements LockProvider {
         return target;
     }
 
-    /** Checks that the server answers and accepts our credentials; fails with one clear line otherwise. */
+    /**
+     * Checks that the server answers and accepts our credentials; fails with one clear line
+     * otherwise. Warns (event {@code redis_eviction_policy}) when the server may evict keys.
+     */
     public void ping() {
         try {
             jedis.ping();
         } catch (JedisException e) {
             throw calls.wrap("ping", e);
         }
+        evictionWarning().ifPresent(warning -> org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn()
+                .addKeyValue("event", "redis_eviction_policy").addKeyValue("target", target)
+                .log(warning));
+    }
+
+    /**
+     * Why the server's {@code maxmemory-policy} endangers exactly-once, or empty when it is
+     * {@code noeviction} (or cannot be read, as under an ACL user without {@code INFO}). Every key
+     * Lockstep writes has a ttl, so even a {@code volatile-*} policy may evict a slot record or a
+     * lease under memory pressure, and an evicted record lets a late worker run the slot again.
+     */
+    public java.util.Optional<String> evictionWarning() {
+        String policy;
+        try {
+            policy = jedis.info("memory").lines().filter(l -> l.startsWith("maxmemory_policy:"))
+                    .map(l -> l.substring("maxmemory_policy:".length()).trim()).findFirst().orElse("noeviction");
+        } catch (JedisException e) {
+            return java.util.Optional.empty();
+        }
+        if ("noeviction".equals(policy)) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of("maxmemory-policy is " + policy + ": under memory pressure Redis may evict slot records "
+                + "and leases, which can let a slot run twice; set maxmemory-policy noeviction on " + target);
     }
 
     @Override

@@ -238,4 +238,14 @@ class RedisDecisionsTest {
         assertThat(raw.pttl(provider.runningKey(job))).as("the index outlives the long run").isGreaterThan(Duration.ofMinutes(10).toMillis());
         assertThat(raw.zscore(provider.runningKey(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNotNull();
     }
+
+    @Test
+    void aServerThatMayEvictKeysIsNamedAtStart() {
+        assertThat(provider.evictionWarning()).as("noeviction, the default").isEmpty();
+        try (LocalRedisServer lru = LocalRedisServer.start("--maxmemory-policy", "volatile-lru");
+             RedisLockProvider p = RedisLockProvider.builder().uri(lru.uri()).build()) {
+            assertThat(p.evictionWarning()).hasValueSatisfying(w -> assertThat(w)
+                    .startsWith("maxmemory-policy is volatile-lru: ").contains("set maxmemory-policy noeviction on redis 127.0.0.1:" + lru.port()));
+        }
+    }
 }
