@@ -13,7 +13,9 @@ import redis.clients.jedis.RedisClient;
  * A scheduled reservation: each slot reserves stock for one order, fenced by the job's own fencing
  * token. It shows the end-to-end answer to a lost lease: a run whose worker was paused past its
  * lease finds, when it wakes, that a newer run (higher token) has been at the stock, and its late
- * write is refused.
+ * write is refused. Job tokens and the lock tokens of {@link StockReservation#reserve(String, int)}
+ * can guard the same stock: both are max(counter + 1, Redis time in microseconds) on the same
+ * server, so they order by when they were taken, whichever counter they came from.
  *
  * <pre>{@code
  * - name: reserve-stock

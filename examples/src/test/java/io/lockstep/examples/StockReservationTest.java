@@ -95,4 +95,29 @@ class StockReservationTest {
         assertThat(stock.total()).isEqualTo(10);
         assertThat(sku.fence()).isGreaterThan(paused.fencingToken());
     }
+
+    @Test
+    void aJobsTokensAndALocksTokensGuardTheSameStockInTheOrderTheyWereTaken() throws Exception {
+        String sku = "sku-" + UUID.randomUUID().toString().substring(0, 8);
+        StockReservation stock = new StockReservation(jedis, locks, sku);
+        stock.restock(10);
+        // A scheduled job's tokens come from its own counter, stepped by several claims already.
+        long jobToken = 0;
+        try (io.lockstep.redis.RedisLockProvider provider = io.lockstep.redis.RedisLockProvider.builder().client(jedis, "test").build()) {
+            for (int i = 3; i >= 1; i--) {
+                java.time.Instant slot = java.time.Instant.ofEpochMilli(provider.serverTimeMillis()).minusSeconds(i);
+                io.lockstep.scheduler.lock.Lease lease = new io.lockstep.scheduler.lock.Lease("reserve-" + sku, slot,
+                        UUID.randomUUID().toString(), Duration.ofSeconds(5), false);
+                jobToken = provider.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(lease, "w", Duration.ofSeconds(10), false)))
+                        .get(0).fencingToken();
+            }
+        }
+        assertThat(stock.reserve(jobToken, "order-from-a-job", 1, Duration.ZERO)).isEqualTo(Outcome.RESERVED);
+        // A lock taken afterwards, from another counter, still gets a higher token and may write.
+        assertThat(stock.reserve("order-from-a-lock", 1)).isEqualTo(Outcome.RESERVED);
+        assertThat(stock.fence()).isGreaterThan(jobToken);
+        // And the job's older token can no longer write.
+        assertThat(stock.reserve(jobToken, "late-order", 1, Duration.ZERO)).isEqualTo(Outcome.STALE);
+        assertThat(stock.stock().available()).isEqualTo(8);
+    }
 }

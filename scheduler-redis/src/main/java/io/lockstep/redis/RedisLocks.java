@@ -28,8 +28,10 @@ import redis.clients.jedis.UnifiedJedis;
  * }</pre>
  *
  * <p>Keys: {@code <prefix>:lock:{<name>}} holds the owner token (a random 128-bit hex string) with
- * the lease as its ttl; {@code <prefix>:lock:{<name>}:fence} is the lock's fence counter (no ttl),
- * incremented in the same script that takes the lock. Acquire is {@code SET NX PX}; release and
+ * the lease as its ttl; {@code <prefix>:lock:{<name>}:fence} is the lock's fence counter ({@link #FENCE_TTL},
+ * refreshed by every acquire), stepped in the same script that takes the lock: the next token is
+ * max(counter + 1, Redis time in microseconds), so tokens never go back, not even after the counter
+ * is lost. Acquire is {@code SET NX PX}; release and
  * extend are compare-and-act Lua scripts, so nobody can release or extend a lock they do not own.
  *
  * <p>Thread-safe; share one per process. {@link #close()} stops the renewal thread of

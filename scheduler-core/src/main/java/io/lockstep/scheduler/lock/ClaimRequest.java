@@ -63,7 +63,7 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
 
     /**
      * How long the slot record of the job's last decided slot is kept: the catch-up window's upper
-     * bound, so that every key Lockstep writes (except the fence counter) has a ttl.
+     * bound, so that every key Lockstep writes has a ttl; the fence counters live as long.
      */
     public static final Duration LAST_SLOT_TTL = Duration.ofDays(7);
 
