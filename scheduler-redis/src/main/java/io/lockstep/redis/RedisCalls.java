@@ -1,10 +1,13 @@
 package io.lockstep.redis;
 
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.lockstep.scheduler.lock.LockException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.Response;
@@ -27,10 +30,47 @@ final class RedisCalls {
 
     final UnifiedJedis jedis;
     final String target;
+    /** Fails calls fast while Redis keeps failing (the lock API's); null: every call goes out. */
+    private final CircuitBreaker breaker;
 
     RedisCalls(UnifiedJedis jedis, String target) {
+        this(jedis, target, null);
+    }
+
+    RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker) {
         this.jedis = jedis;
         this.target = target;
+        this.breaker = breaker;
+    }
+
+    /**
+     * Runs {@code action} through the circuit breaker, if there is one: refused at once while it is
+     * open; a failure to reach the server counts against it, any answer of the server for it.
+     */
+    private <R> R guarded(String operation, Supplier<R> action) {
+        if (breaker == null) {
+            return action.get();
+        }
+        if (!breaker.tryAcquirePermission()) {
+            throw new LockException(target, target + ": " + operation + ": circuit open (Redis kept failing; calls fail fast "
+                    + "until a probe gets through)", null);
+        }
+        long start = System.nanoTime();
+        try {
+            R result = action.get();
+            breaker.onSuccess(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+            return result;
+        } catch (LockException e) {
+            if (e.getCause() instanceof JedisConnectionException) {
+                breaker.onError(System.nanoTime() - start, TimeUnit.NANOSECONDS, e);
+            } else {
+                breaker.onSuccess(System.nanoTime() - start, TimeUnit.NANOSECONDS); // the server answered
+            }
+            throw e;
+        } catch (RuntimeException e) {
+            breaker.releasePermission();
+            throw e;
+        }
     }
 
     /**
@@ -39,6 +79,10 @@ final class RedisCalls {
      * the others already ran, and running a script twice is not a retry we need to make.
      */
     <T> List<Object> batch(String operation, List<T> items, Function<T, Call> toCall) {
+        return guarded(operation, () -> unguardedBatch(operation, items, toCall));
+    }
+
+    private <T> List<Object> unguardedBatch(String operation, List<T> items, Function<T, Call> toCall) {
         List<Call> calls = new ArrayList<>(items.size());
         for (T item : items) {
             calls.add(toCall.apply(item));
@@ -65,6 +109,10 @@ final class RedisCalls {
 
     /** Runs a single script call without a pipeline. */
     Object call(String operation, Call call) {
+        return guarded(operation, () -> unguardedCall(operation, call));
+    }
+
+    private Object unguardedCall(String operation, Call call) {
         try {
             try {
                 return jedis.evalsha(call.script().sha(), call.keys(), call.args());

@@ -1,5 +1,7 @@
 package io.lockstep.redis;
 
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Watchdog;
 import java.security.SecureRandom;
@@ -49,6 +51,20 @@ public final class RedisLocks implements AutoCloseable {
      */
     static final Duration FENCE_TTL = Duration.ofDays(7);
 
+    /**
+     * The default circuit breaker: over the last 10 calls (at least 5), when half or more could not
+     * reach Redis, calls fail fast for 5 s; then one probe goes out, and closes the circuit when it
+     * gets through. Calls that Redis answered, whatever it answered, count as successes.
+     */
+    public static final CircuitBreakerConfig DEFAULT_CIRCUIT_BREAKER = CircuitBreakerConfig.custom()
+            .slidingWindowType(CircuitBreakerConfig.SlidingWindowType.COUNT_BASED)
+            .slidingWindowSize(10)
+            .minimumNumberOfCalls(5)
+            .failureRateThreshold(50)
+            .waitDurationInOpenState(Duration.ofSeconds(5))
+            .permittedNumberOfCallsInHalfOpenState(1)
+            .build();
+
     static final LuaScript ACQUIRE = LuaScript.load("lock_acquire.lua");
     static final LuaScript RELEASE = LuaScript.load("lock_release.lua");
     static final LuaScript EXTEND = LuaScript.load("lock_extend.lua");
@@ -60,9 +76,24 @@ public final class RedisLocks implements AutoCloseable {
     private final Duration backoff;
     private final Duration maxBackoff;
     final Watchdog<RedisLock> watchdog;
+    private final CircuitBreaker breaker;
 
     private RedisLocks(Builder b) {
-        this.calls = new RedisCalls(b.jedis, b.description);
+        this.breaker = b.breaker == null ? null : CircuitBreaker.of("lockstep-locks", b.breaker);
+        if (breaker != null) {
+            breaker.getEventPublisher().onStateTransition(e -> EVENTS.atLevel(
+                    e.getStateTransition().getToState() == CircuitBreaker.State.CLOSED ? org.slf4j.event.Level.INFO : org.slf4j.event.Level.WARN)
+                    .addKeyValue("event", "lock_circuit").addKeyValue("target", b.description)
+                    .addKeyValue("from", e.getStateTransition().getFromState().name().toLowerCase(java.util.Locale.ROOT))
+                    .addKeyValue("state", e.getStateTransition().getToState().name().toLowerCase(java.util.Locale.ROOT))
+                    .log(switch (e.getStateTransition().getToState()) {
+                        case OPEN -> "redis keeps failing: lock calls fail fast for a while";
+                        case HALF_OPEN -> "trying redis again";
+                        case CLOSED -> "redis answers again: lock calls go through";
+                        default -> "lock circuit changed";
+                    }));
+        }
+        this.calls = new RedisCalls(b.jedis, b.description, breaker);
         this.prefix = b.keyPrefix;
         this.backoff = b.backoff;
         this.maxBackoff = b.maxBackoff;
@@ -151,6 +182,15 @@ public final class RedisLocks implements AutoCloseable {
         }
     }
 
+    /**
+     * The circuit breaker's state: {@code closed} (calls go out), {@code open} (Redis kept failing;
+     * calls fail fast with a {@link LockException} until the cool-down ends), {@code half_open} (a few
+     * probes go out), or {@code disabled} when built without one.
+     */
+    public String circuitState() {
+        return breaker == null ? "disabled" : breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
+    }
+
     /** Stops renewing locks; they expire after their lease unless released. Idempotent. */
     @Override
     public void close() {
@@ -194,6 +234,7 @@ public final class RedisLocks implements AutoCloseable {
         private Duration backoff = DEFAULT_BACKOFF;
         private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
         private String description = "redis";
+        private CircuitBreakerConfig breaker = DEFAULT_CIRCUIT_BREAKER;
 
         private Builder(UnifiedJedis jedis) {
             this.jedis = Objects.requireNonNull(jedis, "jedis");
@@ -202,6 +243,15 @@ public final class RedisLocks implements AutoCloseable {
         /** The first part of every key (default {@code lockstep}). */
         public Builder keyPrefix(String prefix) {
             this.keyPrefix = RedisCalls.checkKeyPrefix(prefix);
+            return this;
+        }
+
+        /**
+         * The circuit breaker that makes calls fail fast while Redis keeps failing (default
+         * {@link RedisLocks#DEFAULT_CIRCUIT_BREAKER}); null for none.
+         */
+        public Builder circuitBreaker(CircuitBreakerConfig config) {
+            this.breaker = config;
             return this;
         }
 

@@ -274,4 +274,36 @@ class RedisLocksTest {
             after.release();
         }
     }
+
+    @Test
+    void whileRedisKeepsFailingTheCircuitOpensAndCallsFailFastThenAProbeClosesIt() {
+        String name = name();
+        try (LocalRedisServer own = LocalRedisServer.start();
+             RedisClient client = RedisClient.create(own.host(), own.port());
+             RedisLocks guarded = RedisLocks.builder(client).circuitBreaker(
+                     io.github.resilience4j.circuitbreaker.CircuitBreakerConfig.from(RedisLocks.DEFAULT_CIRCUIT_BREAKER)
+                             .waitDurationInOpenState(Duration.ofMillis(500)).build()).build()) {
+            guarded.tryAcquire(name, Duration.ofSeconds(1)).orElseThrow().release();
+            own.kill();
+            List<String> failures = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                try {
+                    guarded.tryAcquire(name, Duration.ofSeconds(1));
+                } catch (LockException e) {
+                    failures.add(e.getMessage());
+                }
+            }
+            assertThat(failures).hasSize(8);
+            // The first calls pay for trying; once half of the last calls failed (at least 5 seen), the rest fail fast.
+            assertThat(failures.get(0)).contains("cannot reach the server");
+            int firstFast = failures.indexOf(failures.stream().filter(m -> m.contains("circuit open")).findFirst().orElseThrow());
+            assertThat(failures.subList(0, firstFast)).allSatisfy(m -> assertThat(m).contains("cannot reach the server"));
+            assertThat(failures.subList(firstFast, failures.size())).allSatisfy(m -> assertThat(m).contains("circuit open"));
+            assertThat(guarded.circuitState()).isEqualTo("open");
+            own.restart();
+            await().atMost(Duration.ofSeconds(10)).ignoreException(LockException.class)
+                    .until(() -> guarded.tryAcquire(name(), Duration.ofSeconds(1)).isPresent());
+            assertThat(guarded.circuitState()).isEqualTo("closed");
+        }
+    }
 }
