@@ -20,7 +20,7 @@ public final class MemoryProbe {
         long t0 = System.nanoTime();
         LockstepConfig config = ConfigLoader.defaults().load(java.nio.file.Path.of(args[0]));
         long loaded = System.nanoTime();
-        try (RedisLockProvider provider = RedisLockProvider.builder().uri(config.redis().uri()).build();
+        try (RedisLockProvider provider = RedisLockProvider.builder().settings(config.redis()).build();
              Scheduler scheduler = Scheduler.builder(provider).workerId("memory").threads(config.worker().threads())
                      .jobs(config.jobs()).build()) {
             scheduler.start();

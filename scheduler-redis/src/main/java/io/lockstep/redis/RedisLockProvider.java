@@ -1,5 +1,6 @@
 package io.lockstep.redis;
 
+import io.lockstep.scheduler.config.RedisSettings;
 import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Completion;
@@ -17,6 +18,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -51,11 +53,6 @@ public final class RedisLockProvider implements LockProvider {
 
     public static final String DEFAULT_KEY_PREFIX = "lockstep";
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
-    /**
-     * Connections of a provider built from a URI: the tick thread, the watchdog and job threads
-     * completing at once each hold one for a single round trip.
-     */
-    static final int POOL_SIZE = 16;
 
     private static final LuaScript CLAIM = LuaScript.load("claim.lua");
     private static final LuaScript RENEW = LuaScript.load("renew.lua");
@@ -82,7 +79,7 @@ public final class RedisLockProvider implements LockProvider {
     private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target) {
         this.jedis = jedis;
         this.calls = new RedisCalls(jedis, target);
-        this.cluster = jedis instanceof redis.clients.jedis.RedisClusterClient;
+        this.cluster = jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster;
         this.ownsClient = ownsClient;
         this.prefix = prefix;
         this.target = target;
@@ -188,13 +185,16 @@ public final class RedisLockProvider implements LockProvider {
 
     /**
      * Splits items into the groups one script call may carry: at most {@link #PER_CALL}, and on
-     * Redis Cluster only items of one job (their keys share its hash tag, so one node holds them).
+     * Redis Cluster only items of one hash slot (a job's keys share its hash tag; jobs whose tags
+     * fall in the same slot share a call, others never do, or the call fails with CROSSSLOT).
      */
     private List<List<Integer>> chunks(List<Integer> items, java.util.function.IntFunction<String> job) {
-        Map<String, List<Integer>> byNode = new java.util.LinkedHashMap<>();
+        Map<Integer, List<Integer>> bySlot = new java.util.LinkedHashMap<>();
         for (int i : items) {
-            byNode.computeIfAbsent(cluster ? job.apply(i) : "", k -> new ArrayList<>()).add(i);
+            int slot = cluster ? redis.clients.jedis.util.JedisClusterCRC16.getSlot(fenceKey(job.apply(i))) : 0;
+            bySlot.computeIfAbsent(slot, k -> new ArrayList<>()).add(i);
         }
+        Map<Integer, List<Integer>> byNode = bySlot;
         List<List<Integer>> chunks = new ArrayList<>();
         for (List<Integer> same : byNode.values()) {
             for (int from = 0; from < same.size(); from += PER_CALL) {
@@ -382,11 +382,12 @@ public final class RedisLockProvider implements LockProvider {
      * thread-safe.
      */
     public static final class Builder {
-        private String uri;
+        private String uri = RedisSettings.DEFAULT_URI;
         private String user;
         private String password;
         private Duration timeout = DEFAULT_TIMEOUT;
         private String keyPrefix = DEFAULT_KEY_PREFIX;
+        private RedisSettings settings;
         private UnifiedJedis client;
         private String description;
 
@@ -425,6 +426,16 @@ public final class RedisLockProvider implements LockProvider {
             return this;
         }
 
+        /**
+         * Everything from a config's {@code redis} section: one server, Sentinel or Cluster, ACL
+         * credentials, TLS, key prefix and timeout. The provider then owns and closes its client.
+         */
+        public Builder settings(RedisSettings settings) {
+            this.settings = Objects.requireNonNull(settings, "settings");
+            this.keyPrefix = RedisCalls.checkKeyPrefix(settings.keyPrefix());
+            return this;
+        }
+
         /** A client of yours ({@code RedisClient}, {@code RedisSentinelClient}, {@code RedisClusterClient}). */
         public Builder client(UnifiedJedis client, String description) {
             this.client = Objects.requireNonNull(client, "client");
@@ -432,67 +443,18 @@ public final class RedisLockProvider implements LockProvider {
             return this;
         }
 
+        /**
+         * @throws IllegalArgumentException when no client can be made from the settings (a bad URI,
+         *     an unreadable or invalid TLS file), with one line that says which
+         */
         public RedisLockProvider build() {
             if (client != null) {
                 return new RedisLockProvider(client, false, keyPrefix, description);
             }
-            if (uri == null) {
-                throw new IllegalArgumentException("either uri or client must be set");
-            }
-            URI parsed;
-            try {
-                parsed = new URI(uri);
-            } catch (URISyntaxException e) {
-                throw new IllegalArgumentException("redis uri is not a valid URI: " + e.getReason());
-            }
-            String scheme = parsed.getScheme();
-            if (!"redis".equals(scheme) && !"rediss".equals(scheme)) {
-                throw new IllegalArgumentException("redis uri must start with redis:// or rediss://, but was " + scheme + "://");
-            }
-            if (parsed.getHost() == null) {
-                throw new IllegalArgumentException("redis uri must name a host, but was \"" + masked(uri) + "\"");
-            }
-            int port = parsed.getPort() == -1 ? 6379 : parsed.getPort();
-            DefaultJedisClientConfig.Builder config = DefaultJedisClientConfig.builder()
-                    .ssl("rediss".equals(scheme))
-                    .connectionTimeoutMillis((int) timeout.toMillis())
-                    .socketTimeoutMillis((int) timeout.toMillis())
-                    .clientName("lockstep");
-            String[] userInfo = parsed.getUserInfo() == null ? new String[0] : parsed.getUserInfo().split(":", 2);
-            String effectiveUser = user != null ? user : userInfo.length == 2 && !userInfo[0].isEmpty() ? userInfo[0] : null;
-            String effectivePassword = password != null ? password
-                    : userInfo.length == 2 ? userInfo[1] : userInfo.length == 1 && !userInfo[0].isEmpty() ? userInfo[0] : null;
-            if (effectiveUser != null) {
-                config.user(effectiveUser);
-            }
-            if (effectivePassword != null) {
-                config.password(effectivePassword);
-            }
-            String path = parsed.getPath();
-            if (path != null && path.length() > 1) {
-                try {
-                    config.database(Integer.parseInt(path.substring(1)));
-                } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException("redis uri database must be a number, but was \"" + path.substring(1) + "\"");
-                }
-            }
-            HostAndPort hostAndPort = new HostAndPort(parsed.getHost(), port);
-            // A bounded wait for a pooled connection: an exhausted pool must fail like a timeout
-            // (closed), never block the tick thread or the watchdog forever.
-            ConnectionPoolConfig pool = new ConnectionPoolConfig();
-            pool.setMaxTotal(POOL_SIZE);
-            pool.setMaxIdle(POOL_SIZE);
-            pool.setMaxWait(timeout);
-            // No PING to idle connections every 30 s: an idle worker sends nothing. A connection that
-            // went stale fails on use, and then the whole pool is cleared (see RedisCalls.wrap).
-            pool.setTestWhileIdle(false);
-            RedisClient redis = RedisClient.builder().hostAndPort(hostAndPort).clientConfig(config.build())
-                    .poolConfig(pool).build();
-            return new RedisLockProvider(redis, true, keyPrefix, "redis " + hostAndPort);
-        }
-
-        private static String masked(String uri) {
-            return uri.replaceAll("(rediss?://[^:@/]*:)[^@/]*@", "$1***@");
+            RedisSettings effective = settings != null ? settings : new RedisSettings(new RedisSettings.Standalone(uri), keyPrefix,
+                    timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF);
+            RedisClients.Built built = RedisClients.create(effective);
+            return new RedisLockProvider(built.client(), true, keyPrefix, built.description());
         }
     }
 }

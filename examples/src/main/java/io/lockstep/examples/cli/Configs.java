@@ -28,14 +28,8 @@ final class Configs {
         }
     }
 
-    /** A provider for the config's redis section; it owns its client. */
+    /** A provider for the config's redis section (one server, Sentinel or Cluster; ACL; TLS); it owns its client. */
     static RedisLockProvider provider(RedisSettings redis) {
-        RedisLockProvider.Builder builder = RedisLockProvider.builder()
-                .uri(redis.uri())
-                .keyPrefix(redis.keyPrefix())
-                .timeout(redis.timeout());
-        redis.user().ifPresent(builder::user);
-        redis.password().ifPresent(builder::password);
-        return builder.build();
+        return RedisLockProvider.builder().settings(redis).build();
     }
 }

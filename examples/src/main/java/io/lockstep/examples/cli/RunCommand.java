@@ -85,7 +85,7 @@ final class RunCommand implements Callable<Integer> {
                     .addKeyValue("event", "config_loaded").addKeyValue("worker", scheduler.workerId())
                     .addKeyValue("config", config.toString()).addKeyValue("jobs", c.jobs().size())
                     .addKeyValue("job_names", c.jobs().stream().filter(j -> j.enabled()).map(j -> j.name()).toList())
-                    .addKeyValue("redis", c.redis().maskedUri()).addKeyValue("key_prefix", c.redis().keyPrefix())
+                    .addKeyValue("redis", c.redis().describe()).addKeyValue("key_prefix", c.redis().keyPrefix())
                     .addKeyValue("threads", c.worker().threads())
                     .addKeyValue("clock_skew_ms", clock.millis() - System.currentTimeMillis())
                     .log("config loaded");

@@ -37,7 +37,7 @@ final class ValidateCommand implements Callable<Integer> {
         }
         LockstepConfig c = loaded.get();
         out.println(config + ": valid, " + c.jobs().size() + (c.jobs().size() == 1 ? " job" : " jobs")
-                + ", redis " + c.redis().maskedUri());
+                + ", redis " + c.redis().describe());
         Instant now = Instant.now();
         for (JobDefinition job : c.jobs()) {
             List<String> next = new ArrayList<>();

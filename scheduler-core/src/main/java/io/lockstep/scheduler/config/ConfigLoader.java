@@ -48,9 +48,7 @@ import org.yaml.snakeyaml.nodes.Tag;
  */
 public final class ConfigLoader {
 
-    private static final Pattern VARIABLE = Pattern.compile("\\$\\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?}");
     private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs");
-    private static final Set<String> REDIS_KEYS = Set.of("uri", "keyPrefix", "timeout", "user", "password");
     private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout");
     private static final List<String> POLICY_KEYS = List.of("zone", "lease", "misfireGrace", "overlap", "timeout",
             "retry", "recover", "catchUp", "catchUpWindow");
@@ -115,12 +113,10 @@ public final class ConfigLoader {
     }
 
     /** One pass over one document; collects problems instead of stopping at the first. */
-    private final class Reader {
-        private final String source;
-        private final List<ConfigProblem> problems = new ArrayList<>();
+    private final class Reader extends ConfigNodes {
 
         Reader(String source) {
-            this.source = source;
+            super(source, environment);
         }
 
         LockstepConfig read(String text) {
@@ -143,7 +139,7 @@ public final class ConfigLoader {
             }
             Map<String, Node> top = mapping(root, "", TOP_KEYS).orElse(Map.of());
 
-            RedisSettings redis = readRedis(top.get("redis"));
+            RedisSettings redis = new RedisSection(this).read(top.get("redis"));
             WorkerSettings worker = readWorker(top.get("worker"));
             Policies defaults = readPolicies(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
             List<JobDefinition> jobs = readJobs(top.get("jobs"), root, defaults, redis.timeout());
@@ -152,30 +148,6 @@ public final class ConfigLoader {
                 throw new ConfigException(problems);
             }
             return new LockstepConfig(source, redis, worker, jobs);
-        }
-
-        private RedisSettings readRedis(Node node) {
-            RedisSettings d = RedisSettings.defaults();
-            if (node == null) {
-                return d;
-            }
-            Map<String, Node> m = mapping(node, "redis", REDIS_KEYS).orElse(Map.of());
-            String uri = string(m.get("uri"), "redis.uri").orElse(d.uri());
-            if (m.containsKey("uri") && !uri.startsWith("redis://") && !uri.startsWith("rediss://")) {
-                problem(m.get("uri"), "redis.uri", "must start with redis:// or rediss://, but was \""
-                        + new RedisSettings(uri, "x", d.timeout(), Optional.empty(), Optional.empty()).maskedUri() + "\"");
-            }
-            String prefix = string(m.get("keyPrefix"), "redis.keyPrefix").orElse(d.keyPrefix());
-            if (prefix.isEmpty() || prefix.contains("{") || prefix.contains("}") || prefix.contains(" ")) {
-                problem(m.get("keyPrefix"), "redis.keyPrefix", "must be non-empty without braces or spaces, but was \"" + prefix + "\"");
-            }
-            Duration timeout = duration(m.get("timeout"), "redis.timeout").orElse(d.timeout());
-            if (m.containsKey("timeout") && timeout.compareTo(Duration.ofMillis(10)) < 0) {
-                problem(m.get("timeout"), "redis.timeout", "must be at least 10ms, but was " + Durations.format(timeout));
-            }
-            Optional<String> user = string(m.get("user"), "redis.user").filter(s -> !s.isEmpty());
-            Optional<String> password = string(m.get("password"), "redis.password").filter(s -> !s.isEmpty());
-            return new RedisSettings(uri, prefix, timeout, user, password);
         }
 
         private WorkerSettings readWorker(Node node) {
@@ -363,216 +335,6 @@ public final class ConfigLoader {
             return jobs;
         }
 
-        // ---- node readers: each reports its own problem and answers empty ----
-
-        private Optional<Map<String, Node>> mapping(Node node, String path, Set<String> allowed) {
-            if (!(node instanceof MappingNode mapping)) {
-                problem(node, path.isEmpty() ? "(top level)" : path, "must be a mapping, but was " + describe(node));
-                return Optional.empty();
-            }
-            Map<String, Node> result = new LinkedHashMap<>();
-            for (NodeTuple tuple : mapping.getValue()) {
-                Node keyNode = tuple.getKeyNode();
-                String key = keyNode instanceof ScalarNode s ? s.getValue() : String.valueOf(keyNode);
-                String keyPath = path.isEmpty() ? key : path + "." + key;
-                if (!allowed.contains(key)) {
-                    problem(keyNode, keyPath, "unknown key \"" + key + "\"" + suggestion(key, allowed));
-                    continue;
-                }
-                if (result.containsKey(key)) {
-                    problem(keyNode, keyPath, "duplicate key \"" + key + "\" (first at line " + line(result.get(key)) + ")");
-                    continue;
-                }
-                result.put(key, tuple.getValueNode());
-            }
-            return Optional.of(result);
-        }
-
-        private Optional<Node> required(Map<String, Node> m, String key, Node parent, String path) {
-            Node node = m.get(key);
-            if (node == null || isNull(node)) {
-                problem(node == null ? parent : node, path + "." + key, "is required");
-                return Optional.empty();
-            }
-            return Optional.of(node);
-        }
-
-        private Optional<String> string(Node node, String path) {
-            if (node == null) {
-                return Optional.empty();
-            }
-            if (!(node instanceof ScalarNode scalar)) {
-                problem(node, path, "must be a single value, but was " + describe(node));
-                return Optional.empty();
-            }
-            if (isNull(node)) {
-                return Optional.of("");
-            }
-            return substitute(scalar.getValue(), node, path);
-        }
-
-        private Optional<Duration> duration(Node node, String path) {
-            return string(node, path).flatMap(text -> {
-                Optional<Duration> d = Durations.parse(text);
-                if (d.isEmpty()) {
-                    problem(node, path, "must be a duration like 250ms, 30s, 5m, 1h, 1d or PT30S, but was \"" + text + "\"");
-                } else if (d.get().isNegative()) {
-                    problem(node, path, "must not be negative, but was \"" + text + "\"");
-                    return Optional.empty();
-                }
-                return d;
-            });
-        }
-
-        private Optional<Integer> integer(Node node, String path) {
-            return string(node, path).flatMap(text -> {
-                try {
-                    return Optional.of(Integer.parseInt(text.trim()));
-                } catch (NumberFormatException e) {
-                    problem(node, path, "must be a whole number, but was \"" + text + "\"");
-                    return Optional.empty();
-                }
-            });
-        }
-
-        private Optional<Boolean> bool(Node node, String path) {
-            return string(node, path).flatMap(text -> {
-                switch (text.trim().toLowerCase(Locale.ROOT)) {
-                    case "true":
-                        return Optional.of(true);
-                    case "false":
-                        return Optional.of(false);
-                    default:
-                        problem(node, path, "must be true or false, but was \"" + text + "\"");
-                        return Optional.empty();
-                }
-            });
-        }
-
-        /** A node as plain Java values (maps, lists, strings, numbers, booleans, null), variables replaced. */
-        private Object plain(Node node, String path) {
-            if (node instanceof MappingNode mapping) {
-                Map<String, Object> map = new LinkedHashMap<>();
-                for (NodeTuple tuple : mapping.getValue()) {
-                    String key = tuple.getKeyNode() instanceof ScalarNode s ? s.getValue() : String.valueOf(tuple.getKeyNode());
-                    if (map.containsKey(key)) {
-                        problem(tuple.getKeyNode(), path + "." + key, "duplicate key \"" + key + "\"");
-                        continue;
-                    }
-                    map.put(key, plain(tuple.getValueNode(), path + "." + key));
-                }
-                return map;
-            }
-            if (node instanceof SequenceNode sequence) {
-                List<Object> list = new ArrayList<>();
-                for (int i = 0; i < sequence.getValue().size(); i++) {
-                    list.add(plain(sequence.getValue().get(i), path + "[" + i + "]"));
-                }
-                return list;
-            }
-            ScalarNode scalar = (ScalarNode) node;
-            if (isNull(node)) {
-                return null;
-            }
-            String text = substitute(scalar.getValue(), node, path).orElse("");
-            Tag tag = scalar.getTag();
-            try {
-                if (Tag.INT.equals(tag)) {
-                    long value = Long.parseLong(text.replace("_", ""));
-                    return value == (int) value ? (Object) (int) value : (Object) value;
-                }
-                if (Tag.FLOAT.equals(tag)) {
-                    return Double.parseDouble(text);
-                }
-            } catch (NumberFormatException e) {
-                return text;
-            }
-            if (Tag.BOOL.equals(tag)) {
-                return Boolean.parseBoolean(text);
-            }
-            return text;
-        }
-
-        private Optional<String> substitute(String value, Node node, String path) {
-            Matcher m = VARIABLE.matcher(value);
-            StringBuilder out = new StringBuilder();
-            boolean ok = true;
-            while (m.find()) {
-                String name = m.group(1);
-                String fromEnv = environment.apply(name);
-                String replacement;
-                if (m.group(2) != null) {
-                    replacement = fromEnv == null || fromEnv.isEmpty() ? m.group(3) : fromEnv;
-                } else if (fromEnv == null) {
-                    problem(node, path, "environment variable " + name + " is not set (write ${" + name + ":-default} to give a default)");
-                    ok = false;
-                    replacement = "";
-                } else {
-                    replacement = fromEnv;
-                }
-                m.appendReplacement(out, Matcher.quoteReplacement(replacement));
-            }
-            m.appendTail(out);
-            return ok ? Optional.of(out.toString()) : Optional.empty();
-        }
-
-        private boolean isNull(Node node) {
-            return node instanceof ScalarNode && Tag.NULL.equals(node.getTag());
-        }
-
-        /** Records a problem once (a job's keys are read both as a job and as its policies). */
-        private void problem(Node node, String path, String message) {
-            ConfigProblem p = new ConfigProblem(source, line(node), path, message);
-            if (!problems.contains(p)) {
-                problems.add(p);
-            }
-        }
-
-        private int line(Node node) {
-            return node == null || node.getStartMark() == null ? 0 : node.getStartMark().getLine() + 1;
-        }
-    }
-
-    private static String describe(Node node) {
-        if (node instanceof MappingNode) {
-            return "a mapping";
-        }
-        if (node instanceof SequenceNode) {
-            return "a list";
-        }
-        if (node instanceof ScalarNode scalar) {
-            return Tag.NULL.equals(scalar.getTag()) ? "empty" : "\"" + scalar.getValue() + "\"";
-        }
-        return "nothing";
-    }
-
-    private static String suggestion(String key, Set<String> allowed) {
-        String lower = key.toLowerCase(Locale.ROOT);
-        for (String candidate : allowed) {
-            if (candidate.toLowerCase(Locale.ROOT).equals(lower) || editDistance(candidate, key) <= 2) {
-                return " (did you mean \"" + candidate + "\"?)";
-            }
-        }
-        return " (allowed: " + String.join(", ", new java.util.TreeSet<>(allowed)) + ")";
-    }
-
-    private static int editDistance(String a, String b) {
-        int[] prev = new int[b.length() + 1];
-        int[] cur = new int[b.length() + 1];
-        for (int j = 0; j <= b.length(); j++) {
-            prev[j] = j;
-        }
-        for (int i = 1; i <= a.length(); i++) {
-            cur[0] = i;
-            for (int j = 1; j <= b.length(); j++) {
-                int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
-                cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
-            }
-            int[] t = prev;
-            prev = cur;
-            cur = t;
-        }
-        return prev[b.length()];
     }
 
     private static String oneLine(String message) {

@@ -1,46 +1,138 @@
 package io.lockstep.scheduler.config;
 
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
 /**
- * The {@code redis} section: where the lock store lives. Plain data; the Redis module turns it into
- * a client. {@link #toString()} never shows a password.
+ * The {@code redis} section: where the lock store lives and how to reach it. Plain data; the Redis
+ * module turns it into a client. {@link #toString()} never shows a password.
  *
- * @param uri {@code redis://} or {@code rediss://} URI; may carry user and password
+ * @param endpoint one standalone server, a Sentinel-watched master, or a Redis Cluster
  * @param keyPrefix the first part of every key
  * @param timeout connect and read timeout of every command
- * @param user the ACL user, overriding one in the URI
- * @param password the password, overriding one in the URI
+ * @param user the ACL user, overriding one in a standalone URI
+ * @param password the password, overriding one in a standalone URI
+ * @param tls TLS for every connection (a {@code rediss://} URI turns it on too)
  */
-public record RedisSettings(String uri, String keyPrefix, Duration timeout, Optional<String> user, Optional<String> password) {
+public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeout, Optional<String> user,
+        Optional<String> password, Tls tls) {
 
     public static final String DEFAULT_URI = "redis://127.0.0.1:6379";
     public static final String DEFAULT_KEY_PREFIX = "lockstep";
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 
+    /** Where Redis is. */
+    public sealed interface Endpoint permits Standalone, Sentinel, Cluster {
+        /** A short description for logs, without credentials. */
+        String describe();
+    }
+
+    /**
+     * One server.
+     *
+     * @param uri {@code redis://} or {@code rediss://} URI; may carry user and password
+     */
+    public record Standalone(String uri) implements Endpoint {
+        public Standalone {
+            Objects.requireNonNull(uri, "uri");
+        }
+
+        /** The URI with any password replaced by {@code ***}. */
+        @Override
+        public String describe() {
+            return uri.replaceAll("(rediss?://[^:@/]*:)[^@/]*@", "$1***@");
+        }
+    }
+
+    /**
+     * A master watched by Sentinels, followed across failovers.
+     *
+     * @param master the master's name in the Sentinels' config
+     * @param nodes the Sentinels, {@code host:port}
+     * @param user the Sentinels' own ACL user, when they require one
+     * @param password the Sentinels' own password, when they require one
+     */
+    public record Sentinel(String master, List<String> nodes, Optional<String> user, Optional<String> password)
+            implements Endpoint {
+        public Sentinel {
+            Objects.requireNonNull(master, "master");
+            nodes = List.copyOf(nodes);
+            user = user == null ? Optional.empty() : user;
+            password = password == null ? Optional.empty() : password;
+        }
+
+        @Override
+        public String describe() {
+            return "sentinel " + master + " via " + String.join(",", nodes);
+        }
+
+        @Override
+        public String toString() {
+            return "Sentinel[master=" + master + ", nodes=" + nodes + ", user=" + user.orElse("") + ", password="
+                    + (password.isPresent() ? "***" : "") + "]";
+        }
+    }
+
+    /**
+     * A Redis Cluster, found from seed nodes.
+     *
+     * @param nodes seed nodes, {@code host:port}; the rest is discovered
+     */
+    public record Cluster(List<String> nodes) implements Endpoint {
+        public Cluster {
+            nodes = List.copyOf(nodes);
+        }
+
+        @Override
+        public String describe() {
+            return "cluster via " + String.join(",", nodes);
+        }
+    }
+
+    /**
+     * TLS for every connection, with PEM files.
+     *
+     * @param enabled whether connections use TLS
+     * @param caCert the CA certificate(s) to trust; empty: the JVM's default trust store
+     * @param clientCert the client's certificate chain, for mutual TLS (with {@code clientKey})
+     * @param clientKey the client's private key (PKCS#8 PEM), for mutual TLS
+     */
+    public record Tls(boolean enabled, Optional<Path> caCert, Optional<Path> clientCert, Optional<Path> clientKey) {
+        public static final Tls OFF = new Tls(false, Optional.empty(), Optional.empty(), Optional.empty());
+
+        public Tls {
+            caCert = caCert == null ? Optional.empty() : caCert;
+            clientCert = clientCert == null ? Optional.empty() : clientCert;
+            clientKey = clientKey == null ? Optional.empty() : clientKey;
+        }
+    }
+
     public RedisSettings {
-        Objects.requireNonNull(uri, "uri");
+        Objects.requireNonNull(endpoint, "endpoint");
         Objects.requireNonNull(keyPrefix, "keyPrefix");
         Objects.requireNonNull(timeout, "timeout");
+        Objects.requireNonNull(tls, "tls");
         user = user == null ? Optional.empty() : user;
         password = password == null ? Optional.empty() : password;
     }
 
     /** Every setting at its default. */
     public static RedisSettings defaults() {
-        return new RedisSettings(DEFAULT_URI, DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT, Optional.empty(), Optional.empty());
+        return new RedisSettings(new Standalone(DEFAULT_URI), DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT, Optional.empty(),
+                Optional.empty(), Tls.OFF);
     }
 
-    /** The URI with any password replaced by {@code ***}. */
-    public String maskedUri() {
-        return uri.replaceAll("(rediss?://[^:@/]*:)[^@/]*@", "$1***@");
+    /** Where Redis is, for logs: a URI with any password masked, or the Sentinel / Cluster nodes. */
+    public String describe() {
+        return endpoint.describe();
     }
 
     @Override
     public String toString() {
-        return "RedisSettings[uri=" + maskedUri() + ", keyPrefix=" + keyPrefix + ", timeout=" + timeout
-                + ", user=" + user.orElse("") + ", password=" + (password.isPresent() ? "***" : "") + "]";
+        return "RedisSettings[" + endpoint.describe() + ", keyPrefix=" + keyPrefix + ", timeout=" + timeout
+                + ", user=" + user.orElse("") + ", password=" + (password.isPresent() ? "***" : "") + ", tls=" + tls.enabled() + "]";
     }
 }

@@ -54,7 +54,7 @@ class ConfigLoaderTest {
                     enabled: false
                     params: { recipients: [ops@example.com], retries: 3, ratio: 0.5, dry: true }
                 """);
-        assertThat(config.redis().uri()).isEqualTo("redis://:s3cret@redis.internal:6380");
+        assertThat(((RedisSettings.Standalone) config.redis().endpoint()).uri()).isEqualTo("redis://:s3cret@redis.internal:6380");
         assertThat(config.redis().keyPrefix()).isEqualTo("lockstep");
         assertThat(config.redis().timeout()).isEqualTo(Duration.ofSeconds(2));
         assertThat(config.worker()).isEqualTo(new WorkerSettings("w-7", 3, Duration.ofSeconds(30)));
@@ -150,7 +150,7 @@ class ConfigLoaderTest {
                 jobs: [ { name: a, cron: "@daily", class: x.A } ]
                 """);
         assertThat(config.redis().toString()).doesNotContain("s3cret").doesNotContain("hunter2");
-        assertThat(config.redis().maskedUri()).isEqualTo("redis://:***@redis.internal:6380");
+        assertThat(config.redis().describe()).isEqualTo("redis://:***@redis.internal:6380");
     }
 
     @Test
@@ -229,5 +229,53 @@ class ConfigLoaderTest {
                 """)).extracting(ConfigProblem::toString).containsExactly(
                 "jobs.yaml:6: jobs[0].lease: must be at least twice redis.timeout (2s) so that a renewal that times out "
                         + "still ends before the lease does, but was 3s");
+    }
+
+    @Test
+    void sentinelClusterAndTlsAreReadWithTheirFiles(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Files.writeString(dir.resolve("ca.pem"), "x");
+        LockstepConfig sentinel = LOADER.load("jobs.yaml", """
+                redis:
+                  sentinel: { master: mymaster, nodes: [10.0.0.1:26379, "10.0.0.2:26379"], password: s-pw }
+                  user: worker
+                  password: w-pw
+                  tls: { caCert: %s }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """.formatted(dir.resolve("ca.pem")));
+        assertThat(sentinel.redis().endpoint()).isEqualTo(new RedisSettings.Sentinel("mymaster",
+                List.of("10.0.0.1:26379", "10.0.0.2:26379"), java.util.Optional.empty(), java.util.Optional.of("s-pw")));
+        assertThat(sentinel.redis().tls()).isEqualTo(new RedisSettings.Tls(true, java.util.Optional.of(dir.resolve("ca.pem")),
+                java.util.Optional.empty(), java.util.Optional.empty()));
+        assertThat(sentinel.redis().toString()).doesNotContain("s-pw").doesNotContain("w-pw");
+        LockstepConfig cluster = LOADER.load("jobs.yaml", """
+                redis: { cluster: { nodes: [10.0.0.1:7000] } }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """);
+        assertThat(cluster.redis().endpoint()).isEqualTo(new RedisSettings.Cluster(List.of("10.0.0.1:7000")));
+        assertThat(cluster.redis().describe()).isEqualTo("cluster via 10.0.0.1:7000");
+        assertThat(LOADER.load("jobs.yaml", "redis: { uri: \"rediss://h:6380\" }\njobs: [ { name: a, cron: \"@daily\", class: x.A } ]\n")
+                .redis().tls().enabled()).isTrue();
+    }
+
+    @Test
+    void redisModeMistakesAreProblemsWithTheirLines() {
+        assertThat(problems("""
+                redis:
+                  uri: redis://h:6379
+                  cluster: { nodes: [h:7000] }
+                  tls: { clientCert: nope.pem }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:3: redis.cluster: give exactly one of uri, sentinel or cluster, but uri and cluster are both set",
+                "jobs.yaml:4: redis.tls.clientCert: cannot read " + java.nio.file.Path.of("nope.pem").toAbsolutePath(),
+                "jobs.yaml:4: redis.tls.clientKey: is required with clientCert (mutual TLS needs both the certificate and its key)");
+        assertThat(problems("""
+                redis:
+                  sentinel: { nodes: [h, "h:99999"] }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:2: redis.sentinel.master: is required",
+                "jobs.yaml:2: redis.sentinel.nodes[0]: must be host:port with a port from 1 to 65535, but was \"h\"",
+                "jobs.yaml:2: redis.sentinel.nodes[1]: must be host:port with a port from 1 to 65535, but was \"h:99999\"");
     }
 }
