@@ -1,0 +1,58 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.lockstep.scheduler.config.RedisSettings;
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.Completion;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.Jedis;
+
+/**
+ * The provider on a real Redis Cluster (three masters, three replicas): one batch of claims for
+ * jobs spread over every master goes through (script calls grouped by hash slot, never CROSSSLOT),
+ * and so do renewals, completions, runs in flight, the last decided slots and the clock.
+ */
+class ClusterTest {
+
+    @Test
+    void batchesOfJobsOnEveryMasterAreClaimedRenewedAndCompleted() {
+        Assumptions.assumeTrue(LocalCluster.unavailable().isEmpty(), () -> LocalCluster.unavailable().orElse(""));
+        try (LocalCluster cluster = LocalCluster.start();
+             RedisLockProvider provider = RedisLockProvider.builder().settings(new RedisSettings(
+                     new RedisSettings.Cluster(cluster.nodes().subList(0, 1)), "lockstep", Duration.ofSeconds(2),
+                     Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF)).build()) {
+            Instant slot = Instant.ofEpochMilli(provider.serverTimeMillis()).minusMillis(5);
+            List<ClaimRequest> requests = new ArrayList<>();
+            List<String> jobs = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                String job = "job-" + i + "-" + UUID.randomUUID().toString().substring(0, 4);
+                jobs.add(job);
+                requests.add(new ClaimRequest(new Lease(job, slot, "t" + i, Duration.ofSeconds(10), true), "w",
+                        Duration.ofSeconds(10), false));
+            }
+            List<ClaimResult> results = provider.claim(requests);
+            assertThat(results).extracting(ClaimResult::status).containsOnly(ClaimResult.Status.CLAIMED);
+            for (LocalRedisServer master : cluster.masters()) {
+                try (Jedis j = new Jedis(master.host(), master.port())) {
+                    assertThat(j.dbSize()).as("keys on master %d", master.port()).isPositive();
+                }
+            }
+            List<Lease> leases = requests.stream().map(ClaimRequest::lease).toList();
+            assertThat(provider.renew(leases)).containsOnly(true);
+            assertThat(provider.runsInFlight(jobs)).allSatisfy(r -> assertThat(r.expired()).isEmpty());
+            assertThat(provider.lastSlots(jobs)).hasSize(jobs.size());
+            assertThat(provider.complete(leases.stream().map(l -> new Completion(l, Outcome.SUCCEEDED)).toList())).containsOnly(true);
+        }
+    }
+}
