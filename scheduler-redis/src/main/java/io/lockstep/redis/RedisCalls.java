@@ -182,6 +182,15 @@ final class RedisCalls {
         }
     }
 
+    private static boolean causedBy(Throwable t, Class<? extends Throwable> type) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     LockException wrap(String operation, JedisException e) {
         if (e instanceof JedisConnectionException && jedis instanceof RedisClient client) {
             // The other idle connections most likely went stale with this one (a restarted or
@@ -193,8 +202,12 @@ final class RedisCalls {
         if (e instanceof JedisAccessControlException || (e.getMessage() != null
                 && (e.getMessage().startsWith("WRONGPASS") || e.getMessage().startsWith("NOAUTH")))) {
             kind = "authentication failed";
+        } else if (causedBy(e, javax.net.ssl.SSLException.class)) {
+            kind = "TLS handshake failed, check redis.tls and that the server speaks TLS";
+        } else if (e.getMessage() != null && e.getMessage().startsWith("NOPERM")) {
+            kind = "permission denied to the ACL user";
         } else if (e instanceof JedisConnectionException) {
-            kind = "cannot reach the server";
+            kind = target.startsWith("rediss ") ? "cannot reach the server, or it does not speak TLS on that port" : "cannot reach the server";
         } else {
             kind = "command failed";
         }

@@ -108,7 +108,7 @@ final class RedisClients {
         HostAndPort hostAndPort = new HostAndPort(parsed.getHost(), port);
         RedisClient client = RedisClient.builder().hostAndPort(hostAndPort).clientConfig(config.build())
                 .poolConfig(pool(settings.timeout())).build();
-        return new Built(client, "redis " + hostAndPort);
+        return new Built(client, (factory != null || "rediss".equals(scheme) ? "rediss " : "redis ") + hostAndPort);
     }
 
     private static DefaultJedisClientConfig.Builder config(Duration timeout, Optional<String> user, Optional<String> password,
