@@ -22,12 +22,33 @@ record LuaScript(String name, String source, String sha) {
         }
     }
 
+    /** Every script made so far, by SHA-1: to name the one a server refused. */
+    private static final java.util.Map<String, LuaScript> BY_SHA = new java.util.concurrent.ConcurrentHashMap<>();
+
     static LuaScript of(String name, String source) {
         try {
             byte[] digest = MessageDigest.getInstance("SHA-1").digest(source.getBytes(StandardCharsets.UTF_8));
-            return new LuaScript(name, source, HexFormat.of().formatHex(digest));
+            LuaScript script = new LuaScript(name, source, HexFormat.of().formatHex(digest));
+            BY_SHA.put(script.sha(), script);
+            return script;
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The script a server message names by its SHA-1 ({@code script: <sha>}), if it is one of ours. */
+    static java.util.Optional<LuaScript> named(String message) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("script: ([0-9a-f]{40})").matcher(message == null ? "" : message);
+        return m.find() ? java.util.Optional.ofNullable(BY_SHA.get(m.group(1))) : java.util.Optional.empty();
+    }
+
+    /** The Redis commands the script runs, upper case, sorted: what an ACL user must be granted. */
+    java.util.SortedSet<String> commands() {
+        java.util.SortedSet<String> commands = new java.util.TreeSet<>();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("redis\\.call\\('([A-Za-z]+)'").matcher(source);
+        while (m.find()) {
+            commands.add(m.group(1).toUpperCase(java.util.Locale.ROOT));
+        }
+        return commands;
     }
 }

@@ -199,13 +199,16 @@ final class RedisCalls {
             client.getPool().clear();
         }
         String kind;
-        if (e instanceof JedisAccessControlException || (e.getMessage() != null
+        if (e.getMessage() != null && (e.getMessage().contains("NOPERM") || e.getMessage().contains("no permissions")
+                || e.getMessage().contains("can't run this command") || e.getMessage().contains("can't access"))) {
+            kind = "permission denied to the ACL user" + LuaScript.named(e.getMessage())
+                    .map(script -> ": " + script.name() + " runs " + String.join(" ", script.commands())
+                            + " (see the README for the whole ACL line)").orElse("");
+        } else if (e instanceof JedisAccessControlException || (e.getMessage() != null
                 && (e.getMessage().startsWith("WRONGPASS") || e.getMessage().startsWith("NOAUTH")))) {
             kind = "authentication failed";
         } else if (causedBy(e, javax.net.ssl.SSLException.class)) {
             kind = "TLS handshake failed, check redis.tls and that the server speaks TLS";
-        } else if (e.getMessage() != null && e.getMessage().startsWith("NOPERM")) {
-            kind = "permission denied to the ACL user";
         } else if (e instanceof JedisConnectionException) {
             kind = target.startsWith("rediss ") ? "cannot reach the server, or it does not speak TLS on that port" : "cannot reach the server";
         } else {

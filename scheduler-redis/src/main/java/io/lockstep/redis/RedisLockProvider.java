@@ -310,9 +310,15 @@ public final class RedisLockProvider implements LockProvider {
         return target;
     }
 
+    /** The job that {@link #ping()} claims, renews, looks at and completes once, to try the user's permissions. */
+    static final String PREFLIGHT_JOB = "lockstep-preflight";
+
     /**
-     * Checks that the server answers and accepts our credentials; fails with one clear line
-     * otherwise. Warns (event {@code redis_eviction_policy}) when the server may evict keys.
+     * Checks, before anything runs, that the server answers, accepts our credentials, and lets this
+     * user run what Lockstep runs: one claim, renewal, look, completion and recovery of a probe slot
+     * of the job {@value #PREFLIGHT_JOB} (its keys have ttls like any job's). Fails with one clear line
+     * otherwise, naming the command an ACL user may not run. Warns (event {@code redis_eviction_policy})
+     * when the server may evict keys.
      */
     public void ping() {
         try {
@@ -320,6 +326,14 @@ public final class RedisLockProvider implements LockProvider {
         } catch (JedisException e) {
             throw calls.wrap("ping", e);
         }
+        Lease probe = new Lease(PREFLIGHT_JOB, Instant.ofEpochMilli(serverTimeMillis() - 1),
+                java.util.UUID.randomUUID().toString().replace("-", ""), Duration.ofSeconds(2), false);
+        claim(List.of(new ClaimRequest(probe, "preflight", Duration.ofSeconds(10), false)));
+        renew(List.of(probe));
+        runsInFlight(List.of(PREFLIGHT_JOB));
+        lastSlots(List.of(PREFLIGHT_JOB));
+        complete(List.of(new Completion(probe, Outcome.SUCCEEDED)));
+        claim(List.of(new ClaimRequest(probe, "preflight", Duration.ofSeconds(10), ClaimRequest.Mode.RECOVER, false)));
         evictionWarning().ifPresent(warning -> org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn()
                 .addKeyValue("event", "redis_eviction_policy").addKeyValue("target", target)
                 .log(warning));
