@@ -44,6 +44,9 @@ final class RedisClients {
      */
     static final int POOL_SIZE = 16;
 
+    /** How often a Cluster client re-reads which node holds which slots. */
+    static final Duration CLUSTER_TOPOLOGY_REFRESH = Duration.ofSeconds(1);
+
     /** A built client and how to name it in logs (never with credentials). */
     record Built(UnifiedJedis client, String description) {}
 
@@ -64,9 +67,11 @@ final class RedisClients {
             return new Built(client, s.describe());
         }
         if (endpoint instanceof RedisSettings.Cluster c) {
+            // Pipelined script calls do not refresh the slot map when a master fails over: refresh it
+            // on a timer, so that claims find the promoted replica within about a second.
             RedisClusterClient client = RedisClusterClient.builder().nodes(hostPorts(c.nodes()))
                     .clientConfig(config(settings.timeout(), settings.user(), settings.password(), tls).build())
-                    .poolConfig(pool(settings.timeout())).build();
+                    .poolConfig(pool(settings.timeout())).topologyRefreshPeriod(CLUSTER_TOPOLOGY_REFRESH).build();
             return new Built(client, c.describe());
         }
         return standalone(((RedisSettings.Standalone) endpoint).uri(), settings, tls);

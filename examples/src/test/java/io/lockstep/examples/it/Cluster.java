@@ -29,6 +29,25 @@ final class Cluster implements AutoCloseable {
         this(dir, jobsYaml, "1s");
     }
 
+    /**
+     * Workers on a Redis the test made itself (Sentinel, Cluster, TLS...): {@code redisYaml} is the
+     * whole {@code redis:} section. {@link #redis} is null then.
+     */
+    private Cluster(Path dir, String redisYaml, String jobsYaml, boolean external) {
+        this.dir = dir;
+        this.redis = null;
+        this.config = dir.resolve("jobs.yaml");
+        try {
+            Files.writeString(config, redisYaml + "worker:\n  threads: 8\n  shutdownTimeout: 10s\n" + jobsYaml);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static Cluster onRedis(Path dir, String redisYaml, String jobsYaml) {
+        return new Cluster(dir, redisYaml, jobsYaml, true);
+    }
+
     /** With the workers' {@code redis.timeout}: short, where a test loses replies on purpose. */
     Cluster(Path dir, String jobsYaml, String redisTimeout, String... redisArgs) {
         this.dir = dir;
@@ -132,6 +151,8 @@ final class Cluster implements AutoCloseable {
     @Override
     public void close() {
         workers.forEach(WorkerProcess::close);
-        redis.close();
+        if (redis != null) {
+            redis.close();
+        }
     }
 }

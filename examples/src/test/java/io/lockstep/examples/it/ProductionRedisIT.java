@@ -1,0 +1,125 @@
+package io.lockstep.examples.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.lockstep.redis.LocalCluster;
+import io.lockstep.redis.LocalRedisServer;
+import io.lockstep.redis.LocalSentinel;
+import io.lockstep.redis.TestCertificates;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * Worker JVMs on Redis the way production runs it: through Sentinel while the master is SIGKILLed
+ * mid-run, on a Redis Cluster while one master is SIGKILLed, and over mutual TLS as the
+ * least-privilege ACL user. Every slot runs once or is reported, and work resumes after the
+ * failover (the time is printed).
+ */
+class ProductionRedisIT {
+
+    private static final int JOBS = 6;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void threeWorkersOnSentinelFollowAFailoverOfTheMaster() {
+        try (LocalSentinel sentinel = LocalSentinel.start();
+             Cluster cluster = Cluster.onRedis(dir, "redis:\n  sentinel: { master: " + LocalSentinel.MASTER_NAME + ", nodes: ["
+                     + String.join(", ", sentinel.nodes()) + "] }\n  timeout: 500ms\n", Cluster.perSecondJobs(JOBS, 300, "2s", "2s"))) {
+            failover(cluster, sentinel.master()::kill, "Sentinel");
+        }
+    }
+
+    @Test
+    void threeWorkersOnAClusterGoOnWhenOneMasterDies() {
+        Assumptions.assumeTrue(LocalCluster.unavailable().isEmpty(), () -> LocalCluster.unavailable().orElse(""));
+        try (LocalCluster redis = LocalCluster.start();
+             Cluster cluster = Cluster.onRedis(dir, "redis:\n  cluster: { nodes: [" + String.join(", ", redis.nodes()) + "] }\n"
+                     + "  timeout: 500ms\n", Cluster.perSecondJobs(JOBS, 300, "2s", "2s"))) {
+            LocalRedisServer victim = redis.masters().get(0);
+            failover(cluster, victim::kill, "Cluster");
+        }
+    }
+
+    /** Three workers run; {@code fault} kills a master mid-run; checks once-or-reported and measures the pause. */
+    private static void failover(Cluster cluster, Runnable fault, String mode) {
+        List<WorkerProcess> workers = List.of(cluster.start("w1"), cluster.start("w2"), cluster.start("w3"));
+        cluster.awaitStarted();
+        await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").size() >= 3 * JOBS);
+        Instant killedAt = Instant.now();
+        fault.run();
+        await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, killedAt.plusSeconds(5)));
+        Instant resumed = cluster.events("job_started").stream().map(WorkerProcess::ts).filter(t -> t.isAfter(killedAt.plusMillis(500)))
+                .min(Instant::compareTo).orElseThrow();
+        Instant until = Instant.now();
+        workers.forEach(w -> assertThat(w.terminate()).isZero());
+
+        assertThat(cluster.startsBySlot()).as("no slot ran twice").allSatisfy((slot, ws) -> assertThat(ws).hasSize(1));
+        // Every slot from before the kill to the end either started or was reported.
+        List<String> silent = new ArrayList<>();
+        java.util.Set<String> reported = new java.util.HashSet<>();
+        for (String name : List.of("slot_missed", "slot_skipped")) {
+            cluster.events(name).forEach(e -> reported.add(e.path("job").asText() + "@" + e.path("slot").asText()));
+        }
+        for (String key : cluster.slotsNeverStarted(JOBS, killedAt.truncatedTo(ChronoUnit.SECONDS).minusSeconds(1),
+                until.truncatedTo(ChronoUnit.SECONDS).minusSeconds(3))) {
+            if (!reported.contains(key)) {
+                silent.add(key);
+            }
+        }
+        assertThat(silent).as("slots neither started nor reported").isEmpty();
+        System.out.printf("%nProductionRedisIT[%s]: master killed; first job started again %d ms later; %d slots reported missed%n",
+                mode, Duration.between(killedAt, resumed).toMillis(), cluster.events("slot_missed").size());
+    }
+
+    @Test
+    void aWorkerOverMutualTlsAsTheLeastPrivilegeAclUser() throws Exception {
+        Assumptions.assumeTrue(TestCertificates.available(), "openssl not found: install the Debian package openssl");
+        TestCertificates certs = TestCertificates.make("lockstep-it-ca");
+        int tlsPort;
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            tlsPort = socket.getLocalPort();
+        }
+        LocalRedisServer server;
+        try {
+            server = LocalRedisServer.start(certs.serverArgs(tlsPort, true).toArray(new String[0]));
+        } catch (IllegalStateException e) {
+            Assumptions.abort("this redis-server has no TLS: install the Debian package redis-server to run this test");
+            return;
+        }
+        try (server; RedisClient admin = RedisClient.create(server.host(), server.port())) {
+            List<String> acl = new ArrayList<>(List.of("SETUSER", "worker", "reset", "on", ">worker-pw"));
+            acl.addAll(WORKER_ACL);
+            admin.sendCommand(redis.clients.jedis.Protocol.Command.ACL, acl.toArray(new String[0]));
+            String redisYaml = "redis:\n  uri: rediss://127.0.0.1:" + tlsPort + "\n  user: worker\n  password: worker-pw\n  timeout: 1s\n"
+                    + "  tls: { caCert: " + certs.ca() + ", clientCert: " + certs.cert("client") + ", clientKey: " + certs.key("client") + " }\n";
+            try (Cluster cluster = Cluster.onRedis(dir, redisYaml, Cluster.perSecondJobs(2, 50, "2s", "2s"))) {
+                WorkerProcess w = cluster.start("secure");
+                cluster.awaitStarted();
+                await().atMost(Duration.ofSeconds(20)).until(() -> w.events("slot_released").size() >= 4);
+                assertThat(w.terminate()).isZero();
+                assertThat(w.events("slot_released")).allSatisfy(e -> assertThat(e.path("success").asBoolean()).isTrue());
+                JsonNode started = w.events("worker_started").get(0);
+                assertThat(started.path("lock_store").asText()).startsWith("rediss 127.0.0.1:" + tlsPort);
+            }
+        }
+    }
+
+    /** The README's least-privilege ACL rules for a worker. */
+    static final List<String> WORKER_ACL = List.of("~lockstep:*", "resetchannels", "-@all",
+            "+evalsha", "+eval", "+ping", "+hello", "+auth", "+client|setname", "+info",
+            "+del", "+get", "+hget", "+hincrby", "+hmget", "+hset", "+pexpire", "+pttl", "+set", "+time",
+            "+zadd", "+zrange", "+zrangebyscore", "+zrem", "+zscore");
+}
