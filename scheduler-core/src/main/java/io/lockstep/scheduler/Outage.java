@@ -10,18 +10,19 @@ import io.lockstep.scheduler.lock.LockException;
 final class Outage {
 
     private final Events events;
-    private final String target;
+    /** Where the store is, asked anew at each event: a Sentinel-watched store names its current master. */
+    private final java.util.function.Supplier<String> target;
     private boolean down;
     private long downSinceNanos;
 
-    Outage(Events events, String target) {
+    Outage(Events events, java.util.function.Supplier<String> target) {
         this.events = events;
         this.target = target;
     }
 
     /** Records a failure of {@code operation}; warns only on the first failure of an outage. */
     synchronized void failed(String operation, RuntimeException e) {
-        String where = e instanceof LockException le ? le.target() : target;
+        String where = e instanceof LockException le ? le.target() : target.get();
         if (!down) {
             down = true;
             downSinceNanos = System.nanoTime();
@@ -37,7 +38,7 @@ final class Outage {
     synchronized void succeeded() {
         if (down) {
             down = false;
-            events.info("redis_recovered").addKeyValue("target", target)
+            events.info("redis_recovered").addKeyValue("target", target.get())
                     .addKeyValue("duration_ms", (System.nanoTime() - downSinceNanos) / 1_000_000)
                     .log("lock store answers again");
         }

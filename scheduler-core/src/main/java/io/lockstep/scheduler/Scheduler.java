@@ -76,7 +76,7 @@ public final class Scheduler implements AutoCloseable {
         this.shutdownTimeout = b.shutdownTimeout;
         this.events = new Events(workerId);
         this.clock = new ClusterClock(b.clock);
-        Outage outage = new Outage(events, provider.describe());
+        Outage outage = new Outage(events, provider::describe);
         List<ScheduledJob> entries = new ArrayList<>();
         Map<String, ScheduledJob> byName = new HashMap<>();
         for (JobDefinition definition : b.jobs) {

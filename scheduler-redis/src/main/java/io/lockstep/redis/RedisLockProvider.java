@@ -305,8 +305,12 @@ public final class RedisLockProvider implements LockProvider {
         }
     }
 
+    /** Where the store is; through Sentinel, with the master it follows now (it changes with a failover). */
     @Override
     public String describe() {
+        if (jedis instanceof redis.clients.jedis.RedisSentinelClient sentinel) {
+            return target + " (master " + sentinel.getCurrentMaster() + ")";
+        }
         return target;
     }
 

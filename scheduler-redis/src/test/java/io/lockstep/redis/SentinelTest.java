@@ -46,6 +46,7 @@ class SentinelTest {
                     .until(() -> provider.claim(List.of(request(provider, job, "b"))).get(0), r -> r != null);
             assertThat(after.status()).isEqualTo(ClaimResult.Status.CLAIMED);
             assertThat(after.fencingToken()).isGreaterThan(before.fencingToken());
+            assertThat(provider.describe()).as("names the master it follows now").endsWith("(master " + promoted + ")");
         }
     }
 }

@@ -39,6 +39,9 @@ class ProductionRedisIT {
              Cluster cluster = Cluster.onRedis(dir, "redis:\n  sentinel: { master: " + LocalSentinel.MASTER_NAME + ", nodes: ["
                      + String.join(", ", sentinel.nodes()) + "] }\n  timeout: 500ms\n", Cluster.perSecondJobs(JOBS, 300, "2s", "2s"))) {
             failover(cluster, sentinel.master()::kill, "Sentinel");
+            // The outage ends with an event that names the new master.
+            assertThat(cluster.events("redis_recovered")).isNotEmpty().allSatisfy(e -> assertThat(e.path("target").asText())
+                    .endsWith("(master 127.0.0.1:" + sentinel.replica().port() + ")"));
         }
     }
 
