@@ -235,6 +235,8 @@ final class Claimer {
                     .log("slot skipped");
             case MISSED -> missed(d, lateness, d.missReason != null ? d.missReason : "later than misfireGrace", lockName);
             case SUPERSEDED -> missed(d, lateness, "a later slot of the job already started; slots start in order", lockName);
+            case UNCONFIRMED -> missed(d, lateness, "claim not acknowledged by the replicas within waitTimeout (redis.waitReplicas); "
+                    + "disowned so that a failover cannot run it twice", lockName);
             case STALE -> events.info("slot_stale").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("lateness_ms", lateness)
                     .addKeyValue("reason", "the slot's record may have expired and a slot as late was decided: "

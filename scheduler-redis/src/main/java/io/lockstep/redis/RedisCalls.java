@@ -28,6 +28,17 @@ final class RedisCalls {
     /** One script call: the script, its keys and its arguments. */
     record Call(LuaScript script, List<String> keys, List<String> args) {}
 
+    /**
+     * How many replicas must acknowledge a batch's writes ({@code WAIT}, on the same connection,
+     * in the same round trip), and how long the server may wait for them.
+     */
+    record Replicas(int count, java.time.Duration timeout) {
+        static final Replicas NONE = new Replicas(0, java.time.Duration.ZERO);
+    }
+
+    /** A batch's replies, and how many replicas acknowledged its writes (the fewest of its WAITs). */
+    record Replies(List<Object> replies, long acknowledged) {}
+
     final UnifiedJedis jedis;
     final String target;
     /** Fails calls fast while Redis keeps failing (the lock API's); null: every call goes out. */
@@ -79,16 +90,22 @@ final class RedisCalls {
      * the others already ran, and running a script twice is not a retry we need to make.
      */
     <T> List<Object> batch(String operation, List<T> items, Function<T, Call> toCall) {
-        return guarded(operation, () -> unguardedBatch(operation, items, toCall));
+        return batch(operation, items, toCall, Replicas.NONE).replies();
     }
 
-    private <T> List<Object> unguardedBatch(String operation, List<T> items, Function<T, Call> toCall) {
+    /** {@link #batch}, then a {@code WAIT} for {@code replicas} after each call, in the same round trip. */
+    <T> Replies batch(String operation, List<T> items, Function<T, Call> toCall, Replicas replicas) {
+        return guarded(operation, () -> unguardedBatch(operation, items, toCall, replicas));
+    }
+
+    private <T> Replies unguardedBatch(String operation, List<T> items, Function<T, Call> toCall, Replicas replicas) {
         List<Call> calls = new ArrayList<>(items.size());
         for (T item : items) {
             calls.add(toCall.apply(item));
         }
         try {
-            List<Object> replies = pipeline(calls, true);
+            long[] acknowledged = {Long.MAX_VALUE};
+            List<Object> replies = pipeline(calls, true, replicas, acknowledged);
             List<Integer> unknown = new ArrayList<>();
             for (int i = 0; i < replies.size(); i++) {
                 if (replies.get(i) == NOSCRIPT) {
@@ -96,12 +113,12 @@ final class RedisCalls {
                 }
             }
             if (!unknown.isEmpty()) {
-                List<Object> again = pipeline(unknown.stream().map(calls::get).toList(), false);
+                List<Object> again = pipeline(unknown.stream().map(calls::get).toList(), false, replicas, acknowledged);
                 for (int j = 0; j < unknown.size(); j++) {
                     replies.set(unknown.get(j), again.get(j));
                 }
             }
-            return replies;
+            return new Replies(replies, acknowledged[0]);
         } catch (JedisException e) {
             throw wrap(operation, e);
         }
@@ -131,14 +148,23 @@ final class RedisCalls {
     private static final Object NOSCRIPT = new Object();
 
     /** @return the replies in order; with {@code bySha}, {@link #NOSCRIPT} where the server did not know the script */
-    private List<Object> pipeline(List<Call> calls, boolean bySha) {
+    private List<Object> pipeline(List<Call> calls, boolean bySha, Replicas replicas, long[] acknowledged) {
         List<Response<Object>> responses = new ArrayList<>(calls.size());
+        List<Response<Long>> waits = new ArrayList<>();
         try (AbstractPipeline p = jedis.pipelined()) {
             for (Call call : calls) {
                 responses.add(bySha ? p.evalsha(call.script().sha(), call.keys(), call.args())
                         : p.eval(call.script().source(), call.keys(), call.args()));
+                if (replicas.count() > 0) {
+                    // Same connection as the write (on Cluster: routed by the call's first key, so
+                    // the node that ran it): WAIT counts the replicas that have this client's writes.
+                    waits.add(p.waitReplicas(call.keys().get(0), replicas.count(), replicas.timeout().toMillis()));
+                }
             }
             p.sync();
+        }
+        for (Response<Long> wait : waits) {
+            acknowledged[0] = Math.min(acknowledged[0], wait.get());
         }
         List<Object> replies = new ArrayList<>(responses.size());
         for (Response<Object> response : responses) {

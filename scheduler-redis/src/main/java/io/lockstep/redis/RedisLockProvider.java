@@ -70,13 +70,16 @@ public final class RedisLockProvider implements LockProvider {
 
     private final UnifiedJedis jedis;
     private final RedisCalls calls;
+    /** How many replicas must acknowledge claims and outcomes ({@code waitReplicas}). */
+    private final RedisCalls.Replicas replicas;
     private final boolean ownsClient;
     private final String prefix;
     private final String target;
     /** A Redis Cluster client: one script call may only touch one job's keys. */
     private final boolean cluster;
 
-    private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target) {
+    private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas) {
+        this.replicas = replicas;
         this.jedis = jedis;
         this.calls = new RedisCalls(jedis, target);
         this.cluster = jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster;
@@ -135,7 +138,7 @@ public final class RedisLockProvider implements LockProvider {
             }
         }
         groups.addAll(chunks(claims, i -> requests.get(i).lease().job()));
-        List<Object> replies = calls.batch("claim", groups, group -> {
+        RedisCalls.Replies answered = calls.batch("claim", groups, group -> {
             ClaimRequest first = requests.get(group.get(0));
             if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
                 Lease lease = first.lease();
@@ -164,7 +167,8 @@ public final class RedisLockProvider implements LockProvider {
                         request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
             }
             return new RedisCalls.Call(CLAIM, keys, args);
-        });
+        }, replicas);
+        List<Object> replies = answered.replies();
         ClaimResult[] results = new ClaimResult[requests.size()];
         for (int g = 0; g < groups.size(); g++) {
             List<Integer> group = groups.get(g);
@@ -180,7 +184,39 @@ public final class RedisLockProvider implements LockProvider {
                 results[group.get(j)] = parseClaim(list.get(j));
             }
         }
+        if (answered.acknowledged() < replicas.count()) {
+            unconfirmed(requests, results);
+        }
         return List.of(results);
+    }
+
+    /**
+     * Fewer replicas than {@code waitReplicas} acknowledged the batch: a failover now could lose
+     * these claims and let another worker run the slots. Each claim won is disowned (the same token
+     * asks to record the slot as missed) and answered {@link ClaimResult.Status#UNCONFIRMED}: it
+     * never runs. If the disown fails too, the claim's lease runs out and recovery applies.
+     */
+    private void unconfirmed(List<ClaimRequest> requests, ClaimResult[] results) {
+        List<ClaimRequest> disown = new ArrayList<>();
+        List<Integer> at = new ArrayList<>();
+        for (int i = 0; i < results.length; i++) {
+            if (results[i].status() == ClaimResult.Status.CLAIMED) {
+                ClaimRequest r = requests.get(i);
+                disown.add(new ClaimRequest(r.lease(), r.workerId(), r.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false));
+                at.add(i);
+            }
+        }
+        for (int i : at) {
+            ClaimResult r = results[i];
+            results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(), r.runningUntilMillis());
+        }
+        if (!disown.isEmpty()) {
+            try {
+                claim(disown);
+            } catch (LockException e) {
+                // The claims never start either way; their leases run out and the job's recover policy applies.
+            }
+        }
     }
 
     /**
@@ -228,7 +264,7 @@ public final class RedisLockProvider implements LockProvider {
         }
         List<List<Integer>> groups = chunks(java.util.stream.IntStream.range(0, completions.size()).boxed().toList(),
                 i -> completions.get(i).lease().job());
-        List<Object> replies = calls.batch("complete", groups, group -> {
+        RedisCalls.Replies answered = calls.batch("complete", groups, group -> {
             List<String> keys = new ArrayList<>(group.size() * 3);
             List<String> args = new ArrayList<>(group.size() * 3);
             for (int i : group) {
@@ -238,7 +274,13 @@ public final class RedisLockProvider implements LockProvider {
                 args.addAll(List.of(l.token(), completions.get(i).outcome().label(), Long.toString(slot)));
             }
             return new RedisCalls.Call(COMPLETE, keys, args);
-        });
+        }, replicas);
+        if (answered.acknowledged() < replicas.count()) {
+            // Written, but a failover now could lose it: the caller writes it again (it is retry-safe).
+            throw new LockException(target, target + ": complete: fewer than " + replicas.count()
+                    + " replica(s) acknowledged the outcome within " + replicas.timeout().toMillis() + " ms", null);
+        }
+        List<Object> replies = answered.replies();
         Boolean[] owned = new Boolean[completions.size()];
         for (int g = 0; g < groups.size(); g++) {
             if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
@@ -406,6 +448,8 @@ public final class RedisLockProvider implements LockProvider {
         private Duration timeout = DEFAULT_TIMEOUT;
         private String keyPrefix = DEFAULT_KEY_PREFIX;
         private RedisSettings settings;
+        private int waitReplicas;
+        private Duration waitTimeout = RedisSettings.DEFAULT_WAIT_TIMEOUT;
         private UnifiedJedis client;
         private String description;
 
@@ -451,6 +495,22 @@ public final class RedisLockProvider implements LockProvider {
         public Builder settings(RedisSettings settings) {
             this.settings = Objects.requireNonNull(settings, "settings");
             this.keyPrefix = RedisCalls.checkKeyPrefix(settings.keyPrefix());
+            this.waitReplicas = settings.waitReplicas();
+            this.waitTimeout = settings.waitTimeout();
+            return this;
+        }
+
+        /**
+         * A claim, and an outcome, counts only once {@code replicas} replicas acknowledged it
+         * ({@code WAIT}, up to {@code timeout}); an unacknowledged claim is disowned and never runs,
+         * an unacknowledged outcome is written again. 0 (the default): no waiting.
+         */
+        public Builder waitReplicas(int replicas, Duration timeout) {
+            if (replicas < 0) {
+                throw new IllegalArgumentException("waitReplicas must not be negative, but was " + replicas);
+            }
+            this.waitReplicas = replicas;
+            this.waitTimeout = Objects.requireNonNull(timeout, "timeout");
             return this;
         }
 
@@ -466,13 +526,15 @@ public final class RedisLockProvider implements LockProvider {
          *     an unreadable or invalid TLS file), with one line that says which
          */
         public RedisLockProvider build() {
+            RedisCalls.Replicas replicas = new RedisCalls.Replicas(waitReplicas, waitTimeout);
             if (client != null) {
-                return new RedisLockProvider(client, false, keyPrefix, description);
+                return new RedisLockProvider(client, false, keyPrefix, description, replicas);
             }
             RedisSettings effective = settings != null ? settings : new RedisSettings(new RedisSettings.Standalone(uri), keyPrefix,
-                    timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF);
+                    timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF, waitReplicas,
+                    waitTimeout);
             RedisClients.Built built = RedisClients.create(effective);
-            return new RedisLockProvider(built.client(), true, keyPrefix, built.description());
+            return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas);
         }
     }
 }

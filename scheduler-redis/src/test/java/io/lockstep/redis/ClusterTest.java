@@ -31,7 +31,7 @@ class ClusterTest {
         try (LocalCluster cluster = LocalCluster.start();
              RedisLockProvider provider = RedisLockProvider.builder().settings(new RedisSettings(
                      new RedisSettings.Cluster(cluster.nodes().subList(0, 1)), "lockstep", Duration.ofSeconds(2),
-                     Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF)).build()) {
+                     Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build()) {
             Instant slot = Instant.ofEpochMilli(provider.serverTimeMillis()).minusMillis(5);
             List<ClaimRequest> requests = new ArrayList<>();
             List<String> jobs = new ArrayList<>();

@@ -54,7 +54,7 @@ class TlsTest {
 
     private static RedisLockProvider provider(String uri, RedisSettings.Tls tls) {
         return RedisLockProvider.builder().settings(new RedisSettings(new RedisSettings.Standalone(uri), "lockstep",
-                Duration.ofSeconds(2), Optional.empty(), Optional.empty(), tls)).build();
+                Duration.ofSeconds(2), Optional.empty(), Optional.empty(), tls, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build();
     }
 
     private static RedisSettings.Tls tls(TestCertificates ca, boolean clientCert) {

@@ -18,7 +18,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  */
 final class RedisSection {
 
-    private static final Set<String> KEYS = Set.of("uri", "sentinel", "cluster", "user", "password", "tls", "keyPrefix", "timeout");
+    private static final Set<String> KEYS = Set.of("uri", "sentinel", "cluster", "user", "password", "tls", "keyPrefix", "timeout",
+            "waitReplicas", "waitTimeout");
     private static final Set<String> SENTINEL_KEYS = Set.of("master", "nodes", "user", "password");
     private static final Set<String> CLUSTER_KEYS = Set.of("nodes");
     private static final Set<String> TLS_KEYS = Set.of("enabled", "caCert", "clientCert", "clientKey");
@@ -62,7 +63,17 @@ final class RedisSection {
         if (endpoint instanceof RedisSettings.Standalone s && s.uri().startsWith("rediss://") && !tls.enabled()) {
             tls = new RedisSettings.Tls(true, tls.caCert(), tls.clientCert(), tls.clientKey());
         }
-        return new RedisSettings(endpoint, prefix, timeout, user, password, tls);
+        int waitReplicas = nodes.integer(m.get("waitReplicas"), "redis.waitReplicas").orElse(0);
+        if (waitReplicas < 0 || waitReplicas > 16) {
+            nodes.problem(m.get("waitReplicas"), "redis.waitReplicas", "must be between 0 and 16, but was " + waitReplicas);
+            waitReplicas = 0;
+        }
+        Duration waitTimeout = nodes.duration(m.get("waitTimeout"), "redis.waitTimeout").orElse(d.waitTimeout());
+        if (waitTimeout.compareTo(Duration.ofMillis(1)) < 0 || waitTimeout.compareTo(timeout) >= 0) {
+            nodes.problem(m.get("waitTimeout"), "redis.waitTimeout", "must be at least 1ms and less than redis.timeout ("
+                    + Durations.format(timeout) + "), or every wait would time out the client first, but was " + Durations.format(waitTimeout));
+        }
+        return new RedisSettings(endpoint, prefix, timeout, user, password, tls, waitReplicas, waitTimeout);
     }
 
     private RedisSettings.Endpoint standalone(Node node) {

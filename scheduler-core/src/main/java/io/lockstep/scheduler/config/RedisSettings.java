@@ -16,13 +16,17 @@ import java.util.Optional;
  * @param user the ACL user, overriding one in a standalone URI
  * @param password the password, overriding one in a standalone URI
  * @param tls TLS for every connection (a {@code rediss://} URI turns it on too)
+ * @param waitReplicas when above 0, a claim (and an outcome) counts only once this many replicas
+ *     acknowledged it ({@code WAIT}); an unacknowledged claim is disowned and never runs
+ * @param waitTimeout how long the server waits for those replicas
  */
 public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeout, Optional<String> user,
-        Optional<String> password, Tls tls) {
+        Optional<String> password, Tls tls, int waitReplicas, Duration waitTimeout) {
 
     public static final String DEFAULT_URI = "redis://127.0.0.1:6379";
     public static final String DEFAULT_KEY_PREFIX = "lockstep";
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+    public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofMillis(100);
 
     /** Where Redis is. */
     public sealed interface Endpoint permits Standalone, Sentinel, Cluster {
@@ -115,6 +119,10 @@ public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeou
         Objects.requireNonNull(keyPrefix, "keyPrefix");
         Objects.requireNonNull(timeout, "timeout");
         Objects.requireNonNull(tls, "tls");
+        Objects.requireNonNull(waitTimeout, "waitTimeout");
+        if (waitReplicas < 0) {
+            throw new IllegalArgumentException("waitReplicas must not be negative, but was " + waitReplicas);
+        }
         user = user == null ? Optional.empty() : user;
         password = password == null ? Optional.empty() : password;
     }
@@ -122,7 +130,12 @@ public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeou
     /** Every setting at its default. */
     public static RedisSettings defaults() {
         return new RedisSettings(new Standalone(DEFAULT_URI), DEFAULT_KEY_PREFIX, DEFAULT_TIMEOUT, Optional.empty(),
-                Optional.empty(), Tls.OFF);
+                Optional.empty(), Tls.OFF, 0, DEFAULT_WAIT_TIMEOUT);
+    }
+
+    /** The same settings with another endpoint (tests and embedders). */
+    public RedisSettings with(Endpoint other) {
+        return new RedisSettings(other, keyPrefix, timeout, user, password, tls, waitReplicas, waitTimeout);
     }
 
     /** Where Redis is, for logs: a URI with any password masked, or the Sentinel / Cluster nodes. */
@@ -133,6 +146,6 @@ public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeou
     @Override
     public String toString() {
         return "RedisSettings[" + endpoint.describe() + ", keyPrefix=" + keyPrefix + ", timeout=" + timeout
-                + ", user=" + user.orElse("") + ", password=" + (password.isPresent() ? "***" : "") + ", tls=" + tls.enabled() + "]";
+                + ", user=" + user.orElse("") + ", password=" + (password.isPresent() ? "***" : "") + ", tls=" + tls.enabled() + ", waitReplicas=" + waitReplicas + "]";
     }
 }

@@ -44,6 +44,11 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
         /** Catch-up or recovery must wait: another run holds the job's exclusive lease; nothing was written. */
         BUSY,
         /** The slot's run lost its lease without an outcome and this request recorded it as abandoned. */
-        ABANDONED
+        ABANDONED,
+        /**
+         * The claim won, but fewer replicas than required acknowledged it in time ({@code waitReplicas}):
+         * a failover could lose it, so it was disowned (recorded as missed) and must not run.
+         */
+        UNCONFIRMED
     }
 }

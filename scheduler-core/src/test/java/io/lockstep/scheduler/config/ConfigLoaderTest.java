@@ -253,6 +253,10 @@ class ConfigLoaderTest {
                 """);
         assertThat(cluster.redis().endpoint()).isEqualTo(new RedisSettings.Cluster(List.of("10.0.0.1:7000")));
         assertThat(cluster.redis().describe()).isEqualTo("cluster via 10.0.0.1:7000");
+        assertThat(cluster.redis().waitReplicas()).isZero();
+        LockstepConfig waiting = LOADER.load("jobs.yaml", "redis: { waitReplicas: 1, waitTimeout: 50ms }\njobs: [ { name: a, cron: \"@daily\", class: x.A } ]\n");
+        assertThat(waiting.redis().waitReplicas()).isEqualTo(1);
+        assertThat(waiting.redis().waitTimeout()).isEqualTo(Duration.ofMillis(50));
         assertThat(LOADER.load("jobs.yaml", "redis: { uri: \"rediss://h:6380\" }\njobs: [ { name: a, cron: \"@daily\", class: x.A } ]\n")
                 .redis().tls().enabled()).isTrue();
     }
@@ -277,5 +281,9 @@ class ConfigLoaderTest {
                 "jobs.yaml:2: redis.sentinel.master: is required",
                 "jobs.yaml:2: redis.sentinel.nodes[0]: must be host:port with a port from 1 to 65535, but was \"h\"",
                 "jobs.yaml:2: redis.sentinel.nodes[1]: must be host:port with a port from 1 to 65535, but was \"h:99999\"");
+        assertThat(problems("redis: { timeout: 1s, waitReplicas: 1, waitTimeout: 2s }\n"
+                + "jobs: [ { name: a, cron: \"@daily\", class: x.A, lease: 5s } ]\n")).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:1: redis.waitTimeout: must be at least 1ms and less than redis.timeout (1s), or every wait would time out "
+                        + "the client first, but was 2s");
     }
 }

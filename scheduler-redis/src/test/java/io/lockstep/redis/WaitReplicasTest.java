@@ -1,0 +1,65 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * {@code waitReplicas} against a real master and replica: a claim counts only once the replica
+ * acknowledged it; with the replica stopped (SIGSTOP) the claim is disowned and answered
+ * {@code UNCONFIRMED}, so it never runs, and an outcome is refused as unwritten (to be written again).
+ */
+class WaitReplicasTest {
+
+    @Test
+    void aClaimTheReplicaDidNotAcknowledgeIsDisownedAndNeverRuns() {
+        try (LocalRedisServer master = LocalRedisServer.start();
+             LocalRedisServer replica = LocalRedisServer.start("--replicaof", master.host(), Integer.toString(master.port()));
+             RedisClient raw = RedisClient.create(master.host(), master.port());
+             RedisLockProvider provider = RedisLockProvider.builder().uri(master.uri()).waitReplicas(1, Duration.ofMillis(100)).build()) {
+            await().atMost(Duration.ofSeconds(10)).until(() -> raw.info("replication").contains("connected_slaves:1")
+                    && raw.info("replication").contains("state=online"));
+            ClaimRequest acknowledged = request(provider, "a");
+            assertThat(provider.claim(List.of(acknowledged))).extracting(ClaimResult::status).containsExactly(ClaimResult.Status.CLAIMED);
+            assertThat(provider.complete(acknowledged.lease(), Outcome.SUCCEEDED)).isTrue();
+
+            replica.pause();
+            try {
+                ClaimRequest lonely = request(provider, "b");
+                assertThat(provider.claim(List.of(lonely))).extracting(ClaimResult::status)
+                        .containsExactly(ClaimResult.Status.UNCONFIRMED);
+                String record = provider.slotKey(lonely.lease().job(), lonely.lease().slot().toEpochMilli());
+                assertThat(raw.hget(record, "state")).isEqualTo("missed");
+                assertThat(raw.hget(record, "why")).isEqualTo("disowned");
+                assertThat(raw.exists(provider.leaseKey(lonely.lease()))).isFalse();
+
+                ClaimRequest run = request(provider, "c");
+                RedisLockProvider plain = RedisLockProvider.builder().uri(master.uri()).build();
+                try (plain) {
+                    plain.claim(List.of(run));
+                }
+                assertThatThrownBy(() -> provider.complete(run.lease(), Outcome.SUCCEEDED)).isInstanceOf(LockException.class)
+                        .hasMessageContaining("fewer than 1 replica(s) acknowledged the outcome");
+            } finally {
+                replica.resume();
+            }
+        }
+    }
+
+    private static ClaimRequest request(RedisLockProvider p, String token) {
+        String job = "job-" + token + "-" + System.nanoTime();
+        Instant slot = Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5);
+        return new ClaimRequest(new Lease(job, slot, token, Duration.ofSeconds(5), true), "w", Duration.ofSeconds(10), false);
+    }
+}
