@@ -55,4 +55,42 @@ class ClusterTest {
             assertThat(provider.complete(leases.stream().map(l -> new Completion(l, Outcome.SUCCEEDED)).toList())).containsOnly(true);
         }
     }
+
+    @Test
+    void aGracefulFailoverOfAReplicaKeepsEveryDecisionAndClaimsGoOn() throws Exception {
+        Assumptions.assumeTrue(LocalCluster.unavailable().isEmpty(), () -> LocalCluster.unavailable().orElse(""));
+        try (LocalCluster cluster = LocalCluster.start();
+             RedisLockProvider provider = RedisLockProvider.builder().settings(new RedisSettings(
+                     new RedisSettings.Cluster(cluster.nodes().subList(0, 1)), "lockstep", Duration.ofSeconds(2),
+                     Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build()) {
+            List<ClaimRequest> before = requests(provider, "before", 30);
+            assertThat(provider.claim(before)).extracting(ClaimResult::status).containsOnly(ClaimResult.Status.CLAIMED);
+            List<LocalRedisServer> mastersBefore = cluster.masters();
+            LocalRedisServer replica = cluster.replicas().get(0);
+            try (Jedis j = new Jedis(replica.host(), replica.port())) {
+                assertThat(j.clusterFailover()).isEqualTo("OK");
+            }
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+                    .until(() -> cluster.masters().stream().anyMatch(m -> m.port() == replica.port()));
+            assertThat(cluster.masters()).isNotEqualTo(mastersBefore);
+            // Every decision survived: the same slots, asked by someone else, are taken.
+            List<ClaimRequest> thieves = before.stream().map(r -> new ClaimRequest(new Lease(r.lease().job(), r.lease().slot(),
+                    "thief", Duration.ofSeconds(10), true), "w2", Duration.ofSeconds(10), false)).toList();
+            List<ClaimResult> stolen = org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
+                    .ignoreException(io.lockstep.scheduler.lock.LockException.class).until(() -> provider.claim(thieves), r -> r != null);
+            assertThat(stolen).extracting(ClaimResult::status).containsOnly(ClaimResult.Status.TAKEN);
+            assertThat(provider.claim(requests(provider, "after", 30))).extracting(ClaimResult::status)
+                    .containsOnly(ClaimResult.Status.CLAIMED);
+        }
+    }
+
+    private static List<ClaimRequest> requests(RedisLockProvider provider, String name, int jobs) {
+        Instant slot = Instant.ofEpochMilli(provider.serverTimeMillis()).minusMillis(5);
+        List<ClaimRequest> requests = new ArrayList<>();
+        for (int i = 0; i < jobs; i++) {
+            requests.add(new ClaimRequest(new Lease(name + "-" + i, slot, "t" + i, Duration.ofSeconds(10), true), "w",
+                    Duration.ofSeconds(10), false));
+        }
+        return requests;
+    }
 }

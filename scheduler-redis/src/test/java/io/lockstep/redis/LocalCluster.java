@@ -110,6 +110,12 @@ public final class LocalCluster implements AutoCloseable {
         return masters;
     }
 
+    /** The nodes that are replicas now. */
+    public List<LocalRedisServer> replicas() {
+        List<LocalRedisServer> masters = masters();
+        return nodes.stream().filter(n -> masters.stream().noneMatch(m -> m.port() == n.port())).toList();
+    }
+
     @Override
     public void close() {
         nodes.forEach(LocalRedisServer::close);
