@@ -128,10 +128,14 @@ final class Claimer {
         try {
             results = provider.claim(requests);
             outage.succeeded();
-        } catch (LockException e) {
+        } catch (RuntimeException e) {
+            // A LockException, or anything else the store threw (a client bug): either way nobody
+            // knows what happened, so nothing starts and every slot is asked again, never dropped.
+            LockException failure = e instanceof LockException le ? le
+                    : new LockException(provider.describe(), "claim failed: " + Events.describe(e), e);
             threads.release(reserved);
-            outage.failed("claim", e);
-            unanswered(batch, e);
+            outage.failed("claim", failure);
+            unanswered(batch, failure);
             return deferred;
         }
         long durationMs = (System.nanoTime() - sent) / 1_000_000;

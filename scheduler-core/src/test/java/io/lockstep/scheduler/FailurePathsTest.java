@@ -123,6 +123,31 @@ class FailurePathsTest {
         assertThat(events.named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("fell behind"));
     }
 
+    @Test
+    void aStoreThatThrowsSomethingUnexpectedNeverLosesASlotSilently() {
+        FaultyStore buggy = new FaultyStore();
+        start(Scheduler.builder(buggy).workerId("w").job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> { }));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !events.named("job_started").isEmpty());
+        buggy.claimsThrowBug = true;
+        int calls = buggy.claimCalls;
+        await().atMost(Duration.ofSeconds(10)).until(() -> buggy.claimCalls >= calls + 12);
+        buggy.claimsThrowBug = false;
+        int started = events.named("job_started").size();
+        await().atMost(Duration.ofSeconds(10)).until(() -> events.named("job_started").size() >= started + 2);
+        schedulers.forEach(Scheduler::close);
+        Set<Instant> handled = new java.util.TreeSet<>();
+        for (String name : List.of("job_started", "slot_missed")) {
+            events.named(name).forEach(e -> handled.add(Instant.parse((String) e.get("slot"))));
+        }
+        Instant first = ((java.util.TreeSet<Instant>) handled).first();
+        Instant last = ((java.util.TreeSet<Instant>) handled).last();
+        for (Instant s = first; !s.isAfter(last); s = s.plusSeconds(1)) {
+            assertThat(handled).as("slot %s started or was reported", s).contains(s);
+        }
+        assertThat(events.named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("client bug"));
+    }
+
     // ---------------------------------------------------------------- slot order
 
     @Test

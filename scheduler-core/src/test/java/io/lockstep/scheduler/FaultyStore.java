@@ -30,6 +30,8 @@ final class FaultyStore implements LockProvider {
     volatile boolean loseCompleteReplies;
     /** Claims are carried out, then their reply is lost. */
     volatile boolean loseClaimReplies;
+    /** Claims throw something that is not a LockException, as a client bug would. */
+    volatile boolean claimsThrowBug;
     /** Every claim takes this long, as a store that times out makes each tick take. */
     volatile long claimDelayMillis;
     volatile int completeCalls;
@@ -52,6 +54,9 @@ final class FaultyStore implements LockProvider {
             requests.forEach(r -> askedWhileDown.add(r.lease().slot()));
         }
         check();
+        if (claimsThrowBug) {
+            throw new NullPointerException("connection is null (a client bug)");
+        }
         if (claimDelayMillis > 0) {
             java.util.concurrent.locks.LockSupport.parkNanos(claimDelayMillis * 1_000_000);
         }

@@ -121,6 +121,11 @@ final class RedisCalls {
             return new Replies(replies, acknowledged[0]);
         } catch (JedisException e) {
             throw wrap(operation, e);
+        } catch (LockException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            // The client itself failed (seen: a cluster pipeline losing a node's connection mid-batch).
+            throw new LockException(target, target + ": " + operation + ": client failed (" + e + ")", e);
         }
     }
 
