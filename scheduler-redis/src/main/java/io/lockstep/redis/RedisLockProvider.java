@@ -7,10 +7,7 @@ import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
-import io.lockstep.scheduler.lock.Outcome;
 import io.lockstep.scheduler.lock.RunsInFlight;
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -20,10 +17,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import redis.clients.jedis.AbstractPipeline;
-import redis.clients.jedis.ConnectionPoolConfig;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisException;
@@ -198,17 +191,13 @@ public final class RedisLockProvider implements LockProvider {
      */
     private void unconfirmed(List<ClaimRequest> requests, ClaimResult[] results) {
         List<ClaimRequest> disown = new ArrayList<>();
-        List<Integer> at = new ArrayList<>();
         for (int i = 0; i < results.length; i++) {
-            if (results[i].status() == ClaimResult.Status.CLAIMED) {
-                ClaimRequest r = requests.get(i);
-                disown.add(new ClaimRequest(r.lease(), r.workerId(), r.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false));
-                at.add(i);
-            }
-        }
-        for (int i : at) {
             ClaimResult r = results[i];
-            results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(), r.runningUntilMillis());
+            if (r.status() == ClaimResult.Status.CLAIMED) {
+                ClaimRequest q = requests.get(i);
+                disown.add(new ClaimRequest(q.lease(), q.workerId(), q.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false));
+                results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(), r.runningUntilMillis());
+            }
         }
         if (!disown.isEmpty()) {
             try {
@@ -356,54 +345,22 @@ public final class RedisLockProvider implements LockProvider {
         return target;
     }
 
-    /** The job that {@link #ping()} claims, renews, looks at and completes once, to try the user's permissions. */
-    static final String PREFLIGHT_JOB = "lockstep-preflight";
-
     /**
      * Checks, before anything runs, that the server answers, accepts our credentials, and lets this
-     * user run what Lockstep runs: one claim, renewal, look, completion and recovery of a probe slot
-     * of the job {@value #PREFLIGHT_JOB} (its keys have ttls like any job's). Fails with one clear line
-     * otherwise, naming the command an ACL user may not run. Warns (event {@code redis_eviction_policy})
-     * when the server may evict keys.
+     * user run what Lockstep runs (see {@link StartCheck}). Fails with one clear line otherwise,
+     * naming what an ACL user may not run. Warns (event {@code redis_eviction_policy}) when the
+     * server may evict keys.
      */
     public void ping() {
-        try {
-            jedis.ping();
-        } catch (JedisException e) {
-            throw calls.wrap("ping", e);
-        }
-        Lease probe = new Lease(PREFLIGHT_JOB, Instant.ofEpochMilli(serverTimeMillis() - 1),
-                java.util.UUID.randomUUID().toString().replace("-", ""), Duration.ofSeconds(2), false);
-        claim(List.of(new ClaimRequest(probe, "preflight", Duration.ofSeconds(10), false)));
-        renew(List.of(probe));
-        runsInFlight(List.of(PREFLIGHT_JOB));
-        lastSlots(List.of(PREFLIGHT_JOB));
-        complete(List.of(new Completion(probe, Outcome.SUCCEEDED)));
-        claim(List.of(new ClaimRequest(probe, "preflight", Duration.ofSeconds(10), ClaimRequest.Mode.RECOVER, false)));
-        evictionWarning().ifPresent(warning -> org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn()
-                .addKeyValue("event", "redis_eviction_policy").addKeyValue("target", target)
-                .log(warning));
+        StartCheck.run(this, jedis, calls, target);
     }
 
     /**
      * Why the server's {@code maxmemory-policy} endangers exactly-once, or empty when it is
-     * {@code noeviction} (or cannot be read, as under an ACL user without {@code INFO}). Every key
-     * Lockstep writes has a ttl, so even a {@code volatile-*} policy may evict a slot record or a
-     * lease under memory pressure, and an evicted record lets a late worker run the slot again.
+     * {@code noeviction} (or cannot be read, as under an ACL user without {@code INFO}).
      */
     public java.util.Optional<String> evictionWarning() {
-        String policy;
-        try {
-            policy = jedis.info("memory").lines().filter(l -> l.startsWith("maxmemory_policy:"))
-                    .map(l -> l.substring("maxmemory_policy:".length()).trim()).findFirst().orElse("noeviction");
-        } catch (JedisException e) {
-            return java.util.Optional.empty();
-        }
-        if ("noeviction".equals(policy)) {
-            return java.util.Optional.empty();
-        }
-        return java.util.Optional.of("maxmemory-policy is " + policy + ": under memory pressure Redis may evict slot records "
-                + "and leases, which can let a slot run twice; set maxmemory-policy noeviction on " + target);
+        return StartCheck.evictionWarning(jedis, target);
     }
 
     @Override
