@@ -13,7 +13,6 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
@@ -110,16 +109,7 @@ class FailurePathsTest {
                 .jobFactory(d -> ctx -> { }));
         await().atMost(Duration.ofSeconds(20)).until(() -> events.named("slot_missed").size() >= 6);
         schedulers.forEach(Scheduler::close);
-        Set<Instant> handled = new java.util.TreeSet<>();
-        for (String name : List.of("job_started", "slot_missed", "slot_skipped")) {
-            events.named(name).forEach(e -> handled.add(Instant.parse((String) e.get("slot"))));
-        }
-        Instant first = ((java.util.TreeSet<Instant>) handled).first();
-        Instant last = ((java.util.TreeSet<Instant>) handled).last();
-        assertThat(Duration.between(first, last).toSeconds()).isGreaterThanOrEqualTo(6);
-        for (Instant s = first; !s.isAfter(last); s = s.plusSeconds(1)) {
-            assertThat(handled).as("slot %s started or was reported", s).contains(s);
-        }
+        assertThat(everySecondHandled().toSeconds()).isGreaterThanOrEqualTo(6);
         assertThat(events.named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("fell behind"));
     }
 
@@ -136,15 +126,7 @@ class FailurePathsTest {
         int started = events.named("job_started").size();
         await().atMost(Duration.ofSeconds(10)).until(() -> events.named("job_started").size() >= started + 2);
         schedulers.forEach(Scheduler::close);
-        Set<Instant> handled = new java.util.TreeSet<>();
-        for (String name : List.of("job_started", "slot_missed")) {
-            events.named(name).forEach(e -> handled.add(Instant.parse((String) e.get("slot"))));
-        }
-        Instant first = ((java.util.TreeSet<Instant>) handled).first();
-        Instant last = ((java.util.TreeSet<Instant>) handled).last();
-        for (Instant s = first; !s.isAfter(last); s = s.plusSeconds(1)) {
-            assertThat(handled).as("slot %s started or was reported", s).contains(s);
-        }
+        everySecondHandled();
         assertThat(events.named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("client bug"));
     }
 
@@ -196,6 +178,23 @@ class FailurePathsTest {
         assertThat(slots).as("every second once, none early, none twice")
                 .hasSize((int) Duration.between(first, last).toSeconds() + 1).doesNotHaveDuplicates();
         assertThat(events.named("slot_missed")).isEmpty();
+    }
+
+    /**
+     * Asserts that every second from the first slot any event names to the last one started or was
+     * reported (missed or skipped): no silent gap.
+     *
+     * @return the span from the first to the last slot
+     */
+    private Duration everySecondHandled() {
+        java.util.TreeSet<Instant> handled = new java.util.TreeSet<>();
+        for (String name : List.of("job_started", "slot_missed", "slot_skipped")) {
+            events.named(name).forEach(e -> handled.add(Instant.parse((String) e.get("slot"))));
+        }
+        for (Instant s = handled.first(); !s.isAfter(handled.last()); s = s.plusSeconds(1)) {
+            assertThat(handled).as("slot %s started or was reported", s).contains(s);
+        }
+        return Duration.between(handled.first(), handled.last());
     }
 
     /** A host wall clock that a test steps. */

@@ -17,10 +17,10 @@ import redis.clients.jedis.RedisClient;
  * under it, and a user missing one permission is refused at start ({@link RedisLockProvider#ping})
  * with one line naming what it may not run, not at the first claim.
  */
-class AclTest {
+public class AclTest {
 
-    /** The README's line, after {@code ACL SETUSER <user> on ><password>}. */
-    static final List<String> WORKER_RULES = List.of("~lockstep:*", "resetchannels", "-@all",
+    /** The README's line, after {@code ACL SETUSER <user> on ><password>}. Worker ITs use it too. */
+    public static final List<String> WORKER_RULES = List.of("~lockstep:*", "resetchannels", "-@all",
             "+evalsha", "+eval", "+ping", "+hello", "+auth", "+client|setname", "+info",
             "+del", "+get", "+hget", "+hincrby", "+hmget", "+hset", "+pexpire", "+pttl", "+set", "+time",
             "+zadd", "+zrange", "+zrangebyscore", "+zrem", "+zscore");

@@ -104,7 +104,7 @@ class ProductionRedisIT {
         }
         try (server; RedisClient admin = RedisClient.create(server.host(), server.port())) {
             List<String> acl = new ArrayList<>(List.of("SETUSER", "worker", "reset", "on", ">worker-pw"));
-            acl.addAll(WORKER_ACL);
+            acl.addAll(io.lockstep.redis.AclTest.WORKER_RULES);
             admin.sendCommand(redis.clients.jedis.Protocol.Command.ACL, acl.toArray(new String[0]));
             String redisYaml = "redis:\n  uri: rediss://127.0.0.1:" + tlsPort + "\n  user: worker\n  password: worker-pw\n  timeout: 1s\n"
                     + "  tls: { caCert: " + certs.ca() + ", clientCert: " + certs.cert("client") + ", clientKey: " + certs.key("client") + " }\n";
@@ -119,10 +119,4 @@ class ProductionRedisIT {
             }
         }
     }
-
-    /** The README's least-privilege ACL rules for a worker. */
-    static final List<String> WORKER_ACL = List.of("~lockstep:*", "resetchannels", "-@all",
-            "+evalsha", "+eval", "+ping", "+hello", "+auth", "+client|setname", "+info",
-            "+del", "+get", "+hget", "+hincrby", "+hmget", "+hset", "+pexpire", "+pttl", "+set", "+time",
-            "+zadd", "+zrange", "+zrangebyscore", "+zrem", "+zscore");
 }
