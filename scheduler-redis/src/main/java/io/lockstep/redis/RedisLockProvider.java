@@ -136,8 +136,9 @@ public final class RedisLockProvider implements LockProvider {
             if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
                 Lease lease = first.lease();
                 long slot = lease.slot().toEpochMilli();
-                return new RedisCalls.Call(RECOVER, List.of(slotKey(lease.job(), slot), fenceKey(lease.job()), leaseKey(lease),
-                        runningKey(lease.job())), List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
+                String job = lease.job();
+                return new RedisCalls.Call(RECOVER, List.of(slotKey(job, slot), fenceKey(job), leaseKey(lease), runningKey(job), lastKey(job)),
+                        List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
                         Long.toString(first.recordTtl().toMillis()), first.workerId(),
                         first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
                         Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
@@ -196,7 +197,8 @@ public final class RedisLockProvider implements LockProvider {
             if (r.status() == ClaimResult.Status.CLAIMED) {
                 ClaimRequest q = requests.get(i);
                 disown.add(new ClaimRequest(q.lease(), q.workerId(), q.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false));
-                results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(), r.runningUntilMillis());
+                results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(),
+                        r.runningUntilMillis());
             }
         }
         if (!disown.isEmpty()) {

@@ -2,7 +2,8 @@
 -- many slots (of jobs in the same hash slot on Redis Cluster; of any jobs on a standalone server):
 -- the script's own cost is then paid once per batch instead of once per slot.
 -- Per slot i (0-based), 5 keys from KEYS[5i+1]:
---   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started)
+--   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started,
+--   holder = the slot whose run last took the lease)
 -- and 9 arguments from ARGV[9i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
 --   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms)
@@ -72,6 +73,7 @@ local function claim(k, a)
       end
       if lease == false or lease == token then
         take_lease()
+        redis.call('HSET', marks_key, 'holder', slot_text)
         return reply('claimed', tonumber(r[3]))
       end
     elseif r[2] == 'missed' then
@@ -98,11 +100,20 @@ local function claim(k, a)
     end
     redis.call('HSET', record, unpack(fields))
     redis.call('PEXPIRE', record, record_ttl)
+    local mark = {}
     if slot > decided then
-      redis.call('HSET', marks_key, 'decided', slot_text)
+      mark = {'decided', slot_text}
     end
-    if state == 'running' and slot > started then
-      redis.call('HSET', marks_key, 'started', slot_text)
+    if state == 'running' then
+      mark[#mark + 1] = 'holder'
+      mark[#mark + 1] = slot_text
+      if slot > started then
+        mark[#mark + 1] = 'started'
+        mark[#mark + 1] = slot_text
+      end
+    end
+    if #mark > 0 then
+      redis.call('HSET', marks_key, unpack(mark))
     end
     redis.call('PEXPIRE', marks_key, a[9])
   end
@@ -124,15 +135,13 @@ local function claim(k, a)
       decide('skipped', 0)
       return reply('skipped', 0)
     end
-    -- overlap: replace. Revoke the run holding the lease: its renewal now fails, so its worker is
-    -- told, and its record no longer counts as running (its outcome can no longer be written).
-    local base = string.sub(record, 1, #record - #slot_text)
-    for _, member in ipairs(redis.call('ZRANGE', running, 0, -1)) do
-      local key = base .. member
-      if redis.call('HGET', key, 'token') == holder then
-        redis.call('HSET', key, 'state', 'replaced', 'replaced_by', token)
-        redis.call('ZREM', running, member)
-      end
+    -- overlap: replace. Revoke the run holding the lease: taking the lease makes its renewal fail,
+    -- so its worker is told; leaving the running index means it is never recovered, and its
+    -- outcome is refused (complete.lua then marks its record 'replaced'). Its slot is the marks'
+    -- 'holder', so no key is touched that the call did not declare (Redis Cluster's rule).
+    local held = redis.call('HGET', marks_key, 'holder')
+    if held then
+      redis.call('ZREM', running, held)
     end
   end
   local fence = next_fence(fence_key, a[9])

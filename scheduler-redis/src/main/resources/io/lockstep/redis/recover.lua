@@ -1,6 +1,7 @@
 -- Deals with one slot whose run lost its lease without an outcome: runs it again under a new token
 -- and the next fencing token (rerun), or records it as abandoned. Exactly one caller wins.
 -- KEYS[1] slot record  KEYS[2] fence counter  KEYS[3] lease  KEYS[4] running index (zset)
+-- KEYS[5] the job's marks (hash; 'holder' names the slot whose run took the lease, see claim.lua)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
 -- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
@@ -20,6 +21,7 @@ if mine[1] == 'running' and mine[2] == ARGV[1] then
   if lease == false or lease == ARGV[1] then
     redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[3])
     redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[2])
+    redis.call('HSET', KEYS[5], 'holder', ARGV[2])
     return reply('claimed', tonumber(mine[3]))
   end
   return reply('taken', 0)
@@ -61,4 +63,8 @@ end
 local ttl = tonumber(ARGV[3])
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ttl)
 redis.call('ZADD', KEYS[4], now + ttl, ARGV[2])
+redis.call('HSET', KEYS[5], 'holder', ARGV[2])
+if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[7]) then
+  redis.call('PEXPIRE', KEYS[5], ARGV[7])
+end
 return reply('claimed', fence)

@@ -254,6 +254,9 @@ class RedisLockProviderTest {
         assertThat(second.status()).isEqualTo(Status.CLAIMED);
         assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
         assertThat(raw.get(provider.leaseKey(next.lease()))).isEqualTo("new");
+        // The replaced run left the running index at once: no peer will ever recover it.
+        assertThat(raw.zscore(provider.runningKey(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNull();
+        assertThat(raw.zscore(provider.runningKey(job), Long.toString(now.minusSeconds(1).toEpochMilli()))).isNotNull();
         assertThat(provider.renew(List.of(old.lease()))).containsExactly(false);
         assertThat(provider.complete(old.lease(), Outcome.SUCCEEDED)).isFalse();
         assertThat(raw.hget(provider.slotKey(job, now.minusSeconds(2).toEpochMilli()), "state")).isEqualTo("replaced");
