@@ -59,7 +59,6 @@ public final class RedisLockProvider implements LockProvider {
     static final int PER_CALL = 64;
     /** At most this many expired runs per job per look; the rest come with the next one. */
     private static final int EXPIRED_PER_JOB = 16;
-    private static final String TIME = "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)";
 
     private final UnifiedJedis jedis;
     private final RedisCalls calls;
@@ -329,12 +328,15 @@ public final class RedisLockProvider implements LockProvider {
         return last;
     }
 
+    /** The server's clock; on Redis Cluster the latest of the masters' clocks ({@link ServerClock}). */
     @Override
     public long serverTimeMillis() {
         try {
-            return calls.asLong("time", jedis.eval(TIME));
+            return ServerClock.millis(jedis);
         } catch (JedisException e) {
             throw calls.wrap("time", e);
+        } catch (RuntimeException e) {
+            throw new LockException(target, target + ": time: reading the server's clock failed (" + e + ")", e);
         }
     }
 
@@ -380,18 +382,12 @@ public final class RedisLockProvider implements LockProvider {
         long fence = calls.asLong("claim", list.get(1));
         long now = calls.asLong("claim", list.get(2));
         long runningUntil = calls.asLong("claim", list.get(3));
-        ClaimResult.Status s = switch (status) {
-            case "claimed" -> ClaimResult.Status.CLAIMED;
-            case "taken" -> ClaimResult.Status.TAKEN;
-            case "skipped" -> ClaimResult.Status.SKIPPED;
-            case "missed" -> ClaimResult.Status.MISSED;
-            case "superseded" -> ClaimResult.Status.SUPERSEDED;
-            case "stale" -> ClaimResult.Status.STALE;
-            case "early" -> ClaimResult.Status.EARLY;
-            case "busy" -> ClaimResult.Status.BUSY;
-            case "abandoned" -> ClaimResult.Status.ABANDONED;
-            default -> throw new LockException(target, "claim: unexpected status " + status, null);
-        };
+        ClaimResult.Status s;
+        try {
+            s = ClaimResult.Status.valueOf(status.toUpperCase(java.util.Locale.ROOT)); // claimed, taken, skipped, ...
+        } catch (IllegalArgumentException e) {
+            throw new LockException(target, "claim: unexpected status " + status, null);
+        }
         return new ClaimResult(s, fence, now, runningUntil);
     }
 

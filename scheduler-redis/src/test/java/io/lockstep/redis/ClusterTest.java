@@ -53,6 +53,23 @@ class ClusterTest {
             assertThat(provider.runsInFlight(jobs)).allSatisfy(r -> assertThat(r.expired()).isEmpty());
             assertThat(provider.lastSlots(jobs)).hasSize(jobs.size());
             assertThat(provider.complete(leases.stream().map(l -> new Completion(l, Outcome.SUCCEEDED)).toList())).containsOnly(true);
+
+            // The clock is every master's (each decides its own jobs' claims by its own clock): each is read.
+            List<Long> evalsBefore = cluster.masters().stream().map(ClusterTest::evalCalls).toList();
+            provider.serverTimeMillis();
+            List<Long> evalsAfter = cluster.masters().stream().map(ClusterTest::evalCalls).toList();
+            for (int m = 0; m < evalsBefore.size(); m++) {
+                assertThat(evalsAfter.get(m)).as("TIME read on master %d", m).isEqualTo(evalsBefore.get(m) + 1);
+            }
+        }
+    }
+
+    /** How many EVALs a server ran (INFO commandstats). */
+    private static long evalCalls(LocalRedisServer server) {
+        try (Jedis j = new Jedis(server.host(), server.port())) {
+            return j.info("commandstats").lines().filter(l -> l.startsWith("cmdstat_eval:")).findFirst()
+                    .map(l -> Long.parseLong(l.substring("cmdstat_eval:calls=".length(), l.indexOf(','))))
+                    .orElse(0L);
         }
     }
 
