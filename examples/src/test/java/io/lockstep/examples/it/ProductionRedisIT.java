@@ -18,6 +18,8 @@ import java.util.List;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import redis.clients.jedis.RedisClient;
 
 /**
@@ -33,20 +35,23 @@ class ProductionRedisIT {
     @TempDir
     Path dir;
 
-    @Test
-    void threeWorkersOnSentinelFollowAFailoverOfTheMaster() {
+    /**
+     * With {@code waitReplicas: 1} no claim the promoted replica lacks is ever started. With one
+     * replica, the promoted master then has none to acknowledge claims until the old master is back
+     * as its replica: until then every slot is reported missed and none runs (the pause is printed).
+     */
+    @ParameterizedTest(name = "waitReplicas: {0}")
+    @ValueSource(ints = {0, 1})
+    void threeWorkersOnSentinelFollowAFailoverOfTheMaster(int waitReplicas) {
         try (LocalSentinel sentinel = LocalSentinel.start();
              Cluster cluster = Cluster.onRedis(dir, "redis:\n  sentinel: { master: " + LocalSentinel.MASTER_NAME + ", nodes: ["
-                     + String.join(", ", sentinel.nodes()) + "] }\n  timeout: 500ms\n  waitReplicas: 1\n",
+                     + String.join(", ", sentinel.nodes()) + "] }\n  timeout: 500ms\n  waitReplicas: " + waitReplicas + "\n",
                      Cluster.perSecondJobs(JOBS, 300, "2s", "2s"))) {
-            // waitReplicas: 1, so no claim that the promoted replica lacks is ever started: no slot runs twice.
-            // With one replica, the promoted master has none to acknowledge claims until the old master
-            // is back as its replica: until then every slot is reported missed, none runs.
             failover(cluster, () -> {
                 sentinel.master().kill();
                 await().atMost(Duration.ofSeconds(20)).until(() -> sentinel.currentMaster().getPort() == sentinel.replica().port());
                 sentinel.master().restart(); // empty, and turned into the new master's replica by the Sentinels
-            }, "Sentinel, waitReplicas: 1");
+            }, "Sentinel, waitReplicas: " + waitReplicas);
             // The outage ends with an event that names the new master.
             assertThat(cluster.events("redis_recovered")).isNotEmpty().allSatisfy(e -> assertThat(e.path("target").asText())
                     .endsWith("(master 127.0.0.1:" + sentinel.replica().port() + ")"));
