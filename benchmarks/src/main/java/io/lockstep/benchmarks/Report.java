@@ -30,7 +30,7 @@ final class Report {
     private Report() {}
 
     static void write(Path dir, LocalRedisServer redis, List<LockCycles.Row> locks, List<ScaleRun.Result> scale,
-            ScaleRun.Result idle, RunAll.Memory memory, Duration took, boolean quick) throws IOException {
+            ScaleRun.Result replicated, ScaleRun.Result idle, RunAll.Memory memory, Duration took, boolean quick) throws IOException {
         chart(dir.resolve("lateness.png"), scale);
         StringBuilder md = new StringBuilder(START).append("\n\n");
         md.append(String.format(Locale.ROOT, "Run of %s, %d s in all%s.%n%n", Instant.now().truncatedTo(ChronoUnit.SECONDS),
@@ -38,6 +38,7 @@ final class Report {
         machine(md, redis);
         lockTable(md, locks);
         scaleTable(md, scale);
+        waitReplicas(md, scale.get(0), replicated);
         idle(md, idle);
         memory(md, memory);
         targets(md, locks, scale, idle);
@@ -118,6 +119,20 @@ final class Report {
         }
         md.setLength(md.length() - 2);
         md.append(".\n\n![lateness against load](lateness.png)\n\n");
+    }
+
+    /** The same load with and without {@code waitReplicas: 1}: what a replica's acknowledgement costs. */
+    private static void waitReplicas(StringBuilder md, ScaleRun.Result plain, ScaleRun.Result replicated) {
+        md.append(String.format(Locale.ROOT, "### What `waitReplicas: 1` costs: %,d jobs/s, one replica in sync%n%n", plain.jobs()));
+        md.append("| redis | started once | twice | not started | lateness p50 / p99 / max ms | calls sent per slot | "
+                + "`WAIT` sent per slot | commands executed per slot | Redis busy (scripts) per second |\n|---|---|---|---|---|---|---|---|---|\n");
+        for (ScaleRun.Result r : List.of(plain, replicated)) {
+            md.append(String.format(Locale.ROOT, "| %s | %,d of %,d | %d | %d | %.1f / %.1f / %.1f | %.3f | %.3f | %.1f | %.0f ms |%n",
+                    r == plain ? "no replica, `waitReplicas: 0`" : "one replica, `waitReplicas: 1`", r.started() - r.duplicates(),
+                    r.expected(), r.duplicates(), r.missing(), r.p50Ms(), r.p99Ms(), r.maxMs(), r.sentPerSlot(),
+                    (double) r.sentByCommand().getOrDefault("wait", 0L) / r.started(), r.executedPerSlot(), r.redisBusyMsPerSecond()));
+        }
+        md.append("\n");
     }
 
     private static void idle(StringBuilder md, ScaleRun.Result idle) {

@@ -57,6 +57,16 @@ public final class RunAll {
                 log("  " + scale.get(scale.size() - 1));
             }
 
+            log("waitReplicas: 1 (one replica), " + scale.get(0).jobs() + " jobs every second, " + window.toSeconds() + " s");
+            ScaleRun.Result replicated;
+            try (LocalRedisServer replica = LocalRedisServer.start("--replicaof", redis.host(), Integer.toString(redis.port()),
+                    "--repl-diskless-sync-delay", "0")) {
+                awaitInSync(replica);
+                replicated = ScaleRun.run("waitReplicas", redis, "  waitReplicas: 1\n", work.resolve("replicated"), WORKERS,
+                        scale.get(0).jobs(), THREADS, warmup, window, "* * * * * *");
+            }
+            log("  " + replicated);
+
             log("idle cluster: " + WORKERS + " workers, 1000 jobs that do not fire, 30 s");
             ScaleRun.Result idle = ScaleRun.run("idle", redis, work.resolve("idle"), WORKERS, 1_000, THREADS,
                     Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *");
@@ -67,8 +77,21 @@ public final class RunAll {
             log("  " + memory);
 
             Duration took = Duration.ofNanos(System.nanoTime() - started);
-            Report.write(out, redis, locks, scale, idle, memory, took, quick);
+            Report.write(out, redis, locks, scale, replicated, idle, memory, took, quick);
             log("wrote " + out.resolve("BENCHMARKS.md") + " and " + out.resolve("lateness.png") + " in " + took.toSeconds() + " s");
+        }
+    }
+
+    /** Waits until the replica's link to its master is up (a worker with waitReplicas refuses to start before). */
+    private static void awaitInSync(LocalRedisServer replica) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        try (redis.clients.jedis.RedisClient r = redis.clients.jedis.RedisClient.create(replica.host(), replica.port())) {
+            while (!r.info("replication").contains("master_link_status:up")) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the benchmark's replica did not sync within 30 s");
+                }
+                Thread.sleep(50);
+            }
         }
     }
 

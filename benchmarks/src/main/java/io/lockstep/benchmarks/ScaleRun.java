@@ -37,18 +37,24 @@ final class ScaleRun {
      * Commands the workers send (connection set-up aside); everything else in commandstats ran
      * inside a script. Workers send {@code GET} only once, at start (the catch-up marker).
      */
-    static final List<String> SENT = List.of("evalsha", "eval", "ping", "script|load");
+    static final List<String> SENT = List.of("evalsha", "eval", "ping", "script|load", "wait");
 
     private ScaleRun() {}
 
     static Result run(String label, LocalRedisServer redis, Path dir, int workers, int jobs, int threads,
+            Duration warmup, Duration window, String cron) throws Exception {
+        return run(label, redis, "", dir, workers, jobs, threads, warmup, window, cron);
+    }
+
+    /** As above, with {@code redisYaml} (lines of the {@code redis:} section, {@code waitReplicas: 1} say) added. */
+    static Result run(String label, LocalRedisServer redis, String redisYaml, Path dir, int workers, int jobs, int threads,
             Duration warmup, Duration window, String cron) throws Exception {
         Files.createDirectories(dir);
         try (RedisClient admin = RedisClient.create(redis.host(), redis.port())) {
             admin.flushAll();
         }
         Path config = dir.resolve("jobs.yaml");
-        StringBuilder yaml = new StringBuilder("redis:\n  uri: " + redis.uri() + "\n  timeout: 2s\n"
+        StringBuilder yaml = new StringBuilder("redis:\n  uri: " + redis.uri() + "\n  timeout: 2s\n" + redisYaml
                 + "worker:\n  threads: " + threads + "\n  shutdownTimeout: 10s\n"
                 + "defaults:\n  lease: 30s\n  misfireGrace: 10s\njobs:\n");
         for (int i = 0; i < jobs; i++) {

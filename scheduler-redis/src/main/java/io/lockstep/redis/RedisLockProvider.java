@@ -268,7 +268,8 @@ public final class RedisLockProvider implements LockProvider {
         if (answered.acknowledged() < replicas.count()) {
             // Written, but a failover now could lose it: the caller writes it again (it is retry-safe).
             throw new LockException(target, target + ": complete: fewer than " + replicas.count()
-                    + " replica(s) acknowledged the outcome within " + replicas.timeout().toMillis() + " ms", null);
+                    + " replica(s) acknowledged the outcome within " + replicas.timeout().toMillis() + " ms (redis.waitReplicas: "
+                    + replicas.count() + "; are that many replicas connected and in sync?)", null);
         }
         List<Object> replies = answered.replies();
         Boolean[] owned = new Boolean[completions.size()];
