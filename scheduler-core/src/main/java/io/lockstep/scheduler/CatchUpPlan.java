@@ -71,6 +71,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
                 due.missReason = d.catchUp() == CatchUp.LATEST
                         ? "no worker was running; catchUp: latest runs only the latest missed slot"
                         : "no worker was running (catchUp: none)";
+                due.missCode = "cluster_down";
                 result.add(due);
                 continue;
             }

@@ -89,7 +89,7 @@ final class Claimer {
             String job = d.definition().name();
             boolean reserves = false;
             if (d.needsThread()) {
-                boolean ordered = d.mode != ClaimRequest.Mode.RECOVER;
+                boolean ordered = d.mode != ClaimRequest.Mode.RECOVER && !d.manual;
                 boolean behindOlder = ordered && (held.contains(job) || (!d.catchUp && queue.catchingUp(job)));
                 if (!behindOlder && reserved < free) {
                     reserved++;
@@ -98,7 +98,8 @@ final class Claimer {
                     // It cannot start any more: only make sure the miss is recorded.
                     d.missOnly(behindOlder ? "an older slot of the job had not started within misfireGrace"
                             : d.mode == ClaimRequest.Mode.CATCH_UP ? "could not be caught up: no free job thread or the job's lease was held"
-                            : "no free job thread on any worker within misfireGrace");
+                            : "no free job thread on any worker within misfireGrace",
+                            behindOlder ? "order" : d.mode == ClaimRequest.Mode.CATCH_UP ? "catch_up" : "no_thread");
                 } else {
                     // No thread to start it now (or an older slot of the job waits): peers may take it;
                     // try again when a thread frees up.
@@ -114,7 +115,7 @@ final class Claimer {
             }
             JobDefinition def = d.definition();
             Lease lease = new Lease(def.name(), d.slot, d.token, def.lease(), def.exclusive());
-            requests.add(new ClaimRequest(lease, workerId, def.misfireGrace(), d.mode, def.overlap() == Overlap.REPLACE));
+            requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode, def.overlap() == Overlap.REPLACE, d.manual));
             reservations.add(reserves);
             batch.add(d);
         }
@@ -163,6 +164,9 @@ final class Claimer {
     private void unanswered(List<DueSlot> batch, LockException e) {
         Instant after = clock.now();
         for (DueSlot d : batch) {
+            if (d.mode != ClaimRequest.Mode.RECOVER && d.mode != ClaimRequest.Mode.ABANDON) {
+                events.metrics().claim(d.definition().name(), SchedulerMetrics.ERROR);
+            }
             if (d.mode != ClaimRequest.Mode.MISS_ONLY && after.isBefore(d.startDeadline())) {
                 queue.requeue(d, SlotQueue.earliest(after.plus(RETRY_DELAY), d.startDeadline()));
                 continue;
@@ -171,8 +175,9 @@ final class Claimer {
                 d.reported = true;
                 String unreachable = "lock store unreachable: " + e.getMessage();
                 missed(d, Duration.between(d.slot, after).toMillis(),
-                        d.missReason == null ? unreachable : d.missReason + "; " + unreachable, null);
-                d.missOnly("lock store unreachable");
+                        d.missReason == null ? unreachable : d.missReason + "; " + unreachable, null,
+                        d.missCode == null ? "outage" : d.missCode);
+                d.missOnly("lock store unreachable", "outage");
                 queue.disowning(d);
             }
             if (after.isBefore(d.recordDeadline()) || d.mode == ClaimRequest.Mode.RECOVER || d.mode == ClaimRequest.Mode.ABANDON) {
@@ -200,6 +205,7 @@ final class Claimer {
             queue.decided(d, clock.now());
             return;
         }
+        count(def.name(), mode, result.status());
         switch (result.status()) {
             case CLAIMED -> {
                 if (mode == ClaimRequest.Mode.RECOVER) {
@@ -219,9 +225,12 @@ final class Claimer {
                     if (mode == ClaimRequest.Mode.CATCH_UP) {
                         event = event.addKeyValue("catch_up", true);
                     }
+                    if (d.manual) {
+                        event = event.addKeyValue("manual", true);
+                    }
                     event.log("slot claimed");
                 }
-                runner.start(new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos));
+                runner.start(new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual));
             }
             case TAKEN -> {
                 if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
@@ -237,10 +246,14 @@ final class Claimer {
             case SKIPPED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("reason", "overlap: an earlier run still holds the lease")
                     .log("slot skipped");
-            case MISSED -> missed(d, lateness, d.missReason != null ? d.missReason : "later than misfireGrace", lockName);
-            case SUPERSEDED -> missed(d, lateness, "a later slot of the job already started; slots start in order", lockName);
+            case PAUSED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                    .addKeyValue("lock_name", lockName).addKeyValue("reason", "paused")
+                    .log("slot skipped: the job is paused");
+            case MISSED -> missed(d, lateness, d.missReason != null ? d.missReason : "later than misfireGrace", lockName,
+                    d.missCode != null ? d.missCode : "late");
+            case SUPERSEDED -> missed(d, lateness, "a later slot of the job already started; slots start in order", lockName, "order");
             case UNCONFIRMED -> missed(d, lateness, "claim not acknowledged by the replicas within waitTimeout (redis.waitReplicas); "
-                    + "disowned so that a failover cannot run it twice", lockName);
+                    + "disowned so that a failover cannot run it twice", lockName, "unconfirmed");
             case STALE -> events.info("slot_stale").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("lateness_ms", lateness)
                     .addKeyValue("reason", "the slot's record may have expired and a slot as late was decided: "
@@ -266,7 +279,27 @@ final class Claimer {
         queue.decided(d, clock.now());
     }
 
-    private void missed(DueSlot d, long latenessMs, String reason, String lockName) {
+    /** Counts a claim's result ({@code lockstep.claims}) and a skipped slot; recoveries are not claims. */
+    private void count(String job, ClaimRequest.Mode mode, ClaimResult.Status status) {
+        if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
+            return;
+        }
+        SchedulerMetrics m = events.metrics();
+        switch (status) {
+            case CLAIMED -> m.claim(job, SchedulerMetrics.WON);
+            case TAKEN -> m.claim(job, SchedulerMetrics.CONTENDED);
+            case STALE -> m.claim(job, SchedulerMetrics.DONE);
+            case SKIPPED, PAUSED -> {
+                m.claim(job, SchedulerMetrics.SKIPPED);
+                m.skipped(job, status == ClaimResult.Status.PAUSED ? "paused" : "overlap");
+            }
+            case MISSED, SUPERSEDED, UNCONFIRMED -> m.claim(job, SchedulerMetrics.MISSED);
+            default -> { } // early, busy: asked again; abandoned: a recovery
+        }
+    }
+
+    private void missed(DueSlot d, long latenessMs, String reason, String lockName, String code) {
+        events.metrics().missed(d.definition().name(), code, 1);
         var event = events.warn("slot_missed").addKeyValue("job", d.definition().name())
                 .addKeyValue("slot", d.slot.toString()).addKeyValue("lateness_ms", latenessMs)
                 .addKeyValue("reason", reason);

@@ -30,9 +30,9 @@ final class Completer {
     /** Failed rounds after {@link #close()} before the outcomes still unwritten are given up. */
     static final int GIVE_UP_AFTER_STOP = 3;
 
-    private record Pending(SlotRun run, Outcome outcome) {}
+    private record Pending(SlotRun run, Outcome outcome, long endedNanos) {}
 
-    private static final Pending STOP = new Pending(null, null);
+    private static final Pending STOP = new Pending(null, null, 0);
 
     private final LockProvider provider;
     private final Events events;
@@ -57,7 +57,7 @@ final class Completer {
     /** Queues a run's outcome; it is written with the next batch. */
     void submit(SlotRun run, Outcome outcome) {
         unwritten.add(key(run.definition.name(), run.scheduledTime()));
-        queue.add(new Pending(run, outcome));
+        queue.add(new Pending(run, outcome, System.nanoTime()));
     }
 
     /**
@@ -129,7 +129,9 @@ final class Completer {
     private boolean send(List<Pending> batch) {
         List<Completion> completions = new ArrayList<>(batch.size());
         for (Pending p : batch) {
-            completions.add(new Completion(p.run().lease, p.outcome()));
+            SlotRun run = p.run();
+            long ran = run.firstStartNanos == 0 ? 0 : (p.endedNanos() - run.firstStartNanos) / 1_000_000;
+            completions.add(new Completion(run.lease, p.outcome(), run.attempt(), ran, run.lastError));
         }
         long sent = System.nanoTime();
         List<Boolean> owned;
@@ -156,6 +158,9 @@ final class Completer {
                     .addKeyValue("duration_ms", durationMs).addKeyValue("success", ours)
                     .addKeyValue("outcome", batch.get(i).outcome().label())
                     .log(ours ? "slot released" : "slot no longer ours; outcome not recorded");
+            if (ours) {
+                events.metrics().leaseHeld(run.definition.name(), System.nanoTime() - run.claimSentNanos);
+            }
         }
         return true;
     }

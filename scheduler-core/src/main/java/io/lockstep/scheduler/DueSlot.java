@@ -32,6 +32,10 @@ final class DueSlot implements Comparable<DueSlot> {
     boolean followerQueued;
     /** Why the slot is reported missed ({@link ClaimRequest.Mode#MISS_ONLY} at start). */
     String missReason;
+    /** The same as a short code for the {@code reason} tag of {@code lockstep.slots.missed}. */
+    String missCode;
+    /** A manual run ({@code trigger}): outside the job's order of slots, with {@link #MANUAL_GRACE}. */
+    boolean manual;
     /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
     DueSlot next;
 
@@ -46,6 +50,25 @@ final class DueSlot implements Comparable<DueSlot> {
         this.retryAt = slot;
     }
 
+    /**
+     * How late a manual run may still start: workers hear of a trigger with their next heartbeat,
+     * so at least a few heartbeats, and never less than the job's own grace.
+     */
+    static final java.time.Duration MANUAL_GRACE = java.time.Duration.ofSeconds(30);
+
+    /** A manual run of {@code job} requested at {@code slot}. */
+    static DueSlot manual(ScheduledJob job, Instant slot) {
+        DueSlot d = new DueSlot(job, slot);
+        d.manual = true;
+        return d;
+    }
+
+    /** How late the store may still let this slot be claimed. */
+    java.time.Duration grace() {
+        java.time.Duration own = definition().misfireGrace();
+        return manual && own.compareTo(MANUAL_GRACE) < 0 ? MANUAL_GRACE : own;
+    }
+
     JobDefinition definition() {
         return job.definition();
     }
@@ -56,7 +79,7 @@ final class DueSlot implements Comparable<DueSlot> {
      */
     Instant startDeadline() {
         return switch (mode) {
-            case CLAIM -> slot.plus(definition().misfireGrace());
+            case CLAIM -> slot.plus(grace());
             case CATCH_UP -> catchUpDeadline;
             default -> Instant.MAX;
         };
@@ -68,17 +91,18 @@ final class DueSlot implements Comparable<DueSlot> {
      */
     Instant recordDeadline() {
         JobDefinition d = definition();
-        return slot.plus(ClaimRequest.recordTtl(d.lease(), d.misfireGrace()));
+        return slot.plus(ClaimRequest.recordTtl(d.lease(), grace()));
     }
 
     /**
      * Turns a claim that can no longer start into a request that only records the miss (with the
      * same token: if an earlier claim of ours won after all, the store disowns it).
      */
-    void missOnly(String reason) {
+    void missOnly(String reason, String code) {
         mode = ClaimRequest.Mode.MISS_ONLY;
         if (missReason == null) {
             missReason = reason;
+            missCode = code;
         }
     }
 

@@ -8,7 +8,8 @@ import org.slf4j.spi.LoggingEventBuilder;
 /**
  * Writes the audit trail: one SLF4J event per step, with the fields of DESIGN.md as key-value
  * pairs ({@code event} and {@code worker} always), so any SLF4J 2 backend sees the same fields.
- * The logger is {@value #LOGGER}. Thread-safe.
+ * The logger is {@value #LOGGER}. It also carries the {@link SchedulerMetrics}, so that a stage
+ * that reports a step counts it in the same place. Thread-safe.
  */
 final class Events {
 
@@ -16,9 +17,20 @@ final class Events {
     private static final Logger LOG = LoggerFactory.getLogger(LOGGER);
 
     private final String workerId;
+    private final SchedulerMetrics metrics;
 
     Events(String workerId) {
+        this(workerId, SchedulerMetrics.none());
+    }
+
+    /** Events whose steps are also counted in {@code metrics} (every stage reports both through here). */
+    Events(String workerId, SchedulerMetrics metrics) {
         this.workerId = workerId;
+        this.metrics = metrics;
+    }
+
+    SchedulerMetrics metrics() {
+        return metrics;
     }
 
     LoggingEventBuilder info(String event) {

@@ -34,6 +34,11 @@ final class Outage {
         }
     }
 
+    /** Whether the store answered the last call. */
+    synchronized boolean up() {
+        return !down;
+    }
+
     /** Records a success; ends an outage if one was going on. */
     synchronized void succeeded() {
         if (down) {

@@ -92,6 +92,7 @@ final class Runner {
                             .addKeyValue("lock_name", run.lockName).addKeyValue("action", "expire")
                             .addKeyValue("identifier", run.lease.token()).addKeyValue("success", false)
                             .addKeyValue("reason", "lease gone before the job could start").log("lease lost before start; job not started");
+                    events.metrics().leaseLost(def.name(), "before_start");
                 }
                 outcome = Outcome.LEASE_LOST;
             } else {
@@ -106,6 +107,7 @@ final class Runner {
             }
             run.detach();
         }
+        events.metrics().ran(def.name(), outcome, run.firstStartNanos == 0 ? 0 : System.nanoTime() - run.firstStartNanos);
         completer.submit(run, outcome);
         threads.release(1);
         queue.threadFreed();
@@ -116,13 +118,20 @@ final class Runner {
         Retry retry = def.retry();
         while (true) {
             long startedNanos = System.nanoTime();
+            if (run.firstStartNanos == 0) {
+                run.firstStartNanos = startedNanos;
+            }
             if (def.timeout().compareTo(Duration.ZERO) > 0) {
                 run.watch().timeoutAt(startedNanos + def.timeout().toNanos());
             }
-            events.info("job_started").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+            var started = events.info("job_started").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
-                    .addKeyValue("lateness_ms", Duration.between(run.scheduledTime(), clock.now()).toMillis())
-                    .log("job started");
+                    .addKeyValue("lateness_ms", Duration.between(run.scheduledTime(), clock.now()).toMillis());
+            if (run.manual) {
+                started = started.addKeyValue("manual", true);
+            }
+            started.log("job started");
+            events.metrics().started(def.name(), Duration.between(run.scheduledTime(), clock.now()));
             run.attach(Thread.currentThread());
             Throwable failure = null;
             try {
@@ -137,6 +146,7 @@ final class Runner {
                 run.watch().stop(); // reports a deadline that passed while nobody looked, before the outcome
             }
             long durationMs = (System.nanoTime() - startedNanos) / 1_000_000;
+            run.lastError = failure == null ? "" : Events.describe(failure);
             if (run.timedOut()) {
                 return Outcome.TIMED_OUT; // job_timed_out was logged when the watchdog interrupted it
             }
@@ -230,6 +240,7 @@ final class Runner {
                     .addKeyValue("action", "expire").addKeyValue("identifier", run.lease.token())
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("success", false)
                     .addKeyValue("reason", reason).log("lease lost; the job is interrupted and must stop");
+            events.metrics().leaseLost(run.definition.name(), reason.startsWith("renewal refused") ? "revoked" : "expired");
         }
 
         @Override

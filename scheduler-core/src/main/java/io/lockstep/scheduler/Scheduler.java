@@ -66,6 +66,8 @@ public final class Scheduler implements AutoCloseable {
     private final SlotQueue queue = new SlotQueue();
     private final Runner runner;
     private final Ticker ticker;
+    private final Membership membership;
+    private final Outage outage;
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -74,9 +76,12 @@ public final class Scheduler implements AutoCloseable {
         this.workerId = b.workerId;
         this.threads = new JobThreads(b.threads);
         this.shutdownTimeout = b.shutdownTimeout;
-        this.events = new Events(workerId);
+        SchedulerMetrics metrics = new SchedulerMetrics(b.meterRegistry);
+        this.events = new Events(workerId, metrics);
         this.clock = new ClusterClock(b.clock);
         Outage outage = new Outage(events, provider::describe);
+        this.outage = outage;
+        metrics.bind(threads, outage::up);
         List<ScheduledJob> entries = new ArrayList<>();
         Map<String, ScheduledJob> byName = new HashMap<>();
         for (JobDefinition definition : b.jobs) {
@@ -92,11 +97,37 @@ public final class Scheduler implements AutoCloseable {
         Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner);
         Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, Map.copyOf(byName));
         this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery);
+        this.membership = new Membership(provider, events, workerId, threads, clock, b.jobs, t -> {
+            ScheduledJob job = byName.get(t.job());
+            if (job != null) { // a job this worker does not run (or runs disabled) is left to those that do
+                queue.addAll(List.of(DueSlot.manual(job, t.slot())));
+            }
+        });
     }
 
     /** A builder for a scheduler on {@code provider}. */
     public static Builder builder(LockProvider provider) {
         return new Builder(provider);
+    }
+
+    /**
+     * Whether this worker is healthy: {@code live} while its tick thread runs; {@code ready} while it
+     * is started, not stopping, and the lock store answers (it is claiming).
+     */
+    public record Health(boolean live, boolean ready, String reason) {}
+
+    /** This worker's health, for {@code /health/live} and {@code /health/ready}. */
+    public Health health() {
+        if (!started.get()) {
+            return new Health(true, false, "not started");
+        }
+        if (closed.get()) {
+            return new Health(false, false, "stopping");
+        }
+        if (!ticker.alive()) {
+            return new Health(false, false, "the tick thread died");
+        }
+        return outage.up() ? new Health(true, true, "claiming") : new Health(true, false, "lock store unreachable: " + provider.describe());
     }
 
     /** This worker's id, as it appears in every event. */
@@ -133,6 +164,7 @@ public final class Scheduler implements AutoCloseable {
                             .addKeyValue("reason", "no worker was running; more than " + CatchUpPlan.MAX_CATCH_UP_SLOTS
                                     + " slots were missed and only the newest are caught up or reported one by one")
                             .log("missed slots only counted");
+                    events.metrics().missed(job.name(), "cluster_down", plan.dropped());
                 }
             }
             job.definition().schedule().next(now).ifPresent(slot -> due.add(new DueSlot(job, slot)));
@@ -140,9 +172,10 @@ public final class Scheduler implements AutoCloseable {
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.
         queue.lookAt(jobs.stream().map(ScheduledJob::name).toList(), now);
+        membership.start();
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads.size)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
-                .log("worker started");
+                .addKeyValue("config_hash", membership.configHash()).log("worker started");
         runner.open();
         ticker.start();
     }
@@ -159,6 +192,7 @@ public final class Scheduler implements AutoCloseable {
         }
         ticker.stop();
         boolean drained = runner.drain(shutdownTimeout, INTERRUPT_GRACE);
+        membership.stop();
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", threads.busy())
                 .log("worker stopped");
     }
@@ -194,6 +228,8 @@ public final class Scheduler implements AutoCloseable {
         private JobFactory jobFactory = JobFactory.reflective();
         private ExecutorService executor;
         private final List<JobDefinition> jobs = new ArrayList<>();
+        private io.micrometer.core.instrument.MeterRegistry meterRegistry =
+                new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
 
         private Builder(LockProvider provider) {
             this.provider = Objects.requireNonNull(provider, "provider");
@@ -202,6 +238,15 @@ public final class Scheduler implements AutoCloseable {
         /** This worker's id in events and slot records; blank means {@code <hostname>-<pid>}. */
         public Builder workerId(String id) {
             this.workerId = Objects.requireNonNull(id, "workerId");
+            return this;
+        }
+
+        /**
+         * Where the scheduler's meters go ({@code lockstep.claims}, {@code lockstep.runs}, ...; see
+         * DESIGN.md); by default nowhere.
+         */
+        public Builder meterRegistry(io.micrometer.core.instrument.MeterRegistry registry) {
+            this.meterRegistry = Objects.requireNonNull(registry, "registry");
             return this;
         }
 

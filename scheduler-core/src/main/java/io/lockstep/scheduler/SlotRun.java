@@ -22,13 +22,19 @@ final class SlotRun implements JobContext {
     private final String workerId;
     /** The claim's round trip started here (monotonic nanos): the lease deadline counts from it. */
     final long claimSentNanos;
+    /** A manual run ({@code trigger}); its events carry {@code manual: true}. */
+    final boolean manual;
     /** The watchdog's view of the lease; set once, before the run is handed to a job thread. */
     private volatile Watchdog<SlotRun>.Watch watch;
     private volatile int attempt = 1;
+    /** When the first attempt started (monotonic nanos), 0 before; and the last attempt's failure, "" if none. */
+    volatile long firstStartNanos;
+    volatile String lastError = "";
     private volatile Thread thread;
 
     SlotRun(JobDefinition definition, Job job, Lease lease, String lockName, long fencingToken, String workerId,
-            long claimSentNanos) {
+            long claimSentNanos, boolean manual) {
+        this.manual = manual;
         this.definition = definition;
         this.job = job;
         this.lease = lease;

@@ -45,6 +45,10 @@ final class Ticker {
     }
 
     /** Stops ticking and waits for the current round to end. */
+    boolean alive() {
+        return thread.isAlive();
+    }
+
     void stop() {
         running = false;
         queue.close();
@@ -127,6 +131,7 @@ final class Ticker {
         while (next.isPresent() && !next.get().isAfter(horizon) && behind.size() < CatchUpPlan.MAX_CATCH_UP_SLOTS) {
             DueSlot missed = new DueSlot(fired.job, next.get(), ClaimRequest.Mode.MISS_ONLY);
             missed.missReason = "this worker fell behind its schedule";
+            missed.missCode = "fell_behind";
             missed.retryAt = now;
             missed.followerQueued = true;
             behind.add(missed);

@@ -1,6 +1,7 @@
 package io.lockstep.redis;
 
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.LockException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -251,5 +252,23 @@ final class RedisCalls {
         }
         String detail = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
         return new LockException(target, target + ": " + operation + ": " + kind + " (" + detail.replaceAll("\\s+", " ") + ")", e);
+    }
+
+    /** One slot's answer of claim.lua or recover.lua. */
+    ClaimResult claimResult(Object reply) {
+        if (!(reply instanceof List<?> list) || list.size() != 4) {
+            throw new LockException(target, "claim: unexpected reply " + reply, null);
+        }
+        String status = RedisCalls.asString(list.get(0));
+        long fence = asLong("claim", list.get(1));
+        long now = asLong("claim", list.get(2));
+        long runningUntil = asLong("claim", list.get(3));
+        ClaimResult.Status s;
+        try {
+            s = ClaimResult.Status.valueOf(status.toUpperCase(java.util.Locale.ROOT)); // claimed, taken, skipped, ...
+        } catch (IllegalArgumentException e) {
+            throw new LockException(target, "claim: unexpected status " + status, null);
+        }
+        return new ClaimResult(s, fence, now, runningUntil);
     }
 }

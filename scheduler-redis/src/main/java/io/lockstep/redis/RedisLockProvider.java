@@ -6,7 +6,9 @@ import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.Heartbeat;
 import io.lockstep.scheduler.lock.LockProvider;
+import io.lockstep.scheduler.lock.WorkerInfo;
 import io.lockstep.scheduler.lock.RunsInFlight;
 import java.time.Duration;
 import java.time.Instant;
@@ -25,16 +27,7 @@ import redis.clients.jedis.exceptions.JedisException;
  * The Redis lock store of the scheduler: claims, renewals and completions as owner-checked Lua
  * scripts, every batch in one pipelined round trip.
  *
- * <p>Keys of one job share a hash tag, so the layout works unchanged on Redis Cluster:
- * <pre>
- *   &lt;prefix&gt;:{&lt;job&gt;}:slot:&lt;epochMillis&gt;   slot record (hash): running, then done / missed / skipped; has a ttl
- *   &lt;prefix&gt;:{&lt;job&gt;}:fence                 fence counter: max(counter + 1, Redis TIME in us) per claim; ttl 7 days, refreshed
- *   &lt;prefix&gt;:{&lt;job&gt;}:lease                 lease of an {@code overlap: skip} job (one run at a time)
- *   &lt;prefix&gt;:{&lt;job&gt;}:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
- *   &lt;prefix&gt;:{&lt;job&gt;}:running               runs in flight (zset: slot -> lease end, server ms), for recovery
- *   &lt;prefix&gt;:{&lt;job&gt;}:last                  marks (hash): the latest slot the cluster decided ('decided', for
- *                                           catch-up and stale claims) and started ('started', for slot order); ttl 7 days
- * </pre>
+ * <p>The keys are {@link RedisKeys}'.
  *
  * <p>Scripts are sent by {@code EVALSHA}, and again by {@code EVAL} to a server that forgot them
  * (only the calls it answered NOSCRIPT; every script is retry-safe per token anyway). Every Jedis failure is wrapped once, at this
@@ -56,27 +49,34 @@ public final class RedisLockProvider implements LockProvider {
      * At most this many slots (or completions) per script call: enough that a script's own cost is
      * spread thin, few enough that one call blocks the server for well under a millisecond.
      */
-    static final int PER_CALL = 64;
+    static final int PER_CALL = RedisKeys.PER_CALL;
     /** At most this many expired runs per job per look; the rest come with the next one. */
     private static final int EXPIRED_PER_JOB = 16;
+    /** The longest error text kept in the run history. */
+    private static final int MAX_ERROR = 500;
+    public static final int DEFAULT_HISTORY_KEEP = 100;
 
     private final UnifiedJedis jedis;
     private final RedisCalls calls;
     /** How many replicas must acknowledge claims and outcomes ({@code waitReplicas}). */
     private final RedisCalls.Replicas replicas;
     private final boolean ownsClient;
-    private final String prefix;
+    private final RedisKeys keys;
+    /** How many runs each job's history keeps ({@code history.keep}). */
+    private final int historyKeep;
+    private final RedisMembers members;
     private final String target;
-    /** A Redis Cluster client: one script call may only touch one job's keys. */
-    private final boolean cluster;
 
-    private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas) {
+    private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
+            int historyKeep) {
+        this.historyKeep = historyKeep;
         this.replicas = replicas;
         this.jedis = jedis;
         this.calls = new RedisCalls(jedis, target);
-        this.cluster = jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster;
         this.ownsClient = ownsClient;
-        this.prefix = prefix;
+        this.keys = new RedisKeys(prefix,
+                jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster);
+        this.members = new RedisMembers(jedis, calls, keys);
         this.target = target;
     }
 
@@ -87,30 +87,26 @@ public final class RedisLockProvider implements LockProvider {
 
     // ---------------------------------------------------------------- keys
 
-    String slotKey(String job, long slotMillis) {
-        return prefix + ":{" + job + "}:slot:" + slotMillis;
+    /** The keys this provider writes. */
+    public RedisKeys keys() {
+        return keys;
     }
 
-    String fenceKey(String job) {
-        return prefix + ":{" + job + "}:fence";
+    UnifiedJedis jedis() {
+        return jedis;
     }
 
-    String leaseKey(Lease lease) {
-        String base = prefix + ":{" + lease.job() + "}:lease";
-        return lease.exclusive() ? base : base + ":" + lease.slot().toEpochMilli();
+    RedisCalls calls() {
+        return calls;
     }
 
-    String runningKey(String job) {
-        return prefix + ":{" + job + "}:running";
-    }
-
-    String lastKey(String job) {
-        return prefix + ":{" + job + "}:last";
+    RedisMembers members() {
+        return members;
     }
 
     @Override
     public String lockName(Lease lease) {
-        return leaseKey(lease);
+        return keys.lease(lease);
     }
 
     // ---------------------------------------------------------------- operations
@@ -129,27 +125,29 @@ public final class RedisLockProvider implements LockProvider {
                 default -> claims.add(i);
             }
         }
-        groups.addAll(chunks(claims, i -> requests.get(i).lease().job()));
+        groups.addAll(keys.groups(claims, i -> requests.get(i).lease().job()));
         RedisCalls.Replies answered = calls.batch("claim", groups, group -> {
             ClaimRequest first = requests.get(group.get(0));
             if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
                 Lease lease = first.lease();
                 long slot = lease.slot().toEpochMilli();
                 String job = lease.job();
-                return new RedisCalls.Call(RECOVER, List.of(slotKey(job, slot), fenceKey(job), leaseKey(lease), runningKey(job), lastKey(job)),
+                return new RedisCalls.Call(RECOVER,
+                        List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job)),
                         List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
                         Long.toString(first.recordTtl().toMillis()), first.workerId(),
                         first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
                         Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
             }
-            List<String> keys = new ArrayList<>(group.size() * 5);
-            List<String> args = new ArrayList<>(group.size() * 9);
+            List<String> callKeys = new ArrayList<>(group.size() * 6);
+            List<String> args = new ArrayList<>(group.size() * 10);
             for (int i : group) {
                 ClaimRequest request = requests.get(i);
                 Lease lease = request.lease();
                 long slot = lease.slot().toEpochMilli();
                 String job = lease.job();
-                keys.addAll(List.of(slotKey(job, slot), fenceKey(job), leaseKey(lease), runningKey(job), lastKey(job)));
+                callKeys.addAll(List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
+                        keys.paused(job)));
                 args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
                         Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
                         switch (request.mode()) {
@@ -157,9 +155,10 @@ public final class RedisLockProvider implements LockProvider {
                             case CATCH_UP -> "catchup";
                             default -> "claim";
                         },
-                        request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
+                        request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
+                        request.manual() ? "1" : "0"));
             }
-            return new RedisCalls.Call(CLAIM, keys, args);
+            return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);
         List<Object> replies = answered.replies();
         ClaimResult[] results = new ClaimResult[requests.size()];
@@ -167,14 +166,14 @@ public final class RedisLockProvider implements LockProvider {
             List<Integer> group = groups.get(g);
             ClaimRequest first = requests.get(group.get(0));
             if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
-                results[group.get(0)] = parseClaim(replies.get(g));
+                results[group.get(0)] = calls.claimResult(replies.get(g));
                 continue;
             }
             if (!(replies.get(g) instanceof List<?> list) || list.size() != group.size()) {
                 throw new LockException(target, "claim: unexpected reply " + replies.get(g), null);
             }
             for (int j = 0; j < group.size(); j++) {
-                results[group.get(j)] = parseClaim(list.get(j));
+                results[group.get(j)] = calls.claimResult(list.get(j));
             }
         }
         if (answered.acknowledged() < replicas.count()) {
@@ -195,7 +194,7 @@ public final class RedisLockProvider implements LockProvider {
             ClaimResult r = results[i];
             if (r.status() == ClaimResult.Status.CLAIMED) {
                 ClaimRequest q = requests.get(i);
-                disown.add(new ClaimRequest(q.lease(), q.workerId(), q.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false));
+                disown.add(new ClaimRequest(q.lease(), q.workerId(), q.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false, q.manual()));
                 results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(),
                         r.runningUntilMillis());
             }
@@ -209,27 +208,6 @@ public final class RedisLockProvider implements LockProvider {
         }
     }
 
-    /**
-     * Splits items into the groups one script call may carry: at most {@link #PER_CALL}, and on
-     * Redis Cluster only items of one hash slot (a job's keys share its hash tag; jobs whose tags
-     * fall in the same slot share a call, others never do, or the call fails with CROSSSLOT).
-     */
-    private List<List<Integer>> chunks(List<Integer> items, java.util.function.IntFunction<String> job) {
-        Map<Integer, List<Integer>> bySlot = new java.util.LinkedHashMap<>();
-        for (int i : items) {
-            int slot = cluster ? redis.clients.jedis.util.JedisClusterCRC16.getSlot(fenceKey(job.apply(i))) : 0;
-            bySlot.computeIfAbsent(slot, k -> new ArrayList<>()).add(i);
-        }
-        Map<Integer, List<Integer>> byNode = bySlot;
-        List<List<Integer>> chunks = new ArrayList<>();
-        for (List<Integer> same : byNode.values()) {
-            for (int from = 0; from < same.size(); from += PER_CALL) {
-                chunks.add(same.subList(from, Math.min(same.size(), from + PER_CALL)));
-            }
-        }
-        return chunks;
-    }
-
     @Override
     public List<Boolean> renew(List<Lease> leases) {
         if (leases.isEmpty()) {
@@ -237,7 +215,7 @@ public final class RedisLockProvider implements LockProvider {
         }
         List<Object> replies = calls.batch("renew", leases, lease -> {
             long slot = lease.slot().toEpochMilli();
-            return new RedisCalls.Call(RENEW, List.of(leaseKey(lease), slotKey(lease.job(), slot), runningKey(lease.job())),
+            return new RedisCalls.Call(RENEW, List.of(keys.lease(lease), keys.slot(lease.job(), slot), keys.running(lease.job())),
                     List.of(lease.token(), Long.toString(lease.ttl().toMillis()), Long.toString(slot)));
         });
         List<Boolean> owned = new ArrayList<>(replies.size());
@@ -252,18 +230,21 @@ public final class RedisLockProvider implements LockProvider {
         if (completions.isEmpty()) {
             return List.of();
         }
-        List<List<Integer>> groups = chunks(java.util.stream.IntStream.range(0, completions.size()).boxed().toList(),
+        List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, completions.size()).boxed().toList(),
                 i -> completions.get(i).lease().job());
         RedisCalls.Replies answered = calls.batch("complete", groups, group -> {
-            List<String> keys = new ArrayList<>(group.size() * 3);
-            List<String> args = new ArrayList<>(group.size() * 3);
+            List<String> callKeys = new ArrayList<>(group.size() * 4);
+            List<String> args = new ArrayList<>(group.size() * 7);
             for (int i : group) {
-                Lease l = completions.get(i).lease();
+                Completion c = completions.get(i);
+                Lease l = c.lease();
                 long slot = l.slot().toEpochMilli();
-                keys.addAll(List.of(slotKey(l.job(), slot), leaseKey(l), runningKey(l.job())));
-                args.addAll(List.of(l.token(), completions.get(i).outcome().label(), Long.toString(slot)));
+                callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.history(l.job())));
+                String error = c.error().length() > MAX_ERROR ? c.error().substring(0, MAX_ERROR) + "..." : c.error();
+                args.addAll(List.of(l.token(), c.outcome().label(), Long.toString(slot), Integer.toString(c.attempt()),
+                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep)));
             }
-            return new RedisCalls.Call(COMPLETE, keys, args);
+            return new RedisCalls.Call(COMPLETE, callKeys, args);
         }, replicas);
         if (answered.acknowledged() < replicas.count()) {
             // Written, but a failover now could lose it: the caller writes it again (it is retry-safe).
@@ -289,7 +270,7 @@ public final class RedisLockProvider implements LockProvider {
         if (jobs.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = calls.batch("runs", jobs, job -> new RedisCalls.Call(RUNS, List.of(runningKey(job)),
+        List<Object> replies = calls.batch("runs", jobs, job -> new RedisCalls.Call(RUNS, List.of(keys.running(job)),
                 List.of(Integer.toString(EXPIRED_PER_JOB))));
         List<RunsInFlight> result = new ArrayList<>(jobs.size());
         for (int i = 0; i < jobs.size(); i++) {
@@ -314,7 +295,7 @@ public final class RedisLockProvider implements LockProvider {
         List<Response<String>> responses = new ArrayList<>(jobs.size());
         try (AbstractPipeline p = jedis.pipelined()) {
             for (String job : jobs) {
-                responses.add(p.hget(lastKey(job), "decided"));
+                responses.add(p.hget(keys.marks(job), "decided"));
             }
             p.sync();
             for (int i = 0; i < jobs.size(); i++) {
@@ -339,6 +320,31 @@ public final class RedisLockProvider implements LockProvider {
         } catch (RuntimeException e) {
             throw new LockException(target, target + ": time: reading the server's clock failed (" + e + ")", e);
         }
+    }
+
+    @Override
+    public Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
+        return members.heartbeat(self, ttl);
+    }
+
+    @Override
+    public void publishConfig(String configHash, Map<String, String> jobs) {
+        members.publish(configHash, jobs);
+    }
+
+    @Override
+    public Map<String, String> config(String configHash) {
+        return members.config(configHash);
+    }
+
+    @Override
+    public void leave(String workerId) {
+        members.leave(workerId);
+    }
+
+    /** The live workers (for {@code status}): who heartbeat within {@code ttl}. */
+    public List<WorkerInfo> liveWorkers(Duration ttl) {
+        return members.live(ttl);
     }
 
     /** Where the store is; through Sentinel, with the master it follows now (it changes with a failover). */
@@ -375,23 +381,6 @@ public final class RedisLockProvider implements LockProvider {
         }
     }
 
-    private ClaimResult parseClaim(Object reply) {
-        if (!(reply instanceof List<?> list) || list.size() != 4) {
-            throw new LockException(target, "claim: unexpected reply " + reply, null);
-        }
-        String status = RedisCalls.asString(list.get(0));
-        long fence = calls.asLong("claim", list.get(1));
-        long now = calls.asLong("claim", list.get(2));
-        long runningUntil = calls.asLong("claim", list.get(3));
-        ClaimResult.Status s;
-        try {
-            s = ClaimResult.Status.valueOf(status.toUpperCase(java.util.Locale.ROOT)); // claimed, taken, skipped, ...
-        } catch (IllegalArgumentException e) {
-            throw new LockException(target, "claim: unexpected status " + status, null);
-        }
-        return new ClaimResult(s, fence, now, runningUntil);
-    }
-
     /**
      * Builds a {@link RedisLockProvider} from a URI (it then owns and closes its client) or around a
      * {@link UnifiedJedis} you already have (which you close). Fails fast on a bad value. Not
@@ -405,6 +394,7 @@ public final class RedisLockProvider implements LockProvider {
         private String keyPrefix = DEFAULT_KEY_PREFIX;
         private RedisSettings settings;
         private int waitReplicas;
+        private int historyKeep = DEFAULT_HISTORY_KEEP;
         private Duration waitTimeout = RedisSettings.DEFAULT_WAIT_TIMEOUT;
         private UnifiedJedis client;
         private String description;
@@ -470,6 +460,15 @@ public final class RedisLockProvider implements LockProvider {
             return this;
         }
 
+        /** How many runs each job's history keeps (a capped stream; {@code history.keep}); 0 keeps none. */
+        public Builder historyKeep(int runs) {
+            if (runs < 0) {
+                throw new IllegalArgumentException("history.keep must not be negative, but was " + runs);
+            }
+            this.historyKeep = runs;
+            return this;
+        }
+
         /** A client of yours ({@code RedisClient}, {@code RedisSentinelClient}, {@code RedisClusterClient}). */
         public Builder client(UnifiedJedis client, String description) {
             this.client = Objects.requireNonNull(client, "client");
@@ -484,13 +483,13 @@ public final class RedisLockProvider implements LockProvider {
         public RedisLockProvider build() {
             RedisCalls.Replicas replicas = new RedisCalls.Replicas(waitReplicas, waitTimeout);
             if (client != null) {
-                return new RedisLockProvider(client, false, keyPrefix, description, replicas);
+                return new RedisLockProvider(client, false, keyPrefix, description, replicas, historyKeep);
             }
             RedisSettings effective = settings != null ? settings : new RedisSettings(new RedisSettings.Standalone(uri), keyPrefix,
                     timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF, waitReplicas,
                     waitTimeout);
             RedisClients.Built built = RedisClients.create(effective);
-            return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas);
+            return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas, historyKeep);
         }
     }
 }

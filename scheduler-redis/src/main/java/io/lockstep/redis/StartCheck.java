@@ -4,6 +4,7 @@ import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.Outcome;
+import io.lockstep.scheduler.lock.WorkerInfo;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -26,7 +27,7 @@ final class StartCheck {
     /**
      * Checks, before anything runs, that the server answers, accepts our credentials, and lets this
      * user run what Lockstep runs: one claim, renewal, look, completion and recovery of a probe slot
-     * of the job {@value #PREFLIGHT_JOB} (its keys have ttls like any job's). Fails with one clear line
+     * of the job {@value #PREFLIGHT_JOB} (its keys have ttls like any job's), and one heartbeat. Fails with one clear line
      * otherwise, naming the command an ACL user may not run. Warns (event {@code redis_eviction_policy})
      * when the server may evict keys.
      */
@@ -44,6 +45,13 @@ final class StartCheck {
         provider.lastSlots(List.of(PREFLIGHT_JOB));
         provider.complete(List.of(new Completion(probe, Outcome.SUCCEEDED)));
         provider.claim(List.of(new ClaimRequest(probe, "preflight", Duration.ofSeconds(10), ClaimRequest.Mode.RECOVER, false)));
+        // Membership: publish a config, heartbeat (ages out in a second), read the config back, leave.
+        Instant now = Instant.ofEpochMilli(provider.serverTimeMillis());
+        provider.publishConfig(PREFLIGHT_JOB, java.util.Map.of(PREFLIGHT_JOB, "{}"));
+        provider.heartbeat(new WorkerInfo(PREFLIGHT_JOB, "preflight", 0, "preflight", now, 0, 0, PREFLIGHT_JOB, now),
+                Duration.ofSeconds(1));
+        provider.config(PREFLIGHT_JOB);
+        provider.leave(PREFLIGHT_JOB);
         evictionWarning(jedis, target).ifPresent(warning -> org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn()
                 .addKeyValue("event", "redis_eviction_policy").addKeyValue("target", target)
                 .log(warning));

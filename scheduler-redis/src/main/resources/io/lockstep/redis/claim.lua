@@ -1,14 +1,17 @@
 -- Decides slots, each atomically, by the server's clock (never the worker's). One call may carry
 -- many slots (of jobs in the same hash slot on Redis Cluster; of any jobs on a standalone server):
 -- the script's own cost is then paid once per batch instead of once per slot.
--- Per slot i (0-based), 5 keys from KEYS[5i+1]:
+-- Per slot i (0-based), 6 keys from KEYS[6i+1]:
 --   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started,
---   holder = the slot whose run last took the lease)
--- and 9 arguments from ARGV[9i+1]:
+--   holder = the slot whose run last took the lease), pause (hash; exists while the job is paused)
+-- and 10 arguments from ARGV[10i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
---   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms)
+--   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
+--   '1' = a manual run
 -- Returns per slot {status, fencing token, server time ms, earliest lease end among the job's runs
--- in flight (server ms, 0 if none)}; status is claimed|taken|skipped|missed|superseded|stale|early|busy.
+-- in flight (server ms, 0 if none)}; status is claimed|taken|skipped|paused|missed|superseded|stale|early|busy.
+-- A manual slot (a `trigger`: its slot is the request's time) is decided like any other, but
+-- neither reads nor moves the marks, and runs even while the job is paused.
 -- The last element lets every worker that races a slot know when to look for a run that died,
 -- without polling.
 --
@@ -36,7 +39,7 @@ local function next_fence(key, ttl)
 end
 
 local function claim(k, a)
-  local record, fence_key, lease_key, running, marks_key = k[1], k[2], k[3], k[4], k[5]
+  local record, fence_key, lease_key, running, marks_key, pause_key = k[1], k[2], k[3], k[4], k[5], k[6]
   local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), tonumber(a[5])
   local slot = tonumber(slot_text)
 
@@ -79,17 +82,21 @@ local function claim(k, a)
     elseif r[2] == 'missed' then
       return reply(r[4] == 'order' and 'superseded' or 'missed', 0)
     elseif r[2] == 'skipped' then
-      return reply('skipped', 0)
+      return reply(r[4] == 'paused' and 'paused' or 'skipped', 0)
     end
     return reply('taken', 0)
   end
   if now < slot then
     return reply('early', 0)
   end
-  local marks = redis.call('HMGET', marks_key, 'decided', 'started')
-  local decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
-  if now >= slot + record_ttl and (marks[1] == false or slot <= decided) then
-    return reply('stale', 0)
+  local manual = a[10] == '1'
+  local decided, started = 0, 0
+  if not manual then
+    local marks = redis.call('HMGET', marks_key, 'decided', 'started')
+    decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
+    if now >= slot + record_ttl and (marks[1] == false or slot <= decided) then
+      return reply('stale', 0)
+    end
   end
 
   local function decide(state, fence, why)
@@ -98,16 +105,20 @@ local function claim(k, a)
       fields[#fields + 1] = 'why'
       fields[#fields + 1] = why
     end
+    if manual then
+      fields[#fields + 1] = 'manual'
+      fields[#fields + 1] = '1'
+    end
     redis.call('HSET', record, unpack(fields))
     redis.call('PEXPIRE', record, record_ttl)
     local mark = {}
-    if slot > decided then
+    if slot > decided and not manual then
       mark = {'decided', slot_text}
     end
     if state == 'running' then
       mark[#mark + 1] = 'holder'
       mark[#mark + 1] = slot_text
-      if slot > started then
+      if slot > started and not manual then
         mark[#mark + 1] = 'started'
         mark[#mark + 1] = slot_text
       end
@@ -121,6 +132,10 @@ local function claim(k, a)
   if mode == 'miss' or (mode == 'claim' and now > slot + tonumber(a[3])) then
     decide('missed', 0)
     return reply('missed', 0)
+  end
+  if not manual and redis.call('EXISTS', pause_key) == 1 then
+    decide('skipped', 0, 'paused')
+    return reply('paused', 0)
   end
   if slot < started then
     decide('missed', 0, 'order') -- a later slot of the job already started: slots start in order
@@ -151,9 +166,9 @@ local function claim(k, a)
 end
 
 local replies = {}
-for i = 0, #KEYS / 5 - 1 do
-  replies[i + 1] = claim({KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 3], KEYS[5 * i + 4], KEYS[5 * i + 5]},
-      {ARGV[9 * i + 1], ARGV[9 * i + 2], ARGV[9 * i + 3], ARGV[9 * i + 4], ARGV[9 * i + 5], ARGV[9 * i + 6],
-       ARGV[9 * i + 7], ARGV[9 * i + 8], ARGV[9 * i + 9]})
+for i = 0, #KEYS / 6 - 1 do
+  replies[i + 1] = claim({KEYS[6 * i + 1], KEYS[6 * i + 2], KEYS[6 * i + 3], KEYS[6 * i + 4], KEYS[6 * i + 5], KEYS[6 * i + 6]},
+      {ARGV[10 * i + 1], ARGV[10 * i + 2], ARGV[10 * i + 3], ARGV[10 * i + 4], ARGV[10 * i + 5], ARGV[10 * i + 6],
+       ARGV[10 * i + 7], ARGV[10 * i + 8], ARGV[10 * i + 9], ARGV[10 * i + 10]})
 end
 return replies

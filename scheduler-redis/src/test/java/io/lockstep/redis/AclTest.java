@@ -22,8 +22,8 @@ public class AclTest {
     /** The README's line, after {@code ACL SETUSER <user> on ><password>}. Worker ITs use it too. */
     public static final List<String> WORKER_RULES = List.of("~lockstep:*", "resetchannels", "-@all",
             "+evalsha", "+eval", "+ping", "+hello", "+auth", "+client|setname", "+info",
-            "+del", "+get", "+hget", "+hincrby", "+hmget", "+hset", "+pexpire", "+pttl", "+set", "+time",
-            "+zadd", "+zrange", "+zrangebyscore", "+zrem", "+zscore");
+            "+del", "+exists", "+get", "+hdel", "+hget", "+hgetall", "+hincrby", "+hmget", "+hset", "+pexpire", "+pttl", "+set",
+            "+time", "+xadd", "+zadd", "+zrange", "+zrangebyscore", "+zrem", "+zremrangebyscore", "+zscore");
 
     private static LocalRedisServer server;
     private static RedisClient admin;

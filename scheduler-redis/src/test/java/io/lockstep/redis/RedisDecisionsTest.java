@@ -76,8 +76,8 @@ class RedisDecisionsTest {
         assertThat(claim(skipped)).isEqualTo(Status.SKIPPED);
         assertThat(claim(skipped)).as("repeated after a lost reply").isEqualTo(Status.SKIPPED);
 
-        raw.del(provider.leaseKey(running.lease())); // the run's worker died: its lease ran out
-        raw.zadd(provider.runningKey(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
+        raw.del(provider.keys().lease(running.lease())); // the run's worker died: its lease ran out
+        raw.zadd(provider.keys().running(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
         ClaimRequest abandon = request(job, running.lease().slot(), "a", true, Mode.ABANDON);
         ClaimResult first = provider.claim(List.of(abandon)).get(0);
         assertThat(first.status()).isEqualTo(Status.ABANDONED);
@@ -92,15 +92,15 @@ class RedisDecisionsTest {
         Instant slot = serverNow().minusSeconds(1);
         ClaimRequest dead = request(job, slot, "dead", true, Mode.CLAIM);
         claim(dead);
-        raw.del(provider.leaseKey(dead.lease()));
-        raw.zadd(provider.runningKey(job), 1, Long.toString(slot.toEpochMilli()));
+        raw.del(provider.keys().lease(dead.lease()));
+        raw.zadd(provider.keys().running(job), 1, Long.toString(slot.toEpochMilli()));
         ClaimRequest recover = request(job, slot, "rescuer", true, Mode.RECOVER);
         ClaimResult first = provider.claim(List.of(recover)).get(0);
         ClaimResult again = provider.claim(List.of(recover)).get(0);
         assertThat(first.status()).isEqualTo(Status.CLAIMED);
         assertThat(again).extracting(ClaimResult::status, ClaimResult::fencingToken)
                 .containsExactly(Status.CLAIMED, first.fencingToken());
-        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
+        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
     }
 
     @Test
@@ -123,10 +123,10 @@ class RedisDecisionsTest {
         assertThat(claim(claimed)).isEqualTo(Status.CLAIMED); // ran in Redis; the worker never heard
         ClaimRequest giveUp = request(job, slot, "lost-reply", true, Mode.MISS_ONLY);
         assertThat(claim(giveUp)).isEqualTo(Status.MISSED);
-        String record = provider.slotKey(job, slot.toEpochMilli());
+        String record = provider.keys().slot(job, slot.toEpochMilli());
         assertThat(raw.hget(record, "state")).isEqualTo("missed");
-        assertThat(raw.exists(provider.leaseKey(claimed.lease()))).isFalse();
-        assertThat(raw.zcard(provider.runningKey(job))).isZero();
+        assertThat(raw.exists(provider.keys().lease(claimed.lease()))).isFalse();
+        assertThat(raw.zcard(provider.keys().running(job))).isZero();
         assertThat(claim(giveUp)).as("repeated").isEqualTo(Status.MISSED);
         assertThat(claim(claimed)).as("the old claim, repeated late, does not come back").isEqualTo(Status.MISSED);
     }
@@ -137,13 +137,13 @@ class RedisDecisionsTest {
         Instant now = serverNow();
         Instant slot = now.minus(ClaimRequest.recordTtl(LEASE, GRACE)).minusSeconds(10);
         // The cluster was down before this slot: it is caught up (it is later than the last decided slot).
-        raw.hset(provider.lastKey(job), "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
+        raw.hset(provider.keys().marks(job), "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
         ClaimRequest caughtUp = request(job, slot, "a", true, Mode.CATCH_UP);
         assertThat(claim(caughtUp)).isEqualTo(Status.CLAIMED);
-        String fenceAfterRun = raw.get(provider.fenceKey(job));
+        String fenceAfterRun = raw.get(provider.keys().fence(job));
         assertThat(provider.complete(caughtUp.lease(), Outcome.SUCCEEDED)).isTrue();
         // Its record's ttl runs out; a worker that was busy or paused all along comes back to it.
-        String record = provider.slotKey(job, slot.toEpochMilli());
+        String record = provider.keys().slot(job, slot.toEpochMilli());
         raw.pexpire(record, 1);
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(2)).until(() -> !raw.exists(record));
 
@@ -151,7 +151,7 @@ class RedisDecisionsTest {
         assertThat(claim(request(job, slot, "later", true, Mode.MISS_ONLY))).isEqualTo(Status.STALE);
         assertThat(claim(request(job, slot, "latest", true, Mode.CLAIM))).isEqualTo(Status.STALE);
         assertThat(raw.exists(record)).as("nothing written").isFalse();
-        assertThat(raw.get(provider.fenceKey(job))).as("no fencing token taken").isEqualTo(fenceAfterRun);
+        assertThat(raw.get(provider.keys().fence(job))).as("no fencing token taken").isEqualTo(fenceAfterRun);
     }
 
     @Test
@@ -165,8 +165,8 @@ class RedisDecisionsTest {
         assertThat(claim(older)).isEqualTo(Status.SUPERSEDED);
         assertThat(claim(older)).as("repeated after a lost reply").isEqualTo(Status.SUPERSEDED);
         assertThat(claim(request(job, s13, "c", false, Mode.CLAIM))).isEqualTo(Status.TAKEN);
-        assertThat(raw.hget(provider.slotKey(job, s13.toEpochMilli()), "state")).isEqualTo("missed");
-        assertThat(Long.parseLong(raw.get(provider.fenceKey(job)))).as("no fencing token taken out of order").isEqualTo(newer);
+        assertThat(raw.hget(provider.keys().slot(job, s13.toEpochMilli()), "state")).isEqualTo("missed");
+        assertThat(Long.parseLong(raw.get(provider.keys().fence(job)))).as("no fencing token taken out of order").isEqualTo(newer);
     }
 
     @Test
@@ -178,8 +178,8 @@ class RedisDecisionsTest {
             Instant slot = Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5);
             ClaimRequest dead = request(job, slot, "dead", true, Mode.CLAIM);
             p.claim(List.of(dead));
-            admin.del(p.leaseKey(dead.lease()));
-            admin.zadd(p.runningKey(job), 1, Long.toString(slot.toEpochMilli()));
+            admin.del(p.keys().lease(dead.lease()));
+            admin.zadd(p.keys().running(job), 1, Long.toString(slot.toEpochMilli()));
             // The claim script is known, the recovery script is not (as after a restart and one claim).
             admin.scriptFlush();
             admin.scriptLoad(new String(RedisDecisionsTest.class.getResourceAsStream("/io/lockstep/redis/claim.lua")
@@ -220,7 +220,7 @@ class RedisDecisionsTest {
         long second = provider.claim(List.of(request(job(), serverNow().minusMillis(5), "b", true, Mode.CLAIM))).get(0).fencingToken();
         assertThat(second).as("a later claim of another job, from another counter").isGreaterThan(first);
         assertThat(first).as("microseconds of Redis time").isGreaterThan(serverNow().minusSeconds(10).toEpochMilli() * 1_000);
-        assertThat(raw.pttl(provider.fenceKey(job))).as("the counter has a ttl, refreshed by every claim")
+        assertThat(raw.pttl(provider.keys().fence(job))).as("the counter has a ttl, refreshed by every claim")
                 .isGreaterThan(Duration.ofDays(6).toMillis());
     }
 
@@ -235,8 +235,8 @@ class RedisDecisionsTest {
         provider.claim(List.of(longRun));
         provider.claim(List.of(shortRun)); // a worker with a shorter lease, during a rolling change of the config
         provider.renew(List.of(shortRun.lease()));
-        assertThat(raw.pttl(provider.runningKey(job))).as("the index outlives the long run").isGreaterThan(Duration.ofMinutes(10).toMillis());
-        assertThat(raw.zscore(provider.runningKey(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNotNull();
+        assertThat(raw.pttl(provider.keys().running(job))).as("the index outlives the long run").isGreaterThan(Duration.ofMinutes(10).toMillis());
+        assertThat(raw.zscore(provider.keys().running(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNotNull();
     }
 
     @Test

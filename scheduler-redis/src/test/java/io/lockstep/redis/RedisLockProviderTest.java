@@ -81,8 +81,8 @@ class RedisLockProviderTest {
         Instant slot = serverNow().plusSeconds(5);
         ClaimResult result = provider.claim(List.of(request(job, slot, "a", false))).get(0);
         assertThat(result.status()).isEqualTo(Status.EARLY);
-        assertThat(raw.exists(provider.slotKey(job, slot.toEpochMilli()))).isFalse();
-        assertThat(raw.exists(provider.fenceKey(job))).isFalse();
+        assertThat(raw.exists(provider.keys().slot(job, slot.toEpochMilli()))).isFalse();
+        assertThat(raw.exists(provider.keys().fence(job))).isFalse();
     }
 
     @Test
@@ -91,7 +91,7 @@ class RedisLockProviderTest {
         Instant slot = serverNow().minus(GRACE).minusSeconds(1);
         List<ClaimResult> results = provider.claim(List.of(request(job, slot, "a", false), request(job, slot, "b", false)));
         assertThat(results).extracting(ClaimResult::status).containsExactly(Status.MISSED, Status.TAKEN);
-        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "state")).isEqualTo("missed");
+        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "state")).isEqualTo("missed");
     }
 
     @Test
@@ -102,11 +102,11 @@ class RedisLockProviderTest {
         assertThat(provider.claim(List.of(first)).get(0).status()).isEqualTo(Status.CLAIMED);
         assertThat(provider.complete(first.lease(), Outcome.SUCCEEDED)).isTrue();
 
-        String record = provider.slotKey(job, slot.toEpochMilli());
+        String record = provider.keys().slot(job, slot.toEpochMilli());
         assertThat(raw.hget(record, "state")).isEqualTo("done");
         assertThat(raw.hget(record, "outcome")).isEqualTo("succeeded");
         assertThat(raw.pttl(record)).isPositive();
-        assertThat(raw.exists(provider.leaseKey(first.lease()))).isFalse();
+        assertThat(raw.exists(provider.keys().lease(first.lease()))).isFalse();
         assertThat(provider.claim(List.of(request(job, slot, "late", false))).get(0).status()).isEqualTo(Status.TAKEN);
     }
 
@@ -128,7 +128,7 @@ class RedisLockProviderTest {
                 .isEqualTo(Status.CLAIMED);
         ClaimResult next = provider.claim(List.of(request(job, now.minusSeconds(1), "b", true))).get(0);
         assertThat(next.status()).isEqualTo(Status.SKIPPED);
-        assertThat(raw.hget(provider.slotKey(job, now.minusSeconds(1).toEpochMilli()), "state")).isEqualTo("skipped");
+        assertThat(raw.hget(provider.keys().slot(job, now.minusSeconds(1).toEpochMilli()), "state")).isEqualTo("skipped");
     }
 
     @Test
@@ -137,7 +137,7 @@ class RedisLockProviderTest {
         Instant slot = serverNow().minusMillis(5);
         ClaimRequest mine = request(job, slot, "owner-token", false);
         provider.claim(List.of(mine));
-        String leaseKey = provider.leaseKey(mine.lease());
+        String leaseKey = provider.keys().lease(mine.lease());
         raw.pexpire(leaseKey, 5_000); // so that a foreign renewal to LEASE (10 s) would be visible
         long ttlBefore = raw.pttl(leaseKey);
 
@@ -147,7 +147,7 @@ class RedisLockProviderTest {
 
         assertThat(raw.get(leaseKey)).isEqualTo("owner-token");
         assertThat(raw.pttl(leaseKey)).isBetween(1L, ttlBefore);
-        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "state")).isEqualTo("running");
+        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "state")).isEqualTo("running");
 
         assertThat(provider.renew(List.of(mine.lease()))).containsExactly(true);
         assertThat(raw.pttl(leaseKey)).isGreaterThan(ttlBefore);
@@ -159,7 +159,7 @@ class RedisLockProviderTest {
         Instant slot = serverNow().minusMillis(5);
         ClaimRequest r = request(job, slot, "a", false);
         provider.claim(List.of(r));
-        String record = provider.slotKey(job, slot.toEpochMilli());
+        String record = provider.keys().slot(job, slot.toEpochMilli());
         raw.pexpire(record, 100); // as if the run had outlived the record's own ttl
         assertThat(provider.renew(List.of(r.lease()))).containsExactly(true);
         assertThat(raw.pttl(record)).isGreaterThan(LEASE.toMillis());
@@ -172,7 +172,7 @@ class RedisLockProviderTest {
         ClaimRequest a = request(job, now.minusMillis(30), "a", false);
         ClaimRequest b = request(job, now.minusMillis(20), "b", false);
         provider.claim(List.of(a, b));
-        raw.del(provider.leaseKey(b.lease())); // b's lease expired
+        raw.del(provider.keys().lease(b.lease())); // b's lease expired
         assertThat(provider.renew(List.of(a.lease(), b.lease()))).containsExactly(true, false);
     }
 
@@ -183,8 +183,8 @@ class RedisLockProviderTest {
         ClaimRequest r = request(job, slot, "a", true);
         provider.claim(List.of(r));
         List<String> keys = raw.scan("0", new ScanParams().match("lockstep:{" + job + "}:*").count(1000)).getResult();
-        assertThat(keys).containsExactlyInAnyOrder(provider.slotKey(job, slot.toEpochMilli()), provider.fenceKey(job),
-                provider.leaseKey(r.lease()), provider.runningKey(job), provider.lastKey(job));
+        assertThat(keys).containsExactlyInAnyOrder(provider.keys().slot(job, slot.toEpochMilli()), provider.keys().fence(job),
+                provider.keys().lease(r.lease()), provider.keys().running(job), provider.keys().marks(job));
         for (String key : keys) {
             assertThat(raw.pttl(key)).as(key).isPositive();
         }
@@ -253,13 +253,13 @@ class RedisLockProviderTest {
 
         assertThat(second.status()).isEqualTo(Status.CLAIMED);
         assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
-        assertThat(raw.get(provider.leaseKey(next.lease()))).isEqualTo("new");
+        assertThat(raw.get(provider.keys().lease(next.lease()))).isEqualTo("new");
         // The replaced run left the running index at once: no peer will ever recover it.
-        assertThat(raw.zscore(provider.runningKey(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNull();
-        assertThat(raw.zscore(provider.runningKey(job), Long.toString(now.minusSeconds(1).toEpochMilli()))).isNotNull();
+        assertThat(raw.zscore(provider.keys().running(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNull();
+        assertThat(raw.zscore(provider.keys().running(job), Long.toString(now.minusSeconds(1).toEpochMilli()))).isNotNull();
         assertThat(provider.renew(List.of(old.lease()))).containsExactly(false);
         assertThat(provider.complete(old.lease(), Outcome.SUCCEEDED)).isFalse();
-        assertThat(raw.hget(provider.slotKey(job, now.minusSeconds(2).toEpochMilli()), "state")).isEqualTo("replaced");
+        assertThat(raw.hget(provider.keys().slot(job, now.minusSeconds(2).toEpochMilli()), "state")).isEqualTo("replaced");
         assertThat(provider.renew(List.of(next.lease()))).containsExactly(true);
     }
 
@@ -292,8 +292,8 @@ class RedisLockProviderTest {
         assertThat(provider.complete(dead.lease(), Outcome.SUCCEEDED)).isFalse();
         Lease recovered = new Lease(job, slot, "r1", LEASE, true);
         assertThat(provider.complete(recovered, Outcome.SUCCEEDED)).isTrue();
-        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "outcome")).isEqualTo("succeeded");
-        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
+        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "outcome")).isEqualTo("succeeded");
+        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
     }
 
     @Test
@@ -309,7 +309,7 @@ class RedisLockProviderTest {
                 request(job, slot, "a2", LEASE, ClaimRequest.Mode.ABANDON, false)));
 
         assertThat(races).extracting(ClaimResult::status).containsExactly(Status.ABANDONED, Status.TAKEN);
-        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "state")).isEqualTo("abandoned");
+        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "state")).isEqualTo("abandoned");
         assertThat(provider.complete(dead.lease(), Outcome.SUCCEEDED)).isFalse();
         assertThat(provider.runsInFlight(List.of(job))).containsExactly(new RunsInFlight(job, List.of(), 0));
         assertThat(races.get(1).runningUntilMillis()).isZero();
@@ -326,7 +326,7 @@ class RedisLockProviderTest {
         provider.claim(List.of(request(job, slot, "alive", LEASE, ClaimRequest.Mode.CLAIM, false)));
         assertThat(provider.claim(List.of(request(job, slot, "thief", LEASE, ClaimRequest.Mode.RECOVER, false))))
                 .extracting(ClaimResult::status).containsExactly(Status.TAKEN);
-        assertThat(raw.hget(provider.slotKey(job, slot.toEpochMilli()), "token")).isEqualTo("alive");
+        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "token")).isEqualTo("alive");
     }
 
     @Test
@@ -345,7 +345,7 @@ class RedisLockProviderTest {
         assertThat(provider.claim(List.of(request(job, old, "e", LEASE, ClaimRequest.Mode.MISS_ONLY, false))))
                 .extracting(ClaimResult::status).containsExactly(Status.MISSED);
         assertThat(provider.lastSlots(List.of(job, job() + "-unknown"))).containsExactly(java.util.Map.entry(job, old));
-        assertThat(raw.pttl(provider.lastKey(job))).isGreaterThan(Duration.ofDays(6).toMillis());
+        assertThat(raw.pttl(provider.keys().marks(job))).isGreaterThan(Duration.ofDays(6).toMillis());
         // A slot older than one that started never starts: slots start in order.
         assertThat(provider.claim(List.of(request(job, oldest, "f", LEASE, ClaimRequest.Mode.CATCH_UP, false))))
                 .extracting(ClaimResult::status).containsExactly(Status.SUPERSEDED);
@@ -372,7 +372,7 @@ class RedisLockProviderTest {
         assertThat(results).hasSize(jobs.size());
         for (int i = 0; i < jobs.size(); i++) {
             assertThat(results.get(i).status()).as("request %d", i).isEqualTo(i % 3 == 0 ? Status.TAKEN : Status.CLAIMED);
-            assertThat(raw.hget(provider.slotKey(jobs.get(i), slot.toEpochMilli()), "token"))
+            assertThat(raw.hget(provider.keys().slot(jobs.get(i), slot.toEpochMilli()), "token"))
                     .isEqualTo(i % 3 == 0 ? "other-" + i : "mine-" + i);
         }
         List<io.lockstep.scheduler.lock.Completion> completions = new java.util.ArrayList<>();
@@ -382,7 +382,7 @@ class RedisLockProviderTest {
         List<Boolean> owned = provider.complete(completions);
         for (int i = 0; i < jobs.size(); i++) {
             assertThat(owned.get(i)).as("completion %d", i).isEqualTo(i % 3 != 0);
-            assertThat(raw.hget(provider.slotKey(jobs.get(i), slot.toEpochMilli()), "state")).isEqualTo(i % 3 == 0 ? "running" : "done");
+            assertThat(raw.hget(provider.keys().slot(jobs.get(i), slot.toEpochMilli()), "state")).isEqualTo(i % 3 == 0 ? "running" : "done");
         }
     }
 }

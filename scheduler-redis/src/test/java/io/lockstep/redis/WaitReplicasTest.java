@@ -39,10 +39,10 @@ class WaitReplicasTest {
                 ClaimRequest lonely = request(provider, "b");
                 assertThat(provider.claim(List.of(lonely))).extracting(ClaimResult::status)
                         .containsExactly(ClaimResult.Status.UNCONFIRMED);
-                String record = provider.slotKey(lonely.lease().job(), lonely.lease().slot().toEpochMilli());
+                String record = provider.keys().slot(lonely.lease().job(), lonely.lease().slot().toEpochMilli());
                 assertThat(raw.hget(record, "state")).isEqualTo("missed");
                 assertThat(raw.hget(record, "why")).isEqualTo("disowned");
-                assertThat(raw.exists(provider.leaseKey(lonely.lease()))).isFalse();
+                assertThat(raw.exists(provider.keys().lease(lonely.lease()))).isFalse();
 
                 ClaimRequest run = request(provider, "c");
                 RedisLockProvider plain = RedisLockProvider.builder().uri(master.uri()).build();

@@ -5,7 +5,6 @@ import io.lockstep.scheduler.config.ConfigException;
 import io.lockstep.scheduler.config.ConfigLoader;
 import io.lockstep.scheduler.config.ConfigProblem;
 import io.lockstep.scheduler.config.LockstepConfig;
-import io.lockstep.scheduler.config.RedisSettings;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Optional;
@@ -29,7 +28,7 @@ final class Configs {
     }
 
     /** A provider for the config's redis section (one server, Sentinel or Cluster; ACL; TLS); it owns its client. */
-    static RedisLockProvider provider(RedisSettings redis) {
-        return RedisLockProvider.builder().settings(redis).build();
+    static RedisLockProvider provider(LockstepConfig config) {
+        return RedisLockProvider.builder().settings(config.redis()).historyKeep(config.historyKeep()).build();
     }
 }

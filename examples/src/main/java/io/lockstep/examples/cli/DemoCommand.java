@@ -34,7 +34,7 @@ import picocli.CommandLine.Spec;
  * for per-second example jobs. Every run is written down as it starts; the closing table says, per
  * job, how many slots fell in the window, which worker ran them, and how many ran twice or never.
  */
-@Command(name = "demo", description = "Runs N workers on an embedded Redis for a while and prints who ran which slot.")
+@Command(name = "demo", mixinStandardHelpOptions = true, description = "Runs N workers on an embedded Redis for a while and prints who ran which slot.")
 final class DemoCommand implements Callable<Integer> {
 
     @Spec

@@ -1,6 +1,15 @@
 package io.lockstep.examples.cli;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.lockstep.redis.RedisAdmin;
 import io.lockstep.redis.RedisLockProvider;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.util.function.Supplier;
 import io.lockstep.scheduler.LockstepException;
 import io.lockstep.scheduler.Scheduler;
 import io.lockstep.scheduler.config.LockstepConfig;
@@ -29,7 +38,7 @@ import sun.misc.Signal;
  * <p>Test hook: the system property {@value #CLOCK_SKEW_PROPERTY} (an ISO-8601 duration such as
  * {@code PT5S} or {@code -PT5S}) shifts this worker's wall clock, to play a host whose clock is off.
  */
-@Command(name = "run", description = "Runs the jobs of a config file until SIGTERM or SIGINT, then drains running jobs.")
+@Command(name = "run", mixinStandardHelpOptions = true, description = "Runs the jobs of a config file until SIGTERM or SIGINT, then drains running jobs.")
 final class RunCommand implements Callable<Integer> {
 
     static final String CLOCK_SKEW_PROPERTY = "lockstep.clockSkew";
@@ -61,7 +70,7 @@ final class RunCommand implements Callable<Integer> {
         }
         RedisLockProvider provider;
         try {
-            provider = Configs.provider(c.redis());
+            provider = Configs.provider(c);
         } catch (IllegalArgumentException e) {
             err.println(config + ": redis: " + e.getMessage());
             return WorkerMain.BAD_INPUT;
@@ -71,10 +80,13 @@ final class RunCommand implements Callable<Integer> {
         Signal.handle(new Signal("TERM"), s -> stop.countDown());
         Signal.handle(new Signal("INT"), s -> stop.countDown());
         Scheduler scheduler;
+        WorkerHttp http = null;
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         try {
             provider.ping();
             String id = workerId != null ? workerId : c.worker().id();
             scheduler = Scheduler.builder(provider)
+                    .meterRegistry(registry)
                     .workerId(id)
                     .threads(c.worker().threads())
                     .shutdownTimeout(c.worker().shutdownTimeout())
@@ -89,9 +101,16 @@ final class RunCommand implements Callable<Integer> {
                     .addKeyValue("threads", c.worker().threads())
                     .addKeyValue("clock_skew_ms", clock.millis() - System.currentTimeMillis())
                     .log("config loaded");
+            if (c.worker().httpPort() > 0) {
+                http = startHttp(c, scheduler, provider, registry);
+            }
             scheduler.start();
-        } catch (LockstepException e) { // Redis down or refusing us, or a job class that cannot be created
+        } catch (LockstepException | java.io.UncheckedIOException e) {
+            // Redis down or refusing us, a job class that cannot be created, or the HTTP port taken
             err.println("error: " + e.getMessage());
+            if (http != null) {
+                http.close();
+            }
             provider.close();
             return WorkerMain.RUNTIME_FAILURE;
         }
@@ -101,8 +120,34 @@ final class RunCommand implements Callable<Integer> {
             Thread.currentThread().interrupt();
         }
         scheduler.close();
+        if (http != null) {
+            http.close();
+        }
         provider.close();
         return WorkerMain.OK;
+    }
+
+    /** {@code /metrics}, health and the status page ({@code worker.http}); the status read at most every 2 s. */
+    private static WorkerHttp startHttp(LockstepConfig c, Scheduler scheduler, RedisLockProvider provider,
+            PrometheusMeterRegistry registry) {
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        new UptimeMetrics().bindTo(registry);
+        RedisAdmin admin = RedisAdmin.of(provider);
+        ObjectMapper mapper = new ObjectMapper();
+        long[] readAt = {0};
+        String[] last = {null};
+        Supplier<String> status = () -> {
+            synchronized (readAt) {
+                if (last[0] == null || System.nanoTime() - readAt[0] > 2_000_000_000L) {
+                    last[0] = StatusCommand.Snapshot.read(c, admin).toJson(mapper).toString();
+                    readAt[0] = System.nanoTime();
+                }
+                return last[0];
+            }
+        };
+        return WorkerHttp.start(c.worker().httpBind(), c.worker().httpPort(), scheduler, registry, status);
     }
 
     private static Clock skewedClock() {

@@ -16,7 +16,7 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code validate --config FILE}: every check that needs no Redis; prints each job's next fire times. */
-@Command(name = "validate", description = "Checks a config file without running it and prints each job's next fire times.")
+@Command(name = "validate", mixinStandardHelpOptions = true, description = "Checks a config file without running it and prints each job's next fire times.")
 final class ValidateCommand implements Callable<Integer> {
 
     private static final int FIRE_TIMES = 3;

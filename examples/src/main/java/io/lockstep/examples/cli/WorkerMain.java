@@ -5,12 +5,14 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * The worker's command line: {@code run}, {@code validate} and {@code demo}. Exit codes: 0 clean,
- * 1 runtime failure, 2 bad config or usage.
+ * The worker's command line: {@code run}, {@code validate}, {@code demo}, and the operator commands
+ * {@code status}, {@code history}, {@code trigger}, {@code pause}, {@code resume}. Exit codes: 0 clean,
+ * 1 runtime failure (Redis unreachable), 2 bad config or usage, 3 a triggered run did not succeed.
  */
-@Command(name = "lockstep-worker", mixinStandardHelpOptions = true, version = "lockstep 0.1.0",
+@Command(name = "lockstep-worker", mixinStandardHelpOptions = true, version = "lockstep 0.1.0", scope = CommandLine.ScopeType.INHERIT,
         description = "Runs cron jobs exactly once per slot across a cluster of workers coordinated through Redis.",
-        subcommands = {RunCommand.class, ValidateCommand.class, DemoCommand.class})
+        subcommands = {RunCommand.class, ValidateCommand.class, DemoCommand.class, StatusCommand.class, HistoryCommand.class,
+                TriggerCommand.class, PauseCommand.class, ResumeCommand.class, CommandLine.HelpCommand.class})
 public final class WorkerMain implements Runnable {
 
     static final int OK = 0;

@@ -48,8 +48,10 @@ import org.yaml.snakeyaml.nodes.Tag;
  */
 public final class ConfigLoader {
 
-    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs");
-    private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout");
+    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history");
+    private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http");
+    private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
+    private static final Set<String> HISTORY_KEYS = Set.of("keep");
     private static final List<String> POLICY_KEYS = List.of("zone", "lease", "misfireGrace", "overlap", "timeout",
             "retry", "recover", "catchUp", "catchUpWindow");
     private static final Set<String> RETRY_KEYS = Set.of("maxAttempts", "backoff", "maxBackoff");
@@ -143,11 +145,12 @@ public final class ConfigLoader {
             WorkerSettings worker = readWorker(top.get("worker"));
             Policies defaults = readPolicies(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
             List<JobDefinition> jobs = readJobs(top.get("jobs"), root, defaults, redis.timeout());
+            int historyKeep = readHistory(top.get("history"));
             if (!problems.isEmpty()) {
                 problems.sort((a, b) -> Integer.compare(a.line(), b.line()));
                 throw new ConfigException(problems);
             }
-            return new LockstepConfig(source, redis, worker, jobs);
+            return new LockstepConfig(source, redis, worker, jobs, historyKeep);
         }
 
         private WorkerSettings readWorker(Node node) {
@@ -162,7 +165,31 @@ public final class ConfigLoader {
                 problem(m.get("threads"), "worker.threads", "must be between 1 and 1024, but was " + threads);
             }
             Duration shutdown = duration(m.get("shutdownTimeout"), "worker.shutdownTimeout").orElse(d.shutdownTimeout());
-            return new WorkerSettings(id, Math.max(1, threads), shutdown);
+            int port = 0;
+            String bind = WorkerSettings.DEFAULT_HTTP_BIND;
+            if (m.get("http") != null) {
+                Map<String, Node> http = mapping(m.get("http"), "worker.http", HTTP_KEYS).orElse(Map.of());
+                port = integer(http.get("port"), "worker.http.port").orElse(0);
+                if (port < 0 || port > 65535) {
+                    problem(http.get("port"), "worker.http.port", "must be between 0 (off) and 65535, but was " + port);
+                    port = 0;
+                }
+                bind = string(http.get("bind"), "worker.http.bind").orElse(bind);
+            }
+            return new WorkerSettings(id, Math.max(1, threads), shutdown, port, bind);
+        }
+
+        private int readHistory(Node node) {
+            if (node == null) {
+                return LockstepConfig.DEFAULT_HISTORY_KEEP;
+            }
+            Map<String, Node> m = mapping(node, "history", HISTORY_KEYS).orElse(Map.of());
+            int keep = integer(m.get("keep"), "history.keep").orElse(LockstepConfig.DEFAULT_HISTORY_KEEP);
+            if (keep < 0 || keep > 100_000) {
+                problem(m.get("keep"), "history.keep", "must be between 0 (no history) and 100000 runs per job, but was " + keep);
+                return LockstepConfig.DEFAULT_HISTORY_KEEP;
+            }
+            return keep;
         }
 
         private Policies readPolicies(Node node, String path, Policies inherited, Set<String> allowed) {

@@ -7,13 +7,14 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /** Reads durations as the YAML writes them: {@code 250ms 30s 5m 1h 1d} or ISO-8601 ({@code PT30S}). */
-final class Durations {
+public final class Durations {
 
     private static final Pattern SHORT = Pattern.compile("(\\d+)(ms|s|m|h|d)");
 
     private Durations() {}
 
-    static Optional<Duration> parse(String text) {
+    /** The duration {@code text} stands for; empty when it is none. */
+    public static Optional<Duration> parse(String text) {
         String trimmed = text.trim();
         Matcher m = SHORT.matcher(trimmed);
         if (m.matches()) {
@@ -42,7 +43,7 @@ final class Durations {
     }
 
     /** The short form for printing: {@code 30s}, {@code 250ms}, {@code 1h}. */
-    static String format(Duration d) {
+    public static String format(Duration d) {
         long ms = d.toMillis();
         if (ms == 0) {
             return "0s";

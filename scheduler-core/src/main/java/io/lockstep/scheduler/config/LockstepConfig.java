@@ -11,8 +11,11 @@ import java.util.Objects;
  * @param redis the {@code redis} section
  * @param worker the {@code worker} section
  * @param jobs every job, enabled or not, in file order
+ * @param historyKeep how many runs each job's history keeps ({@code history.keep})
  */
-public record LockstepConfig(String source, RedisSettings redis, WorkerSettings worker, List<JobDefinition> jobs) {
+public record LockstepConfig(String source, RedisSettings redis, WorkerSettings worker, List<JobDefinition> jobs, int historyKeep) {
+
+    public static final int DEFAULT_HISTORY_KEEP = 100;
 
     public LockstepConfig {
         Objects.requireNonNull(source, "source");

@@ -10,8 +10,12 @@ import java.util.Objects;
  * @param id this worker's id in every event; empty means {@code <hostname>-<pid>}
  * @param threads how many jobs this worker runs at once
  * @param shutdownTimeout how long a stopping worker lets running jobs finish before it interrupts them
+ * @param httpPort the port of the worker's HTTP endpoints ({@code worker.http.port}); 0 = none
+ * @param httpBind the address they listen on ({@code worker.http.bind}); loopback by default
  */
-public record WorkerSettings(String id, int threads, Duration shutdownTimeout) {
+public record WorkerSettings(String id, int threads, Duration shutdownTimeout, int httpPort, String httpBind) {
+
+    public static final String DEFAULT_HTTP_BIND = "127.0.0.1";
 
     public static final int DEFAULT_THREADS = Scheduler.DEFAULT_THREADS;
     public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Scheduler.DEFAULT_SHUTDOWN_TIMEOUT;
@@ -19,6 +23,12 @@ public record WorkerSettings(String id, int threads, Duration shutdownTimeout) {
     public WorkerSettings {
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
+        Objects.requireNonNull(httpBind, "httpBind");
+    }
+
+    /** Without HTTP endpoints. */
+    public WorkerSettings(String id, int threads, Duration shutdownTimeout) {
+        this(id, threads, shutdownTimeout, 0, DEFAULT_HTTP_BIND);
     }
 
     /** Every setting at its default. */

@@ -14,8 +14,16 @@ import java.util.Objects;
  * @param mode what to do
  * @param replace {@code overlap: replace}: a run of the job holding the exclusive lease is revoked
  *     instead of the slot being skipped ({@link Mode#CLAIM} only)
+ * @param manual a manual run ({@code trigger}), whose slot is the time of the request: decided like
+ *     any slot, under the job's overlap policy, but outside the job's schedule (it neither moves nor
+ *     is refused by the job's order of slots) and even while the job is paused
  */
-public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace) {
+public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual) {
+
+    /** A request for a scheduled slot (not a manual run). */
+    public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace) {
+        this(lease, workerId, misfireGrace, mode, replace, false);
+    }
 
     /** What a request asks the store to do. */
     public enum Mode {

@@ -26,6 +26,8 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
         TAKEN,
         /** The slot was recorded as skipped: a run of the same job still holds the exclusive lease. */
         SKIPPED,
+        /** The job is paused ({@code pause}): the slot was recorded as skipped (exactly one request does). */
+        PAUSED,
         /** The slot was past its grace and this request recorded it as missed (exactly one does). */
         MISSED,
         /**

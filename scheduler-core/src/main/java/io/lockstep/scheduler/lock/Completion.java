@@ -3,15 +3,24 @@ package io.lockstep.scheduler.lock;
 import java.util.Objects;
 
 /**
- * A run's end, to be written into its slot record: the lease it held and how it ended.
+ * A run's end, to be written into its slot record and appended to the job's run history: the lease
+ * it held, how it ended, and what the history shows of it.
  *
  * @param lease the run's lease
  * @param outcome how the run ended
+ * @param attempt the attempts made (1 when the first succeeded)
+ * @param durationMs from the first attempt's start to the end of the last; 0 if the job never started
+ * @param error the last attempt's failure ({@code ExceptionClass: message}), or empty
  */
-public record Completion(Lease lease, Outcome outcome) {
-
+public record Completion(Lease lease, Outcome outcome, int attempt, long durationMs, String error) {
     public Completion {
         Objects.requireNonNull(lease, "lease");
         Objects.requireNonNull(outcome, "outcome");
+        Objects.requireNonNull(error, "error");
+    }
+
+    /** A completion with no history details (one attempt, no duration, no error). */
+    public Completion(Lease lease, Outcome outcome) {
+        this(lease, outcome, 1, 0, "");
     }
 }

@@ -82,6 +82,39 @@ public interface LockProvider extends AutoCloseable {
     /** A short description for logs, without credentials, for example {@code redis 10.0.0.5:6379}. */
     String describe();
 
+    /**
+     * Records {@code self} as alive until {@code ttl} passes without another heartbeat, forgets the
+     * workers whose ttl passed, and answers every live worker (this one included) with when the
+     * store last heard from it, and the manual runs requested lately. One small write per call. A
+     * store without membership answers only {@code self} and no trigger.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    default Heartbeat heartbeat(WorkerInfo self, java.time.Duration ttl) {
+        return new Heartbeat(List.of(self), List.of());
+    }
+
+    /**
+     * Publishes the job definitions that {@code configHash} stands for (job name to its canonical
+     * description), so that peers can tell which jobs differ; kept as long as a worker with that
+     * hash heartbeats. Written once per worker start.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    default void publishConfig(String configHash, java.util.Map<String, String> jobs) {}
+
+    /**
+     * The job definitions published under {@code configHash}; empty when none are (any more).
+     *
+     * @throws LockException when the store could not be reached
+     */
+    default java.util.Map<String, String> config(String configHash) {
+        return java.util.Map.of();
+    }
+
+    /** Removes this worker from the live workers at once (a clean stop); best effort. */
+    default void leave(String workerId) {}
+
     /** Releases connections this provider created; a no-op for ones handed in by the caller. */
     @Override
     default void close() {}

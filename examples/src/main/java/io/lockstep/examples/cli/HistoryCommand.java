@@ -1,0 +1,60 @@
+package io.lockstep.examples.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import io.lockstep.redis.RedisAdmin;
+import io.lockstep.scheduler.config.LockstepConfig;
+import java.io.PrintWriter;
+import java.time.Instant;
+import java.util.List;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code history --config FILE --job NAME [--limit N] [--json]}: the job's recent runs, newest first. */
+@Command(name = "history", mixinStandardHelpOptions = true, description = "Shows a job's recent runs, newest first.")
+final class HistoryCommand extends AdminCommand {
+
+    @Option(names = "--job", required = true, paramLabel = "NAME", description = "the job")
+    String job;
+
+    @Option(names = "--limit", paramLabel = "N", defaultValue = "20", description = "at most this many runs (default: ${DEFAULT-VALUE})")
+    int limit;
+
+    @Option(names = "--json", description = "one JSON document instead of a table")
+    boolean json;
+
+    @Override
+    int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
+        if (!knows(config, job)) {
+            return unknownJob(config, job, err);
+        }
+        if (limit < 1) {
+            err.println("error: --limit must be at least 1, but was " + limit);
+            return WorkerMain.BAD_INPUT;
+        }
+        List<RedisAdmin.Run> runs = admin.history(job, limit);
+        if (json) {
+            ObjectMapper mapper = new ObjectMapper();
+            ArrayNode array = mapper.createArrayNode();
+            for (RedisAdmin.Run r : runs) {
+                array.addObject().put("slot", r.slot().toString()).put("worker", r.worker()).put("outcome", r.outcome())
+                        .put("attempt", r.attempt()).put("fencingToken", r.fencingToken()).put("durationMs", r.durationMs())
+                        .put("error", r.error()).put("manual", r.manual());
+            }
+            out.println(array.toString());
+            return WorkerMain.OK;
+        }
+        if (runs.isEmpty()) {
+            out.println("no runs of " + job + " recorded yet");
+            return WorkerMain.OK;
+        }
+        Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
+        Table table = new Table("SLOT", "WHEN", "WORKER", "OUTCOME", "ATTEMPT", "TOKEN", "DURATION", "ERROR");
+        for (RedisAdmin.Run r : runs) {
+            table.row(r.slot().toString() + (r.manual() ? " (manual)" : ""), relative(r.slot(), now), r.worker(), r.outcome(),
+                    Integer.toString(r.attempt()), Long.toString(r.fencingToken()), r.durationMs() + " ms", r.error());
+        }
+        table.print(out);
+        return WorkerMain.OK;
+    }
+}

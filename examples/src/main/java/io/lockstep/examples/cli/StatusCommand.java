@@ -1,0 +1,155 @@
+package io.lockstep.examples.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.lockstep.redis.RedisAdmin;
+import io.lockstep.scheduler.Fingerprints;
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.config.LockstepConfig;
+import io.lockstep.scheduler.lock.WorkerInfo;
+import java.io.PrintWriter;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code status --config FILE [--json]}: the cluster as Redis knows it: live workers, every job of
+ * the config (paused, next fire, last run, runs in flight) and config drift between live workers.
+ */
+@Command(name = "status", mixinStandardHelpOptions = true,
+        description = "Shows live workers, every job (paused, next fire, last run, runs in flight) and config drift.")
+final class StatusCommand extends AdminCommand {
+
+    @Option(names = "--json", description = "one JSON document instead of tables")
+    boolean json;
+
+    /** How many of each job's latest runs the JSON (and the status page) carries. */
+    static final int RECENT = 5;
+
+    /** Everything {@code status} shows, read once. */
+    record Snapshot(Instant now, List<WorkerInfo> workers, List<JobDefinition> jobs, Map<String, RedisAdmin.JobState> states,
+            List<Fingerprints.Drift> drift) {
+
+        static Snapshot read(LockstepConfig config, RedisAdmin admin) {
+            Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
+            List<WorkerInfo> workers = admin.workers();
+            Map<String, RedisAdmin.JobState> states = new LinkedHashMap<>();
+            for (JobDefinition j : config.jobs()) {
+                states.put(j.name(), admin.job(j.name(), RECENT));
+            }
+            return new Snapshot(now, workers, config.jobs(), states, drift(workers, admin));
+        }
+
+        /** Drift against the config most live workers run (ties: the oldest worker's). */
+        private static List<Fingerprints.Drift> drift(List<WorkerInfo> workers, RedisAdmin admin) {
+            Map<String, List<String>> byHash = new LinkedHashMap<>();
+            workers.forEach(w -> byHash.computeIfAbsent(w.configHash(), h -> new ArrayList<>()).add(w.id()));
+            if (byHash.size() < 2) {
+                return List.of();
+            }
+            String reference = byHash.entrySet().stream().max(Comparator.comparingInt(e -> e.getValue().size())).orElseThrow().getKey();
+            Map<String, List<String>> others = new HashMap<>(byHash);
+            List<String> referenceWorkers = others.remove(reference);
+            return Fingerprints.drift(admin.config(reference), referenceWorkers, others, admin::config);
+        }
+
+        ObjectNode toJson(ObjectMapper mapper) {
+            ObjectNode root = mapper.createObjectNode();
+            ArrayNode ws = root.putArray("workers");
+            for (WorkerInfo w : workers) {
+                ws.addObject().put("id", w.id()).put("host", w.host()).put("pid", w.pid()).put("version", w.version())
+                        .put("started", w.started().toString()).put("lastSeen", w.lastSeen().toString())
+                        .put("configHash", w.configHash()).put("threads", w.threads()).put("busy", w.busy());
+            }
+            ArrayNode js = root.putArray("jobs");
+            for (JobDefinition j : jobs) {
+                RedisAdmin.JobState s = states.get(j.name());
+                ObjectNode o = js.addObject().put("name", j.name()).put("cron", j.schedule().expression())
+                        .put("zone", j.schedule().zone().getId()).put("enabled", j.enabled());
+                if (s.pause().isPresent()) {
+                    RedisAdmin.Pause p = s.pause().get();
+                    o.putObject("paused").put("note", p.note()).put("by", p.by()).put("at", p.at().toString())
+                            .put("until", p.until().map(Instant::toString).orElse(null));
+                } else {
+                    o.putNull("paused");
+                }
+                o.put("nextFire", j.enabled() ? j.schedule().next(now).map(Instant::toString).orElse(null) : null);
+                if (s.last().isPresent()) {
+                    RedisAdmin.Run r = s.last().get();
+                    o.putObject("last").put("slot", r.slot().toString()).put("worker", r.worker()).put("outcome", r.outcome())
+                            .put("fencingToken", r.fencingToken()).put("durationMs", r.durationMs()).put("manual", r.manual());
+                } else {
+                    o.putNull("last");
+                }
+                ArrayNode recent = o.putArray("recent");
+                for (RedisAdmin.Run r : s.recent()) {
+                    recent.addObject().put("slot", r.slot().toString()).put("worker", r.worker()).put("outcome", r.outcome())
+                            .put("attempt", r.attempt()).put("fencingToken", r.fencingToken()).put("durationMs", r.durationMs())
+                            .put("error", r.error()).put("manual", r.manual());
+                }
+                ArrayNode running = o.putArray("running");
+                for (RedisAdmin.InFlight f : s.running()) {
+                    running.addObject().put("slot", f.slot().toString()).put("worker", f.worker())
+                            .put("fencingToken", f.fencingToken()).put("leaseLeftMs", f.leaseLeft().toMillis()).put("manual", f.manual());
+                }
+            }
+            ArrayNode ds = root.putArray("drift");
+            for (Fingerprints.Drift d : drift) {
+                ObjectNode o = ds.addObject().put("job", d.job());
+                d.workers().forEach(o.putArray("workers")::add);
+                d.differences().forEach(o.putArray("differences")::add);
+            }
+            root.put("serverTime", now.toString());
+            return root;
+        }
+    }
+
+    @Override
+    int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
+        Snapshot s = Snapshot.read(config, admin);
+        if (json) {
+            out.println(s.toJson(new ObjectMapper()).toString());
+            return WorkerMain.OK;
+        }
+        out.println("workers (" + s.workers().size() + " live)");
+        if (!s.workers().isEmpty()) {
+            Table t = new Table("ID", "HOST", "PID", "VERSION", "STARTED", "LAST SEEN", "BUSY", "CONFIG");
+            for (WorkerInfo w : s.workers()) {
+                t.row(w.id(), w.host(), Long.toString(w.pid()), w.version(), relative(w.started(), s.now()),
+                        relative(w.lastSeen(), s.now()), w.busy() + "/" + w.threads(), w.configHash());
+            }
+            t.print(out);
+        }
+        out.println();
+        out.println("jobs (" + s.jobs().size() + ")");
+        Table t = new Table("JOB", "CRON", "NEXT", "LAST RUN", "RUNNING", "PAUSED");
+        for (JobDefinition j : s.jobs()) {
+            RedisAdmin.JobState st = s.states().get(j.name());
+            String next = !j.enabled() ? "disabled" : j.schedule().next(s.now()).map(n -> relative(n, s.now())).orElse("never");
+            String last = st.last().map(r -> r.outcome() + " " + relative(r.slot(), s.now()) + " on " + r.worker()).orElse("-");
+            String running = st.running().isEmpty() ? "-" : String.join(", ", st.running().stream()
+                    .map(f -> f.worker() + " (token " + f.fencingToken() + ", lease " + Math.max(0, f.leaseLeft().toSeconds()) + " s left)").toList());
+            String paused = st.pause().map(p -> "yes" + (p.note().isEmpty() ? "" : ": " + p.note())
+                    + p.until().map(u -> ", ends " + relative(u, s.now())).orElse("")).orElse("-");
+            t.row(j.name(), j.schedule().expression() + " " + j.schedule().zone().getId(), next, last, running, paused);
+        }
+        t.print(out);
+        out.println();
+        if (s.drift().isEmpty()) {
+            out.println("config drift: none");
+        } else {
+            out.println("config drift (" + s.drift().size() + " jobs)");
+            for (Fingerprints.Drift d : s.drift()) {
+                out.println("  " + d.job() + " on " + String.join(", ", d.workers()) + ": " + String.join("; ", d.differences()));
+            }
+        }
+        return WorkerMain.OK;
+    }
+}

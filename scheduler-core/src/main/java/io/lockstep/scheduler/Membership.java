@@ -1,0 +1,166 @@
+package io.lockstep.scheduler;
+
+import io.lockstep.scheduler.Fingerprints.Drift;
+import io.lockstep.scheduler.lock.Heartbeat;
+import io.lockstep.scheduler.lock.LockProvider;
+import io.lockstep.scheduler.lock.WorkerInfo;
+import java.net.InetAddress;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * This worker's place in the cluster: a heartbeat every {@link #INTERVAL} on the
+ * {@code lockstep-heartbeat} thread (one small write; the reply lists the live workers), and
+ * config drift: when a live worker's job definitions differ from ours, a {@code config_drift} WARN
+ * names the job, the workers and the fields, once, and {@code config_drift_resolved} follows
+ * when the cluster agrees again. The reply also carries manual runs ({@code trigger}): each new one
+ * is handed to the scheduler once, and every worker then races for it like for a slot. A failed heartbeat is only retried: outages are the tick's to
+ * report, and a worker that misses heartbeats for {@link #TTL} simply drops out of the list.
+ */
+final class Membership {
+
+    static final Duration INTERVAL = WorkerInfo.HEARTBEAT_INTERVAL;
+    static final Duration TTL = WorkerInfo.HEARTBEAT_TTL;
+
+    private final LockProvider provider;
+    private final Events events;
+    private final String workerId;
+    private final JobThreads threads;
+    private final ClusterClock clock;
+    private final Map<String, String> ours;
+    private final String configHash;
+    private final String host;
+    private final String version;
+    private final Map<String, Map<String, String>> peerConfigs = new HashMap<>();
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "lockstep-heartbeat");
+        t.setDaemon(true);
+        return t;
+    });
+    private volatile Instant started;
+    private volatile List<WorkerInfo> live = List.of();
+    private volatile List<Drift> drift = List.of();
+    /** Manual runs already handed on (job + slot), so each is queued once per worker. */
+    private final Set<Heartbeat.Trigger> handed = new java.util.HashSet<>();
+    private final java.util.function.Consumer<Heartbeat.Trigger> triggered;
+
+    Membership(LockProvider provider, Events events, String workerId, JobThreads threads, ClusterClock clock,
+            List<JobDefinition> definitions, java.util.function.Consumer<Heartbeat.Trigger> triggered) {
+        this.triggered = triggered;
+        this.provider = provider;
+        this.events = events;
+        this.workerId = workerId;
+        this.threads = threads;
+        this.clock = clock;
+        this.ours = Fingerprints.describe(definitions);
+        this.configHash = Fingerprints.hash(ours);
+        this.host = hostName();
+        String v = Membership.class.getPackage().getImplementationVersion();
+        this.version = v != null ? v : "dev";
+    }
+
+    /** The hash of this worker's job definitions. */
+    String configHash() {
+        return configHash;
+    }
+
+    /**
+     * Publishes our job definitions and sends the first heartbeat; then beats on a timer.
+     *
+     * @throws io.lockstep.scheduler.lock.LockException when the store cannot be reached
+     */
+    void start() {
+        started = clock.now();
+        provider.publishConfig(configHash, ours);
+        beat();
+        timer.scheduleWithFixedDelay(this::beatQuietly, INTERVAL.toMillis(), INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /** Stops beating and leaves the cluster's list at once. */
+    void stop() {
+        timer.shutdownNow();
+        try {
+            provider.leave(workerId);
+        } catch (RuntimeException e) {
+            // Best effort: the entry ages out after TTL anyway.
+        }
+    }
+
+    /** The live workers as of the last heartbeat (this one included). */
+    List<WorkerInfo> live() {
+        return live;
+    }
+
+    /** Jobs on which live workers disagree, as of the last heartbeat. */
+    List<Drift> drift() {
+        return drift;
+    }
+
+    private void beatQuietly() {
+        try {
+            beat();
+        } catch (RuntimeException | Error e) {
+            events.debug("heartbeat_failed").addKeyValue("error", Events.describe(e)).log("heartbeat not written; trying again");
+        }
+    }
+
+    private void beat() {
+        WorkerInfo self = new WorkerInfo(workerId, host, ProcessHandle.current().pid(), version, started, threads.size,
+                threads.busy(), configHash, clock.now());
+        Heartbeat reply = provider.heartbeat(self, TTL);
+        live = reply.workers();
+        checkDrift();
+        handed.retainAll(reply.triggers());
+        for (Heartbeat.Trigger t : reply.triggers()) {
+            if (handed.add(t)) {
+                triggered.accept(t);
+            }
+        }
+    }
+
+    private void checkDrift() {
+        Map<String, List<String>> workersByHash = new TreeMap<>();
+        for (WorkerInfo w : live) {
+            if (!w.configHash().equals(configHash)) {
+                workersByHash.computeIfAbsent(w.configHash(), h -> new ArrayList<>()).add(w.id());
+            }
+        }
+        peerConfigs.keySet().retainAll(workersByHash.keySet());
+        List<Drift> now = Fingerprints.drift(ours, List.of(workerId), workersByHash, hash -> {
+            Map<String, String> theirs = peerConfigs.computeIfAbsent(hash, provider::config);
+            if (theirs.isEmpty()) {
+                peerConfigs.remove(hash); // not published yet: ask again next time
+            }
+            return theirs;
+        });
+        Set<Drift> previous = Set.copyOf(drift);
+        for (Drift d : now) {
+            if (!previous.contains(d)) {
+                events.warn("config_drift").addKeyValue("job", d.job()).addKeyValue("workers", String.join(",", d.workers()))
+                        .addKeyValue("differences", String.join("; ", d.differences()))
+                        .log("live workers disagree on a job's definition");
+            }
+        }
+        if (now.isEmpty() && !drift.isEmpty()) {
+            events.info("config_drift_resolved").log("live workers agree on every job again");
+        }
+        drift = now;
+    }
+
+    private static String hostName() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            return System.getenv().getOrDefault("HOSTNAME", "unknown");
+        }
+    }
+}

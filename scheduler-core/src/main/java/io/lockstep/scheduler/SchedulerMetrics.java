@@ -1,0 +1,94 @@
+package io.lockstep.scheduler;
+
+import io.lockstep.scheduler.lock.Outcome;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The scheduler's meters (names as in DESIGN.md; Prometheus adds {@code _total} / {@code _seconds}).
+ * Every tag is bounded: {@code job} by the config, {@code result}, {@code outcome} and
+ * {@code reason} by the small vocabularies below, never a slot, token or error text. The seed's
+ * four lock figures are ratios of these: hit rate = {@code claims{result="won"}} / all claims,
+ * contention rate = {@code claims{result="contended"}} / all, average lock time =
+ * {@code lease.held} sum / count, expiration rate = {@code leases.lost} / {@code claims{result="won"}}.
+ */
+final class SchedulerMetrics {
+
+    /** Claim results: won, contended, done (decided before), skipped, missed, error. */
+    static final String WON = "won";
+    static final String CONTENDED = "contended";
+    static final String DONE = "done";
+    static final String SKIPPED = "skipped";
+    static final String MISSED = "missed";
+    static final String ERROR = "error";
+
+    private final MeterRegistry registry;
+
+    SchedulerMetrics(MeterRegistry registry) {
+        this.registry = registry;
+    }
+
+    /** Meters nobody reads (a registry without backends drops everything). */
+    static SchedulerMetrics none() {
+        return new SchedulerMetrics(new io.micrometer.core.instrument.composite.CompositeMeterRegistry());
+    }
+
+    /** The gauges: busy job threads, and whether the lock store answers. */
+    void bind(JobThreads threads, BooleanSupplier redisUp) {
+        Gauge.builder("lockstep.threads.busy", threads, JobThreads::busy).description("job threads running a job now")
+                .register(registry);
+        Gauge.builder("lockstep.redis.up", redisUp, up -> up.getAsBoolean() ? 1 : 0)
+                .description("1 while the lock store answers, 0 during an outage").register(registry);
+    }
+
+    /** One claim attempt's result (won, contended, done, skipped, missed, error). */
+    void claim(String job, String result) {
+        Counter.builder("lockstep.claims").description("claim attempts by result").tags("job", job, "result", result)
+                .register(registry).increment();
+    }
+
+    /** Slots missed; reason: late, no_thread, order, unconfirmed, outage, fell_behind, cluster_down, catch_up. */
+    void missed(String job, String reason, long count) {
+        Counter.builder("lockstep.slots.missed").description("slots reported missed, by reason").tags("job", job, "reason", reason)
+                .register(registry).increment(count);
+    }
+
+    /** Slots skipped; reason: overlap, paused. */
+    void skipped(String job, String reason) {
+        Counter.builder("lockstep.slots.skipped").description("slots skipped, by reason").tags("job", job, "reason", reason)
+                .register(registry).increment();
+    }
+
+    /** A job started this late after its slot (the cluster's clock). */
+    void started(String job, Duration lateness) {
+        Timer.builder("lockstep.start.lateness").description("from a slot's time to its job's start").tags("job", job)
+                .publishPercentileHistogram().serviceLevelObjectives(Duration.ofMillis(10), Duration.ofMillis(50),
+                        Duration.ofMillis(100), Duration.ofMillis(500), Duration.ofSeconds(1))
+                .register(registry).record(lateness.isNegative() ? Duration.ZERO : lateness);
+    }
+
+    /** A run ended: its outcome (succeeded, failed, timed_out, lost, interrupted) and how long it ran. */
+    void ran(String job, Outcome outcome, long durationNanos) {
+        String o = outcome == Outcome.LEASE_LOST ? "lost" : outcome.label();
+        Counter.builder("lockstep.runs").description("runs by outcome").tags("job", job, "outcome", o).register(registry).increment();
+        Timer.builder("lockstep.run.duration").description("from a run's first attempt to its end").tags("job", job, "outcome", o)
+                .register(registry).record(durationNanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** A lease was held this long: from the claim to the outcome written. */
+    void leaseHeld(String job, long nanos) {
+        Timer.builder("lockstep.lease.held").description("from a claim won to its lease given back").tags("job", job)
+                .register(registry).record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** A lease was lost; reason: expired (its deadline passed), revoked (the store said so), before_start. */
+    void leaseLost(String job, String reason) {
+        Counter.builder("lockstep.leases.lost").description("leases lost while their run was alive").tags("job", job, "reason", reason)
+                .register(registry).increment();
+    }
+}

@@ -1,0 +1,164 @@
+package io.lockstep.redis;
+
+import io.lockstep.scheduler.lock.WorkerInfo;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import redis.clients.jedis.StreamEntryID;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisException;
+import redis.clients.jedis.resps.StreamEntry;
+import redis.clients.jedis.resps.Tuple;
+
+/**
+ * The cluster as Redis knows it, for operators: live workers, each job's pause, last run and runs
+ * in flight, its run history; and the three things an operator may change: pause, resume, and a
+ * manual run. What the {@code status}, {@code history}, {@code trigger}, {@code pause} and
+ * {@code resume} commands and the status page use. Reads need no worker; nothing here runs a job
+ * (a manual run is requested, and a worker claims it). Thread-safe.
+ */
+public final class RedisAdmin {
+
+    /** One run from a job's history, newest first. */
+    public record Run(Instant slot, String worker, String outcome, int attempt, long fencingToken, long durationMs, String error,
+            boolean manual) {}
+
+    /** A pause: set by whom, when, with what note, and until when (empty: until resumed). */
+    public record Pause(String note, String by, Instant at, Optional<Instant> until) {}
+
+    /** A run in flight: its slot, worker, fencing token and how long its lease has left (negative: ran out). */
+    public record InFlight(Instant slot, String worker, long fencingToken, Duration leaseLeft, boolean manual) {}
+
+    /** What Redis knows of one job: its pause, its latest runs (newest first) and its runs in flight. */
+    public record JobState(String job, Optional<Pause> pause, List<Run> recent, List<InFlight> running) {
+
+        /** The latest run recorded. */
+        public Optional<Run> last() {
+            return recent.stream().findFirst();
+        }
+    }
+
+    private final RedisLockProvider provider;
+    private final UnifiedJedis jedis;
+    private final RedisCalls calls;
+    private final RedisKeys keys;
+
+    private RedisAdmin(RedisLockProvider provider) {
+        this.provider = provider;
+        this.jedis = provider.jedis();
+        this.calls = provider.calls();
+        this.keys = provider.keys();
+    }
+
+    /** An admin view over {@code provider}'s connection and key prefix. */
+    public static RedisAdmin of(RedisLockProvider provider) {
+        return new RedisAdmin(provider);
+    }
+
+    /** The server's clock (epoch ms). */
+    public long serverTimeMillis() {
+        return provider.serverTimeMillis();
+    }
+
+    /** The live workers, oldest first. */
+    public List<WorkerInfo> workers() {
+        return provider.liveWorkers(WorkerInfo.HEARTBEAT_TTL);
+    }
+
+    /** The job definitions a worker's config hash stands for (job name to canonical JSON). */
+    public Map<String, String> config(String configHash) {
+        return provider.config(configHash);
+    }
+
+    /** The job's last {@code limit} runs, newest first. */
+    public List<Run> history(String job, int limit) {
+        try {
+            List<StreamEntry> entries = jedis.xrevrange(keys.history(job), (StreamEntryID) null, (StreamEntryID) null, limit);
+            List<Run> runs = new ArrayList<>(entries.size());
+            for (StreamEntry e : entries) {
+                Map<String, String> f = e.getFields();
+                runs.add(new Run(Instant.ofEpochMilli(Long.parseLong(f.getOrDefault("slot", "0"))), f.getOrDefault("worker", ""),
+                        f.getOrDefault("outcome", ""), Integer.parseInt(f.getOrDefault("attempt", "1")),
+                        Long.parseLong(f.getOrDefault("token", "0")), Long.parseLong(f.getOrDefault("durationMs", "0")),
+                        f.getOrDefault("error", ""), "1".equals(f.get("manual"))));
+            }
+            return runs;
+        } catch (JedisException e) {
+            throw calls.wrap("history", e);
+        }
+    }
+
+    /** The job's pause, last {@code recentRuns} runs (at least the last one) and runs in flight. */
+    public JobState job(String job, int recentRuns) {
+        try {
+            long now = provider.serverTimeMillis();
+            Optional<Pause> pause = pause(jedis.hgetAll(keys.paused(job)), jedis.pttl(keys.paused(job)), now);
+            List<InFlight> running = new ArrayList<>();
+            for (Tuple t : jedis.zrangeWithScores(keys.running(job), 0, -1)) {
+                long slot = Long.parseLong(t.getElement());
+                List<String> r = jedis.hmget(keys.slot(job, slot), "worker", "fence", "manual");
+                running.add(new InFlight(Instant.ofEpochMilli(slot), r.get(0) == null ? "" : r.get(0),
+                        r.get(1) == null ? 0 : Long.parseLong(r.get(1)), Duration.ofMillis((long) t.getScore() - now), "1".equals(r.get(2))));
+            }
+            return new JobState(job, pause, history(job, Math.max(1, recentRuns)), running);
+        } catch (JedisException e) {
+            throw calls.wrap("status", e);
+        }
+    }
+
+    private static Optional<Pause> pause(Map<String, String> fields, long pttl, long now) {
+        if (fields.isEmpty()) {
+            return Optional.empty();
+        }
+        return Optional.of(new Pause(fields.getOrDefault("note", ""), fields.getOrDefault("by", ""),
+                Instant.ofEpochMilli(Long.parseLong(fields.getOrDefault("at", "0"))),
+                pttl > 0 ? Optional.of(Instant.ofEpochMilli(now + pttl)) : Optional.empty()));
+    }
+
+    /**
+     * Pauses {@code job} cluster-wide from its next slot: each paused slot is recorded as skipped
+     * (reason {@code paused}) by exactly one worker. With {@code duration}, the pause ends by itself.
+     */
+    public void pause(String job, String note, Optional<Duration> duration, String by) {
+        try {
+            String key = keys.paused(job);
+            jedis.hset(key, Map.of("note", note, "by", by, "at", Long.toString(provider.serverTimeMillis())));
+            if (duration.isPresent()) {
+                jedis.pexpire(key, duration.get().toMillis());
+            } else {
+                jedis.persist(key);
+            }
+        } catch (JedisException e) {
+            throw calls.wrap("pause", e);
+        }
+    }
+
+    /** Ends the job's pause; false when it was not paused. */
+    public boolean resume(String job) {
+        try {
+            return jedis.del(keys.paused(job)) > 0;
+        } catch (JedisException e) {
+            throw calls.wrap("resume", e);
+        }
+    }
+
+    /** Requests one manual run of {@code job} now; answers its slot (see {@link #runOf}). */
+    public Instant trigger(String job) {
+        return provider.members().trigger(job);
+    }
+
+    /**
+     * The record of one slot of {@code job} ({@code state}, {@code outcome}, {@code worker},
+     * {@code fence}, ...); empty while no worker decided it.
+     */
+    public Map<String, String> runOf(String job, Instant slot) {
+        try {
+            return jedis.hgetAll(keys.slot(job, slot.toEpochMilli()));
+        } catch (JedisException e) {
+            throw calls.wrap("status", e);
+        }
+    }
+}
