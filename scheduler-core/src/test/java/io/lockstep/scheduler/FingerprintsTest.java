@@ -1,0 +1,53 @@
+package io.lockstep.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.lockstep.scheduler.cron.CronSchedule;
+import java.time.ZoneId;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** What workers publish about their jobs, and how drift between them is told. */
+class FingerprintsTest {
+
+    private static JobDefinition job(String name, String cron, Map<String, Object> params) {
+        return new JobDefinition(name, CronSchedule.of(cron, ZoneId.of("Europe/Lisbon")), "com.example.Report", params,
+                JobDefinition.DEFAULT_LEASE, JobDefinition.DEFAULT_MISFIRE_GRACE, Overlap.SKIP, java.time.Duration.ZERO, true,
+                Retry.NONE, Recover.NONE, CatchUp.NONE, JobDefinition.DEFAULT_CATCH_UP_WINDOW);
+    }
+
+    @Test
+    void theOrderOfParamsInTheYamlDoesNotCountButTheirValuesDo() {
+        Map<String, Object> ab = new LinkedHashMap<>();
+        ab.put("a", 1);
+        ab.put("b", List.of("x", "y"));
+        Map<String, Object> ba = new LinkedHashMap<>();
+        ba.put("b", List.of("x", "y"));
+        ba.put("a", 1);
+        assertThat(Fingerprints.describe(job("r", "0 0 6 * * *", ab))).isEqualTo(Fingerprints.describe(job("r", "0 0 6 * * *", ba)));
+        assertThat(Fingerprints.hash(Fingerprints.describe(List.of(job("r", "0 0 6 * * *", ab)))))
+                .isEqualTo(Fingerprints.hash(Fingerprints.describe(List.of(job("r", "0 0 6 * * *", ba)))));
+        assertThat(Fingerprints.hash(Fingerprints.describe(List.of(job("r", "0 0 6 * * *", Map.of("a", 2))))))
+                .isNotEqualTo(Fingerprints.hash(Fingerprints.describe(List.of(job("r", "0 0 6 * * *", Map.of("a", 1))))));
+    }
+
+    @Test
+    void driftNamesTheJobTheWorkersAndTheFieldsThatDiffer() {
+        Map<String, String> ours = Fingerprints.describe(List.of(job("report", "0 0 6 * * *", Map.of()), job("same", "0 * * * * *", Map.of())));
+        Map<String, String> theirs = Fingerprints.describe(List.of(job("report", "0 0 7 * * *", Map.of()), job("same", "0 * * * * *", Map.of()),
+                job("extra", "0 0 * * * *", Map.of())));
+        List<Fingerprints.Drift> drift = Fingerprints.drift(ours, List.of("w1"), Map.of("h2", List.of("w3", "w2")),
+                hash -> hash.equals("h2") ? theirs : Map.of());
+
+        assertThat(drift).extracting(Fingerprints.Drift::job).containsExactly("extra", "report");
+        Fingerprints.Drift report = drift.get(1);
+        assertThat(report.workers()).containsExactly("w1", "w2", "w3");
+        assertThat(report.differences()).containsExactly("cron: 0 0 6 * * * vs 0 0 7 * * *");
+        assertThat(drift.get(0).differences()).containsExactly("job: not defined vs defined");
+        // Equal configs, or a config not published yet: no drift.
+        assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h1", List.of("w2")), hash -> ours)).isEmpty();
+        assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h9", List.of("w2")), hash -> Map.of())).isEmpty();
+    }
+}

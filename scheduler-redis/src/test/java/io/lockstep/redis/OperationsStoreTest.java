@@ -1,0 +1,177 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimRequest.Mode;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.ClaimResult.Status;
+import io.lockstep.scheduler.lock.Completion;
+import io.lockstep.scheduler.lock.Heartbeat;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.Outcome;
+import io.lockstep.scheduler.lock.WorkerInfo;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * What operating a cluster keeps in Redis, against a real redis-server: membership (heartbeats
+ * that age out), published configs, run history written with the outcome, pauses decided inside
+ * the claim, and manual runs outside the job's order of slots.
+ */
+class OperationsStoreTest {
+
+    private static final Duration LEASE = Duration.ofSeconds(10);
+    private static final Duration GRACE = Duration.ofSeconds(10);
+
+    private static LocalRedisServer server;
+    private static RedisLockProvider provider;
+    private static RedisAdmin admin;
+    private static RedisClient raw;
+
+    @BeforeAll
+    static void startRedis() {
+        server = LocalRedisServer.start();
+        provider = RedisLockProvider.builder().uri(server.uri()).historyKeep(3).build();
+        admin = RedisAdmin.of(provider);
+        raw = RedisClient.create(server.host(), server.port());
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        raw.close();
+        provider.close();
+        server.close();
+    }
+
+    private static String job() {
+        return "job-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    private static Instant serverNow() {
+        return Instant.ofEpochMilli(provider.serverTimeMillis());
+    }
+
+    private static WorkerInfo worker(String id, String configHash) {
+        Instant now = serverNow();
+        return new WorkerInfo(id, "host-" + id, 42, "test", now, 8, 1, configHash, now);
+    }
+
+    private static ClaimRequest claim(String job, Instant slot, String token, boolean manual) {
+        return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, Mode.CLAIM, false, manual);
+    }
+
+    @Test
+    void heartbeatsListTheLiveWorkersUntilTheyStopOrLeave() {
+        String a = "a-" + UUID.randomUUID(), b = "b-" + UUID.randomUUID();
+        provider.heartbeat(worker(a, "h1"), Duration.ofSeconds(30));
+        Heartbeat reply = provider.heartbeat(worker(b, "h2"), Duration.ofMillis(500));
+        assertThat(reply.workers()).extracting(WorkerInfo::id).contains(a, b);
+        WorkerInfo seenB = reply.workers().stream().filter(w -> w.id().equals(b)).findFirst().orElseThrow();
+        assertThat(seenB.host()).isEqualTo("host-" + b);
+        assertThat(seenB.configHash()).isEqualTo("h2");
+        assertThat(seenB.busy()).isEqualTo(1);
+
+        // b stops beating: once its ttl has passed, the next heartbeat of anyone forgets it.
+        await().atMost(Duration.ofSeconds(5)).until(() -> provider.heartbeat(worker(a, "h1"), Duration.ofMillis(500)).workers()
+                .stream().noneMatch(w -> w.id().equals(b)));
+        assertThat(raw.hget(provider.keys().workers(), b)).isNull();
+        // a leaves (a clean stop): gone at once.
+        provider.leave(a);
+        assertThat(admin.workers()).extracting(WorkerInfo::id).doesNotContain(a, b);
+    }
+
+    @Test
+    void aPublishedConfigIsReadBackAndWrittenAgainWhenRedisLostIt() {
+        String hash = "cfg-" + UUID.randomUUID();
+        provider.publishConfig(hash, Map.of("report", "{\"cron\":\"0 0 6 * * *\"}"));
+        assertThat(provider.config(hash)).containsEntry("report", "{\"cron\":\"0 0 6 * * *\"}");
+        raw.del(provider.keys().config(hash)); // a restart without persistence, say
+        provider.heartbeat(worker("w-" + hash, hash), Duration.ofSeconds(5));
+        assertThat(provider.config(hash)).containsEntry("report", "{\"cron\":\"0 0 6 * * *\"}");
+        assertThat(raw.pttl(provider.keys().config(hash))).isPositive();
+    }
+
+    @Test
+    void eachOutcomeIsAppendedOnceToTheJobsHistoryKeepingTheLatest() {
+        String job = job();
+        Instant first = serverNow().truncatedTo(java.time.temporal.ChronoUnit.SECONDS).minusSeconds(5);
+        for (int i = 0; i < 5; i++) {
+            ClaimRequest r = claim(job, first.plusSeconds(i), "t" + i, false);
+            ClaimResult won = provider.claim(List.of(r)).get(0);
+            assertThat(won.status()).isEqualTo(Status.CLAIMED);
+            Completion done = new Completion(r.lease(), i == 4 ? Outcome.FAILED : Outcome.SUCCEEDED, 2, 120 + i,
+                    i == 4 ? "java.lang.IllegalStateException: boom" : "");
+            assertThat(provider.complete(List.of(done))).containsExactly(true);
+            assertThat(provider.complete(List.of(done))).containsExactly(true); // a repeat (its reply lost) adds nothing
+        }
+        List<RedisAdmin.Run> runs = admin.history(job, 10);
+        assertThat(runs).hasSize(3); // history.keep
+        RedisAdmin.Run latest = runs.get(0);
+        assertThat(latest.slot()).isEqualTo(first.plusSeconds(4));
+        assertThat(latest.outcome()).isEqualTo("failed");
+        assertThat(latest.worker()).isEqualTo("w-t4");
+        assertThat(latest.attempt()).isEqualTo(2);
+        assertThat(latest.durationMs()).isEqualTo(124);
+        assertThat(latest.error()).isEqualTo("java.lang.IllegalStateException: boom");
+        assertThat(latest.fencingToken()).isPositive();
+        assertThat(latest.manual()).isFalse();
+        assertThat(runs).extracting(RedisAdmin.Run::slot).containsExactly(first.plusSeconds(4), first.plusSeconds(3), first.plusSeconds(2));
+    }
+
+    @Test
+    void aPausedJobsSlotIsRecordedSkippedByExactlyOneWorkerAndAManualRunStillRuns() {
+        String job = job();
+        admin.pause(job, "maintenance", Optional.empty(), "ops@host");
+        assertThat(admin.job(job, 1).pause()).hasValueSatisfying(p -> assertThat(p.note()).isEqualTo("maintenance"));
+        Instant slot = serverNow().minusMillis(5);
+        List<ClaimResult> answers = provider.claim(List.of(claim(job, slot, "a", false)));
+        List<ClaimResult> second = provider.claim(List.of(claim(job, slot, "b", false)));
+        assertThat(answers.get(0).status()).isEqualTo(Status.PAUSED);
+        assertThat(second.get(0).status()).isEqualTo(Status.TAKEN); // reported once, by whoever decided it
+        assertThat(provider.claim(List.of(claim(job, slot, "a", false))).get(0).status()).isEqualTo(Status.PAUSED); // retry-safe
+        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "why")).isEqualTo("paused");
+
+        // A manual run goes through the pause, outside the job's order of slots: the marks do not move.
+        Instant manual = serverNow().minusMillis(1);
+        Map<String, Instant> marksBefore = provider.lastSlots(List.of(job));
+        ClaimResult ran = provider.claim(List.of(claim(job, manual, "m", true))).get(0);
+        assertThat(ran.status()).isEqualTo(Status.CLAIMED);
+        assertThat(provider.lastSlots(List.of(job))).isEqualTo(marksBefore);
+        assertThat(raw.hget(provider.keys().slot(job, manual.toEpochMilli()), "manual")).isEqualTo("1");
+        provider.complete(List.of(new Completion(new Lease(job, manual, "m", LEASE, true), Outcome.SUCCEEDED)));
+        assertThat(admin.history(job, 1)).singleElement().satisfies(r -> assertThat(r.manual()).isTrue());
+
+        assertThat(admin.resume(job)).isTrue();
+        assertThat(admin.resume(job)).isFalse();
+        Instant next = serverNow().minusMillis(1);
+        assertThat(provider.claim(List.of(claim(job, next, "c", false))).get(0).status()).isEqualTo(Status.CLAIMED);
+    }
+
+    @Test
+    void aPauseForADurationEndsByItself() {
+        String job = job();
+        admin.pause(job, "", Optional.of(Duration.ofMillis(300)), "ops");
+        assertThat(admin.job(job, 1).pause()).hasValueSatisfying(p -> assertThat(p.until()).isPresent());
+        await().atMost(Duration.ofSeconds(5)).until(() -> admin.job(job, 1).pause().isEmpty());
+    }
+
+    @Test
+    void aTriggerReachesEveryHeartbeatWithASlotOffTheWholeSecond() {
+        String job = job();
+        Instant slot = admin.trigger(job);
+        assertThat(slot.toEpochMilli() % 1000).isNotZero();
+        Heartbeat reply = provider.heartbeat(worker("t-" + job, "h"), Duration.ofSeconds(5));
+        assertThat(reply.triggers()).contains(new Heartbeat.Trigger(job, slot));
+        assertThat(admin.runOf(job, slot)).isEmpty(); // no worker decided it yet
+    }
+}
