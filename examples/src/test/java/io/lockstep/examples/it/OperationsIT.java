@@ -1,0 +1,322 @@
+package io.lockstep.examples.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.lockstep.examples.cli.WorkerMain;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Operating a cluster of worker JVMs from the outside: {@code status}, {@code trigger},
+ * {@code pause} / {@code resume} and {@code history} against three workers; each worker's
+ * {@code /metrics} against its events; the status page in a real headless Chromium; a SIGKILLed
+ * worker dropping out of {@code status}; and config drift between two workers.
+ */
+class OperationsIT {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @TempDir
+    Path dir;
+
+    private String jobs() {
+        return "jobs:\n"
+                + "  - { name: tick, cron: \"* * * * * *\", class: io.lockstep.examples.it.jobs.RecordingJob,"
+                + " params: { file: \"" + dir.resolve("tick.log") + "\", workMillis: 50 }, lease: 2s, misfireGrace: 2s }\n"
+                + "  - { name: manual, cron: \"0 0 0 1 1 *\", class: io.lockstep.examples.it.jobs.RecordingJob,"
+                + " params: { file: \"" + dir.resolve("manual.log") + "\" } }\n"
+                + "  - { name: slow, cron: \"*/3 * * * * *\", class: io.lockstep.examples.it.jobs.RecordingJob,"
+                + " params: { file: \"" + dir.resolve("slow.log") + "\", workMillis: 2500 }, lease: 2s, misfireGrace: 2s }\n";
+    }
+
+    /** A cluster whose workers serve HTTP on the port in their HTTP_PORT variable. */
+    private Cluster cluster(String jobsYaml) throws IOException {
+        Cluster cluster = new Cluster(dir, jobsYaml);
+        Files.writeString(cluster.config, Files.readString(cluster.config)
+                .replace("worker:\n", "worker:\n  http:\n    port: ${HTTP_PORT:-0}\n"));
+        return cluster;
+    }
+
+    @Test
+    void operatorsSeeTriggerPauseAndReadTheClusterFromOutside() throws Exception {
+        try (Cluster cluster = cluster(jobs())) {
+            Map<String, Integer> ports = new HashMap<>();
+            for (String id : List.of("w1", "w2", "w3")) {
+                ports.put(id, freePort());
+                cluster.startWithEnv(id, Map.of("HTTP_PORT", Integer.toString(ports.get(id))));
+            }
+            cluster.awaitStarted();
+
+            // status: every live worker and every job of the config.
+            JsonNode status = statusJson(cluster);
+            assertThat(status.path("workers").findValuesAsText("id")).containsExactlyInAnyOrder("w1", "w2", "w3");
+            assertThat(status.path("jobs").findValuesAsText("name")).containsExactly("tick", "manual", "slow");
+            assertThat(status.path("drift")).isEmpty();
+
+            // trigger --wait: exactly one worker runs it (by the job's own record), and the command exits by its outcome.
+            Cli trigger = cli("trigger", "--config", cluster.config.toString(), "--job", "manual", "--wait", "--timeout", "30s");
+            assertThat(trigger.exit).as(trigger.err).isZero();
+            assertThat(trigger.out).contains("succeeded on w");
+            List<String> manualRuns = Files.readAllLines(dir.resolve("manual.log"));
+            assertThat(manualRuns).hasSize(1);
+            assertThat(cluster.events("job_started").stream().filter(e -> e.path("manual").asBoolean())).hasSize(1);
+            // Every worker raced it: one won, the others were told it was taken; the meters say the same.
+            await().atMost(Duration.ofSeconds(15)).until(() -> sum(ports, "lockstep_claims_total", "manual", "result=\"won\"")
+                    + sum(ports, "lockstep_claims_total", "manual", "result=\"contended\"") == 3);
+            assertThat(sum(ports, "lockstep_claims_total", "manual", "result=\"won\"")).isEqualTo(1);
+            assertThat(sum(ports, "lockstep_runs_total", "manual", "outcome=\"succeeded\"")).isEqualTo(1);
+            String winner = manualRuns.get(0).split(" ")[1];
+            assertThat(metric(scrape(ports.get(winner)), "lockstep_runs_total", "manual", "outcome=\"succeeded\"")).isEqualTo(1);
+
+            // pause: no more starts of tick from the next slot on; each paused slot reported exactly once; resume restores.
+            Cli pause = cli("pause", "--config", cluster.config.toString(), "--job", "tick", "--note", "deploy");
+            assertThat(pause.exit).as(pause.err).isZero();
+            Instant pausedAt = Instant.now();
+            await().atMost(Duration.ofSeconds(15)).until(() -> pausedSlots(cluster).size() >= 3);
+            Instant checked = Instant.now();
+            assertThat(statusJson(cluster).path("jobs").get(0).path("paused").path("note").asText()).isEqualTo("deploy");
+            Cli resume = cli("resume", "--config", cluster.config.toString(), "--job", "tick");
+            assertThat(resume.exit).as(resume.err).isZero();
+            Instant resumedAt = Instant.now();
+            await().atMost(Duration.ofSeconds(10)).until(() -> cluster.events("job_started").stream()
+                    .anyMatch(e -> e.path("job").asText().equals("tick") && WorkerProcess.slot(e).isAfter(resumedAt.plusSeconds(1))));
+            Map<String, Integer> skippedBySlot = pausedSlots(cluster);
+            assertThat(skippedBySlot).as("each paused slot reported once").allSatisfy((slot, n) -> assertThat(n).isEqualTo(1));
+            assertThat(cluster.events("job_started").stream().filter(e -> e.path("job").asText().equals("tick")
+                    && WorkerProcess.slot(e).isAfter(pausedAt.plusSeconds(1)) && WorkerProcess.slot(e).isBefore(checked)))
+                    .as("no tick started while paused").isEmpty();
+            assertThat(sum(ports, "lockstep_slots_skipped_total", "tick", "reason=\"paused\"")).isEqualTo(skippedBySlot.size());
+
+            // history: what the job recorded itself, newest first.
+            Cli history = cli("history", "--config", cluster.config.toString(), "--job", "tick", "--limit", "5", "--json");
+            assertThat(history.exit).as(history.err).isZero();
+            Map<Long, String> recorded = new HashMap<>();
+            for (String line : Files.readAllLines(dir.resolve("tick.log"))) {
+                String[] f = line.split(" ");
+                recorded.put(Long.parseLong(f[0]), f[1] + " " + f[2]);
+            }
+            JsonNode runs = JSON.readTree(history.out);
+            assertThat(runs).hasSize(5);
+            Instant previous = Instant.MAX;
+            for (JsonNode run : runs) {
+                Instant slot = Instant.parse(run.path("slot").asText());
+                assertThat(slot).isBefore(previous);
+                previous = slot;
+                assertThat(recorded.get(slot.toEpochMilli())).isEqualTo(run.path("worker").asText() + " " + run.path("fencingToken").asText());
+                assertThat(run.path("outcome").asText()).isEqualTo("succeeded");
+            }
+
+            // The HTTP port is read-only and tells readiness.
+            HttpClient http = HttpClient.newHttpClient();
+            URI w1 = URI.create("http://127.0.0.1:" + ports.get("w1"));
+            assertThat(http.send(HttpRequest.newBuilder(w1.resolve("/health/ready")).build(), HttpResponse.BodyHandlers.ofString())
+                    .statusCode()).isEqualTo(200);
+            assertThat(http.send(HttpRequest.newBuilder(w1.resolve("/metrics")).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                    HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(405);
+
+            statusPageInChromium(ports.get("w1"));
+
+            // A worker killed without a goodbye leaves the list once its heartbeat expires.
+            cluster.workers.get(2).signal("KILL");
+            await().atMost(Duration.ofSeconds(25)).until(() -> statusJson(cluster).path("workers").findValuesAsText("id").size() == 2);
+            assertThat(statusJson(cluster).path("workers").findValuesAsText("id")).containsExactlyInAnyOrder("w1", "w2");
+        }
+    }
+
+    @Test
+    void twoWorkersThatDisagreeOnAJobAreToldWhichJobAndWhich() throws Exception {
+        try (Cluster cluster = new Cluster(dir, jobs())) {
+            Path other = dir.resolve("other.yaml");
+            Files.writeString(other, Files.readString(cluster.config).replace("name: slow, cron: \"*/3 * * * * *\"",
+                    "name: slow, cron: \"*/4 * * * * *\""));
+            cluster.start("w1");
+            WorkerProcess w2 = WorkerProcess.start(dir, other, "w2");
+            cluster.workers.add(w2);
+            cluster.awaitStarted();
+            await().atMost(Duration.ofSeconds(15)).until(() -> cluster.workers.stream().allMatch(w -> !w.events("config_drift").isEmpty()));
+            for (WorkerProcess w : cluster.workers) {
+                JsonNode drift = w.events("config_drift").get(0);
+                assertThat(drift.path("job").asText()).isEqualTo("slow");
+                assertThat(drift.path("workers").asText()).isEqualTo("w1,w2");
+                assertThat(drift.path("differences").asText()).startsWith("cron: ").contains("*/3 * * * * *", "*/4 * * * * *");
+            }
+            JsonNode status = statusJson(cluster);
+            assertThat(status.path("drift")).singleElement().satisfies(d -> {
+                assertThat(d.path("job").asText()).isEqualTo("slow");
+                assertThat(d.path("workers").toString()).contains("w1", "w2");
+            });
+            assertThat(w2.events("config_drift")).hasSize(1); // reported once, not at every heartbeat
+        }
+    }
+
+    @Test
+    void badUsageAndUnknownJobsExitTwoWithOneLine() throws Exception {
+        try (Cluster cluster = new Cluster(dir, jobs())) {
+            Cli unknown = cli("trigger", "--config", cluster.config.toString(), "--job", "nope");
+            assertThat(unknown.exit).isEqualTo(2);
+            assertThat(unknown.err.strip()).doesNotContain("\n").contains("no job named \"nope\"").contains("tick, manual, slow");
+            Cli both = cli("pause", "--config", cluster.config.toString(), "--job", "tick", "--all");
+            assertThat(both.exit).isEqualTo(2);
+            Cli help = cli("status", "--help");
+            assertThat(help.exit).isZero();
+            assertThat(help.out).contains("--config", "--json");
+            Cli empty = cli("history", "--config", cluster.config.toString(), "--job", "tick");
+            assertThat(empty.exit).isZero();
+            assertThat(empty.out).contains("no runs of tick recorded yet");
+        }
+        Path nowhere = dir.resolve("down.yaml");
+        Files.writeString(nowhere, "redis:\n  uri: redis://127.0.0.1:" + freePort() + "\n  timeout: 300ms\n" + jobs());
+        Cli down = cli("status", "--config", nowhere.toString());
+        assertThat(down.exit).isEqualTo(1);
+        assertThat(down.err.strip()).doesNotContain("\n").startsWith("error: ");
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    /** The status page in headless Chromium: the jobs, a run in flight with its worker, and an update after a new run. */
+    private void statusPageInChromium(int port) throws Exception {
+        Optional<String> chromium = Chromium.binary();
+        Assumptions.assumeTrue(chromium.isPresent(), "the status page test needs Chromium (Debian package: chromium)");
+        String url = "http://127.0.0.1:" + port + "/";
+        await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(500)).until(() -> {
+            String dom = Chromium.dumpDom(chromium.get(), url);
+            return dom.contains("data-job=\"slow\"") && Pattern.compile("data-running=\"1\"").matcher(dom).find()
+                    && dom.contains("data-worker=\"w");
+        });
+        String first = Chromium.dumpDom(chromium.get(), url);
+        assertThat(first).contains("data-job=\"tick\"", "data-job=\"manual\"", "data-worker-id=\"w1\"", "data-worker-id=\"w2\"");
+        String tickBefore = lastRun(first, "tick");
+        await().atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofSeconds(1))
+                .until(() -> !lastRun(Chromium.dumpDom(chromium.get(), url), "tick").equals(tickBefore));
+        String shot = System.getProperty("lockstep.screenshot");
+        if (shot != null && !shot.isBlank()) {
+            Chromium.screenshot(chromium.get(), url, Path.of(shot));
+        }
+    }
+
+    /** The slot of the last run the page shows in a job's row. */
+    private static String lastRun(String dom, String job) {
+        Matcher m = Pattern.compile("data-job=\"" + job + "\".*?data-last-slot=\"([^\"]*)\"").matcher(dom);
+        return m.find() ? m.group(1) : "";
+    }
+
+    /** slot -> how many slot_skipped (reason paused) events of tick name it. */
+    private static Map<String, Integer> pausedSlots(Cluster cluster) {
+        Map<String, Integer> bySlot = new HashMap<>();
+        cluster.events("slot_skipped").stream().filter(e -> e.path("job").asText().equals("tick") && e.path("reason").asText().equals("paused"))
+                .forEach(e -> bySlot.merge(e.path("slot").asText(), 1, Integer::sum));
+        return bySlot;
+    }
+
+    private JsonNode statusJson(Cluster cluster) throws IOException {
+        Cli status = cli("status", "--config", cluster.config.toString(), "--json");
+        assertThat(status.exit).as(status.err).isZero();
+        return JSON.readTree(status.out);
+    }
+
+    private record Cli(int exit, String out, String err) {}
+
+    private static Cli cli(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
+        return new Cli(exit, out.toString(), err.toString());
+    }
+
+    private static String scrape(int port) {
+        try {
+            return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The value of one series of a Prometheus text scrape: {@code name{job="job",...,label...}}; 0 when absent. */
+    private static double metric(String scrape, String name, String job, String label) {
+        double total = 0;
+        for (String line : scrape.lines().toList()) {
+            if (line.startsWith(name + "{") && line.contains("job=\"" + job + "\"") && line.contains(label)) {
+                total += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+            }
+        }
+        return total;
+    }
+
+    private static double sum(Map<String, Integer> ports, String name, String job, String label) {
+        double total = 0;
+        for (int port : ports.values()) {
+            total += metric(scrape(port), name, job, label);
+        }
+        return total;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** Debian's headless Chromium, run as a command; nothing is downloaded. */
+    static final class Chromium {
+
+        static Optional<String> binary() {
+            for (String candidate : List.of("/usr/bin/chromium", "/usr/bin/chromium-browser")) {
+                if (Files.isExecutable(Path.of(candidate))) {
+                    return Optional.of(candidate);
+                }
+            }
+            return Optional.empty();
+        }
+
+        static String dumpDom(String chromium, String url) throws IOException, InterruptedException {
+            return run(chromium, "--dump-dom", url);
+        }
+
+        static void screenshot(String chromium, String url, Path file) throws IOException, InterruptedException {
+            run(chromium, "--screenshot=" + file.toAbsolutePath(), "--window-size=1100,760", "--hide-scrollbars", url);
+        }
+
+        private static String run(String chromium, String... args) throws IOException, InterruptedException {
+            List<String> command = new ArrayList<>(List.of(chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+                    "--disable-dev-shm-usage", "--no-first-run", "--user-data-dir=" + Files.createTempDirectory("chromium-"),
+                    "--virtual-time-budget=2500"));
+            command.addAll(List.of(args));
+            Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            if (!p.waitFor(60, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IllegalStateException("chromium did not finish within 60 s");
+            }
+            return out;
+        }
+    }
+}
