@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
  * {@code status}, {@code history}, {@code trigger}, {@code pause}, {@code resume}. Exit codes: 0 clean,
  * 1 runtime failure (Redis unreachable), 2 bad config or usage, 3 a triggered run did not succeed.
  */
-@Command(name = "lockstep-worker", mixinStandardHelpOptions = true, version = "lockstep 0.1.0", scope = CommandLine.ScopeType.INHERIT,
+@Command(name = "lockstep-worker", mixinStandardHelpOptions = true, versionProvider = WorkerMain.Version.class, scope = CommandLine.ScopeType.INHERIT,
         description = "Runs cron jobs exactly once per slot across a cluster of workers coordinated through Redis.",
         subcommands = {RunCommand.class, ValidateCommand.class, DemoCommand.class, StatusCommand.class, HistoryCommand.class,
                 TriggerCommand.class, PauseCommand.class, ResumeCommand.class, CommandLine.HelpCommand.class})
@@ -44,6 +44,15 @@ public final class WorkerMain implements Runnable {
             return RUNTIME_FAILURE;
         });
         return cli.execute(args);
+    }
+
+    /** {@code --version}: the version in the JAR's manifest (Implementation-Version). */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = WorkerMain.class.getPackage().getImplementationVersion();
+            return new String[] {"lockstep " + (v != null ? v : "(development build)"), "Java " + System.getProperty("java.version")};
+        }
     }
 
     @Override
