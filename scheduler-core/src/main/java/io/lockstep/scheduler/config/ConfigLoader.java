@@ -67,6 +67,18 @@ public final class ConfigLoader {
     private final Function<String, String> environment;
     private final boolean checkClasses;
 
+    /**
+     * Every key the loader accepts, by YAML path ({@code ""} the top level, {@code "jobs[]"} a job),
+     * so that config/lockstep.schema.json can be checked against it key for key.
+     */
+    static Map<String, Set<String>> acceptedKeys() {
+        return Map.ofEntries(Map.entry("", TOP_KEYS), Map.entry("redis", RedisSection.KEYS),
+                Map.entry("redis.sentinel", RedisSection.SENTINEL_KEYS), Map.entry("redis.cluster", RedisSection.CLUSTER_KEYS),
+                Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS),
+                Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", RETRY_KEYS),
+                Map.entry("jobs[]", JOB_KEYS), Map.entry("jobs[].retry", RETRY_KEYS));
+    }
+
     private ConfigLoader(Function<String, String> environment, boolean checkClasses) {
         this.environment = environment;
         this.checkClasses = checkClasses;

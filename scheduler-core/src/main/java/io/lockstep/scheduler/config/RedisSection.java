@@ -18,11 +18,11 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  */
 final class RedisSection {
 
-    private static final Set<String> KEYS = Set.of("uri", "sentinel", "cluster", "user", "password", "tls", "keyPrefix", "timeout",
+    static final Set<String> KEYS = Set.of("uri", "sentinel", "cluster", "user", "password", "tls", "keyPrefix", "timeout",
             "waitReplicas", "waitTimeout");
-    private static final Set<String> SENTINEL_KEYS = Set.of("master", "nodes", "user", "password");
-    private static final Set<String> CLUSTER_KEYS = Set.of("nodes");
-    private static final Set<String> TLS_KEYS = Set.of("enabled", "caCert", "clientCert", "clientKey");
+    static final Set<String> SENTINEL_KEYS = Set.of("master", "nodes", "user", "password");
+    static final Set<String> CLUSTER_KEYS = Set.of("nodes");
+    static final Set<String> TLS_KEYS = Set.of("enabled", "caCert", "clientCert", "clientKey");
 
     private final ConfigNodes nodes;
 
