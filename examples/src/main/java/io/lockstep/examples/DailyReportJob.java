@@ -32,6 +32,11 @@ public class DailyReportJob implements Job {
     }
 
     @Override
+    public Class<?> paramsType() {
+        return Params.class; // so that validate reports a typo in params with its line
+    }
+
+    @Override
     public void execute(JobContext context) {
         Params params = context.params(Params.class);
         if (params.recipients().isEmpty()) {

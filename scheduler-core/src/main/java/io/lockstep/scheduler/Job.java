@@ -22,4 +22,14 @@ public interface Job {
      * @throws Exception any failure; it is recorded as {@code job_failed} and the schedule goes on
      */
     void execute(JobContext context) throws Exception;
+
+    /**
+     * The type this job's {@code params} bind to ({@link JobContext#params(Class)}), or {@code null}
+     * (the default) for none. When a job declares one, {@code validate} and {@code run} bind each
+     * definition's params before anything starts, so a typo ({@code lable:} for {@code label:}) or a
+     * value of the wrong type is a config error with its file and line, not a failure at every slot.
+     */
+    default Class<?> paramsType() {
+        return null;
+    }
 }

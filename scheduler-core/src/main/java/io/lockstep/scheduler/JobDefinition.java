@@ -46,6 +46,8 @@ public record JobDefinition(
     public static final Duration MIN_LEASE = Duration.ofSeconds(1);
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
     public static final Duration DEFAULT_MISFIRE_GRACE = Duration.ofSeconds(10);
+    /** The shortest grace: a slot starts some milliseconds after its time, more under load. */
+    public static final Duration MIN_MISFIRE_GRACE = Duration.ofSeconds(1);
     public static final Overlap DEFAULT_OVERLAP = Overlap.SKIP;
     public static final Duration DEFAULT_TIMEOUT = Duration.ZERO;
     public static final Retry DEFAULT_RETRY = Retry.NONE;

@@ -82,6 +82,16 @@ public interface JobFactory {
         }
     }
 
+    /** The params type a job class declares ({@link Job#paramsType()}); empty when none or it cannot be created. */
+    static Optional<Class<?>> paramsTypeOf(String className) {
+        try {
+            Object job = loader().loadClass(className).getConstructor().newInstance();
+            return job instanceof Job j ? Optional.ofNullable(j.paramsType()) : Optional.empty();
+        } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
+            return Optional.empty(); // reported by constructionProblem
+        }
+    }
+
     private static String oneLine(Throwable t) {
         String message = t.getMessage();
         return t.getClass().getName() + (message == null ? "" : ": " + message.replaceAll("\\s+", " ").trim());

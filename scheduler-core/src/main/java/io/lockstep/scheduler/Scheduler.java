@@ -190,6 +190,11 @@ public final class Scheduler implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        events.info("worker_stopping").addKeyValue("running", threads.busy())
+                .addKeyValue("shutdown_timeout_ms", shutdownTimeout.toMillis())
+                .log(threads.busy() == 0 ? "stopping: no new claims; nothing is running"
+                        : "stopping: no new claims; letting " + threads.busy() + " running job(s) finish within the shutdown "
+                        + "timeout, then interrupting the rest and writing every outcome");
         ticker.stop();
         boolean drained = runner.drain(shutdownTimeout, INTERRUPT_GRACE);
         membership.stop();

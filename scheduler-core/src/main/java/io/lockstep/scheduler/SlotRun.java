@@ -1,6 +1,5 @@
 package io.lockstep.scheduler;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.Watchdog;
 import java.time.Instant;
@@ -12,7 +11,6 @@ import java.util.Map;
  */
 final class SlotRun implements JobContext {
 
-    private static final ObjectMapper PARAMS = new ObjectMapper();
 
     final JobDefinition definition;
     final Job job;
@@ -89,7 +87,7 @@ final class SlotRun implements JobContext {
     @Override
     public <T> T params(Class<T> type) {
         try {
-            return PARAMS.convertValue(definition.params(), type);
+            return Params.bind(definition.params(), type);
         } catch (IllegalArgumentException e) {
             throw new LockstepException("params of job " + definition.name() + " do not fit " + type.getName() + ": "
                     + e.getMessage().lines().findFirst().orElse(""), e);

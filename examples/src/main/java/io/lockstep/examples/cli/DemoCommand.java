@@ -33,6 +33,11 @@ import picocli.CommandLine.Spec;
  * embedded in the jar) and N schedulers in this JVM, each with its own Redis connections, racing
  * for per-second example jobs. Every run is written down as it starts; the closing table says, per
  * job, how many slots fell in the window, which worker ran them, and how many ran twice or never.
+ *
+ * <p>Its limits: every worker is in this one JVM on one machine, so it shows the claim protocol and
+ * how wins spread, not fault tolerance (the ITs kill real worker processes for that); the embedded
+ * Redis lives as long as the demo. Each worker has 2 job threads, so that even a short demo shows
+ * the slots of a second spread over the workers rather than all won by the quickest.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, description = "Runs N workers on an embedded Redis for a while and prints who ran which slot.")
 final class DemoCommand implements Callable<Integer> {
@@ -70,7 +75,9 @@ final class DemoCommand implements Callable<Integer> {
         }
         try (LocalRedisServer redis = LocalRedisServer.start()) {
             err.println("demo: redis-server " + redis.binary() + " on port " + redis.port() + ", " + workers
-                    + " workers, " + jobs + " jobs firing every second, for " + duration.toSeconds() + "s");
+                    + (workers == 1 ? " worker, " : " workers, ") + jobs + (jobs == 1 ? " job" : " jobs")
+                    + " firing every second, for " + duration.toSeconds() + " s (all in this JVM: for the real thing, "
+                    + "run one worker JAR per host)");
             List<RedisLockProvider> providers = new CopyOnWriteArrayList<>();
             List<Scheduler> schedulers = new ArrayList<>();
             try {
@@ -78,7 +85,7 @@ final class DemoCommand implements Callable<Integer> {
                     RedisLockProvider provider = RedisLockProvider.builder().uri(redis.uri()).build();
                     providers.add(provider);
                     String id = "demo-" + w;
-                    schedulers.add(Scheduler.builder(provider).workerId(id).threads(4)
+                    schedulers.add(Scheduler.builder(provider).workerId(id).threads(2)
                             .shutdownTimeout(Duration.ofSeconds(5))
                             .jobFactory(definition -> recording(id, new HeartbeatJob()))
                             .jobs(definitions).build());

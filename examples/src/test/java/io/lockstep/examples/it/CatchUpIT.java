@@ -22,7 +22,7 @@ import redis.clients.jedis.RedisClient;
  */
 class CatchUpIT {
 
-    private static final Duration GRACE = Duration.ofMillis(500);
+    private static final Duration GRACE = Duration.ofSeconds(1); // the shortest misfireGrace the loader accepts
     private static final List<String> JOBS = List.of("catchup-none", "catchup-latest", "catchup-all");
 
     @TempDir
@@ -30,7 +30,7 @@ class CatchUpIT {
 
     @Test
     void slotsMissedWhileTheWholeClusterWasDownAreHandledOnceByThePolicy() {
-        StringBuilder yaml = new StringBuilder("defaults:\n  lease: 2s\n  misfireGrace: 500ms\n  catchUpWindow: 1h\njobs:\n");
+        StringBuilder yaml = new StringBuilder("defaults:\n  lease: 2s\n  misfireGrace: 1s\n  catchUpWindow: 1h\njobs:\n");
         for (String job : JOBS) {
             yaml.append("  - name: ").append(job).append("\n    cron: \"* * * * * *\"\n")
                     .append("    class: io.lockstep.examples.HeartbeatJob\n    params: { workMillis: 100 }\n")
@@ -49,7 +49,7 @@ class CatchUpIT {
                 last.put(job, Instant.ofEpochMilli(Long.parseLong(redis.hget("lockstep:{" + job + "}:last", "decided"))));
             }
 
-            await().pollDelay(Duration.ofMillis(5_500)).atMost(Duration.ofSeconds(7)).until(() -> true); // five slots pass
+            await().pollDelay(Duration.ofMillis(6_500)).atMost(Duration.ofSeconds(8)).until(() -> true); // five slots pass (and the grace)
             Instant restart = Instant.now();
             WorkerProcess c = cluster.start("back-1");
             WorkerProcess d = cluster.start("back-2");
@@ -95,7 +95,7 @@ class CatchUpIT {
                 }
             }
             // The slots the cluster missed are reported as such (a slot due just as the workers came
-            // back may still be missed for being later than its 500 ms grace: that is not checked here).
+            // back may still be missed for being later than its 1 s grace: that is not checked here).
             assertThat(cluster.events("slot_missed")).filteredOn(e -> down.get(e.path("job").asText()).contains(WorkerProcess.slot(e)))
                     .isNotEmpty()
                     .allSatisfy(e -> assertThat(e.path("reason").asText()).startsWith("no worker was running"));

@@ -2,6 +2,7 @@ package io.lockstep.scheduler.config;
 
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.JobFactory;
+import io.lockstep.scheduler.Params;
 import io.lockstep.scheduler.CatchUp;
 import io.lockstep.scheduler.Overlap;
 import io.lockstep.scheduler.Recover;
@@ -204,11 +205,32 @@ public final class ConfigLoader {
             return keep;
         }
 
+        /** Binds params to the type the job declares ({@link io.lockstep.scheduler.Job#paramsType()}), if any. */
+        private void checkParams(String className, Map<String, Object> params, Node paramsNode, Node jobNode, String path) {
+            JobFactory.paramsTypeOf(className).flatMap(type -> Params.problem(params, type)).ifPresent(p -> {
+                Node at = paramsNode == null ? jobNode : paramsNode;
+                String first = p.path().isEmpty() ? "" : p.path().split("[.\\[]")[0];
+                if (paramsNode instanceof MappingNode map && !first.isEmpty()) {
+                    for (NodeTuple t : map.getValue()) {
+                        if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(first)) {
+                            at = t.getKeyNode();
+                        }
+                    }
+                }
+                problem(at, path + ".params" + (p.path().isEmpty() ? "" : "." + p.path()),
+                        p.unknownKey() == null ? p.message() : p.message() + ConfigNodes.suggestion(p.unknownKey(), p.knownKeys()));
+            });
+        }
+
         private Policies readPolicies(Node node, String path, Policies inherited, Set<String> allowed) {
             if (node == null) {
                 return inherited;
             }
-            Map<String, Node> m = mapping(node, path, allowed).orElse(Map.of());
+            return policies(mapping(node, path, allowed).orElse(Map.of()), path, inherited);
+        }
+
+        /** The policy keys of a mapping already read (its unknown keys already reported), over {@code inherited}. */
+        private Policies policies(Map<String, Node> m, String path, Policies inherited) {
             ZoneId zone = inherited.zone();
             if (m.containsKey("zone")) {
                 Optional<String> text = string(m.get("zone"), path + ".zone");
@@ -226,6 +248,12 @@ public final class ConfigLoader {
                 lease = JobDefinition.MIN_LEASE;
             }
             Duration grace = duration(m.get("misfireGrace"), path + ".misfireGrace").orElse(inherited.misfireGrace());
+            if (m.containsKey("misfireGrace") && grace.compareTo(JobDefinition.MIN_MISFIRE_GRACE) < 0) {
+                problem(m.get("misfireGrace"), path + ".misfireGrace", "must be at least " + Durations.format(JobDefinition.MIN_MISFIRE_GRACE)
+                        + ": a slot starts some milliseconds after its time (more under load), so a shorter grace reports slots "
+                        + "missed that were only a little late; was " + Durations.format(grace));
+                grace = JobDefinition.MIN_MISFIRE_GRACE;
+            }
             Overlap overlap = choice(m.get("overlap"), path + ".overlap", Overlap.class).orElse(inherited.overlap());
             Duration timeout = duration(m.get("timeout"), path + ".timeout").orElse(inherited.timeout());
             Retry retry = readRetry(m.get("retry"), path + ".retry", inherited.retry());
@@ -318,7 +346,7 @@ public final class ConfigLoader {
                         seen.put(n, line(m.get("name")));
                     }
                 });
-                Policies policies = readPolicies(jobNode, path, defaults, JOB_KEYS);
+                Policies policies = policies(m, path, defaults);
                 Optional<CronSchedule> schedule = required(m, "cron", jobNode, path)
                         .flatMap(n -> string(n, path + ".cron"))
                         .flatMap(expr -> {
@@ -363,6 +391,9 @@ public final class ConfigLoader {
                     } else if (value != null) {
                         problem(m.get("params"), path + ".params", "must be a mapping, but was " + describe(m.get("params")));
                     }
+                }
+                if (checkClasses && className.isPresent() && problems.size() == before) {
+                    checkParams(className.get(), params, m.get("params"), jobNode, path);
                 }
                 boolean enabled = bool(m.get("enabled"), path + ".enabled").orElse(true);
                 if (problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent()) {

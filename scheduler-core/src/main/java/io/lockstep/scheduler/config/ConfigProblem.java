@@ -10,9 +10,9 @@ package io.lockstep.scheduler.config;
  */
 public record ConfigProblem(String file, int line, String path, String message) {
 
-    /** {@code file:line: path: message}, the one-line form printed to users. */
+    /** {@code file:line: path: message}, the one-line form printed to users ({@code file: message} when no line applies). */
     @Override
     public String toString() {
-        return file + ":" + line + ": " + (path.isEmpty() ? "" : path + ": ") + message;
+        return file + (line > 0 ? ":" + line : "") + ": " + (path.isEmpty() ? "" : path + ": ") + message;
     }
 }

@@ -138,9 +138,24 @@ public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeou
         return new RedisSettings(other, keyPrefix, timeout, user, password, tls, waitReplicas, waitTimeout);
     }
 
-    /** Where Redis is, for logs: a URI with any password masked, or the Sentinel / Cluster nodes. */
+    /**
+     * Where Redis is and as whom, for logs: the URI without its credentials, or the Sentinel /
+     * Cluster nodes, then the ACL user that is actually used ({@code redis.user} over one in the URI).
+     */
     public String describe() {
-        return endpoint.describe();
+        Optional<String> uriUser = Optional.empty();
+        String where = endpoint.describe();
+        if (endpoint instanceof Standalone s) {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(rediss?://)([^@/]*)@(.*)$").matcher(s.uri());
+            if (m.matches()) {
+                String userInfo = m.group(2);
+                String name = userInfo.contains(":") ? userInfo.substring(0, userInfo.indexOf(':')) : userInfo;
+                uriUser = name.isEmpty() ? Optional.empty() : Optional.of(name);
+                where = m.group(1) + m.group(3);
+            }
+        }
+        Optional<String> effective = user.isPresent() ? user : uriUser;
+        return where + effective.map(u -> " as user " + u).orElse("");
     }
 
     @Override

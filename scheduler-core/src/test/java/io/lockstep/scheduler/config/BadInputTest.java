@@ -53,7 +53,7 @@ class BadInputTest {
             f.setLength(50L * 1024 * 1024);
         }
         assertThat(problems(big)).singleElement().asString()
-                .isEqualTo(big + ":0: file is 52428800 bytes; a config may be at most 16777216 bytes (is this the right file?)");
+                .isEqualTo(big + ": file is 52428800 bytes; a config may be at most 16777216 bytes (is this the right file?)");
     }
 
     @Test
@@ -87,7 +87,7 @@ class BadInputTest {
 
     @Test
     void aMissingFileIsOneLineWithoutAnExceptionName() {
-        assertThat(problems(dir.resolve("nope.yaml"))).containsExactly(dir.resolve("nope.yaml") + ":0: file not found");
+        assertThat(problems(dir.resolve("nope.yaml"))).containsExactly(dir.resolve("nope.yaml") + ": file not found");
     }
 
     @Test

@@ -48,7 +48,7 @@ class ConfigLoaderTest {
                     class: x.B
                     zone: UTC
                     lease: PT2M
-                    misfireGrace: 250ms
+                    misfireGrace: 1500ms
                     overlap: allow
                     timeout: 1h
                     enabled: false
@@ -70,7 +70,7 @@ class ConfigLoaderTest {
         JobDefinition b = config.jobs().get(1);
         assertThat(b.schedule().zone()).isEqualTo(ZoneId.of("UTC"));
         assertThat(b.lease()).isEqualTo(Duration.ofMinutes(2));
-        assertThat(b.misfireGrace()).isEqualTo(Duration.ofMillis(250));
+        assertThat(b.misfireGrace()).isEqualTo(Duration.ofMillis(1500));
         assertThat(b.overlap()).isEqualTo(Overlap.ALLOW);
         assertThat(b.timeout()).isEqualTo(Duration.ofHours(1));
         assertThat(b.enabled()).isFalse();
@@ -150,7 +150,7 @@ class ConfigLoaderTest {
                 jobs: [ { name: a, cron: "@daily", class: x.A } ]
                 """);
         assertThat(config.redis().toString()).doesNotContain("s3cret").doesNotContain("hunter2");
-        assertThat(config.redis().describe()).isEqualTo("redis://:***@redis.internal:6380");
+        assertThat(config.redis().describe()).isEqualTo("redis://redis.internal:6380");
     }
 
     @Test
@@ -285,5 +285,53 @@ class ConfigLoaderTest {
                 + "jobs: [ { name: a, cron: \"@daily\", class: x.A, lease: 5s } ]\n")).extracting(ConfigProblem::toString).containsExactly(
                 "jobs.yaml:1: redis.waitTimeout: must be at least 1ms and less than redis.timeout (1s), or every wait would time out "
                         + "the client first, but was 2s");
+    }
+
+    /** A job that declares its params type. */
+    public static final class LabelJob implements io.lockstep.scheduler.Job {
+        /** Its params. */
+        public record Params(String label, int copies) {}
+
+        @Override
+        public void execute(io.lockstep.scheduler.JobContext context) {
+        }
+
+        @Override
+        public Class<?> paramsType() {
+            return Params.class;
+        }
+    }
+
+    @Test
+    void paramsAreBoundToTheTypeTheJobDeclaresSoATypoIsAConfigError() {
+        ConfigLoader checking = ConfigLoader.defaults();
+        String job = LabelJob.class.getName();
+        try {
+            checking.load("jobs.yaml", "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: " + job + "\n    params:\n"
+                    + "      lable: Daily\n      copies: 2\n  - name: b\n    cron: \"@daily\"\n    class: " + job + "\n"
+                    + "    params: { label: x, copies: many }\n");
+            throw new AssertionError("expected the config to be rejected");
+        } catch (ConfigException e) {
+            assertThat(e.problems()).extracting(ConfigProblem::toString).containsExactly(
+                    "jobs.yaml:6: jobs[0].params.lable: unknown key \"lable\" (did you mean \"label\"?)",
+                    "jobs.yaml:11: jobs[1].params.copies: does not fit Params: Cannot deserialize value of type `int` from String "
+                            + "\"many\": not a valid `int` value");
+        }
+        checking.load("jobs.yaml", "jobs: [ { name: a, cron: \"@daily\", class: " + job + ", params: { label: x, copies: 2 } } ]\n");
+    }
+
+    @Test
+    void aMisfireGraceTooShortToStartAnythingIsRefusedWithTheReason() {
+        assertThat(problems("jobs: [ { name: a, cron: \"@daily\", class: x.A, misfireGrace: 0s } ]\n"))
+                .extracting(ConfigProblem::toString).singleElement().asString()
+                .startsWith("jobs.yaml:1: jobs[0].misfireGrace: must be at least 1s: a slot starts some milliseconds after its time");
+    }
+
+    @Test
+    void theRedisDescriptionNamesTheUserThatIsActuallyUsed() {
+        assertThat(LOADER.load("jobs.yaml", "redis: { uri: \"redis://alice:pw@h:6379\", user: bob }\n"
+                + "jobs: [ { name: a, cron: \"@daily\", class: x.A } ]\n").redis().describe()).isEqualTo("redis://h:6379 as user bob");
+        assertThat(LOADER.load("jobs.yaml", "redis: { uri: \"redis://alice:pw@h:6379\" }\n"
+                + "jobs: [ { name: a, cron: \"@daily\", class: x.A } ]\n").redis().describe()).isEqualTo("redis://h:6379 as user alice");
     }
 }
