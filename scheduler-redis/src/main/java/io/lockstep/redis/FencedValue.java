@@ -31,15 +31,23 @@ public final class FencedValue {
 
     private final RedisCalls calls;
     private final String key;
+    private final LockMeters meters;
 
-    private FencedValue(UnifiedJedis jedis, String key) {
-        this.calls = new RedisCalls(jedis, "redis");
+    private FencedValue(RedisCalls calls, String key, LockMeters meters) {
+        this.calls = calls;
         this.key = key;
+        this.meters = meters;
     }
 
     /** The fenced value stored under {@code key}. */
     public static FencedValue of(UnifiedJedis jedis, String key) {
-        return new FencedValue(Objects.requireNonNull(jedis, "jedis"), Objects.requireNonNull(key, "key"));
+        return new FencedValue(new RedisCalls(Objects.requireNonNull(jedis, "jedis"), "redis"), Objects.requireNonNull(key, "key"),
+                LockMeters.NONE);
+    }
+
+    /** The same value, counting refused writes in {@code lockstep.lock.fenced.refused{lock=<lock>}}. */
+    public FencedValue withMeters(io.micrometer.core.instrument.MeterRegistry registry, String lock) {
+        return new FencedValue(calls, key, new LockMeters(registry, lock));
     }
 
     /**
@@ -84,6 +92,10 @@ public final class FencedValue {
             throw new IllegalArgumentException("fencing token must be positive, but was " + token);
         }
         Object reply = calls.call(mode, new RedisCalls.Call(FENCED, List.of(key), List.of(Long.toString(token), mode, value)));
-        return calls.asLong(mode, reply) == 1L;
+        boolean accepted = calls.asLong(mode, reply) == 1L;
+        if (!accepted) {
+            meters.refused();
+        }
+        return accepted;
     }
 }

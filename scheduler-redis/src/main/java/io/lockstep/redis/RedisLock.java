@@ -24,8 +24,10 @@ public final class RedisLock implements AutoCloseable {
     private volatile Watchdog<RedisLock>.Watch watch;
     private volatile Consumer<RedisLock> onLost;
     private volatile boolean released;
+    private final long acquiredNanos;
 
     RedisLock(RedisLocks locks, String name, String key, String token, long fencingToken, Duration lease, long sentNanos) {
+        this.acquiredNanos = sentNanos;
         this.locks = locks;
         this.name = name;
         this.key = key;
@@ -131,6 +133,9 @@ public final class RedisLock implements AutoCloseable {
                 .addKeyValue("action", "release").addKeyValue("identifier", token)
                 .addKeyValue("duration_ms", (System.nanoTime() - sent) / 1_000_000).addKeyValue("success", owned)
                 .log(owned ? "lock released" : "lock was no longer ours");
+        if (owned) {
+            locks.meters.held(System.nanoTime() - acquiredNanos);
+        }
         return owned;
     }
 
@@ -150,6 +155,7 @@ public final class RedisLock implements AutoCloseable {
                 .addKeyValue("action", "expire").addKeyValue("identifier", token)
                 .addKeyValue("fencing_token", fencingToken).addKeyValue("success", false)
                 .addKeyValue("reason", reason).log("lock lost");
+        locks.meters.lost();
         Consumer<RedisLock> callback = onLost;
         if (callback != null) {
             callback.accept(this);

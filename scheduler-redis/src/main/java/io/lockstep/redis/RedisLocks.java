@@ -77,8 +77,10 @@ public final class RedisLocks implements AutoCloseable {
     private final Duration maxBackoff;
     final Watchdog<RedisLock> watchdog;
     private final CircuitBreaker breaker;
+    final LockMeters meters;
 
     private RedisLocks(Builder b) {
+        this.meters = b.meters;
         this.breaker = b.breaker == null ? null : CircuitBreaker.of("lockstep-locks", b.breaker);
         if (breaker != null) {
             breaker.getEventPublisher().onStateTransition(e -> EVENTS.atLevel(
@@ -92,6 +94,9 @@ public final class RedisLocks implements AutoCloseable {
                         case CLOSED -> "redis answers again: lock calls go through";
                         default -> "lock circuit changed";
                     }));
+        }
+        if (breaker != null) {
+            meters.circuit(breaker);
         }
         this.calls = new RedisCalls(b.jedis, b.description, breaker);
         this.prefix = b.keyPrefix;
@@ -129,15 +134,22 @@ public final class RedisLocks implements AutoCloseable {
         checkLease(lease);
         String token = newToken();
         long sent = System.nanoTime();
-        Object reply = calls.call("acquire", new RedisCalls.Call(ACQUIRE, List.of(key, key + ":fence"),
-                List.of(token, Long.toString(lease.toMillis()), Long.toString(FENCE_TTL.toMillis()))));
-        long fence = calls.asLong("acquire", reply);
+        long fence;
+        try {
+            Object reply = calls.call("acquire", new RedisCalls.Call(ACQUIRE, List.of(key, key + ":fence"),
+                    List.of(token, Long.toString(lease.toMillis()), Long.toString(FENCE_TTL.toMillis()))));
+            fence = calls.asLong("acquire", reply);
+        } catch (LockException e) {
+            meters.acquire("error");
+            throw e;
+        }
         long durationMs = (System.nanoTime() - sent) / 1_000_000;
         EVENTS.atDebug().addKeyValue("event", fence > 0 ? "lock_acquired" : "lock_contended")
                 .addKeyValue("lock_name", key).addKeyValue("action", "acquire").addKeyValue("identifier", token)
                 .addKeyValue("duration_ms", durationMs).addKeyValue("success", fence > 0)
                 .addKeyValue("fencing_token", fence).log(fence > 0 ? "lock acquired" : "lock held by another owner");
         if (fence == 0) {
+            meters.acquire("contended");
             return Optional.empty();
         }
         long elapsed = System.nanoTime() - sent;
@@ -150,8 +162,10 @@ public final class RedisLocks implements AutoCloseable {
                     .addKeyValue("action", "acquire").addKeyValue("identifier", token)
                     .addKeyValue("duration_ms", elapsed / 1_000_000).addKeyValue("success", false)
                     .log("lock acquired too late to use: the round trip took longer than its validity; released");
+            meters.acquire("expired_on_arrival");
             return Optional.empty();
         }
+        meters.acquire("acquired");
         return Optional.of(new RedisLock(this, name, key, token, fence, lease, sent));
     }
 
@@ -235,6 +249,7 @@ public final class RedisLocks implements AutoCloseable {
         private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
         private String description = "redis";
         private CircuitBreakerConfig breaker = DEFAULT_CIRCUIT_BREAKER;
+        private LockMeters meters = LockMeters.NONE;
 
         private Builder(UnifiedJedis jedis) {
             this.jedis = Objects.requireNonNull(jedis, "jedis");
@@ -262,6 +277,16 @@ public final class RedisLocks implements AutoCloseable {
             }
             this.backoff = first;
             this.maxBackoff = max;
+            return this;
+        }
+
+        /**
+         * Where the meters go ({@code lockstep.lock.acquires}, {@code .held}, {@code .lost},
+         * {@code .circuit}), tagged {@code lock=<lock>}: a name for this use of locks (say
+         * {@code orders}), never one per resource, so that the tag stays bounded.
+         */
+        public Builder meterRegistry(io.micrometer.core.instrument.MeterRegistry registry, String lock) {
+            this.meters = new LockMeters(Objects.requireNonNull(registry, "registry"), Objects.requireNonNull(lock, "lock"));
             return this;
         }
 

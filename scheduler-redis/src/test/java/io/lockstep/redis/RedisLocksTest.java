@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import redis.clients.jedis.RedisClient;
 
 /** The standalone lock API against a real redis-server. */
@@ -278,9 +279,10 @@ class RedisLocksTest {
     @Test
     void whileRedisKeepsFailingTheCircuitOpensAndCallsFailFastThenAProbeClosesIt() {
         String name = name();
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
         try (LocalRedisServer own = LocalRedisServer.start();
              RedisClient client = RedisClient.create(own.host(), own.port());
-             RedisLocks guarded = RedisLocks.builder(client).circuitBreaker(
+             RedisLocks guarded = RedisLocks.builder(client).meterRegistry(meters, "orders").circuitBreaker(
                      io.github.resilience4j.circuitbreaker.CircuitBreakerConfig.from(RedisLocks.DEFAULT_CIRCUIT_BREAKER)
                              .waitDurationInOpenState(Duration.ofMillis(500)).build()).build()) {
             guarded.tryAcquire(name, Duration.ofSeconds(1)).orElseThrow().release();
@@ -300,10 +302,35 @@ class RedisLocksTest {
             assertThat(failures.subList(0, firstFast)).allSatisfy(m -> assertThat(m).contains("cannot reach the server"));
             assertThat(failures.subList(firstFast, failures.size())).allSatisfy(m -> assertThat(m).contains("circuit open"));
             assertThat(guarded.circuitState()).isEqualTo("open");
+            assertThat(meters.get("lockstep.lock.circuit").tag("lock", "orders").gauge().value()).isEqualTo(2); // open
+            assertThat(meters.get("lockstep.lock.acquires").tags("lock", "orders", "result", "error").counter().count()).isEqualTo(8);
             own.restart();
             await().atMost(Duration.ofSeconds(10)).ignoreException(LockException.class)
                     .until(() -> guarded.tryAcquire(name(), Duration.ofSeconds(1)).isPresent());
             assertThat(guarded.circuitState()).isEqualTo("closed");
+            assertThat(meters.get("lockstep.lock.circuit").tag("lock", "orders").gauge().value()).isZero();
         }
+    }
+
+    @Test
+    void theMetersCountAcquiresByResultHoldTimeLossesAndRefusedFencedWrites() {
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        String name = name();
+        try (RedisLocks counted = RedisLocks.builder(jedis).meterRegistry(meters, "stock").build()) {
+            RedisLock held = counted.tryAcquire(name, Duration.ofSeconds(5)).orElseThrow();
+            assertThat(counted.tryAcquire(name, Duration.ofSeconds(5))).isEmpty();
+            FencedValue value = FencedValue.of(jedis, "lockstep:stock:{" + name + "}").withMeters(meters, "stock");
+            assertThat(value.write(held.fencingToken(), "9")).isTrue();
+            assertThat(value.write(held.fencingToken() - 1, "10")).isFalse(); // a stale holder
+            assertThat(held.release()).isTrue();
+            RedisLock lost = counted.tryAcquire(name, Duration.ofSeconds(5)).orElseThrow();
+            jedis.del(lost.key()); // someone deleted the key: the next extension is refused
+            assertThat(lost.extend()).isFalse();
+        }
+        assertThat(meters.get("lockstep.lock.acquires").tags("lock", "stock", "result", "acquired").counter().count()).isEqualTo(2);
+        assertThat(meters.get("lockstep.lock.acquires").tags("lock", "stock", "result", "contended").counter().count()).isEqualTo(1);
+        assertThat(meters.get("lockstep.lock.held").tag("lock", "stock").timer().count()).isEqualTo(1);
+        assertThat(meters.get("lockstep.lock.lost").tag("lock", "stock").counter().count()).isEqualTo(1);
+        assertThat(meters.get("lockstep.lock.fenced.refused").tag("lock", "stock").counter().count()).isEqualTo(1);
     }
 }
