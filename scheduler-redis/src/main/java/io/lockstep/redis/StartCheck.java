@@ -45,13 +45,16 @@ final class StartCheck {
         provider.lastSlots(List.of(PREFLIGHT_JOB));
         provider.complete(List.of(new Completion(probe, Outcome.SUCCEEDED)));
         provider.claim(List.of(new ClaimRequest(probe, "preflight", Duration.ofSeconds(10), ClaimRequest.Mode.RECOVER, false)));
-        // Membership: publish a config, heartbeat (ages out in a second), read the config back, leave.
+        // Membership: publish a config, heartbeat, read the config back, leave; on keys of its own
+        // (under the same prefix, so the same ACL pattern), so that no worker ever sees the probe.
+        RedisMembers probeMembers = new RedisMembers(jedis, calls,
+                new RedisKeys(provider.keys().prefix() + ":" + PREFLIGHT_JOB, provider.keys().cluster()));
         Instant now = Instant.ofEpochMilli(provider.serverTimeMillis());
-        provider.publishConfig(PREFLIGHT_JOB, java.util.Map.of(PREFLIGHT_JOB, "{}"));
-        provider.heartbeat(new WorkerInfo(PREFLIGHT_JOB, "preflight", 0, "preflight", now, 0, 0, PREFLIGHT_JOB, now),
-                Duration.ofSeconds(1));
-        provider.config(PREFLIGHT_JOB);
-        provider.leave(PREFLIGHT_JOB);
+        probeMembers.publish(PREFLIGHT_JOB, java.util.Map.of(PREFLIGHT_JOB, "{}"));
+        probeMembers.heartbeat(new WorkerInfo(PREFLIGHT_JOB, "preflight", 0, "preflight", now, 0, 0, PREFLIGHT_JOB, now),
+                WorkerInfo.HEARTBEAT_TTL);
+        probeMembers.config(PREFLIGHT_JOB);
+        probeMembers.leave(PREFLIGHT_JOB);
         evictionWarning(jedis, target).ifPresent(warning -> org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn()
                 .addKeyValue("event", "redis_eviction_policy").addKeyValue("target", target)
                 .log(warning));

@@ -4,7 +4,8 @@
 -- KEYS[1] live workers (hash: id -> JSON)  KEYS[2] last seen (zset: id -> server ms)
 -- KEYS[3] the config this worker published (hash: job -> JSON)
 -- KEYS[4] manual runs requested (zset: '<job> <slot ms>' -> slot ms)
--- ARGV[1] worker id  ARGV[2] its JSON  ARGV[3] ttl (ms)
+-- ARGV[1] worker id  ARGV[2] its JSON  ARGV[3] ttl (ms): the same for every caller (WorkerInfo.HEARTBEAT_TTL),
+-- since each call ages out everyone not seen within it
 -- Returns {server ms, 1 if KEYS[3] exists else 0, {id, JSON, id, JSON, ...}, {id, last seen, ...},
 -- {'<job> <slot ms>', ...}}.
 local t = redis.call('TIME')

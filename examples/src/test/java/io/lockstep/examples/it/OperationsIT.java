@@ -141,6 +141,25 @@ class OperationsIT {
 
             statusPageInChromium(ports.get("w1"));
 
+            // A lease lost by force (the holder SIGSTOPped past its lease) is counted where it happened.
+            JsonNode holder = await().atMost(Duration.ofSeconds(10)).until(() -> statusJson(cluster).path("jobs").get(2).path("running"),
+                    running -> running.size() == 1 && running.get(0).path("leaseLeftMs").asLong() > 1000);
+            String stoppedId = holder.get(0).path("worker").asText();
+            WorkerProcess stopped = cluster.workers.stream().filter(w -> w.events("worker_started").get(0).path("worker").asText()
+                    .equals(stoppedId)).findFirst().orElseThrow();
+            stopped.signal("STOP");
+            try {
+                // Its lease runs out while it is stopped: a peer abandons the run (recover: none).
+                await().atMost(Duration.ofSeconds(10)).until(() -> cluster.events("slot_abandoned").stream()
+                        .anyMatch(e -> e.path("job").asText().equals("slow")));
+            } finally {
+                stopped.signal("CONT");
+            }
+            await().atMost(Duration.ofSeconds(10)).until(() -> !stopped.events("lease_lost").isEmpty());
+            long lostEvents = stopped.events("lease_lost").stream().filter(e -> e.path("job").asText().equals("slow")).count();
+            assertThat(lostEvents).isPositive();
+            assertThat(metric(scrape(ports.get(stoppedId)), "lockstep_leases_lost_total", "slow", "")).isEqualTo(lostEvents);
+
             // A worker killed without a goodbye leaves the list once its heartbeat expires.
             cluster.workers.get(2).signal("KILL");
             await().atMost(Duration.ofSeconds(25)).until(() -> statusJson(cluster).path("workers").findValuesAsText("id").size() == 2);
@@ -166,7 +185,7 @@ class OperationsIT {
                 assertThat(drift.path("differences").asText()).startsWith("cron: ").contains("*/3 * * * * *", "*/4 * * * * *");
             }
             JsonNode status = statusJson(cluster);
-            assertThat(status.path("drift")).singleElement().satisfies(d -> {
+            assertThat(status.path("drift")).as(status.toString()).singleElement().satisfies(d -> {
                 assertThat(d.path("job").asText()).isEqualTo("slow");
                 assertThat(d.path("workers").toString()).contains("w1", "w2");
             });
