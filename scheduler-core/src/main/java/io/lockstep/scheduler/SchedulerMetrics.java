@@ -42,7 +42,7 @@ final class SchedulerMetrics {
     void bind(JobThreads threads, BooleanSupplier redisUp) {
         Gauge.builder("lockstep.threads.busy", threads, JobThreads::busy).description("job threads running a job now")
                 .register(registry);
-        Gauge.builder("lockstep.redis.up", redisUp, up -> up.getAsBoolean() ? 1 : 0)
+        Gauge.builder("lockstep.redis.up", redisUp, up -> up.getAsBoolean() ? 1 : 0).strongReference(true) // a lambda: keep it
                 .description("1 while the lock store answers, 0 during an outage").register(registry);
     }
 
@@ -67,8 +67,9 @@ final class SchedulerMetrics {
     /** A job started this late after its slot (the cluster's clock). */
     void started(String job, Duration lateness) {
         Timer.builder("lockstep.start.lateness").description("from a slot's time to its job's start").tags("job", job)
-                .publishPercentileHistogram().serviceLevelObjectives(Duration.ofMillis(10), Duration.ofMillis(50),
-                        Duration.ofMillis(100), Duration.ofMillis(500), Duration.ofSeconds(1))
+                // A few fixed buckets (not Micrometer's ~70 percentile buckets): one series each per job.
+                .serviceLevelObjectives(Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50), Duration.ofMillis(100),
+                        Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1), Duration.ofSeconds(5))
                 .register(registry).record(lateness.isNegative() ? Duration.ZERO : lateness);
     }
 

@@ -133,7 +133,8 @@ final class StatusCommand extends AdminCommand {
         for (JobDefinition j : s.jobs()) {
             RedisAdmin.JobState st = s.states().get(j.name());
             String next = !j.enabled() ? "disabled" : j.schedule().next(s.now()).map(n -> relative(n, s.now())).orElse("never");
-            String last = st.last().map(r -> r.outcome() + " " + relative(r.slot(), s.now()) + " on " + r.worker()).orElse("-");
+            String last = st.last().map(r -> r.outcome() + " " + relative(r.slot(), s.now()) + " on " + r.worker()
+                    + (r.manual() ? " (manual)" : "")).orElse("-");
             String running = st.running().isEmpty() ? "-" : String.join(", ", st.running().stream()
                     .map(f -> f.worker() + " (token " + f.fencingToken() + ", lease " + Math.max(0, f.leaseLeft().toSeconds()) + " s left)").toList());
             String paused = st.pause().map(p -> "yes" + (p.note().isEmpty() ? "" : ": " + p.note())

@@ -90,6 +90,7 @@ class OperationsIT {
                     + sum(ports, "lockstep_claims_total", "manual", "result=\"contended\"") == 3);
             assertThat(sum(ports, "lockstep_claims_total", "manual", "result=\"won\"")).isEqualTo(1);
             assertThat(sum(ports, "lockstep_runs_total", "manual", "outcome=\"succeeded\"")).isEqualTo(1);
+            assertThat(scrape(ports.get("w1")).lines()).contains("lockstep_redis_up 1.0").anyMatch(l -> l.startsWith("lockstep_threads_busy "));
             String winner = manualRuns.get(0).split(" ")[1];
             assertThat(metric(scrape(ports.get(winner)), "lockstep_runs_total", "manual", "outcome=\"succeeded\"")).isEqualTo(1);
 
