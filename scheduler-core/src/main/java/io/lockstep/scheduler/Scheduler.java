@@ -103,6 +103,7 @@ public final class Scheduler implements AutoCloseable {
                 queue.addAll(List.of(DueSlot.manual(job, t.slot())));
             }
         });
+        metrics.bindDrift(() -> membership.drift().size());
     }
 
     /** A builder for a scheduler on {@code provider}. */

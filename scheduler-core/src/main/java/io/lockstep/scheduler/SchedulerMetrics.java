@@ -46,6 +46,12 @@ final class SchedulerMetrics {
                 .description("1 while the lock store answers, 0 during an outage").register(registry);
     }
 
+    /** The number of jobs on which live workers disagree ({@code config_drift}), as this worker last saw. */
+    void bindDrift(java.util.function.IntSupplier jobsInDrift) {
+        Gauge.builder("lockstep.config.drift", jobsInDrift, s -> s.getAsInt()).strongReference(true)
+                .description("jobs whose definition differs between live workers").register(registry);
+    }
+
     /** One claim attempt's result (won, contended, done, skipped, missed, error). */
     void claim(String job, String result) {
         Counter.builder("lockstep.claims").description("claim attempts by result").tags("job", job, "result", result)

@@ -170,12 +170,13 @@ class OperationsIT {
 
     @Test
     void twoWorkersThatDisagreeOnAJobAreToldWhichJobAndWhich() throws Exception {
-        try (Cluster cluster = new Cluster(dir, jobs())) {
+        try (Cluster cluster = cluster(jobs())) {
             Path other = dir.resolve("other.yaml");
             Files.writeString(other, Files.readString(cluster.config).replace("name: slow, cron: \"*/3 * * * * *\"",
                     "name: slow, cron: \"*/4 * * * * *\""));
-            cluster.start("w1");
-            WorkerProcess w2 = WorkerProcess.start(dir, other, "w2");
+            int port = freePort();
+            cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
+            WorkerProcess w2 = WorkerProcess.start(dir, other, "w2", Map.of("HTTP_PORT", Integer.toString(freePort())));
             cluster.workers.add(w2);
             cluster.awaitStarted();
             await().atMost(Duration.ofSeconds(15)).until(() -> cluster.workers.stream().allMatch(w -> !w.events("config_drift").isEmpty()));
@@ -191,6 +192,7 @@ class OperationsIT {
                 assertThat(d.path("workers").toString()).contains("w1", "w2");
             });
             assertThat(w2.events("config_drift")).hasSize(1); // reported once, not at every heartbeat
+            assertThat(scrape(port).lines()).contains("lockstep_config_drift 1.0");
         }
     }
 
