@@ -11,8 +11,9 @@ import java.time.Instant;
  * fire together, and a host clock that is stepped (by hand, by NTP, by a VM resume) moves nothing:
  * only the store's clock and elapsed time count. The store's clock is read with a few samples,
  * taking the one with the shortest round trip and assuming the store read its clock half-way
- * through; it is read again every {@link #SYNC_INTERVAL}. Before the first read the host's wall
- * clock stands in. Thread-safe.
+ * through; it is read again every {@link #SYNC_INTERVAL}, unless a heartbeat's reply brought a
+ * reading meanwhile ({@link #sample}). Before the first read the host's wall clock stands in.
+ * Thread-safe.
  */
 final class ClusterClock {
 
@@ -24,8 +25,8 @@ final class ClusterClock {
     /** The host's wall clock: stands in before the first read, and gives the reported offset. */
     private final Clock clock;
 
-    /** The store's clock at {@link Anchor#nanos}, epoch ms; null before the first read. */
-    private record Anchor(long serverMillis, long nanos, long offsetMillis) {}
+    /** The store's clock at {@link Anchor#nanos}, epoch ms, read with a round trip of {@code rttNanos}; null before the first read. */
+    private record Anchor(long serverMillis, long nanos, long offsetMillis, long rttNanos) {}
 
     private volatile Anchor anchor;
     /** Monotonic nanos at which the next read is due. */
@@ -70,10 +71,26 @@ final class ClusterClock {
             long rtt = System.nanoTime() - sent;
             if (rtt < bestRtt) {
                 bestRtt = rtt;
-                best = new Anchor(server, sent + rtt / 2, server - (wall + rtt / 2_000_000));
+                best = new Anchor(server, sent + rtt / 2, server - (wall + rtt / 2_000_000), rtt);
             }
         }
         anchor = best;
         nextSyncNanos = System.nanoTime() + SYNC_INTERVAL.toNanos();
+    }
+
+    /**
+     * A reading of the store's clock that came with another call (the heartbeat's reply carries the
+     * server's time), sent at {@code sentNanos} and answered at {@code receivedNanos}. Taken when its
+     * round trip is about as short as the best one's, or when the anchor is due anyway; then the
+     * next read of its own is put off, so that an idle worker sends nothing but its heartbeat.
+     */
+    void sample(long serverMillis, long sentNanos, long receivedNanos) {
+        long rtt = receivedNanos - sentNanos;
+        Anchor a = anchor;
+        if (a == null || rtt <= a.rttNanos * 3 / 2 + 500_000 || syncDue()) {
+            long wall = clock.millis() - (System.nanoTime() - receivedNanos) / 1_000_000;
+            anchor = new Anchor(serverMillis, sentNanos + rtt / 2, serverMillis - (wall - rtt / 2_000_000), rtt);
+            nextSyncNanos = System.nanoTime() + SYNC_INTERVAL.toNanos();
+        }
     }
 }

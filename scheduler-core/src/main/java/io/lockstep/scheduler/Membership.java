@@ -116,7 +116,11 @@ final class Membership {
     private void beat() {
         WorkerInfo self = new WorkerInfo(workerId, host, ProcessHandle.current().pid(), version, started, threads.size,
                 threads.busy(), configHash, clock.now());
+        long sent = System.nanoTime();
         Heartbeat reply = provider.heartbeat(self, TTL);
+        if (reply.serverTimeMillis() > 0) {
+            clock.sample(reply.serverTimeMillis(), sent, System.nanoTime()); // the only idle traffic is this heartbeat
+        }
         live = reply.workers();
         checkDrift();
         handed.retainAll(reply.triggers());

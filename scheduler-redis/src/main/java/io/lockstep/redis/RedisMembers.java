@@ -52,7 +52,9 @@ final class RedisMembers {
                 triggers.add(new Heartbeat.Trigger(t[0], Instant.ofEpochMilli(Long.parseLong(t[1]))));
             }
         }
-        return new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3)), triggers);
+        // On Redis Cluster the heartbeat's master is not the clock of every job: leave the clock to its probe.
+        long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
+        return new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3)), triggers, serverTime);
     }
 
     /**

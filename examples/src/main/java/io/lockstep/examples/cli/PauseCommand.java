@@ -51,6 +51,9 @@ final class PauseCommand extends AdminCommand {
     @Option(names = "--for", paramLabel = "D", description = "ends by itself after this long (250ms, 30s, 5m, 2h, 1d)")
     String duration;
 
+    @Option(names = "--json", description = "one JSON document: {\"paused\":[{\"job\",\"note\",\"until\"}]}")
+    boolean json;
+
     @Override
     int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
         Optional<Duration> until = Optional.empty();
@@ -67,10 +70,19 @@ final class PauseCommand extends AdminCommand {
             return WorkerMain.BAD_INPUT;
         }
         String by = System.getProperty("user.name", "") + "@" + hostName();
+        com.fasterxml.jackson.databind.node.ObjectNode result = new com.fasterxml.jackson.databind.ObjectMapper().createObjectNode();
+        com.fasterxml.jackson.databind.node.ArrayNode paused = result.putArray("paused");
+        java.time.Instant now = java.time.Instant.ofEpochMilli(admin.serverTimeMillis());
         for (String job : jobs.get()) {
             admin.pause(job, note, until, by);
-            out.println("paused " + job + until.map(d -> " for " + Durations.format(d)).orElse(" until resumed")
-                    + (note.isEmpty() ? "" : " (" + note + ")"));
+            paused.addObject().put("job", job).put("note", note).put("until", until.map(d -> now.plus(d).toString()).orElse(null));
+            if (!json) {
+                out.println("paused " + job + until.map(d -> " for " + Durations.format(d)).orElse(" until resumed")
+                        + (note.isEmpty() ? "" : " (" + note + ")"));
+            }
+        }
+        if (json) {
+            out.println(result);
         }
         return WorkerMain.OK;
     }

@@ -15,14 +15,27 @@ final class ResumeCommand extends AdminCommand {
     @ArgGroup(exclusive = true, multiplicity = "1")
     PauseCommand.Which which;
 
+    @picocli.CommandLine.Option(names = "--json", description = "one JSON document: {\"resumed\":[...],\"notPaused\":[...]}")
+    boolean json;
+
     @Override
     int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
         Optional<List<String>> jobs = which.resolve(config, err);
         if (jobs.isEmpty()) {
             return WorkerMain.BAD_INPUT;
         }
+        com.fasterxml.jackson.databind.node.ObjectNode result = new com.fasterxml.jackson.databind.ObjectMapper().createObjectNode();
+        com.fasterxml.jackson.databind.node.ArrayNode resumed = result.putArray("resumed");
+        com.fasterxml.jackson.databind.node.ArrayNode notPaused = result.putArray("notPaused");
         for (String job : jobs.get()) {
-            out.println(admin.resume(job) ? "resumed " + job : job + " was not paused");
+            boolean was = admin.resume(job);
+            (was ? resumed : notPaused).add(job);
+            if (!json) {
+                out.println(was ? "resumed " + job : job + " was not paused");
+            }
+        }
+        if (json) {
+            out.println(result);
         }
         return WorkerMain.OK;
     }

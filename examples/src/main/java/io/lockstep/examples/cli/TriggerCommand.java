@@ -35,6 +35,9 @@ final class TriggerCommand extends AdminCommand {
     @Option(names = "--timeout", paramLabel = "D", defaultValue = "2m", description = "how long --wait waits (default: ${DEFAULT-VALUE})")
     String timeout;
 
+    @Option(names = "--json", description = "one JSON document: job, slot, and with --wait state, outcome, worker, fencingToken")
+    boolean json;
+
     @Override
     int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
         if (!knows(config, job)) {
@@ -46,9 +49,14 @@ final class TriggerCommand extends AdminCommand {
             return WorkerMain.BAD_INPUT;
         }
         Instant slot = admin.trigger(job);
-        out.println("requested a manual run of " + job + " (slot " + slot + "); workers pick it up within "
-                + WorkerInfo.HEARTBEAT_INTERVAL.toSeconds() + " s");
+        if (!json) {
+            out.println("requested a manual run of " + job + " (slot " + slot + "); workers pick it up within "
+                    + WorkerInfo.HEARTBEAT_INTERVAL.toSeconds() + " s");
+        }
         if (!await) {
+            if (json) {
+                out.println(result(slot, Map.of(), "requested"));
+            }
             return WorkerMain.OK;
         }
         long deadline = System.nanoTime() + limit.get().toNanos();
@@ -57,6 +65,10 @@ final class TriggerCommand extends AdminCommand {
             run = admin.runOf(job, slot);
             String state = run.getOrDefault("state", "");
             if (!state.isEmpty() && !state.equals("running")) {
+                if (json) {
+                    out.println(result(slot, run, state));
+                    return "succeeded".equals(run.get("outcome")) ? WorkerMain.OK : RUN_FAILED;
+                }
                 return ended(run, out);
             }
             try {
@@ -66,9 +78,24 @@ final class TriggerCommand extends AdminCommand {
                 return WorkerMain.RUNTIME_FAILURE;
             }
         }
-        out.println(run.isEmpty() ? "no worker took the run within " + timeout + " (is a worker running this job?)"
-                : "still running on " + run.get("worker") + " after " + timeout);
+        if (json) {
+            out.println(result(slot, run, run.isEmpty() ? "not_taken" : "still_running"));
+        } else {
+            out.println(run.isEmpty() ? "no worker took the run within " + timeout + " (is a worker running this job?)"
+                    : "still running on " + run.get("worker") + " after " + timeout);
+        }
         return RUN_FAILED;
+    }
+
+    /** {@code {"job","slot","state","outcome","worker","fencingToken"}}. */
+    private String result(Instant slot, Map<String, String> run, String state) {
+        com.fasterxml.jackson.databind.node.ObjectNode o = new com.fasterxml.jackson.databind.ObjectMapper().createObjectNode()
+                .put("job", job).put("slot", slot.toString()).put("state", state)
+                .put("outcome", run.get("outcome")).put("worker", run.get("worker"));
+        if (run.containsKey("fence")) {
+            o.put("fencingToken", Long.parseLong(run.get("fence")));
+        }
+        return o.toString();
     }
 
     private static int ended(Map<String, String> run, PrintWriter out) {

@@ -51,7 +51,8 @@ class OperationsIT {
                 + "  - { name: manual, cron: \"0 0 0 1 1 *\", class: io.lockstep.examples.it.jobs.RecordingJob,"
                 + " params: { file: \"" + dir.resolve("manual.log") + "\" } }\n"
                 + "  - { name: slow, cron: \"*/3 * * * * *\", class: io.lockstep.examples.it.jobs.RecordingJob,"
-                + " params: { file: \"" + dir.resolve("slow.log") + "\", workMillis: 2500 }, lease: 2s, misfireGrace: 2s }\n";
+                + " params: { file: \"" + dir.resolve("slow.log") + "\", workMillis: 2500 }, lease: 2s, misfireGrace: 2s }\n"
+                + "  - { name: failing, cron: \"0 0 0 1 1 *\", class: io.lockstep.examples.HeartbeatJob, params: { failAttempts: 9 } }\n";
     }
 
     /** A cluster whose workers serve HTTP on the port in their HTTP_PORT variable. */
@@ -75,16 +76,22 @@ class OperationsIT {
             // status: every live worker and every job of the config.
             JsonNode status = statusJson(cluster);
             assertThat(status.path("workers").findValuesAsText("id")).containsExactlyInAnyOrder("w1", "w2", "w3");
-            assertThat(status.path("jobs").findValuesAsText("name")).containsExactly("tick", "manual", "slow");
+            assertThat(status.path("jobs").findValuesAsText("name")).containsExactly("tick", "manual", "slow", "failing");
             assertThat(status.path("drift")).isEmpty();
 
             // trigger --wait: exactly one worker runs it (by the job's own record), and the command exits by its outcome.
             Cli trigger = cli("trigger", "--config", cluster.config.toString(), "--job", "manual", "--wait", "--timeout", "30s");
             assertThat(trigger.exit).as(trigger.err).isZero();
             assertThat(trigger.out).contains("succeeded on w");
+            Cli failing = cli("trigger", "--config", cluster.config.toString(), "--job", "failing", "--wait", "--timeout", "30s", "--json");
+            assertThat(failing.exit).as("a triggered run that fails exits 3").isEqualTo(3);
+            JsonNode failed = JSON.readTree(failing.out);
+            assertThat(failed.path("state").asText()).isEqualTo("done");
+            assertThat(failed.path("outcome").asText()).isEqualTo("failed");
+            assertThat(failed.path("fencingToken").asLong()).isPositive();
             List<String> manualRuns = Files.readAllLines(dir.resolve("manual.log"));
             assertThat(manualRuns).hasSize(1);
-            assertThat(cluster.events("job_started").stream().filter(e -> e.path("manual").asBoolean())).hasSize(1);
+            assertThat(cluster.events("job_started").stream().filter(e -> e.path("manual").asBoolean() && e.path("job").asText().equals("manual"))).hasSize(1);
             // Every worker raced it: one won, the others were told it was taken; the meters say the same.
             await().atMost(Duration.ofSeconds(15)).until(() -> sum(ports, "lockstep_claims_total", "manual", "result=\"won\"")
                     + sum(ports, "lockstep_claims_total", "manual", "result=\"contended\"") == 3);
@@ -201,7 +208,7 @@ class OperationsIT {
         try (Cluster cluster = new Cluster(dir, jobs())) {
             Cli unknown = cli("trigger", "--config", cluster.config.toString(), "--job", "nope");
             assertThat(unknown.exit).isEqualTo(2);
-            assertThat(unknown.err.strip()).doesNotContain("\n").contains("no job named \"nope\"").contains("tick, manual, slow");
+            assertThat(unknown.err.strip()).doesNotContain("\n").contains("no job named \"nope\"").contains("tick, manual, slow, failing");
             Cli both = cli("pause", "--config", cluster.config.toString(), "--job", "tick", "--all");
             assertThat(both.exit).isEqualTo(2);
             Cli help = cli("status", "--help");

@@ -9,12 +9,19 @@ import java.util.List;
  *
  * @param workers every live worker, the caller included
  * @param triggers manual runs requested within the last minute, whether decided or not (the claim decides)
+ * @param serverTimeMillis the store's clock when it wrote the heartbeat, when that is the clock the
+ *     claims are decided by (0 otherwise: on Redis Cluster a job's claims follow its own master)
  */
-public record Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers) {
+public record Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers, long serverTimeMillis) {
 
     public Heartbeat {
         workers = List.copyOf(workers);
         triggers = List.copyOf(triggers);
+    }
+
+    /** A heartbeat that carries no clock reading. */
+    public Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers) {
+        this(workers, triggers, 0);
     }
 
     /**
