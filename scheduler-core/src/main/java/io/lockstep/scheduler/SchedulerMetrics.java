@@ -28,6 +28,12 @@ final class SchedulerMetrics {
     static final String ERROR = "error";
 
     private final MeterRegistry registry;
+    /**
+     * The meters recorded for every slot, by name and tags: building a meter's id (sorting its
+     * tags) and looking it up in the registry costs more than recording, thousands of times a second.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<String, io.micrometer.core.instrument.Meter> hot =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     SchedulerMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -54,8 +60,8 @@ final class SchedulerMetrics {
 
     /** One claim attempt's result (won, contended, done, skipped, missed, error). */
     void claim(String job, String result) {
-        Counter.builder("lockstep.claims").description("claim attempts by result").tags("job", job, "result", result)
-                .register(registry).increment();
+        ((Counter) hot.computeIfAbsent("claims\0" + job + "\0" + result, k -> Counter.builder("lockstep.claims")
+                .description("claim attempts by result").tags("job", job, "result", result).register(registry))).increment();
     }
 
     /** Slots missed; reason: late, no_thread, order, unconfirmed, outage, fell_behind, cluster_down, catch_up. */
@@ -72,25 +78,29 @@ final class SchedulerMetrics {
 
     /** A job started this late after its slot (the cluster's clock). */
     void started(String job, Duration lateness) {
-        Timer.builder("lockstep.start.lateness").description("from a slot's time to its job's start").tags("job", job)
+        ((Timer) hot.computeIfAbsent("lateness\0" + job, k -> Timer.builder("lockstep.start.lateness")
+                .description("from a slot's time to its job's start").tags("job", job)
                 // A few fixed buckets (not Micrometer's ~70 percentile buckets): one series each per job.
                 .serviceLevelObjectives(Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50), Duration.ofMillis(100),
                         Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1), Duration.ofSeconds(5))
-                .register(registry).record(lateness.isNegative() ? Duration.ZERO : lateness);
+                .register(registry))).record(lateness.isNegative() ? Duration.ZERO : lateness);
     }
 
     /** A run ended: its outcome (succeeded, failed, timed_out, lost, interrupted) and how long it ran. */
     void ran(String job, Outcome outcome, long durationNanos) {
         String o = outcome == Outcome.LEASE_LOST ? "lost" : outcome.label();
-        Counter.builder("lockstep.runs").description("runs by outcome").tags("job", job, "outcome", o).register(registry).increment();
-        Timer.builder("lockstep.run.duration").description("from a run's first attempt to its end").tags("job", job, "outcome", o)
-                .register(registry).record(durationNanos, TimeUnit.NANOSECONDS);
+        ((Counter) hot.computeIfAbsent("runs\0" + job + "\0" + o, k -> Counter.builder("lockstep.runs").description("runs by outcome")
+                .tags("job", job, "outcome", o).register(registry))).increment();
+        ((Timer) hot.computeIfAbsent("duration\0" + job + "\0" + o, k -> Timer.builder("lockstep.run.duration")
+                .description("from a run's first attempt to its end").tags("job", job, "outcome", o).register(registry)))
+                .record(durationNanos, TimeUnit.NANOSECONDS);
     }
 
     /** A lease was held this long: from the claim to the outcome written. */
     void leaseHeld(String job, long nanos) {
-        Timer.builder("lockstep.lease.held").description("from a claim won to its lease given back").tags("job", job)
-                .register(registry).record(nanos, TimeUnit.NANOSECONDS);
+        ((Timer) hot.computeIfAbsent("held\0" + job, k -> Timer.builder("lockstep.lease.held")
+                .description("from a claim won to its lease given back").tags("job", job).register(registry)))
+                .record(nanos, TimeUnit.NANOSECONDS);
     }
 
     /** A lease was lost; reason: expired (its deadline passed), revoked (the store said so), before_start. */

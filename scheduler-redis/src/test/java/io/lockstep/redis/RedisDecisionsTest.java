@@ -11,7 +11,6 @@ import io.lockstep.scheduler.lock.Outcome;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -28,30 +27,28 @@ class RedisDecisionsTest {
     private static final Duration LEASE = Duration.ofSeconds(10);
     private static final Duration GRACE = Duration.ofSeconds(10);
 
-    private static LocalRedisServer server;
+    private static RedisFixture fixture;
     private static RedisLockProvider provider;
     private static RedisClient raw;
 
     @BeforeAll
     static void startRedis() {
-        server = LocalRedisServer.start();
-        provider = RedisLockProvider.builder().uri(server.uri()).build();
-        raw = RedisClient.create(server.host(), server.port());
+        fixture = RedisFixture.start();
+        provider = fixture.provider;
+        raw = fixture.raw;
     }
 
     @AfterAll
     static void stopRedis() {
-        raw.close();
-        provider.close();
-        server.close();
+        fixture.close();
     }
 
     private static String job() {
-        return "job-" + UUID.randomUUID().toString().substring(0, 8);
+        return RedisFixture.job();
     }
 
     private static Instant serverNow() {
-        return Instant.ofEpochMilli(provider.serverTimeMillis());
+        return fixture.serverNow();
     }
 
     private static ClaimRequest request(String job, Instant slot, String token, boolean exclusive, Mode mode) {

@@ -81,12 +81,16 @@ final class RunCommand implements Callable<Integer> {
         Signal.handle(new Signal("INT"), s -> stop.countDown());
         Scheduler scheduler;
         WorkerHttp http = null;
-        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        // Meters only when something can read them (worker.http); otherwise they cost the slot path for nothing.
+        PrometheusMeterRegistry registry = c.worker().httpPort() > 0 ? new PrometheusMeterRegistry(PrometheusConfig.DEFAULT) : null;
         try {
             provider.ping();
             String id = workerId != null ? workerId : c.worker().id();
-            scheduler = Scheduler.builder(provider)
-                    .meterRegistry(registry)
+            Scheduler.Builder builder = Scheduler.builder(provider);
+            if (registry != null) {
+                builder.meterRegistry(registry);
+            }
+            scheduler = builder
                     .workerId(id)
                     .threads(c.worker().threads())
                     .shutdownTimeout(c.worker().shutdownTimeout())
@@ -101,7 +105,7 @@ final class RunCommand implements Callable<Integer> {
                     .addKeyValue("threads", c.worker().threads())
                     .addKeyValue("clock_skew_ms", clock.millis() - System.currentTimeMillis())
                     .log("config loaded");
-            if (c.worker().httpPort() > 0) {
+            if (registry != null) {
                 http = startHttp(c, scheduler, provider, registry);
             }
             scheduler.start();
