@@ -36,7 +36,8 @@ final class Membership {
     private final String workerId;
     private final JobThreads threads;
     private final ClusterClock clock;
-    private final Map<String, String> ours;
+    /** Our job definitions; their descriptions are made when needed (publishing, drift), not kept: 10,000 jobs' JSON is megabytes. */
+    private final List<JobDefinition> definitions;
     private final String configHash;
     private final String host;
     private final String version;
@@ -61,8 +62,8 @@ final class Membership {
         this.workerId = workerId;
         this.threads = threads;
         this.clock = clock;
-        this.ours = Fingerprints.describe(definitions);
-        this.configHash = Fingerprints.hash(ours);
+        this.definitions = List.copyOf(definitions);
+        this.configHash = Fingerprints.hash(Fingerprints.describe(definitions));
         this.host = hostName();
         String v = Membership.class.getPackage().getImplementationVersion();
         this.version = v != null ? v : "dev";
@@ -80,7 +81,7 @@ final class Membership {
      */
     void start() {
         started = clock.now();
-        provider.publishConfig(configHash, ours);
+        provider.publishConfig(configHash, Fingerprints.describe(definitions));
         beat();
         timer.scheduleWithFixedDelay(this::beatQuietly, INTERVAL.toMillis(), INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
     }
@@ -118,6 +119,9 @@ final class Membership {
                 threads.busy(), configHash, clock.now());
         long sent = System.nanoTime();
         Heartbeat reply = provider.heartbeat(self, TTL);
+        if (!reply.configPublished()) {
+            provider.publishConfig(configHash, Fingerprints.describe(definitions)); // Redis lost it (a restart, a failover)
+        }
         if (reply.serverTimeMillis() > 0) {
             clock.sample(reply.serverTimeMillis(), sent, System.nanoTime()); // the only idle traffic is this heartbeat
         }
@@ -139,6 +143,7 @@ final class Membership {
             }
         }
         peerConfigs.keySet().retainAll(workersByHash.keySet());
+        Map<String, String> ours = workersByHash.isEmpty() ? Map.of() : Fingerprints.describe(definitions);
         List<Drift> now = Fingerprints.drift(ours, List.of(workerId), workersByHash, hash -> {
             Map<String, String> theirs = peerConfigs.computeIfAbsent(hash, provider::config);
             if (theirs.isEmpty()) {

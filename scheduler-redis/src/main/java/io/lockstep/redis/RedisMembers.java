@@ -28,8 +28,6 @@ final class RedisMembers {
     private final UnifiedJedis jedis;
     private final RedisCalls calls;
     private final RedisKeys keys;
-    /** The config this worker published, written again when Redis lost it (a restart, a failover). */
-    private volatile Map<String, String> published = Map.of();
 
     RedisMembers(UnifiedJedis jedis, RedisCalls calls, RedisKeys keys) {
         this.jedis = jedis;
@@ -42,9 +40,6 @@ final class RedisMembers {
                 List.of(keys.workers(), keys.seen(), keys.config(self.configHash()), keys.triggers()),
                 List.of(self.id(), toJson(self), Long.toString(ttl.toMillis()))));
         List<?> r = (List<?>) reply;
-        if (calls.asLong("heartbeat", r.get(1)) == 0 && !published.isEmpty()) {
-            publish(self.configHash(), published);
-        }
         List<Heartbeat.Trigger> triggers = new ArrayList<>();
         for (Object o : (List<?>) r.get(4)) {
             String[] t = text(o).split(" ");
@@ -54,7 +49,8 @@ final class RedisMembers {
         }
         // On Redis Cluster the heartbeat's master is not the clock of every job: leave the clock to its probe.
         long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
-        return new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3)), triggers, serverTime);
+        return new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3)), triggers, serverTime,
+                calls.asLong("heartbeat", r.get(1)) == 1);
     }
 
     /**
@@ -79,7 +75,6 @@ final class RedisMembers {
     }
 
     void publish(String configHash, Map<String, String> jobs) {
-        published = Map.copyOf(jobs);
         try {
             String key = keys.config(configHash);
             if (!jobs.isEmpty()) {

@@ -11,17 +11,19 @@ import java.util.List;
  * @param triggers manual runs requested within the last minute, whether decided or not (the claim decides)
  * @param serverTimeMillis the store's clock when it wrote the heartbeat, when that is the clock the
  *     claims are decided by (0 otherwise: on Redis Cluster a job's claims follow its own master)
+ * @param configPublished whether the store still has the config this worker published (false after
+ *     the store lost it: the worker publishes it again)
  */
-public record Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers, long serverTimeMillis) {
+public record Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers, long serverTimeMillis, boolean configPublished) {
 
     public Heartbeat {
         workers = List.copyOf(workers);
         triggers = List.copyOf(triggers);
     }
 
-    /** A heartbeat that carries no clock reading. */
+    /** A heartbeat that carries no clock reading, from a store that keeps what was published. */
     public Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers) {
-        this(workers, triggers, 0);
+        this(workers, triggers, 0, true);
     }
 
     /**
