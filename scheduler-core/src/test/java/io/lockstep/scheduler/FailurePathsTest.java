@@ -10,14 +10,12 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The scheduler on the failure paths, on the in-memory store with faults switched on: lost
@@ -28,33 +26,15 @@ class FailurePathsTest {
 
     private static final CronSchedule EVERY_SECOND = CronSchedule.of("* * * * * *", ZoneOffset.UTC);
 
-    private final List<Scheduler> schedulers = new ArrayList<>();
-    private CapturedEvents events;
-
-    @BeforeEach
-    void capture() {
-        events = new CapturedEvents();
-    }
-
-    @AfterEach
-    void stop() {
-        schedulers.forEach(Scheduler::close);
-        events.close();
-    }
-
-    private Scheduler start(Scheduler.Builder builder) {
-        Scheduler s = builder.build();
-        schedulers.add(s);
-        s.start();
-        return s;
-    }
+    @RegisterExtension
+    final SchedulerHarness harness = new SchedulerHarness();
 
     private static JobDefinition job(String name, Duration lease, Duration grace, Overlap overlap) {
         return new JobDefinition(name, EVERY_SECOND, Job.class.getName(), Map.of(), lease, grace, overlap, Duration.ZERO, true);
     }
 
     private List<Map<String, Object>> named(String event, String worker) {
-        return events.named(event).stream().filter(e -> worker.equals(e.get("worker"))).toList();
+        return harness.events().named(event).stream().filter(e -> worker.equals(e.get("worker"))).toList();
     }
 
     // ---------------------------------------------------------------- a lost completion
@@ -68,19 +48,19 @@ class FailurePathsTest {
                 .withRecover(Recover.RERUN);
         Map<String, List<String>> runs = new ConcurrentHashMap<>();
         Job job = ctx -> runs.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.workerId());
-        start(Scheduler.builder(flaky).workerId("writer").job(report).jobFactory(d -> job));
+        harness.start(Scheduler.builder(flaky).workerId("writer").job(report).jobFactory(d -> job));
         await().atMost(Duration.ofSeconds(5)).until(() -> !named("job_succeeded", "writer").isEmpty());
         String first = (String) named("job_succeeded", "writer").get(0).get("slot");
         // A peer that would rerun any run whose lease ran out without an outcome.
-        start(Scheduler.builder(shared).workerId("peer").threads(1).job(report).jobFactory(d -> job));
+        harness.start(Scheduler.builder(shared).workerId("peer").threads(1).job(report).jobFactory(d -> job));
         // The writer's outcomes keep failing for three leases; its watchdog keeps the lease meanwhile.
-        await().atMost(Duration.ofSeconds(10)).until(() -> events.named("lease_renewed").stream()
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("lease_renewed").stream()
                 .filter(e -> first.equals(e.get("slot"))).count() >= 9);
         flaky.failCompletes = false;
-        await().atMost(Duration.ofSeconds(10)).until(() -> events.named("slot_released").stream()
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_released").stream()
                 .anyMatch(e -> first.equals(e.get("slot")) && Boolean.TRUE.equals(e.get("success"))));
-        assertThat(events.named("slot_recovered")).as("no run that finished is rerun").isEmpty();
-        assertThat(events.named("slot_abandoned")).isEmpty();
+        assertThat(harness.events().named("slot_recovered")).as("no run that finished is rerun").isEmpty();
+        assertThat(harness.events().named("slot_abandoned")).isEmpty();
         assertThat(runs.get(first)).containsExactly("writer");
         assertThat(shared.slotState("report", Instant.parse(first))).contains("done:succeeded");
     }
@@ -89,13 +69,13 @@ class FailurePathsTest {
     void anOutcomeWhoseReplyWasLostIsWrittenOnceAndReportedAsOurs() {
         FaultyStore store = new FaultyStore();
         store.loseCompleteReplies = true;
-        start(Scheduler.builder(store).workerId("w").job(job("report", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP))
+        harness.start(Scheduler.builder(store).workerId("w").job(job("report", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP))
                 .jobFactory(d -> ctx -> { }));
         await().atMost(Duration.ofSeconds(5)).until(() -> store.completeCalls >= 2);
-        String first = (String) events.named("job_succeeded").get(0).get("slot");
+        String first = (String) harness.events().named("job_succeeded").get(0).get("slot");
         store.loseCompleteReplies = false;
-        await().atMost(Duration.ofSeconds(5)).until(() -> events.named("slot_released").stream().anyMatch(e -> first.equals(e.get("slot"))));
-        assertThat(events.named("slot_released")).filteredOn(e -> first.equals(e.get("slot"))).singleElement()
+        await().atMost(Duration.ofSeconds(5)).until(() -> harness.events().named("slot_released").stream().anyMatch(e -> first.equals(e.get("slot"))));
+        assertThat(harness.events().named("slot_released")).filteredOn(e -> first.equals(e.get("slot"))).singleElement()
                 .satisfies(e -> assertThat(e).containsEntry("success", true).containsEntry("outcome", "succeeded"));
     }
 
@@ -105,29 +85,29 @@ class FailurePathsTest {
     void whenTicksFallBehindEverySlotStillStartsOrIsReported() {
         FaultyStore slow = new FaultyStore();
         slow.claimDelayMillis = 1_600; // each claim round trip outlasts the slot and its grace
-        start(Scheduler.builder(slow).workerId("w").job(job("tick", Duration.ofSeconds(5), Duration.ofMillis(500), Overlap.ALLOW))
+        harness.start(Scheduler.builder(slow).workerId("w").job(job("tick", Duration.ofSeconds(5), Duration.ofMillis(500), Overlap.ALLOW))
                 .jobFactory(d -> ctx -> { }));
-        await().atMost(Duration.ofSeconds(20)).until(() -> events.named("slot_missed").size() >= 6);
-        schedulers.forEach(Scheduler::close);
+        await().atMost(Duration.ofSeconds(20)).until(() -> harness.events().named("slot_missed").size() >= 6);
+        harness.closeAll();
         assertThat(everySecondHandled().toSeconds()).isGreaterThanOrEqualTo(6);
-        assertThat(events.named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("fell behind"));
+        assertThat(harness.events().named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("fell behind"));
     }
 
     @Test
     void aStoreThatThrowsSomethingUnexpectedNeverLosesASlotSilently() {
         FaultyStore buggy = new FaultyStore();
-        start(Scheduler.builder(buggy).workerId("w").job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.ALLOW))
+        harness.start(Scheduler.builder(buggy).workerId("w").job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.ALLOW))
                 .jobFactory(d -> ctx -> { }));
-        await().atMost(Duration.ofSeconds(5)).until(() -> !events.named("job_started").isEmpty());
+        await().atMost(Duration.ofSeconds(5)).until(() -> !harness.events().named("job_started").isEmpty());
         buggy.claimsThrowBug = true;
         int calls = buggy.claimCalls;
         await().atMost(Duration.ofSeconds(10)).until(() -> buggy.claimCalls >= calls + 12);
         buggy.claimsThrowBug = false;
-        int started = events.named("job_started").size();
-        await().atMost(Duration.ofSeconds(10)).until(() -> events.named("job_started").size() >= started + 2);
-        schedulers.forEach(Scheduler::close);
+        int started = harness.events().named("job_started").size();
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("job_started").size() >= started + 2);
+        harness.closeAll();
         everySecondHandled();
-        assertThat(events.named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("client bug"));
+        assertThat(harness.events().named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("client bug"));
     }
 
     // ---------------------------------------------------------------- slot order
@@ -137,7 +117,7 @@ class FailurePathsTest {
         FaultyStore store = new FaultyStore();
         Map<Instant, Long> fences = new ConcurrentHashMap<>();
         List<Instant> startOrder = new CopyOnWriteArrayList<>();
-        start(Scheduler.builder(store).workerId("w")
+        harness.start(Scheduler.builder(store).workerId("w")
                 .job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(10), Overlap.ALLOW))
                 .jobFactory(d -> ctx -> {
                     startOrder.add(ctx.scheduledTime());
@@ -162,7 +142,7 @@ class FailurePathsTest {
     void aHostClockSteppedBackAnHourMissesNoSlot() {
         MutableClock host = new MutableClock();
         List<Instant> slots = new CopyOnWriteArrayList<>();
-        start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w").clock(host)
+        harness.start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w").clock(host)
                 .job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.ALLOW))
                 .jobFactory(d -> ctx -> slots.add(ctx.scheduledTime())));
         await().atMost(Duration.ofSeconds(5)).until(() -> slots.size() >= 2);
@@ -172,12 +152,12 @@ class FailurePathsTest {
         host.shift(Duration.ofHours(2));
         int middle = slots.size();
         await().atMost(Duration.ofSeconds(6)).until(() -> slots.size() >= middle + 3);
-        schedulers.forEach(Scheduler::close);
+        harness.closeAll();
         Instant first = slots.get(0);
         Instant last = slots.get(slots.size() - 1);
         assertThat(slots).as("every second once, none early, none twice")
                 .hasSize((int) Duration.between(first, last).toSeconds() + 1).doesNotHaveDuplicates();
-        assertThat(events.named("slot_missed")).isEmpty();
+        assertThat(harness.events().named("slot_missed")).isEmpty();
     }
 
     /**
@@ -189,7 +169,7 @@ class FailurePathsTest {
     private Duration everySecondHandled() {
         java.util.TreeSet<Instant> handled = new java.util.TreeSet<>();
         for (String name : List.of("job_started", "slot_missed", "slot_skipped")) {
-            events.named(name).forEach(e -> handled.add(Instant.parse((String) e.get("slot"))));
+            harness.events().named(name).forEach(e -> handled.add(Instant.parse((String) e.get("slot"))));
         }
         for (Instant s = handled.first(); !s.isAfter(handled.last()); s = s.plusSeconds(1)) {
             assertThat(handled).as("slot %s started or was reported", s).contains(s);

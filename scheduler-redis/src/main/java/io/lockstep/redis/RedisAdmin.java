@@ -93,8 +93,21 @@ public final class RedisAdmin {
 
     /** The job's pause, last {@code recentRuns} runs (at least the last one) and runs in flight. */
     public JobState job(String job, int recentRuns) {
+        return jobs(List.of(job), recentRuns).get(0);
+    }
+
+    /** {@link #job} for each of {@code jobs}, in order, against one reading of the server's clock. */
+    public List<JobState> jobs(List<String> jobs, int recentRuns) {
+        long now = provider.serverTimeMillis();
+        List<JobState> states = new ArrayList<>(jobs.size());
+        for (String job : jobs) {
+            states.add(job(job, recentRuns, now));
+        }
+        return states;
+    }
+
+    private JobState job(String job, int recentRuns, long now) {
         try {
-            long now = provider.serverTimeMillis();
             Optional<Pause> pause = pause(jedis.hgetAll(keys.paused(job)), jedis.pttl(keys.paused(job)), now);
             List<InFlight> running = new ArrayList<>();
             for (Tuple t : jedis.zrangeWithScores(keys.running(job), 0, -1)) {

@@ -18,10 +18,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import redis.clients.jedis.RedisClient;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * What operating a cluster keeps in Redis, against a real redis-server: membership (heartbeats
@@ -33,34 +31,15 @@ class OperationsStoreTest {
     private static final Duration LEASE = Duration.ofSeconds(10);
     private static final Duration GRACE = Duration.ofSeconds(10);
 
-    private static RedisFixture fixture;
-    private static RedisLockProvider provider;
-    private static RedisClient raw;
-    private static RedisAdmin admin;
+    @RegisterExtension
+    static final RedisFixture redis = RedisFixture.of(b -> b.historyKeep(3));
 
-    @BeforeAll
-    static void startRedis() {
-        fixture = RedisFixture.start(b -> b.historyKeep(3));
-        provider = fixture.provider;
-        raw = fixture.raw;
-        admin = RedisAdmin.of(provider);
-    }
-
-    @AfterAll
-    static void stopRedis() {
-        fixture.close();
-    }
-
-    private static String job() {
-        return RedisFixture.job();
-    }
-
-    private static Instant serverNow() {
-        return fixture.serverNow();
+    private static RedisAdmin admin() {
+        return RedisAdmin.of(redis.provider());
     }
 
     private static WorkerInfo worker(String id, String configHash) {
-        Instant now = serverNow();
+        Instant now = redis.serverNow();
         return new WorkerInfo(id, "host-" + id, 42, "test", now, 8, 1, configHash, now);
     }
 
@@ -71,8 +50,8 @@ class OperationsStoreTest {
     @Test
     void heartbeatsListTheLiveWorkersUntilTheyStopOrLeave() {
         String a = "a-" + UUID.randomUUID(), b = "b-" + UUID.randomUUID();
-        provider.heartbeat(worker(a, "h1"), Duration.ofSeconds(30));
-        Heartbeat reply = provider.heartbeat(worker(b, "h2"), Duration.ofMillis(500));
+        redis.provider().heartbeat(worker(a, "h1"), Duration.ofSeconds(30));
+        Heartbeat reply = redis.provider().heartbeat(worker(b, "h2"), Duration.ofMillis(500));
         assertThat(reply.workers()).extracting(WorkerInfo::id).contains(a, b);
         WorkerInfo seenB = reply.workers().stream().filter(w -> w.id().equals(b)).findFirst().orElseThrow();
         assertThat(seenB.host()).isEqualTo("host-" + b);
@@ -80,39 +59,39 @@ class OperationsStoreTest {
         assertThat(seenB.busy()).isEqualTo(1);
 
         // b stops beating: once its ttl has passed, the next heartbeat of anyone forgets it.
-        await().atMost(Duration.ofSeconds(5)).until(() -> provider.heartbeat(worker(a, "h1"), Duration.ofMillis(500)).workers()
+        await().atMost(Duration.ofSeconds(5)).until(() -> redis.provider().heartbeat(worker(a, "h1"), Duration.ofMillis(500)).workers()
                 .stream().noneMatch(w -> w.id().equals(b)));
-        assertThat(raw.hget(provider.keys().workers(), b)).isNull();
+        assertThat(redis.raw().hget(redis.provider().keys().workers(), b)).isNull();
         // a leaves (a clean stop): gone at once.
-        provider.leave(a);
-        assertThat(admin.workers()).extracting(WorkerInfo::id).doesNotContain(a, b);
+        redis.provider().leave(a);
+        assertThat(admin().workers()).extracting(WorkerInfo::id).doesNotContain(a, b);
     }
 
     @Test
     void aPublishedConfigIsReadBackAndTheHeartbeatSaysWhenRedisLostIt() {
         String hash = "cfg-" + UUID.randomUUID();
-        provider.publishConfig(hash, Map.of("report", "{\"cron\":\"0 0 6 * * *\"}"));
-        assertThat(provider.config(hash)).containsEntry("report", "{\"cron\":\"0 0 6 * * *\"}");
-        assertThat(provider.heartbeat(worker("w-" + hash, hash), Duration.ofSeconds(5)).configPublished()).isTrue();
-        assertThat(raw.pttl(provider.keys().config(hash))).isPositive(); // kept alive by the heartbeats
-        raw.del(provider.keys().config(hash)); // a restart without persistence, say
-        assertThat(provider.heartbeat(worker("w-" + hash, hash), Duration.ofSeconds(5)).configPublished()).isFalse();
+        redis.provider().publishConfig(hash, Map.of("report", "{\"cron\":\"0 0 6 * * *\"}"));
+        assertThat(redis.provider().config(hash)).containsEntry("report", "{\"cron\":\"0 0 6 * * *\"}");
+        assertThat(redis.provider().heartbeat(worker("w-" + hash, hash), Duration.ofSeconds(5)).configPublished()).isTrue();
+        assertThat(redis.raw().pttl(redis.provider().keys().config(hash))).isPositive(); // kept alive by the heartbeats
+        redis.raw().del(redis.provider().keys().config(hash)); // a restart without persistence, say
+        assertThat(redis.provider().heartbeat(worker("w-" + hash, hash), Duration.ofSeconds(5)).configPublished()).isFalse();
     }
 
     @Test
     void eachOutcomeIsAppendedOnceToTheJobsHistoryKeepingTheLatest() {
-        String job = job();
-        Instant first = serverNow().truncatedTo(java.time.temporal.ChronoUnit.SECONDS).minusSeconds(5);
+        String job = RedisFixture.job();
+        Instant first = redis.serverNow().truncatedTo(java.time.temporal.ChronoUnit.SECONDS).minusSeconds(5);
         for (int i = 0; i < 5; i++) {
             ClaimRequest r = claim(job, first.plusSeconds(i), "t" + i, false);
-            ClaimResult won = provider.claim(List.of(r)).get(0);
+            ClaimResult won = redis.provider().claim(List.of(r)).get(0);
             assertThat(won.status()).isEqualTo(Status.CLAIMED);
             Completion done = new Completion(r.lease(), i == 4 ? Outcome.FAILED : Outcome.SUCCEEDED, 2, 120 + i,
                     i == 4 ? "java.lang.IllegalStateException: boom" : "");
-            assertThat(provider.complete(List.of(done))).containsExactly(true);
-            assertThat(provider.complete(List.of(done))).containsExactly(true); // a repeat (its reply lost) adds nothing
+            assertThat(redis.provider().complete(List.of(done))).containsExactly(true);
+            assertThat(redis.provider().complete(List.of(done))).containsExactly(true); // a repeat (its reply lost) adds nothing
         }
-        List<RedisAdmin.Run> runs = admin.history(job, 10);
+        List<RedisAdmin.Run> runs = admin().history(job, 10);
         assertThat(runs).hasSize(5); // each once, though each completion was sent twice
         RedisAdmin.Run latest = runs.get(0);
         assertThat(latest.slot()).isEqualTo(first.plusSeconds(4));
@@ -132,55 +111,55 @@ class OperationsStoreTest {
             more.add(new ClaimRequest(new Lease(job, first.minusSeconds(1).plusMillis(i + 1), "m" + i, LEASE, false), "w-m", GRACE,
                     Mode.CLAIM, false, true));
         }
-        assertThat(provider.claim(more)).extracting(ClaimResult::status).containsOnly(Status.CLAIMED);
-        provider.complete(more.stream().map(r -> new Completion(r.lease(), Outcome.SUCCEEDED)).toList());
-        assertThat(raw.xlen(provider.keys().history(job))).isBetween(3L, 250L); // 305 were written
+        assertThat(redis.provider().claim(more)).extracting(ClaimResult::status).containsOnly(Status.CLAIMED);
+        redis.provider().complete(more.stream().map(r -> new Completion(r.lease(), Outcome.SUCCEEDED)).toList());
+        assertThat(redis.raw().xlen(redis.provider().keys().history(job))).isBetween(3L, 250L); // 305 were written
     }
 
     @Test
     void aPausedJobsSlotIsRecordedSkippedByExactlyOneWorkerAndAManualRunStillRuns() {
-        String job = job();
-        admin.pause(job, "maintenance", Optional.empty(), "ops@host");
-        assertThat(admin.job(job, 1).pause()).hasValueSatisfying(p -> assertThat(p.note()).isEqualTo("maintenance"));
-        Instant slot = serverNow().minusMillis(5);
-        List<ClaimResult> answers = provider.claim(List.of(claim(job, slot, "a", false)));
-        List<ClaimResult> second = provider.claim(List.of(claim(job, slot, "b", false)));
+        String job = RedisFixture.job();
+        admin().pause(job, "maintenance", Optional.empty(), "ops@host");
+        assertThat(admin().job(job, 1).pause()).hasValueSatisfying(p -> assertThat(p.note()).isEqualTo("maintenance"));
+        Instant slot = redis.serverNow().minusMillis(5);
+        List<ClaimResult> answers = redis.provider().claim(List.of(claim(job, slot, "a", false)));
+        List<ClaimResult> second = redis.provider().claim(List.of(claim(job, slot, "b", false)));
         assertThat(answers.get(0).status()).isEqualTo(Status.PAUSED);
         assertThat(second.get(0).status()).isEqualTo(Status.TAKEN); // reported once, by whoever decided it
-        assertThat(provider.claim(List.of(claim(job, slot, "a", false))).get(0).status()).isEqualTo(Status.PAUSED); // retry-safe
-        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "why")).isEqualTo("paused");
+        assertThat(redis.provider().claim(List.of(claim(job, slot, "a", false))).get(0).status()).isEqualTo(Status.PAUSED); // retry-safe
+        assertThat(redis.raw().hget(redis.provider().keys().slot(job, slot.toEpochMilli()), "why")).isEqualTo("paused");
 
         // A manual run goes through the pause, outside the job's order of slots: the marks do not move.
-        Instant manual = serverNow().minusMillis(1);
-        Map<String, Instant> marksBefore = provider.lastSlots(List.of(job));
-        ClaimResult ran = provider.claim(List.of(claim(job, manual, "m", true))).get(0);
+        Instant manual = redis.serverNow().minusMillis(1);
+        Map<String, Instant> marksBefore = redis.provider().lastSlots(List.of(job));
+        ClaimResult ran = redis.provider().claim(List.of(claim(job, manual, "m", true))).get(0);
         assertThat(ran.status()).isEqualTo(Status.CLAIMED);
-        assertThat(provider.lastSlots(List.of(job))).isEqualTo(marksBefore);
-        assertThat(raw.hget(provider.keys().slot(job, manual.toEpochMilli()), "manual")).isEqualTo("1");
-        provider.complete(List.of(new Completion(new Lease(job, manual, "m", LEASE, true), Outcome.SUCCEEDED)));
-        assertThat(admin.history(job, 1)).singleElement().satisfies(r -> assertThat(r.manual()).isTrue());
+        assertThat(redis.provider().lastSlots(List.of(job))).isEqualTo(marksBefore);
+        assertThat(redis.raw().hget(redis.provider().keys().slot(job, manual.toEpochMilli()), "manual")).isEqualTo("1");
+        redis.provider().complete(List.of(new Completion(new Lease(job, manual, "m", LEASE, true), Outcome.SUCCEEDED)));
+        assertThat(admin().history(job, 1)).singleElement().satisfies(r -> assertThat(r.manual()).isTrue());
 
-        assertThat(admin.resume(job)).isTrue();
-        assertThat(admin.resume(job)).isFalse();
-        Instant next = serverNow().minusMillis(1);
-        assertThat(provider.claim(List.of(claim(job, next, "c", false))).get(0).status()).isEqualTo(Status.CLAIMED);
+        assertThat(admin().resume(job)).isTrue();
+        assertThat(admin().resume(job)).isFalse();
+        Instant next = redis.serverNow().minusMillis(1);
+        assertThat(redis.provider().claim(List.of(claim(job, next, "c", false))).get(0).status()).isEqualTo(Status.CLAIMED);
     }
 
     @Test
     void aPauseForADurationEndsByItself() {
-        String job = job();
-        admin.pause(job, "", Optional.of(Duration.ofMillis(300)), "ops");
-        assertThat(admin.job(job, 1).pause()).hasValueSatisfying(p -> assertThat(p.until()).isPresent());
-        await().atMost(Duration.ofSeconds(5)).until(() -> admin.job(job, 1).pause().isEmpty());
+        String job = RedisFixture.job();
+        admin().pause(job, "", Optional.of(Duration.ofMillis(300)), "ops");
+        assertThat(admin().job(job, 1).pause()).hasValueSatisfying(p -> assertThat(p.until()).isPresent());
+        await().atMost(Duration.ofSeconds(5)).until(() -> admin().job(job, 1).pause().isEmpty());
     }
 
     @Test
     void aTriggerReachesEveryHeartbeatWithASlotOffTheWholeSecond() {
-        String job = job();
-        Instant slot = admin.trigger(job);
+        String job = RedisFixture.job();
+        Instant slot = admin().trigger(job);
         assertThat(slot.toEpochMilli() % 1000).isNotZero();
-        Heartbeat reply = provider.heartbeat(worker("t-" + job, "h"), Duration.ofSeconds(5));
+        Heartbeat reply = redis.provider().heartbeat(worker("t-" + job, "h"), Duration.ofSeconds(5));
         assertThat(reply.triggers()).contains(new Heartbeat.Trigger(job, slot));
-        assertThat(admin.runOf(job, slot)).isEmpty(); // no worker decided it yet
+        assertThat(admin().runOf(job, slot)).isEmpty(); // no worker decided it yet
     }
 }

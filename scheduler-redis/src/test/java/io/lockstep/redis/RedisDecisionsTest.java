@@ -11,9 +11,9 @@ import io.lockstep.scheduler.lock.Outcome;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import redis.clients.jedis.Protocol;
 import redis.clients.jedis.RedisClient;
 
 /**
@@ -27,42 +27,21 @@ class RedisDecisionsTest {
     private static final Duration LEASE = Duration.ofSeconds(10);
     private static final Duration GRACE = Duration.ofSeconds(10);
 
-    private static RedisFixture fixture;
-    private static RedisLockProvider provider;
-    private static RedisClient raw;
-
-    @BeforeAll
-    static void startRedis() {
-        fixture = RedisFixture.start();
-        provider = fixture.provider;
-        raw = fixture.raw;
-    }
-
-    @AfterAll
-    static void stopRedis() {
-        fixture.close();
-    }
-
-    private static String job() {
-        return RedisFixture.job();
-    }
-
-    private static Instant serverNow() {
-        return fixture.serverNow();
-    }
+    @RegisterExtension
+    static final RedisFixture redis = RedisFixture.of(b -> b);
 
     private static ClaimRequest request(String job, Instant slot, String token, boolean exclusive, Mode mode) {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, exclusive), "w-" + token, GRACE, mode, false);
     }
 
     private static Status claim(ClaimRequest request) {
-        return provider.claim(List.of(request)).get(0).status();
+        return redis.provider().claim(List.of(request)).get(0).status();
     }
 
     @Test
     void aRepeatedMissSkipOrAbandonGetsTheSameAnswer() {
-        String job = job();
-        Instant now = serverNow();
+        String job = RedisFixture.job();
+        Instant now = redis.serverNow();
         ClaimRequest missed = request(job, now.minus(GRACE).minusSeconds(5), "m", true, Mode.CLAIM);
         assertThat(claim(missed)).isEqualTo(Status.MISSED);
         assertThat(claim(missed)).as("repeated after a lost reply").isEqualTo(Status.MISSED);
@@ -73,97 +52,97 @@ class RedisDecisionsTest {
         assertThat(claim(skipped)).isEqualTo(Status.SKIPPED);
         assertThat(claim(skipped)).as("repeated after a lost reply").isEqualTo(Status.SKIPPED);
 
-        raw.del(provider.keys().lease(running.lease())); // the run's worker died: its lease ran out
-        raw.zadd(provider.keys().running(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
+        redis.raw().del(redis.provider().keys().lease(running.lease())); // the run's worker died: its lease ran out
+        redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
         ClaimRequest abandon = request(job, running.lease().slot(), "a", true, Mode.ABANDON);
-        ClaimResult first = provider.claim(List.of(abandon)).get(0);
+        ClaimResult first = redis.provider().claim(List.of(abandon)).get(0);
         assertThat(first.status()).isEqualTo(Status.ABANDONED);
-        assertThat(provider.claim(List.of(abandon)).get(0)).as("repeated after a lost reply")
+        assertThat(redis.provider().claim(List.of(abandon)).get(0)).as("repeated after a lost reply")
                 .extracting(ClaimResult::status, ClaimResult::fencingToken).containsExactly(Status.ABANDONED, first.fencingToken());
         assertThat(claim(request(job, running.lease().slot(), "other", true, Mode.ABANDON))).isEqualTo(Status.TAKEN);
     }
 
     @Test
     void aRepeatedRecoveryWinsAgainWithTheSameFence() {
-        String job = job();
-        Instant slot = serverNow().minusSeconds(1);
+        String job = RedisFixture.job();
+        Instant slot = redis.serverNow().minusSeconds(1);
         ClaimRequest dead = request(job, slot, "dead", true, Mode.CLAIM);
         claim(dead);
-        raw.del(provider.keys().lease(dead.lease()));
-        raw.zadd(provider.keys().running(job), 1, Long.toString(slot.toEpochMilli()));
+        redis.raw().del(redis.provider().keys().lease(dead.lease()));
+        redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(slot.toEpochMilli()));
         ClaimRequest recover = request(job, slot, "rescuer", true, Mode.RECOVER);
-        ClaimResult first = provider.claim(List.of(recover)).get(0);
-        ClaimResult again = provider.claim(List.of(recover)).get(0);
+        ClaimResult first = redis.provider().claim(List.of(recover)).get(0);
+        ClaimResult again = redis.provider().claim(List.of(recover)).get(0);
         assertThat(first.status()).isEqualTo(Status.CLAIMED);
         assertThat(again).extracting(ClaimResult::status, ClaimResult::fencingToken)
                 .containsExactly(Status.CLAIMED, first.fencingToken());
-        assertThat(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
+        assertThat(redis.raw().hget(redis.provider().keys().slot(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
     }
 
     @Test
     void aRepeatedRenewalOrCompletionAnswersOursAgain() {
-        String job = job();
-        ClaimRequest r = request(job, serverNow().minusMillis(5), "a", true, Mode.CLAIM);
+        String job = RedisFixture.job();
+        ClaimRequest r = request(job, redis.serverNow().minusMillis(5), "a", true, Mode.CLAIM);
         claim(r);
-        assertThat(provider.renew(List.of(r.lease()))).containsExactly(true);
-        assertThat(provider.renew(List.of(r.lease()))).as("a renewal repeated after a lost reply").containsExactly(true);
-        assertThat(provider.complete(r.lease(), Outcome.SUCCEEDED)).isTrue();
-        assertThat(provider.complete(r.lease(), Outcome.SUCCEEDED)).as("repeated after a lost reply").isTrue();
-        assertThat(provider.complete(new Lease(job, r.lease().slot(), "b", LEASE, true), Outcome.SUCCEEDED)).isFalse();
+        assertThat(redis.provider().renew(List.of(r.lease()))).containsExactly(true);
+        assertThat(redis.provider().renew(List.of(r.lease()))).as("a renewal repeated after a lost reply").containsExactly(true);
+        assertThat(redis.provider().complete(r.lease(), Outcome.SUCCEEDED)).isTrue();
+        assertThat(redis.provider().complete(r.lease(), Outcome.SUCCEEDED)).as("repeated after a lost reply").isTrue();
+        assertThat(redis.provider().complete(new Lease(job, r.lease().slot(), "b", LEASE, true), Outcome.SUCCEEDED)).isFalse();
     }
 
     @Test
     void givingUpOnAClaimWhoseReplyNeverCameDisownsItInTheStore() {
-        String job = job();
-        Instant slot = serverNow().minusMillis(5);
+        String job = RedisFixture.job();
+        Instant slot = redis.serverNow().minusMillis(5);
         ClaimRequest claimed = request(job, slot, "lost-reply", true, Mode.CLAIM);
         assertThat(claim(claimed)).isEqualTo(Status.CLAIMED); // ran in Redis; the worker never heard
         ClaimRequest giveUp = request(job, slot, "lost-reply", true, Mode.MISS_ONLY);
         assertThat(claim(giveUp)).isEqualTo(Status.MISSED);
-        String record = provider.keys().slot(job, slot.toEpochMilli());
-        assertThat(raw.hget(record, "state")).isEqualTo("missed");
-        assertThat(raw.exists(provider.keys().lease(claimed.lease()))).isFalse();
-        assertThat(raw.zcard(provider.keys().running(job))).isZero();
+        String record = redis.provider().keys().slot(job, slot.toEpochMilli());
+        assertThat(redis.raw().hget(record, "state")).isEqualTo("missed");
+        assertThat(redis.raw().exists(redis.provider().keys().lease(claimed.lease()))).isFalse();
+        assertThat(redis.raw().zcard(redis.provider().keys().running(job))).isZero();
         assertThat(claim(giveUp)).as("repeated").isEqualTo(Status.MISSED);
         assertThat(claim(claimed)).as("the old claim, repeated late, does not come back").isEqualTo(Status.MISSED);
     }
 
     @Test
     void aSlotWhoseRecordMayHaveExpiredIsNeitherRunNorRecordedAgain() {
-        String job = job();
-        Instant now = serverNow();
+        String job = RedisFixture.job();
+        Instant now = redis.serverNow();
         Instant slot = now.minus(ClaimRequest.recordTtl(LEASE, GRACE)).minusSeconds(10);
         // The cluster was down before this slot: it is caught up (it is later than the last decided slot).
-        raw.hset(provider.keys().marks(job), "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
+        redis.raw().hset(redis.provider().keys().marks(job), "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
         ClaimRequest caughtUp = request(job, slot, "a", true, Mode.CATCH_UP);
         assertThat(claim(caughtUp)).isEqualTo(Status.CLAIMED);
-        String fenceAfterRun = raw.get(provider.keys().fence(job));
-        assertThat(provider.complete(caughtUp.lease(), Outcome.SUCCEEDED)).isTrue();
+        String fenceAfterRun = redis.raw().get(redis.provider().keys().fence(job));
+        assertThat(redis.provider().complete(caughtUp.lease(), Outcome.SUCCEEDED)).isTrue();
         // Its record's ttl runs out; a worker that was busy or paused all along comes back to it.
-        String record = provider.keys().slot(job, slot.toEpochMilli());
-        raw.pexpire(record, 1);
-        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(2)).until(() -> !raw.exists(record));
+        String record = redis.provider().keys().slot(job, slot.toEpochMilli());
+        redis.raw().pexpire(record, 1);
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(2)).until(() -> !redis.raw().exists(record));
 
         assertThat(claim(request(job, slot, "late", true, Mode.CATCH_UP))).isEqualTo(Status.STALE);
         assertThat(claim(request(job, slot, "later", true, Mode.MISS_ONLY))).isEqualTo(Status.STALE);
         assertThat(claim(request(job, slot, "latest", true, Mode.CLAIM))).isEqualTo(Status.STALE);
-        assertThat(raw.exists(record)).as("nothing written").isFalse();
-        assertThat(raw.get(provider.keys().fence(job))).as("no fencing token taken").isEqualTo(fenceAfterRun);
+        assertThat(redis.raw().exists(record)).as("nothing written").isFalse();
+        assertThat(redis.raw().get(redis.provider().keys().fence(job))).as("no fencing token taken").isEqualTo(fenceAfterRun);
     }
 
     @Test
     void anOlderSlotNeverStartsAfterANewerOneStartedAndIsReportedOnce() {
-        String job = job();
-        Instant now = serverNow();
+        String job = RedisFixture.job();
+        Instant now = redis.serverNow();
         Instant s13 = now.minusSeconds(2);
         Instant s14 = now.minusSeconds(1);
-        long newer = provider.claim(List.of(request(job, s14, "a", false, Mode.CLAIM))).get(0).fencingToken();
+        long newer = redis.provider().claim(List.of(request(job, s14, "a", false, Mode.CLAIM))).get(0).fencingToken();
         ClaimRequest older = request(job, s13, "b", false, Mode.CLAIM);
         assertThat(claim(older)).isEqualTo(Status.SUPERSEDED);
         assertThat(claim(older)).as("repeated after a lost reply").isEqualTo(Status.SUPERSEDED);
         assertThat(claim(request(job, s13, "c", false, Mode.CLAIM))).isEqualTo(Status.TAKEN);
-        assertThat(raw.hget(provider.keys().slot(job, s13.toEpochMilli()), "state")).isEqualTo("missed");
-        assertThat(Long.parseLong(raw.get(provider.keys().fence(job)))).as("no fencing token taken out of order").isEqualTo(newer);
+        assertThat(redis.raw().hget(redis.provider().keys().slot(job, s13.toEpochMilli()), "state")).isEqualTo("missed");
+        assertThat(Long.parseLong(redis.raw().get(redis.provider().keys().fence(job)))).as("no fencing token taken out of order").isEqualTo(newer);
     }
 
     @Test
@@ -171,7 +150,7 @@ class RedisDecisionsTest {
         try (LocalRedisServer own = LocalRedisServer.start();
              RedisLockProvider p = RedisLockProvider.builder().uri(own.uri()).build();
              RedisClient admin = RedisClient.create(own.host(), own.port())) {
-            String job = job();
+            String job = RedisFixture.job();
             Instant slot = Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5);
             ClaimRequest dead = request(job, slot, "dead", true, Mode.CLAIM);
             p.claim(List.of(dead));
@@ -181,8 +160,8 @@ class RedisDecisionsTest {
             admin.scriptFlush();
             admin.scriptLoad(new String(RedisDecisionsTest.class.getResourceAsStream("/io/lockstep/redis/claim.lua")
                     .readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
-            ClaimRequest fresh = request(job(), Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "fresh", true, Mode.CLAIM);
-            admin.sendCommand(redis.clients.jedis.Protocol.Command.CONFIG, "RESETSTAT");
+            ClaimRequest fresh = request(RedisFixture.job(), Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "fresh", true, Mode.CLAIM);
+            admin.sendCommand(Protocol.Command.CONFIG, "RESETSTAT");
             List<ClaimResult> results = p.claim(List.of(fresh,
                     request(job, slot, "rescuer", true, Mode.RECOVER)));
             assertThat(results).extracting(ClaimResult::status).containsExactly(Status.CLAIMED, Status.CLAIMED);
@@ -198,7 +177,7 @@ class RedisDecisionsTest {
     void fencingTokensNeverGoBackAfterARestartWithoutPersistence() {
         try (LocalRedisServer own = LocalRedisServer.start();
              RedisLockProvider p = RedisLockProvider.builder().uri(own.uri()).build()) {
-            String job = job();
+            String job = RedisFixture.job();
             long before = p.claim(List.of(request(job, Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "a", true, Mode.CLAIM)))
                     .get(0).fencingToken();
             own.restart(); // empty: the counter is gone
@@ -212,33 +191,33 @@ class RedisDecisionsTest {
 
     @Test
     void tokensOfOneServerAreComparableAcrossCountersBecauseTheyFollowItsClock() {
-        String job = job();
-        long first = provider.claim(List.of(request(job, serverNow().minusMillis(5), "a", true, Mode.CLAIM))).get(0).fencingToken();
-        long second = provider.claim(List.of(request(job(), serverNow().minusMillis(5), "b", true, Mode.CLAIM))).get(0).fencingToken();
+        String job = RedisFixture.job();
+        long first = redis.provider().claim(List.of(request(job, redis.serverNow().minusMillis(5), "a", true, Mode.CLAIM))).get(0).fencingToken();
+        long second = redis.provider().claim(List.of(request(RedisFixture.job(), redis.serverNow().minusMillis(5), "b", true, Mode.CLAIM))).get(0).fencingToken();
         assertThat(second).as("a later claim of another job, from another counter").isGreaterThan(first);
-        assertThat(first).as("microseconds of Redis time").isGreaterThan(serverNow().minusSeconds(10).toEpochMilli() * 1_000);
-        assertThat(raw.pttl(provider.keys().fence(job))).as("the counter has a ttl, refreshed by every claim")
+        assertThat(first).as("microseconds of Redis time").isGreaterThan(redis.serverNow().minusSeconds(10).toEpochMilli() * 1_000);
+        assertThat(redis.raw().pttl(redis.provider().keys().fence(job))).as("the counter has a ttl, refreshed by every claim")
                 .isGreaterThan(Duration.ofDays(6).toMillis());
     }
 
     @Test
     void aShortLeaseOfOneRunNeverShortensTheRunningIndexOfALongerOne() {
-        String job = job();
-        Instant now = serverNow();
+        String job = RedisFixture.job();
+        Instant now = redis.serverNow();
         ClaimRequest longRun = new ClaimRequest(new Lease(job, now.minusSeconds(2), "long", Duration.ofMinutes(10), false),
                 "w-long", GRACE, Mode.CLAIM, false);
         ClaimRequest shortRun = new ClaimRequest(new Lease(job, now.minusSeconds(1), "short", Duration.ofSeconds(1), false),
                 "w-short", GRACE, Mode.CLAIM, false);
-        provider.claim(List.of(longRun));
-        provider.claim(List.of(shortRun)); // a worker with a shorter lease, during a rolling change of the config
-        provider.renew(List.of(shortRun.lease()));
-        assertThat(raw.pttl(provider.keys().running(job))).as("the index outlives the long run").isGreaterThan(Duration.ofMinutes(10).toMillis());
-        assertThat(raw.zscore(provider.keys().running(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNotNull();
+        redis.provider().claim(List.of(longRun));
+        redis.provider().claim(List.of(shortRun)); // a worker with a shorter lease, during a rolling change of the config
+        redis.provider().renew(List.of(shortRun.lease()));
+        assertThat(redis.raw().pttl(redis.provider().keys().running(job))).as("the index outlives the long run").isGreaterThan(Duration.ofMinutes(10).toMillis());
+        assertThat(redis.raw().zscore(redis.provider().keys().running(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNotNull();
     }
 
     @Test
     void aServerThatMayEvictKeysIsNamedAtStart() {
-        assertThat(provider.evictionWarning()).as("noeviction, the default").isEmpty();
+        assertThat(redis.provider().evictionWarning()).as("noeviction, the default").isEmpty();
         try (LocalRedisServer lru = LocalRedisServer.start("--maxmemory-policy", "volatile-lru");
              RedisLockProvider p = RedisLockProvider.builder().uri(lru.uri()).build()) {
             assertThat(p.evictionWarning()).hasValueSatisfying(w -> assertThat(w)

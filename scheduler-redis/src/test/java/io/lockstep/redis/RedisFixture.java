@@ -3,30 +3,53 @@ package io.lockstep.redis;
 import java.time.Instant;
 import java.util.UUID;
 import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import redis.clients.jedis.RedisClient;
 
 /**
  * One real redis-server for a test class: a provider on it, a raw client to look at the keys the
- * scripts wrote, and job names no other test uses.
+ * scripts wrote, and job names no other test uses. Register it with
+ * {@code @RegisterExtension static final RedisFixture redis = RedisFixture.of(b -> b);}: it starts
+ * before the class's tests and stops after them.
  */
-final class RedisFixture implements AutoCloseable {
+final class RedisFixture implements BeforeAllCallback, AfterAllCallback {
 
-    final LocalRedisServer server;
-    final RedisLockProvider provider;
-    final RedisClient raw;
+    private final UnaryOperator<RedisLockProvider.Builder> configure;
+    private LocalRedisServer server;
+    private RedisLockProvider provider;
+    private RedisClient raw;
 
     private RedisFixture(UnaryOperator<RedisLockProvider.Builder> configure) {
+        this.configure = configure;
+    }
+
+    /** A fixture whose provider {@code configure} sets up beyond the server's URI. */
+    static RedisFixture of(UnaryOperator<RedisLockProvider.Builder> configure) {
+        return new RedisFixture(configure);
+    }
+
+    @Override
+    public void beforeAll(ExtensionContext context) {
         server = LocalRedisServer.start();
         provider = configure.apply(RedisLockProvider.builder().uri(server.uri())).build();
         raw = RedisClient.create(server.host(), server.port());
     }
 
-    static RedisFixture start() {
-        return new RedisFixture(b -> b);
+    @Override
+    public void afterAll(ExtensionContext context) {
+        raw.close();
+        provider.close();
+        server.close();
     }
 
-    static RedisFixture start(UnaryOperator<RedisLockProvider.Builder> configure) {
-        return new RedisFixture(configure);
+    RedisLockProvider provider() {
+        return provider;
+    }
+
+    RedisClient raw() {
+        return raw;
     }
 
     /** A job name no other test uses. */
@@ -37,12 +60,5 @@ final class RedisFixture implements AutoCloseable {
     /** The server's clock now. */
     Instant serverNow() {
         return Instant.ofEpochMilli(provider.serverTimeMillis());
-    }
-
-    @Override
-    public void close() {
-        raw.close();
-        provider.close();
-        server.close();
     }
 }

@@ -41,8 +41,8 @@ final class StatusCommand extends AdminCommand {
             Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
             List<WorkerInfo> workers = admin.workers();
             Map<String, RedisAdmin.JobState> states = new LinkedHashMap<>();
-            for (JobDefinition j : config.jobs()) {
-                states.put(j.name(), admin.job(j.name(), RECENT));
+            for (RedisAdmin.JobState state : admin.jobs(config.jobs().stream().map(JobDefinition::name).toList(), RECENT)) {
+                states.put(state.job(), state);
             }
             return new Snapshot(now, workers, config.jobs(), states, drift(workers, admin));
         }

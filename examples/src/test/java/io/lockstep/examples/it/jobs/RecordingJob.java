@@ -24,7 +24,10 @@ public class RecordingJob implements Job {
         long end = System.nanoTime() + work * 1_000_000;
         while (System.nanoTime() < end) {
             context.checkLease();
-            Thread.sleep(20);
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L);
+            if (Thread.interrupted()) {
+                throw new InterruptedException("lease lost or shutdown");
+            }
         }
     }
 }
