@@ -84,11 +84,7 @@ class ClusterTest {
             assertThat(provider.claim(before)).extracting(ClaimResult::status).containsOnly(ClaimResult.Status.CLAIMED);
             List<LocalRedisServer> mastersBefore = cluster.masters();
             LocalRedisServer replica = cluster.replicas().get(0);
-            try (Jedis j = new Jedis(replica.host(), replica.port())) {
-                assertThat(j.clusterFailover()).isEqualTo("OK");
-            }
-            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20))
-                    .until(() -> cluster.masters().stream().anyMatch(m -> m.port() == replica.port()));
+            cluster.failover(replica);
             assertThat(cluster.masters()).isNotEqualTo(mastersBefore);
             // Every decision survived: the same slots, asked by someone else, are taken.
             List<ClaimRequest> thieves = before.stream().map(r -> new ClaimRequest(new Lease(r.lease().job(), r.lease().slot(),

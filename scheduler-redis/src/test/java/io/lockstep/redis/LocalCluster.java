@@ -95,6 +95,27 @@ public final class LocalCluster implements AutoCloseable {
         return nodes.stream().map(n -> n.host() + ":" + n.port()).toList();
     }
 
+    /**
+     * A graceful {@code CLUSTER FAILOVER}: {@code replica} takes over its master's slots. The
+     * request is sent again when it did not complete within Redis's manual-failover timeout (5 s; a
+     * loaded machine can miss it), as an operator would.
+     */
+    public void failover(LocalRedisServer replica) {
+        long[] sentAt = {Long.MIN_VALUE};
+        await().atMost(Duration.ofSeconds(45)).pollInterval(Duration.ofMillis(200)).until(() -> {
+            if (masters().stream().anyMatch(m -> m.port() == replica.port())) {
+                return true;
+            }
+            if (System.nanoTime() - sentAt[0] > Duration.ofSeconds(6).toNanos() || sentAt[0] == Long.MIN_VALUE) {
+                try (Jedis j = new Jedis(replica.host(), replica.port())) {
+                    j.clusterFailover();
+                }
+                sentAt[0] = System.nanoTime();
+            }
+            return false;
+        });
+    }
+
     /** The nodes that are masters now. */
     public List<LocalRedisServer> masters() {
         List<LocalRedisServer> masters = new ArrayList<>();
