@@ -95,7 +95,7 @@ public final class RedisLocks implements AutoCloseable {
                         default -> "lock circuit changed";
                     }));
         }
-        if (breaker != null) {
+        if (breaker != null && meters != LockMeters.NONE) {
             meters.circuit(breaker);
         }
         this.calls = new RedisCalls(b.jedis, b.description, breaker);

@@ -217,6 +217,19 @@ class RedisLockProviderTest {
     }
 
     @Test
+    void aRenewalThatCrossesItsOwnRunsCompletionIsNotALoss() {
+        String job = RedisFixture.job();
+        ClaimRequest mine = request(job, redis.serverNow().minusMillis(5), "done-token", LEASE, ClaimRequest.Mode.CLAIM, false);
+        assertThat(redis.provider().claim(List.of(mine)).get(0).status()).isEqualTo(Status.CLAIMED);
+        assertThat(redis.provider().complete(mine.lease(), Outcome.SUCCEEDED)).isTrue();
+        // The watchdog sent this before the outcome landed; Redis ran it after.
+        assertThat(redis.provider().renew(List.of(mine.lease()))).containsExactly(true);
+        assertThat(redis.raw().get(redis.provider().keys().lease(mine.lease()))).isNull(); // and it extended nothing
+        // Another token is still refused.
+        assertThat(redis.provider().renew(List.of(new Lease(job, mine.lease().slot(), "other", LEASE, true)))).containsExactly(false);
+    }
+
+    @Test
     void replaceRevokesTheRunningLeaseSoItsRenewalAndOutcomeAreRefused() {
         String job = RedisFixture.job();
         Instant now = redis.serverNow();
