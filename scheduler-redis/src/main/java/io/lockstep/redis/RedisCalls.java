@@ -40,19 +40,43 @@ final class RedisCalls {
     /** A batch's replies, and how many replicas acknowledged its writes (the fewest of its WAITs). */
     record Replies(List<Object> replies, long acknowledged) {}
 
+    /**
+     * A Redlock node's answers that must not count: it has not been up for the restart quarantine,
+     * so it may have come back without records it held. The calls ran: the node is written to.
+     */
+    static final class Quarantined extends LockException {
+        Quarantined(String target, long uptimeSeconds, java.time.Duration quarantine) {
+            super(target, target + ": restarted " + uptimeSeconds + " s ago, within the restart quarantine ("
+                    + quarantine.toSeconds() + " s): written to, but its answers do not count yet", null);
+        }
+    }
+
+    static final LuaScript UPTIME = LuaScript.load("uptime.lua");
+
     final UnifiedJedis jedis;
     final String target;
     /** Fails calls fast while Redis keeps failing (the lock API's); null: every call goes out. */
     private final CircuitBreaker breaker;
+    /** A Redlock node's restart quarantine; zero: none (no uptime is read). */
+    private final java.time.Duration quarantine;
 
     RedisCalls(UnifiedJedis jedis, String target) {
         this(jedis, target, null);
     }
 
     RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker) {
+        this(jedis, target, breaker, java.time.Duration.ZERO);
+    }
+
+    /**
+     * @param quarantine when positive, every batch first reads the server's uptime on the same
+     *     connection and throws {@link Quarantined} (after running the calls) while it is shorter
+     */
+    RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker, java.time.Duration quarantine) {
         this.jedis = jedis;
         this.target = target;
         this.breaker = breaker;
+        this.quarantine = quarantine;
     }
 
     /**
@@ -100,7 +124,13 @@ final class RedisCalls {
     }
 
     private <T> Replies unguardedBatch(String operation, List<T> items, Function<T, Call> toCall, Replicas replicas) {
-        List<Call> calls = new ArrayList<>(items.size());
+        List<Call> calls = new ArrayList<>(items.size() + 1);
+        boolean uptime = !quarantine.isZero();
+        if (uptime) {
+            // First, on the same connection: a restart in between would break the connection, so the
+            // uptime read is the uptime of the server that runs the calls.
+            calls.add(new Call(UPTIME, List.of(), List.of()));
+        }
         for (T item : items) {
             calls.add(toCall.apply(item));
         }
@@ -117,6 +147,12 @@ final class RedisCalls {
                 List<Object> again = pipeline(unknown.stream().map(calls::get).toList(), false, replicas, acknowledged);
                 for (int j = 0; j < unknown.size(); j++) {
                     replies.set(unknown.get(j), again.get(j));
+                }
+            }
+            if (uptime) {
+                long seconds = asLong("uptime", replies.remove(0));
+                if (seconds < quarantine.toSeconds()) {
+                    throw new Quarantined(target, seconds, quarantine);
                 }
             }
             return new Replies(replies, acknowledged[0]);
@@ -161,7 +197,7 @@ final class RedisCalls {
             for (Call call : calls) {
                 responses.add(bySha ? p.evalsha(call.script().sha(), call.keys(), call.args())
                         : p.eval(call.script().source(), call.keys(), call.args()));
-                if (replicas.count() > 0) {
+                if (replicas.count() > 0 && !call.keys().isEmpty()) {
                     // Same connection as the write (on Cluster: routed by the call's first key, so
                     // the node that ran it): WAIT counts the replicas that have this client's writes.
                     waits.add(p.waitReplicas(call.keys().get(0), replicas.count(), replicas.timeout().toMillis()));

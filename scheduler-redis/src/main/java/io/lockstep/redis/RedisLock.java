@@ -84,7 +84,7 @@ public final class RedisLock implements AutoCloseable {
             return false;
         }
         long sent = System.nanoTime();
-        boolean owned = locks.calls.asLong("extend", locks.calls.call("extend", extendCall())) == 1L;
+        boolean owned = locks.extend(this);
         if (owned) {
             watch.renewed(sent);
         } else if (watch.markLost("extend refused: the token no longer owns the lock")) {
@@ -127,8 +127,7 @@ public final class RedisLock implements AutoCloseable {
         }
         watch.markLost("released");
         long sent = System.nanoTime();
-        boolean owned = locks.calls.asLong("release", locks.calls.call("release",
-                new RedisCalls.Call(RedisLocks.RELEASE, List.of(key), List.of(token)))) == 1L;
+        boolean owned = locks.release(this);
         RedisLocks.EVENTS.atDebug().addKeyValue("event", "lock_released").addKeyValue("lock_name", key)
                 .addKeyValue("action", "release").addKeyValue("identifier", token)
                 .addKeyValue("duration_ms", (System.nanoTime() - sent) / 1_000_000).addKeyValue("success", owned)

@@ -50,6 +50,11 @@ public final class RedisLocks implements AutoCloseable {
      * time in microseconds), so a counter that expired (or was lost) never lets a token go back.
      */
     static final Duration FENCE_TTL = Duration.ofDays(7);
+    /** Redlock: tries after a vote without a quorum, beyond the first. */
+    public static final int DEFAULT_REDLOCK_RETRIES = 3;
+    static final Duration DEFAULT_REDLOCK_RETRY_DELAY = Duration.ofMillis(20);
+    /** Redlock: the longest lease, and the restart quarantine of a master. */
+    public static final Duration DEFAULT_MAX_LEASE = Duration.ofSeconds(60);
 
     /**
      * The default circuit breaker: over the last 10 calls (at least 5), when half or more could not
@@ -71,7 +76,10 @@ public final class RedisLocks implements AutoCloseable {
     private static final SecureRandom TOKENS = new SecureRandom();
     static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
 
+    /** The one server's calls; null over several masters. */
     final RedisCalls calls;
+    /** Redlock over several masters; null on one server. */
+    private final RedlockLocks redlock;
     private final String prefix;
     private final Duration backoff;
     private final Duration maxBackoff;
@@ -81,7 +89,7 @@ public final class RedisLocks implements AutoCloseable {
 
     private RedisLocks(Builder b) {
         this.meters = b.meters;
-        this.breaker = b.breaker == null ? null : CircuitBreaker.of("lockstep-locks", b.breaker);
+        this.breaker = b.breaker == null || b.masters != null ? null : CircuitBreaker.of("lockstep-locks", b.breaker);
         if (breaker != null) {
             breaker.getEventPublisher().onStateTransition(e -> EVENTS.atLevel(
                     e.getStateTransition().getToState() == CircuitBreaker.State.CLOSED ? org.slf4j.event.Level.INFO : org.slf4j.event.Level.WARN)
@@ -98,7 +106,19 @@ public final class RedisLocks implements AutoCloseable {
         if (breaker != null && meters != LockMeters.NONE) {
             meters.circuit(breaker);
         }
-        this.calls = new RedisCalls(b.jedis, b.description, breaker);
+        if (b.masters == null) {
+            this.calls = new RedisCalls(b.jedis, b.description, breaker);
+            this.redlock = null;
+        } else {
+            // One circuit breaker per master: a dead master fails fast, the others still answer.
+            List<RedisCalls> nodes = new ArrayList<>();
+            for (int i = 0; i < b.masters.size(); i++) {
+                nodes.add(new RedisCalls(b.masters.get(i), b.nodeNames.get(i),
+                        b.breaker == null ? null : CircuitBreaker.of("lockstep-locks-" + i, b.breaker), b.maxLease));
+            }
+            this.calls = null;
+            this.redlock = new RedlockLocks(this, new Quorum<>(nodes, b.nodeNames), b.retries, b.retryDelay, b.maxLease);
+        }
         this.prefix = b.keyPrefix;
         this.backoff = b.backoff;
         this.maxBackoff = b.maxBackoff;
@@ -117,7 +137,27 @@ public final class RedisLocks implements AutoCloseable {
 
     /** A builder for locks on {@code jedis} (a {@code RedisClient}, {@code RedisSentinelClient}, ...). */
     public static Builder builder(UnifiedJedis jedis) {
-        return new Builder(jedis);
+        return new Builder(jedis, null);
+    }
+
+    /**
+     * Redlock over {@code masters}, independent Redis masters (no replication between them; 5 is
+     * usual, at least 3), with the default retries and {@link #DEFAULT_MAX_LEASE}. See
+     * {@link #redlockBuilder}.
+     */
+    public static RedisLocks redlock(List<? extends UnifiedJedis> masters) {
+        return redlockBuilder(masters).build();
+    }
+
+    /**
+     * A builder for Redlock over {@code masters}: each acquire, extension and release goes to every
+     * master at once and counts only with a majority (N/2 + 1) and time left; the same
+     * {@link RedisLock} comes back, with a fencing token that never goes back across majorities.
+     * A master restarted less than {@code maxLease} ago is written to but does not count (the
+     * restart quarantine). The clients stay yours to close. Details: the README's Redlock section.
+     */
+    public static Builder redlockBuilder(List<? extends UnifiedJedis> masters) {
+        return new Builder(null, List.copyOf(masters));
     }
 
     /**
@@ -132,6 +172,9 @@ public final class RedisLocks implements AutoCloseable {
     public Optional<RedisLock> tryAcquire(String name, Duration lease) {
         String key = lockKey(name);
         checkLease(lease);
+        if (redlock != null) {
+            return redlock.tryAcquire(name, key, lease);
+        }
         String token = newToken();
         long sent = System.nanoTime();
         long fence;
@@ -205,6 +248,22 @@ public final class RedisLocks implements AutoCloseable {
         return breaker == null ? "disabled" : breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
     }
 
+    /** Extends one lock; whether it was still ours (on Redlock: on a quorum). */
+    boolean extend(RedisLock lock) {
+        if (redlock != null) {
+            return redlock.extend(List.of(lock)).get(0);
+        }
+        return calls.asLong("extend", calls.call("extend", lock.extendCall())) == 1L;
+    }
+
+    /** Releases one lock; whether it was still ours (on Redlock: on a quorum). */
+    boolean release(RedisLock lock) {
+        if (redlock != null) {
+            return redlock.release(lock);
+        }
+        return calls.asLong("release", calls.call("release", new RedisCalls.Call(RELEASE, List.of(lock.key()), List.of(lock.token())))) == 1L;
+    }
+
     /** Stops renewing locks; they expire after their lease unless released. Idempotent. */
     @Override
     public void close() {
@@ -227,6 +286,9 @@ public final class RedisLocks implements AutoCloseable {
 
     /** The watchdog's renewer: extends a batch of locks in one round trip. */
     private List<Boolean> renew(List<RedisLock> locks) {
+        if (redlock != null) {
+            return redlock.extend(locks);
+        }
         List<Object> replies = calls.batch("renew", locks, RedisLock::extendCall);
         List<Boolean> owned = new ArrayList<>(replies.size());
         for (Object reply : replies) {
@@ -235,7 +297,7 @@ public final class RedisLocks implements AutoCloseable {
         return owned;
     }
 
-    private static String newToken() {
+    static String newToken() {
         byte[] bytes = new byte[16];
         TOKENS.nextBytes(bytes);
         return HexFormat.of().formatHex(bytes);
@@ -244,6 +306,11 @@ public final class RedisLocks implements AutoCloseable {
     /** Builds {@link RedisLocks}. Fails fast on a bad value. Not thread-safe. */
     public static final class Builder {
         private final UnifiedJedis jedis;
+        private final List<UnifiedJedis> masters;
+        private List<String> nodeNames;
+        private int retries = DEFAULT_REDLOCK_RETRIES;
+        private Duration retryDelay = DEFAULT_REDLOCK_RETRY_DELAY;
+        private Duration maxLease = DEFAULT_MAX_LEASE;
         private String keyPrefix = DEFAULT_KEY_PREFIX;
         private Duration backoff = DEFAULT_BACKOFF;
         private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
@@ -251,8 +318,59 @@ public final class RedisLocks implements AutoCloseable {
         private CircuitBreakerConfig breaker = DEFAULT_CIRCUIT_BREAKER;
         private LockMeters meters = LockMeters.NONE;
 
-        private Builder(UnifiedJedis jedis) {
-            this.jedis = Objects.requireNonNull(jedis, "jedis");
+        private Builder(UnifiedJedis jedis, List<UnifiedJedis> masters) {
+            if (masters == null) {
+                this.jedis = Objects.requireNonNull(jedis, "jedis");
+                this.masters = null;
+            } else {
+                if (masters.size() < 3) {
+                    throw new IllegalArgumentException("redlock needs at least 3 independent masters (5 is usual), but was given "
+                            + masters.size());
+                }
+                this.jedis = null;
+                this.masters = masters;
+                List<String> names = new ArrayList<>();
+                for (int i = 1; i <= masters.size(); i++) {
+                    names.add("master " + i);
+                }
+                this.nodeNames = names;
+            }
+        }
+
+        /** Redlock: how errors and events name each master, in order, for example {@code 10.0.0.5:6379}. */
+        public Builder nodeNames(List<String> names) {
+            if (masters == null || names.size() != masters.size()) {
+                throw new IllegalArgumentException("nodeNames needs one name per Redlock master");
+            }
+            this.nodeNames = List.copyOf(names);
+            return this;
+        }
+
+        /**
+         * Redlock: how many more times {@link RedisLocks#tryAcquire} tries after a vote in which no
+         * quorum formed (default {@value RedisLocks#DEFAULT_REDLOCK_RETRIES}), each after
+         * {@code delay} plus a random part up to as much again (default 20 ms).
+         */
+        public Builder redlockRetries(int retries, Duration delay) {
+            if (retries < 0 || delay.isNegative()) {
+                throw new IllegalArgumentException("redlock retries and delay must not be negative");
+            }
+            this.retries = retries;
+            this.retryDelay = delay;
+            return this;
+        }
+
+        /**
+         * Redlock: the longest lease handed out (default 60 s), and so the restart quarantine: a
+         * master up for less than this may have restarted without the lock keys it held, so it is
+         * written to but does not count. Longer leases are refused.
+         */
+        public Builder maxLease(Duration maxLease) {
+            if (maxLease.toMillis() < 10) {
+                throw new IllegalArgumentException("maxLease must be at least 10ms, but was " + maxLease);
+            }
+            this.maxLease = maxLease;
+            return this;
         }
 
         /** The first part of every key (default {@code lockstep}). */
