@@ -47,7 +47,7 @@ final class RedisCalls {
     static final class Quarantined extends LockException {
         Quarantined(String target, long uptimeSeconds, java.time.Duration quarantine) {
             super(target, target + ": restarted " + uptimeSeconds + " s ago, within the restart quarantine ("
-                    + quarantine.toSeconds() + " s): written to, but its answers do not count yet", null);
+                    + (quarantine.toMillis() + 999) / 1000 + " s): written to, but its answers do not count yet", null);
         }
     }
 
@@ -151,7 +151,8 @@ final class RedisCalls {
             }
             if (uptime) {
                 long seconds = asLong("uptime", replies.remove(0));
-                if (seconds < quarantine.toSeconds()) {
+                // uptime_in_seconds is rounded down; the quarantine up, so that it is never cut short.
+                if (seconds < (quarantine.toMillis() + 999) / 1000) {
                     throw new Quarantined(target, seconds, quarantine);
                 }
             }

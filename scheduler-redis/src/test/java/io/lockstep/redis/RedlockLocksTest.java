@@ -1,0 +1,256 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.Watchdog;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The lock API over 5 independent masters (Redlock), against real redis-server processes and real faults. */
+class RedlockLocksTest {
+
+    private static final Duration LEASE = Duration.ofSeconds(1);
+
+    private LocalRedlock nodes;
+    private RedisLocks locks;
+    private final List<TcpProxy> proxies = new ArrayList<>();
+
+    @BeforeEach
+    void start() {
+        nodes = new LocalRedlock(5);
+        // No circuit breaker: these tests stop masters on purpose and count on each call reaching them.
+        locks = RedisLocks.redlockBuilder(nodes.clients).nodeNames(nodes.names()).maxLease(LEASE).circuitBreaker(null).build();
+        nodes.awaitUptime(1); // past the restart quarantine (maxLease) of a fresh node
+    }
+
+    @AfterEach
+    void stop() {
+        locks.close();
+        proxies.forEach(TcpProxy::close);
+        nodes.servers.forEach(s -> {
+            try {
+                s.resume();
+            } catch (RuntimeException e) {
+                // killed: nothing to resume
+            }
+        });
+        nodes.close();
+    }
+
+    private static String name() {
+        return "redlock-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    private List<Integer> nodesHolding(String lock) {
+        return nodesHolding(lock, List.of(0, 1, 2, 3, 4));
+    }
+
+    /** Which of {@code live} hold the lock's key. */
+    private List<Integer> nodesHolding(String lock, List<Integer> live) {
+        List<Integer> holding = new ArrayList<>();
+        for (int i : live) {
+            if (nodes.clients.get(i).exists("lockstep:lock:{" + lock + "}")) {
+                holding.add(i);
+            }
+        }
+        return holding;
+    }
+
+    @Test
+    void aQuorumAcquiresWithTwoOfFiveMastersStoppedWithinTheNodeWaits() {
+        nodes.servers.get(1).pause();
+        nodes.servers.get(3).pause();
+        String lock = name();
+        long before = System.nanoTime();
+        Optional<RedisLock> held = locks.tryAcquire(lock, LEASE);
+        long tookMs = (System.nanoTime() - before) / 1_000_000;
+
+        assertThat(held).isPresent();
+        // Two rounds (acquire, fence raise), each waiting at most 5 % of the lease for the stopped nodes.
+        assertThat(tookMs).isLessThan(2 * RedlockLocks.nodeWait(LEASE).toMillis() + 300);
+        assertThat(held.get().isHeld()).isTrue();
+        assertThat(nodesHolding(lock, List.of(0, 2, 4))).containsExactly(0, 2, 4);
+        assertThat(held.get().release()).isTrue();
+        assertThat(nodesHolding(lock, List.of(0, 2, 4))).isEmpty();
+    }
+
+    @Test
+    void withThreeOfFiveDownThereIsNoAcquireAndNoPartialKeyIsLeft() {
+        for (int i : List.of(0, 2, 4)) {
+            nodes.servers.get(i).kill();
+        }
+        String lock = name();
+
+        assertThatThrownBy(() -> locks.tryAcquire(lock, LEASE))
+                .isInstanceOf(LockException.class)
+                .hasMessageContaining("only 2 of 5 nodes answered and count (a decision needs 3)")
+                .hasMessageContaining(nodes.names().get(0) + " failed")
+                .hasMessageContaining(nodes.names().get(1) + " granted");
+        // What the two live nodes granted was given back at once, not left to expire.
+        assertThat(nodes.keys(1, "lockstep:lock:*")).noneMatch(k -> !k.endsWith(":fence"));
+        assertThat(nodes.keys(3, "lockstep:lock:*")).noneMatch(k -> !k.endsWith(":fence"));
+    }
+
+    @Test
+    void nodesSlowedPastTheLeaseMakeTheAcquireFailAndItCleansUpEverywhere() {
+        // Three masters behind proxies whose replies come later than the lease: their SET lands at once,
+        // their answer never in time. No quorum: the acquire fails, and what it wrote is released on
+        // every node, the slow ones included, long before the lease would have let it expire.
+        List<redis.clients.jedis.UnifiedJedis> clients = new ArrayList<>(nodes.clients);
+        for (int i : List.of(0, 1, 2)) {
+            TcpProxy proxy = TcpProxy.to(nodes.servers.get(i).host(), nodes.servers.get(i).port()).delayReplies(LEASE.toMillis() + 500);
+            proxies.add(proxy);
+            clients.set(i, redis.clients.jedis.RedisClient.builder().hostAndPort("127.0.0.1", proxy.port())
+                    .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().timeoutMillis(5_000).build()).build());
+        }
+        try (RedisLocks slow = RedisLocks.redlockBuilder(clients).nodeNames(nodes.names()).maxLease(LEASE).build()) {
+            String lock = name();
+            assertThatThrownBy(() -> slow.tryAcquire(lock, LEASE))
+                    .isInstanceOf(LockException.class)
+                    .hasMessageContaining("no answer within " + RedlockLocks.nodeWait(LEASE).toMillis() + " ms");
+            await().atMost(Duration.ofMillis(LEASE.toMillis() / 2)).until(() -> nodesHolding(lock).isEmpty());
+        } finally {
+            for (int i : List.of(0, 1, 2)) {
+                clients.get(i).close();
+            }
+        }
+    }
+
+    @Test
+    void validityNeverExceedsTheLeaseLessTheElapsedTimeAndTheDrift() {
+        TcpProxy proxy = TcpProxy.to(nodes.servers.get(0).host(), nodes.servers.get(0).port()).delayReplies(30);
+        proxies.add(proxy);
+        List<redis.clients.jedis.UnifiedJedis> clients = new ArrayList<>(nodes.clients);
+        clients.set(0, redis.clients.jedis.RedisClient.builder().hostAndPort("127.0.0.1", proxy.port()).build());
+        long drift = LEASE.toNanos() - Watchdog.validity(LEASE).toNanos();
+        try (RedisLocks withSlowNode = RedisLocks.redlockBuilder(clients).nodeNames(nodes.names()).maxLease(LEASE).build()) {
+            for (int i = 0; i < 20; i++) {
+                long before = System.nanoTime();
+                RedisLock lock = withSlowNode.tryAcquire(name(), LEASE).orElseThrow();
+                long elapsed = System.nanoTime() - before;
+                // The lock counts from its send, which the test cannot see: up to a few ms (the owner
+                // token's randomness) pass between our clock read and the send. Far less than the 30 ms
+                // the slow node adds, so a validity that ignored the elapsed time fails here.
+                long beforeSend = Duration.ofMillis(5).toNanos();
+                assertThat(lock.remaining().toNanos()).isLessThanOrEqualTo(LEASE.toNanos() - elapsed - drift + beforeSend);
+                assertThat(elapsed).isGreaterThanOrEqualTo(Duration.ofMillis(30).toNanos()); // it did wait for the slow node
+                lock.release();
+            }
+        } finally {
+            clients.get(0).close();
+        }
+    }
+
+    @Test
+    void fencingTokensStrictlyIncreaseAcrossQuorumsThatDifferInMembership() {
+        String lock = name();
+        // Master 5's counter runs ahead of the others (it was in majorities the others missed, or its
+        // clock is ahead). A token taken with it must still be below any token a later majority
+        // without it hands out: the raise step carries it to the other counters.
+        long ahead = System.currentTimeMillis() * 1000 + Duration.ofHours(1).toNanos() / 1000;
+        nodes.clients.get(4).set("lockstep:lock:{" + lock + "}:fence", Long.toString(ahead));
+        List<Long> tokens = new ArrayList<>();
+        RedisLock first = locks.tryAcquire(lock, LEASE).orElseThrow();
+        tokens.add(first.fencingToken());
+        first.release();
+        assertThat(tokens.get(0)).isEqualTo(ahead + 1);
+
+        // Majorities of changing membership: two masters stopped at a time, one restarted empty on the way.
+        int[][] stopped = {{3, 4}, {0, 1}, {2, 4}, {0, 3}, {1, 2}};
+        for (int[] pair : stopped) {
+            nodes.servers.get(pair[0]).pause();
+            nodes.servers.get(pair[1]).pause();
+            try {
+                RedisLock next = locks.tryAcquire(lock, LEASE).orElseThrow();
+                tokens.add(next.fencingToken());
+                next.release();
+            } finally {
+                nodes.servers.get(pair[0]).resume();
+                nodes.servers.get(pair[1]).resume();
+            }
+            await().atMost(Duration.ofSeconds(5)).until(() -> nodesHolding(lock).isEmpty()); // late releases landed
+        }
+        nodes.servers.get(4).restart(); // back empty: counter lost, and quarantined for maxLease
+        RedisLock afterRestart = locks.tryAcquire(lock, LEASE).orElseThrow();
+        tokens.add(afterRestart.fencingToken());
+        afterRestart.release();
+
+        assertThat(tokens).isSorted().doesNotHaveDuplicates();
+        assertThat(tokens.get(1)).isGreaterThan(ahead); // no majority went back below master 5's token
+    }
+
+    @Test
+    void aQuorumThatSaysHeldMeansEmptyAndASplitVoteIsReleasedEverywhere() {
+        String lock = name();
+        String key = "lockstep:lock:{" + lock + "}";
+        for (int i : List.of(0, 1, 2)) {
+            nodes.clients.get(i).set(key, "another-owner", redis.clients.jedis.params.SetParams.setParams().px(10_000));
+        }
+        assertThat(locks.tryAcquire(lock, LEASE)).isEmpty();
+
+        // Now only two hold it for another owner and one is down: neither side has a majority. Ours is
+        // retried, then released where it was granted.
+        nodes.clients.get(2).del(key);
+        nodes.servers.get(2).kill();
+        assertThat(locks.tryAcquire(lock, LEASE)).isEmpty();
+        assertThat(nodes.clients.get(3).get(key)).isNull();
+        assertThat(nodes.clients.get(4).get(key)).isNull();
+        assertThat(nodes.clients.get(0).get(key)).isEqualTo("another-owner");
+    }
+
+    @Test
+    void autoRenewKeepsAQuorumAndReleaseReachesEveryNode() {
+        Duration lease = Duration.ofMillis(600);
+        String lock = name();
+        AtomicReference<RedisLock> lost = new AtomicReference<>();
+        RedisLock held = locks.tryAcquire(lock, lease).orElseThrow().autoRenew(lost::set);
+        nodes.servers.get(0).kill();
+        nodes.servers.get(1).pause();
+        await().pollDelay(Duration.ofMillis(3 * lease.toMillis())).atMost(Duration.ofSeconds(5)).until(held::isHeld);
+        assertThat(lost.get()).isNull();
+        assertThat(held.release()).isTrue();
+        nodes.servers.get(1).resume();
+        await().atMost(Duration.ofSeconds(5)).until(() -> nodes.clients.get(1).get("lockstep:lock:{" + lock + "}") == null);
+
+        // A majority gone: the renewal cannot be confirmed, and the loss is reported once.
+        RedisLock second = locks.tryAcquire(lock, lease).orElseThrow().autoRenew(lost::set);
+        nodes.servers.get(2).kill();
+        nodes.servers.get(3).kill();
+        await().atMost(Duration.ofSeconds(5)).until(() -> lost.get() == second);
+        assertThat(second.isHeld()).isFalse();
+    }
+
+    @Test
+    void aMasterRestartedWithinTheQuarantineIsWrittenToButDoesNotCount() {
+        String lock = name();
+        nodes.servers.get(0).restart();
+        nodes.servers.get(1).restart();
+        nodes.servers.get(2).restart();
+        // Three masters up for less than maxLease: they may have lost keys they held, so no majority counts.
+        // (The first try may find the pooled connections to the restarted masters broken instead.)
+        assertThatThrownBy(() -> locks.tryAcquire(lock, LEASE)).isInstanceOf(LockException.class);
+        assertThatThrownBy(() -> locks.tryAcquire(lock, LEASE))
+                .isInstanceOf(LockException.class)
+                .hasMessageContaining("quarantined");
+        nodes.awaitUptime(1);
+        assertThat(locks.tryAcquire(lock, LEASE)).isPresent();
+    }
+
+    @Test
+    void badArgumentsFailFast() {
+        assertThatThrownBy(() -> RedisLocks.redlock(nodes.clients.subList(0, 2)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at least 3");
+        assertThatThrownBy(() -> locks.tryAcquire(name(), LEASE.plusMillis(1)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxLease");
+    }
+}
