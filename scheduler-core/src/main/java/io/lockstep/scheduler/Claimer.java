@@ -29,6 +29,9 @@ final class Claimer {
     /** At most this many claim round trips per tick when lost races free reserved threads. */
     private static final int MAX_CLAIM_ROUNDS = 4;
     private static final SecureRandom TOKENS = new SecureRandom();
+    /** Redlock: a claim without a majority is asked again after a random wait between these. */
+    static final Duration NO_QUORUM_RETRY_MIN = Duration.ofMillis(5);
+    static final Duration NO_QUORUM_RETRY_MAX = Duration.ofMillis(60);
 
     private final LockProvider provider;
     private final String workerId;
@@ -269,6 +272,10 @@ final class Claimer {
                 queue.requeue(d, clock.now().plus(RETRY_DELAY));
                 return;
             }
+            case NO_QUORUM -> {
+                noQuorum(d, mode, lateness, lockName);
+                return;
+            }
             case EARLY -> {
                 // Our clock runs ahead of the store's: come back when the store's clock reaches the slot.
                 long ahead = Math.max(1, d.slot.toEpochMilli() - result.serverTimeMillis());
@@ -277,6 +284,36 @@ final class Claimer {
             }
         }
         queue.decided(d, clock.now());
+    }
+
+    /**
+     * Redlock's masters did not agree on the slot (what we took was given back on all of them): ask
+     * again after a random delay, so that racing workers do not split the vote again, while the
+     * slot can still start; past that, only the miss is recorded (by a majority, like any decision);
+     * and once its record could have expired, it is reported here: never dropped silently.
+     */
+    private void noQuorum(DueSlot d, ClaimRequest.Mode mode, long lateness, String lockName) {
+        Instant now = clock.now();
+        Instant again = now.plusMillis(ThreadLocalRandom.current().nextLong(NO_QUORUM_RETRY_MIN.toMillis(),
+                NO_QUORUM_RETRY_MAX.toMillis() + 1));
+        events.debug("slot_no_quorum").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
+                .addKeyValue("lock_name", lockName).addKeyValue("retry_at", again.toString())
+                .log("no majority of the redlock masters agreed; released everywhere, asking again");
+        if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
+            queue.requeue(d, again.plus(RETRY_DELAY));
+        } else if (d.mode != ClaimRequest.Mode.MISS_ONLY && again.isBefore(d.startDeadline())) {
+            queue.requeue(d, again);
+        } else if (again.isBefore(d.recordDeadline())) {
+            d.missOnly("no majority of the redlock masters agreed on the slot within misfireGrace", "no_quorum");
+            queue.requeue(d, again);
+        } else {
+            if (!d.reported) {
+                d.reported = true;
+                missed(d, lateness, d.missReason != null ? d.missReason + "; no majority of the redlock masters agreed on recording it"
+                        : "no majority of the redlock masters agreed on the slot", lockName, d.missCode != null ? d.missCode : "no_quorum");
+            }
+            queue.decided(d, now);
+        }
     }
 
     /** Counts a claim's result ({@code lockstep.claims}) and a skipped slot; recoveries are not claims. */

@@ -144,7 +144,7 @@ final class Quorum<N> {
         for (Vote<T> v : votes) {
             parts.add(v.node() + " " + switch (v.kind()) {
                 case ANSWERED -> describe.apply(v.answer());
-                case QUARANTINED -> "quarantined (restarted lately; written to, not counted)";
+                case QUARANTINED -> "quarantined (" + v.failure().substring(v.failure().indexOf(": ") + 2) + ")";
                 case FAILED -> "failed (" + Objects.toString(v.failure(), "?") + ")";
             });
         }

@@ -45,9 +45,9 @@ final class RedisCalls {
      * so it may have come back without records it held. The calls ran: the node is written to.
      */
     static final class Quarantined extends LockException {
-        Quarantined(String target, long uptimeSeconds, java.time.Duration quarantine) {
+        Quarantined(String target, long uptimeSeconds, long quarantineMillis) {
             super(target, target + ": restarted " + uptimeSeconds + " s ago, within the restart quarantine ("
-                    + (quarantine.toMillis() + 999) / 1000 + " s): written to, but its answers do not count yet", null);
+                    + (quarantineMillis + 999) / 1000 + " s): written to, but its answers do not count yet", null);
         }
     }
 
@@ -57,26 +57,30 @@ final class RedisCalls {
     final String target;
     /** Fails calls fast while Redis keeps failing (the lock API's); null: every call goes out. */
     private final CircuitBreaker breaker;
-    /** A Redlock node's restart quarantine; zero: none (no uptime is read). */
-    private final java.time.Duration quarantine;
+    /** A Redlock node's restart quarantine in ms, read per batch; zero or less: none (no uptime is read). */
+    private final java.util.function.LongSupplier quarantineMillis;
 
     RedisCalls(UnifiedJedis jedis, String target) {
         this(jedis, target, null);
     }
 
     RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker) {
-        this(jedis, target, breaker, java.time.Duration.ZERO);
+        this(jedis, target, breaker, () -> 0);
+    }
+
+    RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker, java.time.Duration quarantine) {
+        this(jedis, target, breaker, quarantine::toMillis);
     }
 
     /**
      * @param quarantine when positive, every batch first reads the server's uptime on the same
      *     connection and throws {@link Quarantined} (after running the calls) while it is shorter
      */
-    RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker, java.time.Duration quarantine) {
+    RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker, java.util.function.LongSupplier quarantineMillis) {
         this.jedis = jedis;
         this.target = target;
         this.breaker = breaker;
-        this.quarantine = quarantine;
+        this.quarantineMillis = quarantineMillis;
     }
 
     /**
@@ -125,7 +129,8 @@ final class RedisCalls {
 
     private <T> Replies unguardedBatch(String operation, List<T> items, Function<T, Call> toCall, Replicas replicas) {
         List<Call> calls = new ArrayList<>(items.size() + 1);
-        boolean uptime = !quarantine.isZero();
+        long quarantine = quarantineMillis.getAsLong();
+        boolean uptime = quarantine > 0;
         if (uptime) {
             // First, on the same connection: a restart in between would break the connection, so the
             // uptime read is the uptime of the server that runs the calls.
@@ -152,7 +157,7 @@ final class RedisCalls {
             if (uptime) {
                 long seconds = asLong("uptime", replies.remove(0));
                 // uptime_in_seconds is rounded down; the quarantine up, so that it is never cut short.
-                if (seconds < (quarantine.toMillis() + 999) / 1000) {
+                if (seconds < (quarantine + 999) / 1000) {
                     throw new Quarantined(target, seconds, quarantine);
                 }
             }
@@ -293,7 +298,7 @@ final class RedisCalls {
 
     /** One slot's answer of claim.lua or recover.lua. */
     ClaimResult claimResult(Object reply) {
-        if (!(reply instanceof List<?> list) || list.size() != 4) {
+        if (!(reply instanceof List<?> list) || list.size() < 4) {
             throw new LockException(target, "claim: unexpected reply " + reply, null);
         }
         String status = RedisCalls.asString(list.get(0));
@@ -307,5 +312,10 @@ final class RedisCalls {
             throw new LockException(target, "claim: unexpected status " + status, null);
         }
         return new ClaimResult(s, fence, now, runningUntil);
+    }
+
+    /** The token whose record holds the slot, from claim.lua's answer {@code taken}; empty otherwise. */
+    static String holder(Object reply) {
+        return reply instanceof List<?> list && list.size() > 4 ? asString(list.get(4)) : "";
     }
 }

@@ -45,6 +45,7 @@ public final class RedisLockProvider implements LockProvider {
     private static final LuaScript COMPLETE = LuaScript.load("complete.lua");
     private static final LuaScript RECOVER = LuaScript.load("recover.lua");
     private static final LuaScript RUNS = LuaScript.load("runs.lua");
+    private static final LuaScript UNCLAIM = LuaScript.load("unclaim.lua");
     /**
      * At most this many slots (or completions) per script call: enough that a script's own cost is
      * spread thin, few enough that one call blocks the server for well under a millisecond.
@@ -66,18 +67,44 @@ public final class RedisLockProvider implements LockProvider {
     private final int historyKeep;
     private final RedisMembers members;
     private final String target;
+    /** Redlock over several masters ({@code redis.redlock}); null otherwise. Every operation then goes there. */
+    private final RedlockStore redlock;
 
     private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
-            int historyKeep) {
+            int historyKeep, java.util.function.LongSupplier quarantineMillis) {
         this.historyKeep = historyKeep;
         this.replicas = replicas;
         this.jedis = jedis;
-        this.calls = new RedisCalls(jedis, target);
+        this.calls = new RedisCalls(jedis, target, null, quarantineMillis);
         this.ownsClient = ownsClient;
         this.keys = new RedisKeys(prefix,
                 jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster);
         this.members = new RedisMembers(jedis, calls, keys);
         this.target = target;
+        this.redlock = null;
+    }
+
+    /** The Redlock facade over its masters' providers. */
+    private RedisLockProvider(RedlockStore redlock, String prefix, int historyKeep) {
+        this.historyKeep = historyKeep;
+        this.replicas = RedisCalls.Replicas.NONE;
+        this.jedis = null;
+        this.calls = null;
+        this.ownsClient = true;
+        this.keys = new RedisKeys(prefix, false);
+        this.members = null;
+        this.target = redlock.describe();
+        this.redlock = redlock;
+    }
+
+    /** Redlock: the providers of its masters, in order; empty on one server, Sentinel or Cluster. */
+    List<RedisLockProvider> masters() {
+        return redlock == null ? List.of() : redlock.masters();
+    }
+
+    /** Redlock's quorum over its masters, or null. */
+    RedlockStore redlock() {
+        return redlock;
     }
 
     /** A builder; give it either a URI or a client of your own. */
@@ -113,9 +140,27 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
+        if (redlock != null) {
+            return redlock.claim(requests);
+        }
         if (requests.isEmpty()) {
             return List.of();
         }
+        Decided decided = decide(requests);
+        ClaimResult[] results = decided.results();
+        if (decided.acknowledged() < replicas.count()) {
+            unconfirmed(requests, results);
+        }
+        return List.of(results);
+    }
+
+    /**
+     * This server's answers to a batch of claims, and for each {@code taken} the token whose record
+     * holds the slot (Redlock counts a {@code taken} by it); {@code acknowledged}: replicas that have it.
+     */
+    record Decided(ClaimResult[] results, String[] holders, long acknowledged) {}
+
+    Decided decide(List<ClaimRequest> requests) {
         // Claims go many to a script call (see claim.lua); recoveries, rare, one each.
         List<List<Integer>> groups = new ArrayList<>();
         List<Integer> claims = new ArrayList<>();
@@ -162,11 +207,13 @@ public final class RedisLockProvider implements LockProvider {
         }, replicas);
         List<Object> replies = answered.replies();
         ClaimResult[] results = new ClaimResult[requests.size()];
+        String[] holders = new String[requests.size()];
         for (int g = 0; g < groups.size(); g++) {
             List<Integer> group = groups.get(g);
             ClaimRequest first = requests.get(group.get(0));
             if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
                 results[group.get(0)] = calls.claimResult(replies.get(g));
+                holders[group.get(0)] = "";
                 continue;
             }
             if (!(replies.get(g) instanceof List<?> list) || list.size() != group.size()) {
@@ -174,12 +221,33 @@ public final class RedisLockProvider implements LockProvider {
             }
             for (int j = 0; j < group.size(); j++) {
                 results[group.get(j)] = calls.claimResult(list.get(j));
+                holders[group.get(j)] = RedisCalls.holder(list.get(j));
             }
         }
-        if (answered.acknowledged() < replicas.count()) {
-            unconfirmed(requests, results);
-        }
-        return List.of(results);
+        return new Decided(results, holders, answered.acknowledged());
+    }
+
+    /**
+     * Redlock: raises each claimed lease's fence counter (and its slot record's token) to the token
+     * a quorum agreed on ({@code fence_raise.lua}). One round trip.
+     */
+    void raiseFences(List<Lease> leases, List<Long> agreed) {
+        calls.batch("fence", java.util.stream.IntStream.range(0, leases.size()).boxed().toList(), i -> {
+            Lease l = leases.get(i);
+            return new RedisCalls.Call(RedlockLocks.FENCE_RAISE, List.of(keys.fence(l.job()), keys.slot(l.job(), l.slot().toEpochMilli())),
+                    List.of(l.token(), Long.toString(agreed.get(i)), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
+        });
+    }
+
+    /**
+     * Redlock: gives back what claims that reached no quorum wrote here ({@code unclaim.lua}): their
+     * records ({@code all}: whatever their state but done; otherwise only while running), leases and
+     * running entries. One round trip.
+     */
+    void unclaim(List<Lease> leases, boolean all) {
+        calls.batch("unclaim", leases, l -> new RedisCalls.Call(UNCLAIM,
+                List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job())),
+                List.of(l.token(), Long.toString(l.slot().toEpochMilli()), all ? "all" : "running")));
     }
 
     /**
@@ -210,6 +278,9 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public List<Boolean> renew(List<Lease> leases) {
+        if (redlock != null) {
+            return redlock.renew(leases);
+        }
         if (leases.isEmpty()) {
             return List.of();
         }
@@ -227,6 +298,9 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public List<Boolean> complete(List<Completion> completions) {
+        if (redlock != null) {
+            return redlock.complete(completions);
+        }
         if (completions.isEmpty()) {
             return List.of();
         }
@@ -267,6 +341,9 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public List<RunsInFlight> runsInFlight(List<String> jobs) {
+        if (redlock != null) {
+            return redlock.runsInFlight(jobs);
+        }
         if (jobs.isEmpty()) {
             return List.of();
         }
@@ -288,6 +365,9 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public Map<String, Instant> lastSlots(List<String> jobs) {
+        if (redlock != null) {
+            return redlock.lastSlots(jobs);
+        }
         Map<String, Instant> last = new HashMap<>();
         if (jobs.isEmpty()) {
             return last;
@@ -313,6 +393,9 @@ public final class RedisLockProvider implements LockProvider {
     /** The server's clock; on Redis Cluster the latest of the masters' clocks ({@link ServerClock}). */
     @Override
     public long serverTimeMillis() {
+        if (redlock != null) {
+            return redlock.serverTimeMillis();
+        }
         try {
             return ServerClock.millis(jedis);
         } catch (JedisException e) {
@@ -324,26 +407,43 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
+        if (redlock != null) {
+            return redlock.heartbeat(self, ttl);
+        }
         return members.heartbeat(self, ttl);
     }
 
     @Override
     public void publishConfig(String configHash, Map<String, String> jobs) {
+        if (redlock != null) {
+            redlock.publishConfig(configHash, jobs);
+            return;
+        }
         members.publish(configHash, jobs);
     }
 
     @Override
     public Map<String, String> config(String configHash) {
+        if (redlock != null) {
+            return redlock.config(configHash);
+        }
         return members.config(configHash);
     }
 
     @Override
     public void leave(String workerId) {
+        if (redlock != null) {
+            redlock.leave(workerId);
+            return;
+        }
         members.leave(workerId);
     }
 
     /** The live workers (for {@code status}): who heartbeat within {@code ttl}. */
     public List<WorkerInfo> liveWorkers(Duration ttl) {
+        if (redlock != null) {
+            return redlock.liveWorkers(ttl);
+        }
         return members.live(ttl);
     }
 
@@ -363,6 +463,10 @@ public final class RedisLockProvider implements LockProvider {
      * server may evict keys.
      */
     public void ping() {
+        if (redlock != null) {
+            RedlockStart.run(redlock);
+            return;
+        }
         StartCheck.run(this, jedis, calls, target);
     }
 
@@ -371,11 +475,18 @@ public final class RedisLockProvider implements LockProvider {
      * {@code noeviction} (or cannot be read, as under an ACL user without {@code INFO}).
      */
     public java.util.Optional<String> evictionWarning() {
+        if (redlock != null) {
+            return masters().stream().map(RedisLockProvider::evictionWarning).flatMap(java.util.Optional::stream).findFirst();
+        }
         return StartCheck.evictionWarning(jedis, target);
     }
 
     @Override
     public void close() {
+        if (redlock != null) {
+            masters().forEach(RedisLockProvider::close);
+            return;
+        }
         if (ownsClient) {
             jedis.close();
         }
@@ -483,13 +594,37 @@ public final class RedisLockProvider implements LockProvider {
         public RedisLockProvider build() {
             RedisCalls.Replicas replicas = new RedisCalls.Replicas(waitReplicas, waitTimeout);
             if (client != null) {
-                return new RedisLockProvider(client, false, keyPrefix, description, replicas, historyKeep);
+                return new RedisLockProvider(client, false, keyPrefix, description, replicas, historyKeep, () -> 0);
             }
             RedisSettings effective = settings != null ? settings : new RedisSettings(new RedisSettings.Standalone(uri), keyPrefix,
                     timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF, waitReplicas,
                     waitTimeout);
+            if (effective.endpoint() instanceof RedisSettings.Redlock r) {
+                return redlock(effective, r);
+            }
             RedisClients.Built built = RedisClients.create(effective);
-            return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas, historyKeep);
+            return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas, historyKeep, () -> 0);
+        }
+
+        /** One provider per master, each on a client of its own; their answers counted by {@link RedlockStore}. */
+        private RedisLockProvider redlock(RedisSettings settings, RedisSettings.Redlock r) {
+            // Off (-1) when set to zero; the given value when set; otherwise (auto) it starts at 0 and
+            // grows with the record ttl of every claim made.
+            java.util.concurrent.atomic.AtomicLong quarantine = new java.util.concurrent.atomic.AtomicLong(
+                    r.quarantine().map(q -> q.isZero() ? -1L : q.toMillis()).orElse(0L));
+            List<RedisLockProvider> masters = new ArrayList<>();
+            try {
+                for (String node : r.nodes()) {
+                    String scheme = settings.tls().enabled() ? "rediss://" : "redis://";
+                    RedisClients.Built built = RedisClients.create(settings.with(new RedisSettings.Standalone(scheme + node)));
+                    masters.add(new RedisLockProvider(built.client(), true, keyPrefix, built.description(), RedisCalls.Replicas.NONE,
+                            historyKeep, () -> Math.max(0, quarantine.get())));
+                }
+            } catch (RuntimeException e) {
+                masters.forEach(RedisLockProvider::close);
+                throw e;
+            }
+            return new RedisLockProvider(new RedlockStore(masters, r.nodes(), r.nodeTimeout(), quarantine, r.quarantine().isEmpty()), keyPrefix, historyKeep);
         }
     }
 }

@@ -9,7 +9,9 @@
 --   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
 --   '1' = a manual run
 -- Returns per slot {status, fencing token, server time ms, earliest lease end among the job's runs
--- in flight (server ms, 0 if none)}; status is claimed|taken|skipped|paused|missed|superseded|stale|early|busy.
+-- in flight (server ms, 0 if none), and for 'taken' the token whose record holds the slot};
+-- status is claimed|taken|skipped|paused|missed|superseded|stale|early|busy. (Redlock counts a
+-- 'taken' only when a majority of its masters name the same token.)
 -- A manual slot (a `trigger`: its slot is the request's time) is decided like any other, but
 -- neither reads nor moves the marks, and runs even while the job is paused.
 -- The last element lets every worker that races a slot know when to look for a run that died,
@@ -43,9 +45,9 @@ local function claim(k, a)
   local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), tonumber(a[5])
   local slot = tonumber(slot_text)
 
-  local function reply(status, fence)
+  local function reply(status, fence, holder)
     local first = redis.call('ZRANGE', running, 0, 0, 'WITHSCORES')
-    return {status, fence, now, tonumber(first[2] or '0')}
+    return {status, fence, now, tonumber(first[2] or '0'), holder or ''}
   end
 
   local function take_lease()
@@ -59,7 +61,7 @@ local function claim(k, a)
   local r = redis.call('HMGET', record, 'token', 'state', 'fence', 'why')
   if r[1] then
     if r[1] ~= token then
-      return reply('taken', 0) -- the record decides, not a time window
+      return reply('taken', 0, r[1]) -- the record decides, not a time window
     end
     -- A repeat of our own request (its reply was lost): the same decision again.
     if r[2] == 'running' then
@@ -84,7 +86,7 @@ local function claim(k, a)
     elseif r[2] == 'skipped' then
       return reply(r[4] == 'paused' and 'paused' or 'skipped', 0)
     end
-    return reply('taken', 0)
+    return reply('taken', 0, r[1])
   end
   if now < slot then
     return reply('early', 0)

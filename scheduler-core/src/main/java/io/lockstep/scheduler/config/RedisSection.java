@@ -18,10 +18,11 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  */
 final class RedisSection {
 
-    static final Set<String> KEYS = Set.of("uri", "sentinel", "cluster", "user", "password", "tls", "keyPrefix", "timeout",
+    static final Set<String> KEYS = Set.of("uri", "sentinel", "cluster", "redlock", "user", "password", "tls", "keyPrefix", "timeout",
             "waitReplicas", "waitTimeout");
     static final Set<String> SENTINEL_KEYS = Set.of("master", "nodes", "user", "password");
     static final Set<String> CLUSTER_KEYS = Set.of("nodes");
+    static final Set<String> REDLOCK_KEYS = Set.of("nodes", "nodeTimeout", "quarantine");
     static final Set<String> TLS_KEYS = Set.of("enabled", "caCert", "clientCert", "clientKey");
 
     private final ConfigNodes nodes;
@@ -37,18 +38,22 @@ final class RedisSection {
         }
         Map<String, Node> m = nodes.mapping(node, "redis", KEYS).orElse(Map.of());
         List<String> modes = new ArrayList<>();
-        for (String mode : List.of("uri", "sentinel", "cluster")) {
+        for (String mode : List.of("uri", "sentinel", "cluster", "redlock")) {
             if (m.containsKey(mode)) {
                 modes.add(mode);
             }
         }
         if (modes.size() > 1) {
-            nodes.problem(m.get(modes.get(1)), "redis." + modes.get(1), "give exactly one of uri, sentinel or cluster, but "
+            nodes.problem(m.get(modes.get(1)), "redis." + modes.get(1), "give exactly one of uri, sentinel, cluster or redlock, but "
                     + String.join(" and ", modes) + " are both set");
         }
         RedisSettings.Endpoint endpoint = modes.isEmpty() || modes.get(0).equals("uri")
                 ? standalone(m.get("uri"))
-                : modes.get(0).equals("sentinel") ? sentinel(m.get("sentinel")) : cluster(m.get("cluster"));
+                : switch (modes.get(0)) {
+                    case "sentinel" -> sentinel(m.get("sentinel"));
+                    case "cluster" -> cluster(m.get("cluster"));
+                    default -> redlock(m.get("redlock"));
+                };
         String prefix = nodes.string(m.get("keyPrefix"), "redis.keyPrefix").orElse(d.keyPrefix());
         if (prefix.isEmpty() || prefix.contains("{") || prefix.contains("}") || prefix.contains(" ")) {
             nodes.problem(m.get("keyPrefix"), "redis.keyPrefix", "must be non-empty without braces or spaces, but was \"" + prefix + "\"");
@@ -67,6 +72,15 @@ final class RedisSection {
         if (waitReplicas < 0 || waitReplicas > 16) {
             nodes.problem(m.get("waitReplicas"), "redis.waitReplicas", "must be between 0 and 16, but was " + waitReplicas);
             waitReplicas = 0;
+        }
+        if (endpoint instanceof RedisSettings.Redlock && waitReplicas > 0) {
+            nodes.problem(m.get("waitReplicas"), "redis.waitReplicas", "does not go with redlock: its masters stand alone, "
+                    + "each decision needs a majority of them instead");
+            waitReplicas = 0;
+        }
+        if (endpoint instanceof RedisSettings.Redlock r && r.nodeTimeout().compareTo(timeout) >= 0) {
+            nodes.problem(m.get("redlock"), "redis.redlock.nodeTimeout", "must be less than redis.timeout (" + Durations.format(timeout)
+                    + "), but was " + Durations.format(r.nodeTimeout()));
         }
         Duration waitTimeout = nodes.duration(m.get("waitTimeout"), "redis.waitTimeout").orElse(d.waitTimeout());
         if (waitTimeout.compareTo(Duration.ofMillis(1)) < 0 || waitTimeout.compareTo(timeout) >= 0) {
@@ -98,6 +112,24 @@ final class RedisSection {
     private RedisSettings.Endpoint cluster(Node node) {
         Map<String, Node> m = nodes.mapping(node, "redis.cluster", CLUSTER_KEYS).orElse(Map.of());
         return new RedisSettings.Cluster(hostPorts(m, node, "redis.cluster"));
+    }
+
+    private RedisSettings.Endpoint redlock(Node node) {
+        Map<String, Node> m = nodes.mapping(node, "redis.redlock", REDLOCK_KEYS).orElse(Map.of());
+        List<String> hosts = hostPorts(m, node, "redis.redlock");
+        if (m.containsKey("nodes") && hosts.size() < 3) {
+            nodes.problem(m.get("nodes"), "redis.redlock.nodes", "needs at least 3 independent masters (5 is usual), but lists "
+                    + hosts.size());
+        } else if (new java.util.HashSet<>(hosts).size() < hosts.size()) {
+            nodes.problem(m.get("nodes"), "redis.redlock.nodes", "lists a master twice: each must be a separate server");
+        }
+        Duration nodeTimeout = nodes.duration(m.get("nodeTimeout"), "redis.redlock.nodeTimeout")
+                .orElse(RedisSettings.Redlock.DEFAULT_NODE_TIMEOUT);
+        if (nodeTimeout.compareTo(Duration.ofMillis(1)) < 0) {
+            nodes.problem(m.get("nodeTimeout"), "redis.redlock.nodeTimeout", "must be at least 1ms, but was " + Durations.format(nodeTimeout));
+        }
+        Optional<Duration> quarantine = nodes.duration(m.get("quarantine"), "redis.redlock.quarantine");
+        return new RedisSettings.Redlock(hosts, nodeTimeout, quarantine);
     }
 
     /** {@code nodes}: a non-empty list of {@code host:port}. */

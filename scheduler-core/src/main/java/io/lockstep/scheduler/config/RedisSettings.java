@@ -29,7 +29,7 @@ public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeou
     public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofMillis(100);
 
     /** Where Redis is. */
-    public sealed interface Endpoint permits Standalone, Sentinel, Cluster {
+    public sealed interface Endpoint permits Standalone, Sentinel, Cluster, Redlock {
         /** A short description for logs, without credentials. */
         String describe();
     }
@@ -93,6 +93,30 @@ public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeou
         @Override
         public String describe() {
             return "cluster via " + String.join(",", nodes);
+        }
+    }
+
+    /**
+     * Independent masters (no replication between them), decided by majority: Redlock.
+     *
+     * @param nodes the masters, {@code host:port}; at least 3 (5 is usual)
+     * @param nodeTimeout how long each master's answer is awaited; a master slower than this does not
+     *     count for that decision
+     * @param quarantine how long a restarted master sits out (written to, not counted); empty: the
+     *     longest record ttl of any claim made (the safe value); zero: off
+     */
+    public record Redlock(List<String> nodes, Duration nodeTimeout, Optional<Duration> quarantine) implements Endpoint {
+        public static final Duration DEFAULT_NODE_TIMEOUT = Duration.ofMillis(200);
+
+        public Redlock {
+            nodes = List.copyOf(nodes);
+            Objects.requireNonNull(nodeTimeout, "nodeTimeout");
+            quarantine = quarantine == null ? Optional.empty() : quarantine;
+        }
+
+        @Override
+        public String describe() {
+            return "redlock over " + String.join(",", nodes);
         }
     }
 

@@ -51,6 +51,12 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
          * The claim won, but fewer replicas than required acknowledged it in time ({@code waitReplicas}):
          * a failover could lose it, so it was disowned (recorded as missed) and must not run.
          */
-        UNCONFIRMED
+        UNCONFIRMED,
+        /**
+         * Redlock: the masters did not agree (no majority for any answer, say two workers won two
+         * masters each), or the claim took longer than its lease's validity. What this request wrote
+         * was given back on every master; nothing runs. Ask again after a short random delay.
+         */
+        NO_QUORUM
     }
 }

@@ -1,0 +1,365 @@
+package io.lockstep.redis;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.Completion;
+import io.lockstep.scheduler.lock.Heartbeat;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.RunsInFlight;
+import io.lockstep.scheduler.lock.Watchdog;
+import io.lockstep.scheduler.lock.WorkerInfo;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+/**
+ * The scheduler's store over N independent masters (Redlock, {@code redis.redlock}). Every claim,
+ * renewal, completion and recovery runs the same scripts as on one server, on every master at
+ * once (each answer awaited at most {@code nodeTimeout}); a decision counts only when a majority
+ * (N/2 + 1) of the masters agree, so any two decisions share a master.
+ *
+ * <ul>
+ *   <li><b>Claims.</b> A slot is ours when a majority answered {@code claimed} within the lease's
+ *       validity. Its fencing token is the highest the majority answered, and before the run
+ *       starts the job's fence counters (and the slot records) are raised to it on a majority
+ *       ({@code fence_raise.lua}; see {@link RedlockLocks} for why). Any other majority answer
+ *       (missed, skipped, paused, ...) is the decision; {@code taken} counts only when a majority
+ *       name the same other token. Without a majority, what the claim wrote is given back on every
+ *       master ({@code unclaim.lua}) and the answer is {@link ClaimResult.Status#NO_QUORUM}: the
+ *       scheduler asks again after a random delay within the slot's grace, and past it records the
+ *       slot as missed, so a slot is never dropped silently.</li>
+ *   <li><b>Renewals and completions</b> count with a majority of {@code 1}s; fewer answering
+ *       masters than a majority is an outage ({@link LockException}: the scheduler retries).</li>
+ *   <li><b>Restart quarantine.</b> A master whose uptime is shorter than the longest record ttl
+ *       may have restarted without records it held: it is written to, but its answers do not
+ *       count. The quarantine grows to the longest record ttl of any claim made.</li>
+ * </ul>
+ *
+ * Membership, triggers and config go to every master; reads merge what the masters answer.
+ * Thread-safe.
+ */
+final class RedlockStore {
+
+    /** How long a master's answer is awaited when the config does not say. */
+    static final Duration DEFAULT_NODE_TIMEOUT = Duration.ofMillis(200);
+
+    private final Quorum<RedisLockProvider> nodes;
+    private final Duration nodeWait;
+    /** The restart quarantine now, ms; -1: off. */
+    private final AtomicLong quarantineMillis;
+    /** Whether the quarantine grows with the record ttls of the claims made (not set in the config). */
+    private final boolean auto;
+
+    /**
+     * @param quarantineMillis shared with the masters' calls (each reads it per batch); -1 turns the
+     *     quarantine off
+     * @param auto whether it grows with the longest record ttl of the claims made
+     */
+    RedlockStore(List<RedisLockProvider> masters, List<String> names, Duration nodeWait, AtomicLong quarantineMillis, boolean auto) {
+        this.nodes = new Quorum<>(masters, names);
+        this.nodeWait = nodeWait;
+        this.quarantineMillis = quarantineMillis;
+        this.auto = auto;
+    }
+
+    List<RedisLockProvider> masters() {
+        return nodes.nodes();
+    }
+
+    Quorum<RedisLockProvider> quorum() {
+        return nodes;
+    }
+
+    String describe() {
+        return "redlock over " + String.join(",", nodes.names());
+    }
+
+    /** The restart quarantine in force now. */
+    Duration quarantine() {
+        return Duration.ofMillis(Math.max(0, quarantineMillis.get()));
+    }
+
+    private <T> List<Quorum.Vote<T>> everywhere(String operation, Function<RedisLockProvider, T> action) {
+        List<Quorum.Vote<T>> votes = nodes.ask(action, nodeWait);
+        if (Quorum.counting(votes) < nodes.quorum()) {
+            throw nodes.tooFew(operation, votes, Quorum.describe(votes, a -> "answered"));
+        }
+        return votes;
+    }
+
+    // ---------------------------------------------------------------- claims
+
+    List<ClaimResult> claim(List<ClaimRequest> requests) {
+        if (requests.isEmpty()) {
+            return List.of();
+        }
+        for (ClaimRequest r : auto ? requests : List.<ClaimRequest>of()) {
+            // Never shorter than the records this process writes: a master that lost them sits out as long.
+            quarantineMillis.getAndUpdate(q -> Math.max(q, r.recordTtl().toMillis()));
+        }
+        long sent = System.nanoTime();
+        List<Quorum.Vote<RedisLockProvider.Decided>> votes = everywhere("claim", p -> p.decide(requests));
+        ClaimResult[] results = new ClaimResult[requests.size()];
+        List<Lease> won = new ArrayList<>();
+        List<Long> tokens = new ArrayList<>();
+        List<Integer> wonAt = new ArrayList<>();
+        List<Lease> giveBackAll = new ArrayList<>();
+        List<Lease> giveBackRunning = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            ClaimRequest request = requests.get(i);
+            Combined c = combine(request, votes, i);
+            results[i] = c.result();
+            boolean ordinary = request.mode() != ClaimRequest.Mode.RECOVER && request.mode() != ClaimRequest.Mode.ABANDON;
+            if (c.result().status() == ClaimResult.Status.CLAIMED) {
+                won.add(request.lease());
+                tokens.add(c.result().fencingToken());
+                wonAt.add(i);
+            } else if (ordinary && c.giveBack() != null) {
+                (c.giveBack() ? giveBackAll : giveBackRunning).add(request.lease());
+            }
+        }
+        if (!won.isEmpty()) {
+            List<Quorum.Vote<Boolean>> raised = nodes.ask(p -> {
+                p.raiseFences(won, tokens);
+                return true;
+            }, nodeWait);
+            long elapsed = System.nanoTime() - sent;
+            boolean raisedOnMajority = Quorum.counting(raised) >= nodes.quorum();
+            for (int k = 0; k < won.size(); k++) {
+                Lease lease = won.get(k);
+                if (!raisedOnMajority || elapsed >= Watchdog.validity(lease.ttl()).toNanos()) {
+                    // Too slow to use (or the token could not be made safe): as the distlock page says, a failed acquire.
+                    ClaimResult r = results[wonAt.get(k)];
+                    results[wonAt.get(k)] = new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, r.serverTimeMillis(), r.runningUntilMillis());
+                    if (requests.get(wonAt.get(k)).mode() != ClaimRequest.Mode.RECOVER) {
+                        giveBackAll.add(lease);
+                    }
+                }
+            }
+        }
+        if (!giveBackAll.isEmpty()) {
+            nodes.ask(p -> {
+                p.unclaim(giveBackAll, true);
+                return true;
+            }, nodeWait);
+        }
+        if (!giveBackRunning.isEmpty()) {
+            nodes.ask(p -> {
+                p.unclaim(giveBackRunning, false);
+                return true;
+            }, nodeWait);
+        }
+        return List.of(results);
+    }
+
+    /**
+     * One request's decision from the masters' answers, and what to give back: null nothing, true
+     * every record of ours, false only records still running (a majority decided otherwise).
+     */
+    private record Combined(ClaimResult result, Boolean giveBack) {}
+
+    private Combined combine(ClaimRequest request, List<Quorum.Vote<RedisLockProvider.Decided>> votes, int i) {
+        Map<ClaimResult.Status, Integer> byStatus = new java.util.EnumMap<>(ClaimResult.Status.class);
+        Map<String, Integer> takenBy = new HashMap<>();
+        List<Long> times = new ArrayList<>();
+        long fence = 0;
+        long runningUntil = 0;
+        long earlyTime = 0;
+        boolean anyOurs = false;
+        for (Quorum.Vote<RedisLockProvider.Decided> v : votes) {
+            if (!v.counts()) {
+                anyOurs = true; // it may have written, or may yet
+                continue;
+            }
+            ClaimResult r = v.answer().results()[i];
+            byStatus.merge(r.status(), 1, Integer::sum);
+            times.add(r.serverTimeMillis());
+            if (r.status() == ClaimResult.Status.TAKEN) {
+                takenBy.merge(v.answer().holders()[i], 1, Integer::sum);
+            } else if (r.status() == ClaimResult.Status.EARLY) {
+                earlyTime = Math.max(earlyTime, r.serverTimeMillis());
+            } else {
+                anyOurs |= r.status() != ClaimResult.Status.STALE && r.status() != ClaimResult.Status.BUSY;
+            }
+            fence = Math.max(fence, r.fencingToken());
+            if (r.runningUntilMillis() > 0 && (runningUntil == 0 || r.runningUntilMillis() < runningUntil)) {
+                runningUntil = r.runningUntilMillis();
+            }
+        }
+        times.sort(java.util.Comparator.reverseOrder());
+        long quorumTime = times.get(nodes.quorum() - 1); // by then a majority of the masters' clocks had passed
+        int q = nodes.quorum();
+        if (byStatus.getOrDefault(ClaimResult.Status.CLAIMED, 0) >= q) {
+            return new Combined(new ClaimResult(ClaimResult.Status.CLAIMED, fence, quorumTime, runningUntil), null);
+        }
+        boolean recovery = request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON;
+        for (Map.Entry<ClaimResult.Status, Integer> e : byStatus.entrySet()) {
+            ClaimResult.Status s = e.getKey();
+            boolean decisive = s != ClaimResult.Status.CLAIMED && s != ClaimResult.Status.EARLY
+                    && (s != ClaimResult.Status.TAKEN || recovery);
+            if (decisive && e.getValue() >= q) {
+                long token = s == ClaimResult.Status.ABANDONED ? fence : 0;
+                return new Combined(new ClaimResult(s, token, quorumTime, runningUntil), anyOurs ? Boolean.FALSE : null);
+            }
+        }
+        for (Map.Entry<String, Integer> e : takenBy.entrySet()) {
+            if (e.getValue() >= q) {
+                // One other token holds a majority: the slot is its.
+                return new Combined(new ClaimResult(ClaimResult.Status.TAKEN, 0, quorumTime, runningUntil), anyOurs ? Boolean.TRUE : null);
+            }
+        }
+        if (byStatus.containsKey(ClaimResult.Status.EARLY)) {
+            // Some masters' clocks have not reached the slot: ask again when they have (what we took is kept).
+            return new Combined(new ClaimResult(ClaimResult.Status.EARLY, 0, earlyTime, runningUntil), null);
+        }
+        return new Combined(new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, quorumTime, runningUntil), anyOurs ? Boolean.TRUE : null);
+    }
+
+    // ---------------------------------------------------------------- leases
+
+    List<Boolean> renew(List<Lease> leases) {
+        if (leases.isEmpty()) {
+            return List.of();
+        }
+        return majorityOfTrue("renew", leases.size(), everywhere("renew", p -> p.renew(leases)));
+    }
+
+    List<Boolean> complete(List<Completion> completions) {
+        if (completions.isEmpty()) {
+            return List.of();
+        }
+        return majorityOfTrue("complete", completions.size(), everywhere("complete", p -> p.complete(completions)));
+    }
+
+    private List<Boolean> majorityOfTrue(String operation, int size, List<Quorum.Vote<List<Boolean>>> votes) {
+        List<Boolean> result = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            int index = i;
+            result.add(Quorum.count(votes, answer -> answer.get(index)) >= nodes.quorum());
+        }
+        return result;
+    }
+
+    List<RunsInFlight> runsInFlight(List<String> jobs) {
+        if (jobs.isEmpty()) {
+            return List.of();
+        }
+        List<Quorum.Vote<List<RunsInFlight>>> votes = everywhere("runs", p -> p.runsInFlight(jobs));
+        List<RunsInFlight> merged = new ArrayList<>(jobs.size());
+        for (int i = 0; i < jobs.size(); i++) {
+            TreeSet<Instant> expired = new TreeSet<>();
+            long next = 0;
+            for (Quorum.Vote<List<RunsInFlight>> v : votes) {
+                if (v.counts()) {
+                    RunsInFlight r = v.answer().get(i);
+                    expired.addAll(r.expired()); // any master's: the recovery claim itself needs a majority
+                    if (r.nextLeaseEndMillis() > 0 && (next == 0 || r.nextLeaseEndMillis() < next)) {
+                        next = r.nextLeaseEndMillis();
+                    }
+                }
+            }
+            merged.add(new RunsInFlight(jobs.get(i), List.copyOf(expired), next));
+        }
+        return merged;
+    }
+
+    Map<String, Instant> lastSlots(List<String> jobs) {
+        Map<String, Instant> last = new HashMap<>();
+        for (Quorum.Vote<Map<String, Instant>> v : everywhere("last", p -> p.lastSlots(jobs))) {
+            if (v.counts()) {
+                v.answer().forEach((job, slot) -> last.merge(job, slot, (a, b) -> a.isAfter(b) ? a : b));
+            }
+        }
+        return last;
+    }
+
+    /** The time by which a majority of the masters' clocks have passed: the clock claims are decided by. */
+    long serverTimeMillis() {
+        List<Quorum.Vote<Long>> votes = nodes.ask(RedisLockProvider::serverTimeMillis, nodeWait);
+        List<Long> times = new ArrayList<>();
+        votes.stream().filter(v -> v.kind() != Quorum.Kind.FAILED).forEach(v -> times.add(v.answer()));
+        if (times.size() < nodes.quorum()) {
+            throw nodes.tooFew("time", votes, Quorum.describe(votes, t -> "answered"));
+        }
+        times.sort(java.util.Comparator.reverseOrder());
+        return times.get(nodes.quorum() - 1);
+    }
+
+    // ---------------------------------------------------------------- membership
+
+    Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
+        List<Quorum.Vote<Heartbeat>> votes = nodes.ask(p -> p.members().heartbeat(self, ttl), nodeWait);
+        Map<String, WorkerInfo> workers = new LinkedHashMap<>();
+        java.util.Set<Heartbeat.Trigger> triggers = new java.util.LinkedHashSet<>();
+        List<Long> times = new ArrayList<>();
+        boolean published = true;
+        for (Quorum.Vote<Heartbeat> v : votes) {
+            if (v.kind() == Quorum.Kind.FAILED) {
+                continue;
+            }
+            Heartbeat h = v.answer();
+            for (WorkerInfo w : h.workers()) {
+                workers.merge(w.id(), w, (a, b) -> a.lastSeen().isAfter(b.lastSeen()) ? a : b);
+            }
+            triggers.addAll(h.triggers());
+            times.add(h.serverTimeMillis());
+            published &= h.configPublished();
+        }
+        if (times.size() < nodes.quorum()) {
+            throw nodes.tooFew("heartbeat", votes, Quorum.describe(votes, h -> "answered"));
+        }
+        times.sort(java.util.Comparator.reverseOrder());
+        return new Heartbeat(workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList(),
+                List.copyOf(triggers), times.get(nodes.quorum() - 1), published);
+    }
+
+    void publishConfig(String configHash, Map<String, String> jobs) {
+        everywhereOrFail("publish config", p -> {
+            p.members().publish(configHash, jobs);
+            return true;
+        });
+    }
+
+    Map<String, String> config(String configHash) {
+        for (Quorum.Vote<Map<String, String>> v : nodes.ask(p -> p.members().config(configHash), nodeWait)) {
+            if (v.kind() != Quorum.Kind.FAILED && !v.answer().isEmpty()) {
+                return v.answer();
+            }
+        }
+        return Map.of();
+    }
+
+    void leave(String workerId) {
+        nodes.ask(p -> {
+            p.members().leave(workerId);
+            return true;
+        }, nodeWait);
+    }
+
+    List<WorkerInfo> liveWorkers(Duration ttl) {
+        Map<String, WorkerInfo> workers = new LinkedHashMap<>();
+        for (Quorum.Vote<List<WorkerInfo>> v : nodes.ask(p -> p.members().live(ttl), nodeWait)) {
+            if (v.kind() != Quorum.Kind.FAILED) {
+                v.answer().forEach(w -> workers.merge(w.id(), w, (a, b) -> a.lastSeen().isAfter(b.lastSeen()) ? a : b));
+            }
+        }
+        return workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList();
+    }
+
+    /** A write that must reach a majority of the masters (quarantined ones included: it is not a vote). */
+    <T> List<Quorum.Vote<T>> everywhereOrFail(String operation, Function<RedisLockProvider, T> action) {
+        List<Quorum.Vote<T>> votes = nodes.ask(action, nodeWait);
+        if (votes.stream().filter(v -> v.kind() != Quorum.Kind.FAILED).count() < nodes.quorum()) {
+            throw nodes.tooFew(operation, votes, Quorum.describe(votes, a -> "done"));
+        }
+        return votes;
+    }
+}
