@@ -46,11 +46,47 @@ public final class RedisAdmin {
     private final RedisCalls calls;
     private final RedisKeys keys;
 
+    /** Redlock: the masters' stores; null on one server, Sentinel or Cluster. */
+    private final RedlockStore redlock;
+
     private RedisAdmin(RedisLockProvider provider) {
         this.provider = provider;
         this.jedis = provider.jedis();
         this.calls = provider.calls();
         this.keys = provider.keys();
+        this.redlock = provider.redlock();
+    }
+
+    /** How long an operator's command waits for each Redlock master. */
+    private static final Duration MASTER_WAIT = Duration.ofSeconds(5);
+
+    /**
+     * Redlock: {@code action} on every master's own admin view; the answers of those that gave one.
+     * Reads and writes alike need a majority of the masters, as the workers' decisions do.
+     */
+    private <T> List<T> onMasters(String operation, java.util.function.Function<RedisAdmin, T> action) {
+        List<Quorum.Vote<T>> votes = redlock.quorum().ask(p -> action.apply(new RedisAdmin(p)), MASTER_WAIT);
+        List<T> answers = new ArrayList<>();
+        for (Quorum.Vote<T> v : votes) {
+            if (v.kind() != Quorum.Kind.FAILED) {
+                answers.add(v.answer());
+            }
+        }
+        if (answers.size() < redlock.quorum().quorum()) {
+            throw redlock.quorum().tooFew(operation, votes, Quorum.describe(votes, a -> "answered"));
+        }
+        return answers;
+    }
+
+    /** Runs from several masters as one history: each run once (by slot and token), newest first. */
+    private static List<Run> merge(List<List<Run>> histories, int limit) {
+        Map<String, Run> runs = new java.util.LinkedHashMap<>();
+        for (List<Run> history : histories) {
+            for (Run r : history) {
+                runs.putIfAbsent(r.slot().toEpochMilli() + "/" + r.fencingToken() + "/" + r.attempt(), r);
+            }
+        }
+        return runs.values().stream().sorted(java.util.Comparator.comparing(Run::slot).reversed()).limit(limit).toList();
     }
 
     /** An admin view over {@code provider}'s connection and key prefix. */
@@ -75,6 +111,9 @@ public final class RedisAdmin {
 
     /** The job's last {@code limit} runs, newest first. */
     public List<Run> history(String job, int limit) {
+        if (redlock != null) {
+            return merge(onMasters("history", a -> a.history(job, limit)), limit);
+        }
         try {
             List<StreamEntry> entries = jedis.xrevrange(keys.history(job), (StreamEntryID) null, (StreamEntryID) null, limit);
             List<Run> runs = new ArrayList<>(entries.size());
@@ -98,6 +137,19 @@ public final class RedisAdmin {
 
     /** {@link #job} for each of {@code jobs}, in order, against one reading of the server's clock. */
     public List<JobState> jobs(List<String> jobs, int recentRuns) {
+        if (redlock != null) {
+            List<List<JobState>> answers = onMasters("status", a -> a.jobs(jobs, recentRuns));
+            List<JobState> merged = new ArrayList<>(jobs.size());
+            for (int i = 0; i < jobs.size(); i++) {
+                int index = i;
+                Optional<Pause> pause = answers.stream().map(a -> a.get(index).pause()).flatMap(Optional::stream).findFirst();
+                Map<Instant, InFlight> running = new java.util.TreeMap<>();
+                answers.forEach(a -> a.get(index).running().forEach(f -> running.putIfAbsent(f.slot(), f)));
+                merged.add(new JobState(jobs.get(i), pause, merge(answers.stream().map(a -> a.get(index).recent()).toList(),
+                        Math.max(1, recentRuns)), List.copyOf(running.values())));
+            }
+            return merged;
+        }
         long now = provider.serverTimeMillis();
         List<JobState> states = new ArrayList<>(jobs.size());
         for (String job : jobs) {
@@ -136,6 +188,13 @@ public final class RedisAdmin {
      * (reason {@code paused}) by exactly one worker. With {@code duration}, the pause ends by itself.
      */
     public void pause(String job, String note, Optional<Duration> duration, String by) {
+        if (redlock != null) {
+            onMasters("pause", a -> {
+                a.pause(job, note, duration, by);
+                return true;
+            });
+            return;
+        }
         try {
             String key = keys.paused(job);
             jedis.hset(key, Map.of("note", note, "by", by, "at", Long.toString(provider.serverTimeMillis())));
@@ -151,6 +210,9 @@ public final class RedisAdmin {
 
     /** Ends the job's pause; false when it was not paused. */
     public boolean resume(String job) {
+        if (redlock != null) {
+            return onMasters("resume", a -> a.resume(job)).contains(true);
+        }
         try {
             return jedis.del(keys.paused(job)) > 0;
         } catch (JedisException e) {
@@ -160,6 +222,12 @@ public final class RedisAdmin {
 
     /** Requests one manual run of {@code job} now; answers its slot (see {@link #runOf}). */
     public Instant trigger(String job) {
+        if (redlock != null) {
+            // One slot for all masters: the time by which a majority of their clocks have passed.
+            Instant slot = RedisMembers.manualSlot(provider.serverTimeMillis());
+            onMasters("trigger", a -> a.provider.members().trigger(job, slot));
+            return slot;
+        }
         return provider.members().trigger(job);
     }
 
@@ -168,6 +236,12 @@ public final class RedisAdmin {
      * {@code fence}, ...); empty while no worker decided it.
      */
     public Map<String, String> runOf(String job, Instant slot) {
+        if (redlock != null) {
+            // The most advanced record any master has (done over running over none).
+            return onMasters("status", a -> a.runOf(job, slot)).stream()
+                    .max(java.util.Comparator.comparingInt(r -> r.isEmpty() ? 0 : "running".equals(r.get("state")) ? 1 : 2))
+                    .orElse(Map.of());
+        }
         try {
             return jedis.hgetAll(keys.slot(job, slot.toEpochMilli()));
         } catch (JedisException e) {

@@ -62,16 +62,27 @@ final class RedisMembers {
      */
     Instant trigger(String job) {
         try {
-            long slot = ServerClock.millis(jedis);
-            if (slot % 1000 == 0) {
-                slot++;
-            }
-            jedis.zadd(keys.triggers(), slot, job + " " + slot);
-            jedis.pexpire(keys.triggers(), Duration.ofMinutes(2).toMillis());
-            return Instant.ofEpochMilli(slot);
+            return trigger(job, manualSlot(ServerClock.millis(jedis)));
         } catch (JedisException e) {
             throw calls.wrap("trigger", e);
         }
+    }
+
+    /** {@link #trigger(String)} at a given slot (Redlock: the same slot on every master). */
+    Instant trigger(String job, Instant slot) {
+        try {
+            long at = slot.toEpochMilli();
+            jedis.zadd(keys.triggers(), at, job + " " + at);
+            jedis.pexpire(keys.triggers(), Duration.ofMinutes(2).toMillis());
+            return slot;
+        } catch (JedisException e) {
+            throw calls.wrap("trigger", e);
+        }
+    }
+
+    /** A manual run's slot at {@code serverMillis}: moved off a whole second, so it is never a scheduled slot. */
+    static Instant manualSlot(long serverMillis) {
+        return Instant.ofEpochMilli(serverMillis % 1000 == 0 ? serverMillis + 1 : serverMillis);
     }
 
     void publish(String configHash, Map<String, String> jobs) {

@@ -75,6 +75,7 @@ public final class ConfigLoader {
     static Map<String, Set<String>> acceptedKeys() {
         return Map.ofEntries(Map.entry("", TOP_KEYS), Map.entry("redis", RedisSection.KEYS),
                 Map.entry("redis.sentinel", RedisSection.SENTINEL_KEYS), Map.entry("redis.cluster", RedisSection.CLUSTER_KEYS),
+                Map.entry("redis.redlock", RedisSection.REDLOCK_KEYS),
                 Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS),
                 Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", RETRY_KEYS),
                 Map.entry("jobs[]", JOB_KEYS), Map.entry("jobs[].retry", RETRY_KEYS));

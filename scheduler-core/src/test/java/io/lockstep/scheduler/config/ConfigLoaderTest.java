@@ -270,7 +270,7 @@ class ConfigLoaderTest {
                   tls: { clientCert: nope.pem }
                 jobs: [ { name: a, cron: "@daily", class: x.A } ]
                 """)).extracting(ConfigProblem::toString).containsExactly(
-                "jobs.yaml:3: redis.cluster: give exactly one of uri, sentinel or cluster, but uri and cluster are both set",
+                "jobs.yaml:3: redis.cluster: give exactly one of uri, sentinel, cluster or redlock, but uri and cluster are both set",
                 "jobs.yaml:4: redis.tls.clientCert: cannot read " + java.nio.file.Path.of("nope.pem").toAbsolutePath(),
                 "jobs.yaml:4: redis.tls.clientKey: is required with clientCert (mutual TLS needs both the certificate and its key)");
         assertThat(problems("""
@@ -285,6 +285,37 @@ class ConfigLoaderTest {
                 + "jobs: [ { name: a, cron: \"@daily\", class: x.A, lease: 5s } ]\n")).extracting(ConfigProblem::toString).containsExactly(
                 "jobs.yaml:1: redis.waitTimeout: must be at least 1ms and less than redis.timeout (1s), or every wait would time out "
                         + "the client first, but was 2s");
+    }
+
+    @Test
+    void redlockIsReadWithItsDefaultsAndItsMistakesAreProblems() throws Exception {
+        LockstepConfig redlock = LOADER.load("jobs.yaml", """
+                redis:
+                  redlock: { nodes: [10.0.0.1:6379, 10.0.0.2:6379, 10.0.0.3:6379] }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """);
+        assertThat(redlock.redis().endpoint()).isEqualTo(new RedisSettings.Redlock(
+                List.of("10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"), Duration.ofMillis(200), java.util.Optional.empty()));
+        assertThat(redlock.redis().describe()).isEqualTo("redlock over 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379");
+        assertThat(((RedisSettings.Redlock) LOADER.load("jobs.yaml", """
+                redis: { redlock: { nodes: [a:1, b:1, c:1], nodeTimeout: 50ms, quarantine: 0s } }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """).redis().endpoint()).quarantine()).contains(Duration.ZERO);
+        assertThat(problems("""
+                redis:
+                  redlock: { nodes: [a:1, b:1], nodeTimeout: 3s }
+                  waitReplicas: 1
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:2: redis.redlock.nodes: needs at least 3 independent masters (5 is usual), but lists 2",
+                "jobs.yaml:2: redis.redlock.nodeTimeout: must be less than redis.timeout (2s), but was 3s",
+                "jobs.yaml:3: redis.waitReplicas: does not go with redlock: its masters stand alone, each decision needs a majority "
+                        + "of them instead");
+        assertThat(problems("""
+                redis: { redlock: { nodes: [a:1, a:1, b:1] } }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:1: redis.redlock.nodes: lists a master twice: each must be a separate server");
     }
 
     /** A job that declares its params type. */
