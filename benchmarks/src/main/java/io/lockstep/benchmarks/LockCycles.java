@@ -20,29 +20,47 @@ final class LockCycles {
 
     private LockCycles() {}
 
-    static List<Row> run(int redisPort, boolean quick) throws RunnerException {
+    /**
+     * @param redlockPorts the ports of 5 independent masters for the Redlock rows (3 and 5 masters);
+     *     empty: none
+     */
+    static List<Row> run(int redisPort, List<Integer> redlockPorts, boolean quick) throws RunnerException {
         List<Row> rows = new ArrayList<>();
         for (int threads : new int[] {1, 8}) {
-            Collection<RunResult> throughput = new Runner(options(redisPort, threads, Mode.Throughput, quick)).run();
-            Collection<RunResult> latency = new Runner(options(redisPort, threads, Mode.SampleTime, quick)).run();
-            for (RunResult t : throughput) {
-                String impl = name(t);
-                RunResult l = latency.stream().filter(r -> name(r).equals(impl)).findFirst().orElseThrow();
-                rows.add(new Row(impl, threads, t.getPrimaryResult().getScore(), t.getPrimaryResult().getScoreError(),
-                        l.getPrimaryResult().getStatistics().getPercentile(50), l.getPrimaryResult().getStatistics().getPercentile(99)));
+            rows.addAll(rows(options(LockCycleBenchmark.class, redisPort, redlockPorts, threads, Mode.Throughput, quick),
+                    options(LockCycleBenchmark.class, redisPort, redlockPorts, threads, Mode.SampleTime, quick), threads));
+            if (!redlockPorts.isEmpty()) {
+                rows.addAll(rows(options(RedlockCycleBenchmark.class, redisPort, redlockPorts, threads, Mode.Throughput, quick),
+                        options(RedlockCycleBenchmark.class, redisPort, redlockPorts, threads, Mode.SampleTime, quick), threads));
             }
         }
         return rows;
     }
 
-    private static String name(RunResult r) {
-        String benchmark = r.getParams().getBenchmark();
-        return benchmark.substring(benchmark.lastIndexOf('.') + 1);
+    private static List<Row> rows(Options throughputRun, Options latencyRun, int threads) throws RunnerException {
+        List<Row> rows = new ArrayList<>();
+        Collection<RunResult> throughput = new Runner(throughputRun).run();
+        Collection<RunResult> latency = new Runner(latencyRun).run();
+        for (RunResult t : throughput) {
+            String impl = name(t);
+            RunResult l = latency.stream().filter(r -> name(r).equals(impl)).findFirst().orElseThrow();
+            rows.add(new Row(impl, threads, t.getPrimaryResult().getScore(), t.getPrimaryResult().getScoreError(),
+                    l.getPrimaryResult().getStatistics().getPercentile(50), l.getPrimaryResult().getStatistics().getPercentile(99)));
+        }
+        return rows;
     }
 
-    private static Options options(int port, int threads, Mode mode, boolean quick) {
+    /** The benchmark method's name; for Redlock, {@code redlock-<masters>}. */
+    private static String name(RunResult r) {
+        String benchmark = r.getParams().getBenchmark();
+        String method = benchmark.substring(benchmark.lastIndexOf('.') + 1);
+        String masters = r.getParams().getParam("masters");
+        return masters == null ? method : method + "-" + masters;
+    }
+
+    private static Options options(Class<?> benchmark, int port, List<Integer> redlockPorts, int threads, Mode mode, boolean quick) {
         return new OptionsBuilder()
-                .include(LockCycleBenchmark.class.getName() + "\\.")
+                .include(benchmark.getName() + "\\.")
                 .forks(1)
                 .threads(threads)
                 .mode(mode)
@@ -51,7 +69,8 @@ final class LockCycles {
                 .warmupTime(TimeValue.seconds(quick ? 1 : 2))
                 .measurementIterations(quick ? 2 : 5)
                 .measurementTime(TimeValue.seconds(quick ? 1 : 2))
-                .jvmArgsAppend("-D" + LockCycleBenchmark.PORT + "=" + port, "-Xmx512m")
+                .jvmArgsAppend("-D" + LockCycleBenchmark.PORT + "=" + port, "-D" + RedlockCycleBenchmark.PORTS + "="
+                        + String.join(",", redlockPorts.stream().map(String::valueOf).toList()), "-Xmx512m")
                 .shouldFailOnError(true)
                 .build();
     }

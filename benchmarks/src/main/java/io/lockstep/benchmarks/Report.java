@@ -78,7 +78,10 @@ final class Report {
         for (int threads : new int[] {1, 8}) {
             double floor = ops(rows, "floor", threads);
             double lockstep = ops(rows, "lockstep", threads);
-            for (String impl : List.of("floor", "lockstep", "redisson")) {
+            for (String impl : List.of("floor", "lockstep", "redisson", "redlock-3", "redlock-5")) {
+                if (rows.stream().noneMatch(r -> r.impl().equals(impl) && r.threads() == threads)) {
+                    continue;
+                }
                 LockCycles.Row r = row(rows, impl, threads);
                 md.append(String.format(Locale.ROOT, "| %d | %s | %,.0f ± %,.0f | %.2fx | %s | %.0f | %.0f |%n", threads, label(impl),
                         r.opsPerSecond(), r.opsError(), r.opsPerSecond() / floor,
@@ -93,6 +96,8 @@ final class Report {
         return switch (impl) {
             case "floor" -> "floor: raw Jedis `SET NX PX` + `EVALSHA` delete";
             case "lockstep" -> "**Lockstep** `tryAcquire` + `release`";
+            case "redlock-3" -> "Lockstep Redlock, 3 masters (all in parallel; vote + fence raise)";
+            case "redlock-5" -> "Lockstep Redlock, 5 masters";
             default -> "Redisson `RLock` `tryLock(0, lease)` + `unlock`";
         };
     }

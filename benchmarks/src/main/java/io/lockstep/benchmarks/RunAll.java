@@ -12,9 +12,11 @@ import java.util.concurrent.TimeUnit;
  * Runs every benchmark against one redis-server it starts itself, and writes
  * {@code docs/BENCHMARKS.md} with {@code docs/lateness.png}:
  * <pre>
- *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR]
+ *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR] [--only lock|scale|idle|memory]
  * </pre>
  * {@code --quick} shortens every window (a smoke run; its figures are not the published ones).
+ * {@code --only} runs one part and prints its figures without writing the report (to check a
+ * change in a minute or two; the published figures come from a whole run).
  */
 public final class RunAll {
 
@@ -26,15 +28,23 @@ public final class RunAll {
     public static void main(String[] args) throws Exception {
         boolean quick = false;
         Path out = Path.of("docs");
+        String only = null;
         for (int i = 0; i < args.length; i++) {
             if (args[i].equals("--quick")) {
                 quick = true;
             } else if (args[i].equals("--out") && i + 1 < args.length) {
                 out = Path.of(args[++i]);
+            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "scale", "idle", "memory").contains(args[i + 1])) {
+                only = args[++i];
             } else {
-                System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR]");
+                System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR] "
+                        + "[--only lock|scale|idle|memory]");
                 System.exit(2);
             }
+        }
+        if (only != null) {
+            runOnly(only, quick);
+            return;
         }
         System.setProperty("java.awt.headless", "true");
         Files.createDirectories(out);
@@ -43,8 +53,7 @@ public final class RunAll {
         try (LocalRedisServer redis = LocalRedisServer.start()) {
             log("redis-server " + redis.binary() + " on port " + redis.port() + "; work files in " + work);
 
-            log("lock cycle (JMH): Lockstep, raw Jedis floor, Redisson; 1 and 8 threads");
-            List<LockCycles.Row> locks = LockCycles.run(redis.port(), quick);
+            List<LockCycles.Row> locks = lockCycles(redis, quick);
 
             // Three JVMs starting at once on a small machine take a while to reach their steady state.
             Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
@@ -79,6 +88,63 @@ public final class RunAll {
             Duration took = Duration.ofNanos(System.nanoTime() - started);
             Report.write(out, redis, locks, scale, replicated, idle, memory, took, quick);
             log("wrote " + out.resolve("BENCHMARKS.md") + " and " + out.resolve("lateness.png") + " in " + took.toSeconds() + " s");
+        }
+    }
+
+    /**
+     * The lock cycles: Lockstep, the raw Jedis floor and Redisson on {@code redis}; Redlock on 3 and
+     * 5 masters of its own, started first so that they are past the restart quarantine by then.
+     */
+    private static List<LockCycles.Row> lockCycles(LocalRedisServer redis, boolean quick) throws Exception {
+        List<LocalRedisServer> masters = new ArrayList<>();
+        try {
+            for (int i = 0; i < 5; i++) {
+                masters.add(LocalRedisServer.start());
+            }
+            log("lock cycle (JMH): Lockstep, raw Jedis floor, Redisson; then Redlock over 3 and 5 masters; 1 and 8 threads");
+            awaitUptime(masters, RedlockCycleBenchmark.LEASE);
+            return LockCycles.run(redis.port(), masters.stream().map(LocalRedisServer::port).toList(), quick);
+        } finally {
+            masters.forEach(LocalRedisServer::close);
+        }
+    }
+
+    /** Waits until every master has been up {@code uptime}: past Redlock's restart quarantine. */
+    private static void awaitUptime(List<LocalRedisServer> masters, Duration uptime) throws InterruptedException {
+        for (LocalRedisServer m : masters) {
+            try (redis.clients.jedis.RedisClient c = redis.clients.jedis.RedisClient.create(m.host(), m.port())) {
+                while (true) {
+                    String info = c.info("server");
+                    int at = info.indexOf("uptime_in_seconds:") + "uptime_in_seconds:".length();
+                    if (Long.parseLong(info.substring(at, info.indexOf('\r', at)).trim()) > uptime.toSeconds()) {
+                        break;
+                    }
+                    Thread.sleep(200);
+                }
+            }
+        }
+    }
+
+    /** {@code --only}: one part, its figures printed, no report written. */
+    private static void runOnly(String part, boolean quick) throws Exception {
+        Path work = Files.createTempDirectory("lockstep-bench-");
+        try (LocalRedisServer redis = LocalRedisServer.start()) {
+            Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
+            Duration window = Duration.ofSeconds(quick ? 10 : 60);
+            switch (part) {
+                case "lock" -> lockCycles(redis, quick).forEach(r -> log(String.format(java.util.Locale.ROOT,
+                        "%-10s %d threads: %,.0f ± %,.0f cycles/s, p50 %.0f µs, p99 %.0f µs", r.impl(), r.threads(), r.opsPerSecond(),
+                        r.opsError(), r.p50Micros(), r.p99Micros())));
+                case "scale" -> {
+                    for (int jobs : quick ? new int[] {200, 1_000} : new int[] {1_000, 5_000}) {
+                        log("  " + ScaleRun.run(jobs + "/s", redis, work.resolve("scale-" + jobs), WORKERS, jobs, THREADS, warmup, window,
+                                "* * * * * *"));
+                    }
+                }
+                case "idle" -> log("  " + ScaleRun.run("idle", redis, work.resolve("idle"), WORKERS, 1_000, THREADS,
+                        Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *"));
+                default -> log("  " + memory(redis, work.resolve("memory"), 10_000));
+            }
         }
     }
 

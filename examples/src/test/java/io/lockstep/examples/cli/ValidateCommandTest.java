@@ -121,6 +121,15 @@ class ValidateCommandTest {
     }
 
     @Test
+    void theShippedRedlockConfigIsValid() {
+        StringWriter out = new StringWriter();
+        Path config = Path.of(System.getProperty("lockstep.configDir", "../config"), "jobs-redlock.yaml");
+        int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(new StringWriter()), "validate", "--config", config.toString());
+        assertThat(exit).isZero();
+        assertThat(out.toString()).contains("valid, 2 jobs").contains("daily-report").contains("reserve-stock");
+    }
+
+    @Test
     void aUsageMistakeExitsTwo() {
         StringWriter err = new StringWriter();
         assertThat(WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(err, true), "validate")).isEqualTo(2);

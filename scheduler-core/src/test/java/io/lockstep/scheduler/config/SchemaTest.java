@@ -66,11 +66,12 @@ class SchemaTest {
         }
     }
 
-    @Test
-    void theExampleConfigPassesTheSchemaAndTheLoader() throws IOException {
-        String text = Files.readString(CONFIG.resolve("jobs.yaml"));
+    @ParameterizedTest
+    @ValueSource(strings = {"jobs.yaml", "jobs-redlock.yaml"})
+    void theExampleConfigsPassTheSchemaAndTheLoader(String file) throws IOException {
+        String text = Files.readString(CONFIG.resolve(file));
         assertThat(schema().validate(YAML.readTree(text))).isEmpty();
-        LOADER.load("jobs.yaml", text);
+        LOADER.load(file, text);
     }
 
     @ParameterizedTest
