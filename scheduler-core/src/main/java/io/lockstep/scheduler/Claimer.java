@@ -200,7 +200,8 @@ final class Claimer {
         if (result.status() != ClaimResult.Status.EARLY) {
             queue.noteRuns(def.name(), result.runningUntilMillis());
         }
-        if (d.reported && result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.BUSY) {
+        if (d.reported && result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.BUSY
+                && result.status() != ClaimResult.Status.NO_QUORUM) {
             // Reported missed while the store was unreachable; this answer only settles the record.
             events.debug("slot_settled").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("outcome", result.status().name().toLowerCase(java.util.Locale.ROOT))
@@ -289,8 +290,9 @@ final class Claimer {
     /**
      * Redlock's masters did not agree on the slot (what we took was given back on all of them): ask
      * again after a random delay, so that racing workers do not split the vote again, while the
-     * slot can still start; past that, only the miss is recorded (by a majority, like any decision);
-     * and once its record could have expired, it is reported here: never dropped silently.
+     * slot can still start. Past that it is reported missed here and now (as during an outage: every
+     * worker in the same position reports it, none stays silent), and only the miss is recorded,
+     * by a majority like any decision, while the slot's record could still tell.
      */
     private void noQuorum(DueSlot d, ClaimRequest.Mode mode, long lateness, String lockName) {
         Instant now = clock.now();
@@ -301,17 +303,22 @@ final class Claimer {
                 .log("no majority of the redlock masters agreed; released everywhere, asking again");
         if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
             queue.requeue(d, again.plus(RETRY_DELAY));
-        } else if (d.mode != ClaimRequest.Mode.MISS_ONLY && again.isBefore(d.startDeadline())) {
+            return;
+        }
+        if (d.mode != ClaimRequest.Mode.MISS_ONLY && again.isBefore(d.startDeadline())) {
             queue.requeue(d, again);
-        } else if (again.isBefore(d.recordDeadline())) {
-            d.missOnly("no majority of the redlock masters agreed on the slot within misfireGrace", "no_quorum");
-            queue.requeue(d, again);
+            return;
+        }
+        if (!d.reported) {
+            d.reported = true;
+            String reason = "no majority of the redlock masters agreed on the slot within misfireGrace";
+            missed(d, lateness, d.missReason == null ? reason : d.missReason + "; " + reason, lockName,
+                    d.missCode == null ? "no_quorum" : d.missCode);
+            d.missOnly(reason, "no_quorum");
+        }
+        if (again.isBefore(d.recordDeadline())) {
+            queue.requeue(d, again); // settle the record: a majority records the miss
         } else {
-            if (!d.reported) {
-                d.reported = true;
-                missed(d, lateness, d.missReason != null ? d.missReason + "; no majority of the redlock masters agreed on recording it"
-                        : "no majority of the redlock masters agreed on the slot", lockName, d.missCode != null ? d.missCode : "no_quorum");
-            }
             queue.decided(d, now);
         }
     }

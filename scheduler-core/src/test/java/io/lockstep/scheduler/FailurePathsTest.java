@@ -110,6 +110,36 @@ class FailurePathsTest {
         assertThat(harness.events().named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("client bug"));
     }
 
+    // ---------------------------------------------------------------- Redlock without a majority
+
+    @Test
+    void aSlotWithoutAMajorityIsAskedAgainWithinItsGraceAndRunsOnce() {
+        FaultyStore split = new FaultyStore();
+        split.noQuorumAnswers = 3;
+        Map<String, Integer> runs = new ConcurrentHashMap<>();
+        harness.start(Scheduler.builder(split).workerId("w").job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> runs.merge(ctx.scheduledTime().toString(), 1, Integer::sum)));
+        await().atMost(Duration.ofSeconds(10)).until(() -> runs.size() >= 3);
+        harness.closeAll();
+        assertThat(runs).allSatisfy((slot, n) -> assertThat(n).as(slot).isEqualTo(1));
+        assertThat(harness.events().named("slot_missed")).isEmpty();
+        assertThat(harness.events().named("slot_no_quorum")).hasSizeGreaterThanOrEqualTo(9); // three tries before each run
+    }
+
+    @Test
+    void aSlotThatNeverGetsAMajorityIsReportedMissedWhenItsGraceEndsNeverDropped() {
+        FaultyStore split = new FaultyStore();
+        split.noQuorumAnswers = Integer.MAX_VALUE;
+        harness.start(Scheduler.builder(split).workerId("w").job(job("tick", Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> { }));
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_missed").size() >= 3);
+        harness.closeAll();
+        everySecondHandled();
+        assertThat(harness.events().named("job_started")).isEmpty();
+        assertThat(harness.events().named("slot_missed")).allSatisfy(e -> assertThat((String) e.get("reason"))
+                .contains("no majority of the redlock masters agreed"));
+    }
+
     // ---------------------------------------------------------------- slot order
 
     @Test

@@ -35,6 +35,13 @@ final class FaultyStore implements LockProvider {
     /** Every claim takes this long, as a store that times out makes each tick take. */
     volatile long claimDelayMillis;
     volatile int completeCalls;
+    /**
+     * Redlock's split vote: the first this-many claims of each slot are answered
+     * {@link ClaimResult.Status#NO_QUORUM} without touching the store (as Redlock gives back what it
+     * took); {@link Integer#MAX_VALUE}: every one.
+     */
+    volatile int noQuorumAnswers;
+    private final Map<String, Integer> noQuorumGiven = new java.util.concurrent.ConcurrentHashMap<>();
     /** The slots asked for while the store was down. */
     final java.util.Set<Instant> askedWhileDown = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -59,6 +66,26 @@ final class FaultyStore implements LockProvider {
         }
         if (claimDelayMillis > 0) {
             java.util.concurrent.locks.LockSupport.parkNanos(claimDelayMillis * 1_000_000);
+        }
+        if (noQuorumAnswers > 0) {
+            ClaimResult[] answers = new ClaimResult[requests.size()];
+            List<ClaimRequest> passed = new java.util.ArrayList<>();
+            List<Integer> at = new java.util.ArrayList<>();
+            for (int i = 0; i < requests.size(); i++) {
+                Lease l = requests.get(i).lease();
+                int given = noQuorumGiven.merge(l.job() + "@" + l.slot(), 1, Integer::sum);
+                if (given <= noQuorumAnswers) {
+                    answers[i] = new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, store.serverTimeMillis());
+                } else {
+                    passed.add(requests.get(i));
+                    at.add(i);
+                }
+            }
+            List<ClaimResult> decided = store.claim(passed);
+            for (int k = 0; k < at.size(); k++) {
+                answers[at.get(k)] = decided.get(k);
+            }
+            return List.of(answers);
         }
         List<ClaimResult> results = store.claim(requests);
         if (loseClaimReplies) {
