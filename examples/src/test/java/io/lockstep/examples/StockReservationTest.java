@@ -47,8 +47,34 @@ class StockReservationTest {
 
     @Test
     void eightThreadsReservingUntilSoldOutReserveExactlyTheStock() throws Exception {
-        StockReservation sku = new StockReservation(jedis, locks, sku());
-        sku.restock(300);
+        reserveUntilSoldOut(new StockReservation(jedis, locks, sku()), 300);
+    }
+
+    /** The same, with the SKU's lock taken by Redlock over 5 masters (the stock itself stays on one Redis). */
+    @Test
+    void eightThreadsOnRedlockOverFiveMastersReserveExactlyTheStock() throws Exception {
+        List<LocalRedisServer> masters = new ArrayList<>();
+        List<RedisClient> clients = new ArrayList<>();
+        try {
+            for (int i = 0; i < 5; i++) {
+                masters.add(LocalRedisServer.start());
+                clients.add(RedisClient.create(masters.get(i).host(), masters.get(i).port()));
+            }
+            try (RedisLocks redlock = RedisLocks.redlockBuilder(clients).maxLease(StockReservation.LEASE).build()) {
+                // Fresh masters count once they are up longer than maxLease (the restart quarantine).
+                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(20)).until(() -> clients.stream()
+                        .allMatch(c -> c.info("server").contains("uptime_in_seconds:") && Long.parseLong(c.info("server")
+                                .replaceAll("(?s).*uptime_in_seconds:(\\d+).*", "$1")) >= StockReservation.LEASE.toSeconds()));
+                reserveUntilSoldOut(new StockReservation(jedis, redlock, sku()), 100);
+            }
+        } finally {
+            clients.forEach(RedisClient::close);
+            masters.forEach(LocalRedisServer::close);
+        }
+    }
+
+    private static void reserveUntilSoldOut(StockReservation sku, int total) throws Exception {
+        sku.restock(total);
         ExecutorService pool = Executors.newFixedThreadPool(8);
         List<Future<Integer>> counts = new ArrayList<>();
         for (int t = 0; t < 8; t++) {
@@ -72,7 +98,7 @@ class StockReservationTest {
         pool.shutdown();
         StockReservation.Stock stock = sku.stock();
         assertThat(stock.available()).isBetween(0, 1); // the last order may want 2 of the 1 left
-        assertThat(stock.total()).isEqualTo(300);
+        assertThat(stock.total()).isEqualTo(total);
         assertThat(stock.reservations().values().stream().mapToInt(Integer::intValue).sum()).isEqualTo(reserved);
     }
 

@@ -194,6 +194,34 @@ class RedlockStoreTest {
     }
 
     @Test
+    void operatorsSeeAndSteerTheMastersAsOneWithAMasterDown() {
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        RedisAdmin admin = RedisAdmin.of(p);
+        String job = job();
+        nodes.servers.get(0).kill();
+        admin.pause(job, "maintenance", Optional.empty(), "ops");
+        assertThat(admin.job(job, 5).pause()).hasValueSatisfying(pause -> assertThat(pause.note()).isEqualTo("maintenance"));
+        Instant slot = slotNow(p);
+        assertThat(status(p, claim(job, slot, "a"))).isEqualTo(ClaimResult.Status.PAUSED);
+        assertThat(admin.resume(job)).isTrue();
+
+        Instant earlier = slot.minusSeconds(1);
+        assertThat(status(p, claim(job, earlier, "b"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        assertThat(admin.job(job, 5).running()).singleElement().satisfies(f -> assertThat(f.slot()).isEqualTo(earlier));
+        p.complete(List.of(new Completion(claim(job, earlier, "b").lease(), Outcome.SUCCEEDED)));
+        assertThat(admin.history(job, 10)).as("one run, though four masters recorded it").singleElement()
+                .satisfies(r -> assertThat(r.outcome()).isEqualTo("succeeded"));
+        assertThat(admin.runOf(job, earlier)).containsEntry("state", "done");
+
+        Instant manual = admin.trigger(job);
+        Instant now = Instant.ofEpochMilli(p.serverTimeMillis());
+        io.lockstep.scheduler.lock.WorkerInfo self = new io.lockstep.scheduler.lock.WorkerInfo("w", "h", 1, "v", now, 1, 0, "c", now);
+        assertThat(p.heartbeat(self, Duration.ofSeconds(10)).triggers())
+                .contains(new io.lockstep.scheduler.lock.Heartbeat.Trigger(job, manual));
+        assertThat(admin.workers()).extracting(io.lockstep.scheduler.lock.WorkerInfo::id).containsExactly("w");
+    }
+
+    @Test
     void theStartCheckNeedsAMajorityAndNamesTheMastersDown() {
         RedisLockProvider p = redlock(Optional.empty());
         nodes.servers.get(0).kill();
