@@ -13,13 +13,10 @@ import io.lockstep.scheduler.lock.RunsInFlight;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import redis.clients.jedis.AbstractPipeline;
-import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisException;
 
@@ -40,19 +37,13 @@ public final class RedisLockProvider implements LockProvider {
     public static final String DEFAULT_KEY_PREFIX = "lockstep";
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 
-    private static final LuaScript CLAIM = LuaScript.load("claim.lua");
     private static final LuaScript RENEW = LuaScript.load("renew.lua");
     private static final LuaScript COMPLETE = LuaScript.load("complete.lua");
-    private static final LuaScript RECOVER = LuaScript.load("recover.lua");
-    private static final LuaScript RUNS = LuaScript.load("runs.lua");
-    private static final LuaScript UNCLAIM = LuaScript.load("unclaim.lua");
     /**
      * At most this many slots (or completions) per script call: enough that a script's own cost is
      * spread thin, few enough that one call blocks the server for well under a millisecond.
      */
     static final int PER_CALL = RedisKeys.PER_CALL;
-    /** At most this many expired runs per job per look; the rest come with the next one. */
-    private static final int EXPIRED_PER_JOB = 16;
     /** The longest error text kept in the run history. */
     private static final int MAX_ERROR = 500;
     public static final int DEFAULT_HISTORY_KEEP = 100;
@@ -66,11 +57,14 @@ public final class RedisLockProvider implements LockProvider {
     /** How many runs each job's history keeps ({@code history.keep}). */
     private final int historyKeep;
     private final RedisMembers members;
+    /** The claim scripts on this server; null for the Redlock facade. */
+    private final ClaimScripts claims;
     private final String target;
     /** Redlock over several masters ({@code redis.redlock}); null otherwise. Every operation then goes there. */
     private final RedlockStore redlock;
 
-    private RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
+    /** One server (or Sentinel, or Cluster); {@code quarantineMillis}: a Redlock master's restart quarantine, else 0. */
+    RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
             int historyKeep, java.util.function.LongSupplier quarantineMillis) {
         this.historyKeep = historyKeep;
         this.replicas = replicas;
@@ -80,6 +74,7 @@ public final class RedisLockProvider implements LockProvider {
         this.keys = new RedisKeys(prefix,
                 jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster);
         this.members = new RedisMembers(jedis, calls, keys);
+        this.claims = new ClaimScripts(calls, keys, replicas, target);
         this.target = target;
         this.redlock = null;
     }
@@ -93,6 +88,7 @@ public final class RedisLockProvider implements LockProvider {
         this.ownsClient = true;
         this.keys = new RedisKeys(prefix, false);
         this.members = null;
+        this.claims = null;
         this.target = redlock.describe();
         this.redlock = redlock;
     }
@@ -127,6 +123,10 @@ public final class RedisLockProvider implements LockProvider {
         return calls;
     }
 
+    ClaimScripts claims() {
+        return claims;
+    }
+
     RedisMembers members() {
         return members;
     }
@@ -146,108 +146,12 @@ public final class RedisLockProvider implements LockProvider {
         if (requests.isEmpty()) {
             return List.of();
         }
-        Decided decided = decide(requests);
+        ClaimScripts.Decided decided = claims.decide(requests);
         ClaimResult[] results = decided.results();
         if (decided.acknowledged() < replicas.count()) {
             unconfirmed(requests, results);
         }
         return List.of(results);
-    }
-
-    /**
-     * This server's answers to a batch of claims, and for each {@code taken} the token whose record
-     * holds the slot (Redlock counts a {@code taken} by it); {@code acknowledged}: replicas that have it.
-     */
-    record Decided(ClaimResult[] results, String[] holders, long acknowledged) {}
-
-    Decided decide(List<ClaimRequest> requests) {
-        // Claims go many to a script call (see claim.lua); recoveries, rare, one each.
-        List<List<Integer>> groups = new ArrayList<>();
-        List<Integer> claims = new ArrayList<>();
-        for (int i = 0; i < requests.size(); i++) {
-            switch (requests.get(i).mode()) {
-                case RECOVER, ABANDON -> groups.add(List.of(i));
-                default -> claims.add(i);
-            }
-        }
-        groups.addAll(keys.groups(claims, i -> requests.get(i).lease().job()));
-        RedisCalls.Replies answered = calls.batch("claim", groups, group -> {
-            ClaimRequest first = requests.get(group.get(0));
-            if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
-                Lease lease = first.lease();
-                long slot = lease.slot().toEpochMilli();
-                String job = lease.job();
-                return new RedisCalls.Call(RECOVER,
-                        List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job)),
-                        List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
-                        Long.toString(first.recordTtl().toMillis()), first.workerId(),
-                        first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
-                        Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
-            }
-            List<String> callKeys = new ArrayList<>(group.size() * 6);
-            List<String> args = new ArrayList<>(group.size() * 10);
-            for (int i : group) {
-                ClaimRequest request = requests.get(i);
-                Lease lease = request.lease();
-                long slot = lease.slot().toEpochMilli();
-                String job = lease.job();
-                callKeys.addAll(List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
-                        keys.paused(job)));
-                args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
-                        Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
-                        switch (request.mode()) {
-                            case MISS_ONLY -> "miss";
-                            case CATCH_UP -> "catchup";
-                            default -> "claim";
-                        },
-                        request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
-                        request.manual() ? "1" : "0"));
-            }
-            return new RedisCalls.Call(CLAIM, callKeys, args);
-        }, replicas);
-        List<Object> replies = answered.replies();
-        ClaimResult[] results = new ClaimResult[requests.size()];
-        String[] holders = new String[requests.size()];
-        for (int g = 0; g < groups.size(); g++) {
-            List<Integer> group = groups.get(g);
-            ClaimRequest first = requests.get(group.get(0));
-            if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
-                results[group.get(0)] = calls.claimResult(replies.get(g));
-                holders[group.get(0)] = "";
-                continue;
-            }
-            if (!(replies.get(g) instanceof List<?> list) || list.size() != group.size()) {
-                throw new LockException(target, "claim: unexpected reply " + replies.get(g), null);
-            }
-            for (int j = 0; j < group.size(); j++) {
-                results[group.get(j)] = calls.claimResult(list.get(j));
-                holders[group.get(j)] = RedisCalls.holder(list.get(j));
-            }
-        }
-        return new Decided(results, holders, answered.acknowledged());
-    }
-
-    /**
-     * Redlock: raises each claimed lease's fence counter (and its slot record's token) to the token
-     * a quorum agreed on ({@code fence_raise.lua}). One round trip.
-     */
-    void raiseFences(List<Lease> leases, List<Long> agreed) {
-        calls.batch("fence", java.util.stream.IntStream.range(0, leases.size()).boxed().toList(), i -> {
-            Lease l = leases.get(i);
-            return new RedisCalls.Call(RedlockLocks.FENCE_RAISE, List.of(keys.fence(l.job()), keys.slot(l.job(), l.slot().toEpochMilli())),
-                    List.of(l.token(), Long.toString(agreed.get(i)), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
-        });
-    }
-
-    /**
-     * Redlock: gives back what claims that reached no quorum wrote here ({@code unclaim.lua}): their
-     * records ({@code all}: whatever their state but done; otherwise only while running), leases and
-     * running entries. One round trip.
-     */
-    void unclaim(List<Lease> leases, boolean all) {
-        calls.batch("unclaim", leases, l -> new RedisCalls.Call(UNCLAIM,
-                List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job())),
-                List.of(l.token(), Long.toString(l.slot().toEpochMilli()), all ? "all" : "running")));
     }
 
     /**
@@ -347,20 +251,7 @@ public final class RedisLockProvider implements LockProvider {
         if (jobs.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = calls.batch("runs", jobs, job -> new RedisCalls.Call(RUNS, List.of(keys.running(job)),
-                List.of(Integer.toString(EXPIRED_PER_JOB))));
-        List<RunsInFlight> result = new ArrayList<>(jobs.size());
-        for (int i = 0; i < jobs.size(); i++) {
-            if (!(replies.get(i) instanceof List<?> reply) || reply.isEmpty()) {
-                throw new LockException(target, "runs: unexpected reply " + replies.get(i), null);
-            }
-            List<Instant> expired = new ArrayList<>();
-            for (Object slot : reply.subList(1, reply.size())) {
-                expired.add(Instant.ofEpochMilli(calls.asLong("runs", slot)));
-            }
-            result.add(new RunsInFlight(jobs.get(i), expired, calls.asLong("runs", reply.get(0))));
-        }
-        return result;
+        return claims.runsInFlight(jobs);
     }
 
     @Override
@@ -368,26 +259,7 @@ public final class RedisLockProvider implements LockProvider {
         if (redlock != null) {
             return redlock.lastSlots(jobs);
         }
-        Map<String, Instant> last = new HashMap<>();
-        if (jobs.isEmpty()) {
-            return last;
-        }
-        List<Response<String>> responses = new ArrayList<>(jobs.size());
-        try (AbstractPipeline p = jedis.pipelined()) {
-            for (String job : jobs) {
-                responses.add(p.hget(keys.marks(job), "decided"));
-            }
-            p.sync();
-            for (int i = 0; i < jobs.size(); i++) {
-                String value = responses.get(i).get();
-                if (value != null) {
-                    last.put(jobs.get(i), Instant.ofEpochMilli(calls.asLong("last", value)));
-                }
-            }
-        } catch (JedisException e) {
-            throw calls.wrap("last", e);
-        }
-        return last;
+        return claims.lastSlots(jobs);
     }
 
     /** The server's clock; on Redis Cluster the latest of the masters' clocks ({@link ServerClock}). */
@@ -600,31 +472,11 @@ public final class RedisLockProvider implements LockProvider {
                     timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF, waitReplicas,
                     waitTimeout);
             if (effective.endpoint() instanceof RedisSettings.Redlock r) {
-                return redlock(effective, r);
+                return new RedisLockProvider(RedlockStore.create(effective, r, historyKeep), keyPrefix, historyKeep);
             }
             RedisClients.Built built = RedisClients.create(effective);
             return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas, historyKeep, () -> 0);
         }
 
-        /** One provider per master, each on a client of its own; their answers counted by {@link RedlockStore}. */
-        private RedisLockProvider redlock(RedisSettings settings, RedisSettings.Redlock r) {
-            // Off (-1) when set to zero; the given value when set; otherwise (auto) it starts at 0 and
-            // grows with the record ttl of every claim made.
-            java.util.concurrent.atomic.AtomicLong quarantine = new java.util.concurrent.atomic.AtomicLong(
-                    r.quarantine().map(q -> q.isZero() ? -1L : q.toMillis()).orElse(0L));
-            List<RedisLockProvider> masters = new ArrayList<>();
-            try {
-                for (String node : r.nodes()) {
-                    String scheme = settings.tls().enabled() ? "rediss://" : "redis://";
-                    RedisClients.Built built = RedisClients.create(settings.with(new RedisSettings.Standalone(scheme + node)));
-                    masters.add(new RedisLockProvider(built.client(), true, keyPrefix, built.description(), RedisCalls.Replicas.NONE,
-                            historyKeep, () -> Math.max(0, quarantine.get())));
-                }
-            } catch (RuntimeException e) {
-                masters.forEach(RedisLockProvider::close);
-                throw e;
-            }
-            return new RedisLockProvider(new RedlockStore(masters, r.nodes(), r.nodeTimeout(), quarantine, r.quarantine().isEmpty()), keyPrefix, historyKeep);
-        }
     }
 }

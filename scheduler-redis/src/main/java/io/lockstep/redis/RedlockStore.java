@@ -1,5 +1,6 @@
 package io.lockstep.redis;
 
+import io.lockstep.scheduler.config.RedisSettings;
 import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Completion;
@@ -70,6 +71,30 @@ final class RedlockStore {
         this.auto = auto;
     }
 
+/**
+ * The store over {@code r}'s masters: one provider per master, each on a client of its own
+ * (with {@code settings}' credentials, TLS and timeout).
+ */
+static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int historyKeep) {
+        // Off (-1) when set to zero; the given value when set; otherwise (auto) it starts at 0 and
+        // grows with the record ttl of every claim made.
+        java.util.concurrent.atomic.AtomicLong quarantine = new java.util.concurrent.atomic.AtomicLong(
+                r.quarantine().map(q -> q.isZero() ? -1L : q.toMillis()).orElse(0L));
+        List<RedisLockProvider> masters = new ArrayList<>();
+        try {
+            for (String node : r.nodes()) {
+                String scheme = settings.tls().enabled() ? "rediss://" : "redis://";
+                RedisClients.Built built = RedisClients.create(settings.with(new RedisSettings.Standalone(scheme + node)));
+                masters.add(new RedisLockProvider(built.client(), true, settings.keyPrefix(), built.description(), RedisCalls.Replicas.NONE,
+                        historyKeep, () -> Math.max(0, quarantine.get())));
+            }
+        } catch (RuntimeException e) {
+            masters.forEach(RedisLockProvider::close);
+            throw e;
+        }
+        return new RedlockStore(masters, r.nodes(), r.nodeTimeout(), quarantine, r.quarantine().isEmpty());
+    }
+
     List<RedisLockProvider> masters() {
         return nodes.nodes();
     }
@@ -106,7 +131,7 @@ final class RedlockStore {
             quarantineMillis.getAndUpdate(q -> Math.max(q, r.recordTtl().toMillis()));
         }
         long sent = System.nanoTime();
-        List<Quorum.Vote<RedisLockProvider.Decided>> votes = everywhere("claim", p -> p.decide(requests));
+        List<Quorum.Vote<ClaimScripts.Decided>> votes = everywhere("claim", p -> p.claims().decide(requests));
         ClaimResult[] results = new ClaimResult[requests.size()];
         List<Lease> won = new ArrayList<>();
         List<Long> tokens = new ArrayList<>();
@@ -128,7 +153,7 @@ final class RedlockStore {
         }
         if (!won.isEmpty()) {
             List<Quorum.Vote<Boolean>> raised = nodes.ask(p -> {
-                p.raiseFences(won, tokens);
+                p.claims().raiseFences(won, tokens);
                 return true;
             }, nodeWait);
             long elapsed = System.nanoTime() - sent;
@@ -147,13 +172,13 @@ final class RedlockStore {
         }
         if (!giveBackAll.isEmpty()) {
             nodes.ask(p -> {
-                p.unclaim(giveBackAll, true);
+                p.claims().unclaim(giveBackAll, true);
                 return true;
             }, nodeWait);
         }
         if (!giveBackRunning.isEmpty()) {
             nodes.ask(p -> {
-                p.unclaim(giveBackRunning, false);
+                p.claims().unclaim(giveBackRunning, false);
                 return true;
             }, nodeWait);
         }
@@ -166,7 +191,7 @@ final class RedlockStore {
      */
     private record Combined(ClaimResult result, Boolean giveBack) {}
 
-    private Combined combine(ClaimRequest request, List<Quorum.Vote<RedisLockProvider.Decided>> votes, int i) {
+    private Combined combine(ClaimRequest request, List<Quorum.Vote<ClaimScripts.Decided>> votes, int i) {
         Map<ClaimResult.Status, Integer> byStatus = new java.util.EnumMap<>(ClaimResult.Status.class);
         Map<String, Integer> takenBy = new HashMap<>();
         List<Long> times = new ArrayList<>();
@@ -174,7 +199,7 @@ final class RedlockStore {
         long runningUntil = 0;
         long earlyTime = 0;
         boolean anyOurs = false;
-        for (Quorum.Vote<RedisLockProvider.Decided> v : votes) {
+        for (Quorum.Vote<ClaimScripts.Decided> v : votes) {
             if (!v.counts()) {
                 anyOurs = true; // it may have written, or may yet
                 continue;

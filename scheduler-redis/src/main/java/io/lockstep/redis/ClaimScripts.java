@@ -1,0 +1,187 @@
+package io.lockstep.redis;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.LockException;
+import io.lockstep.scheduler.lock.RunsInFlight;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * The claim side of one server's store: {@code claim.lua} (many slots to a call) and
+ * {@code recover.lua} batched into one round trip, their answers parsed; and, for Redlock, the
+ * fence raise and the give-back of a claim that reached no majority. {@link RedisLockProvider}
+ * adds the replicas' acknowledgement on top; {@link RedlockStore} counts these answers over its
+ * masters. Thread-safe.
+ */
+final class ClaimScripts {
+
+    private static final LuaScript CLAIM = LuaScript.load("claim.lua");
+    private static final LuaScript RECOVER = LuaScript.load("recover.lua");
+    private static final LuaScript UNCLAIM = LuaScript.load("unclaim.lua");
+    private static final LuaScript RUNS = LuaScript.load("runs.lua");
+    /** At most this many expired runs per job per look; the rest come with the next one. */
+    private static final int EXPIRED_PER_JOB = 16;
+
+    private final RedisCalls calls;
+    private final RedisKeys keys;
+    private final RedisCalls.Replicas replicas;
+    private final String target;
+
+    ClaimScripts(RedisCalls calls, RedisKeys keys, RedisCalls.Replicas replicas, String target) {
+        this.calls = calls;
+        this.keys = keys;
+        this.replicas = replicas;
+        this.target = target;
+    }
+
+    /**
+     * This server's answers to a batch of claims, and for each {@code taken} the token whose record
+     * holds the slot (Redlock counts a {@code taken} by it); {@code acknowledged}: replicas that have it.
+     */
+    record Decided(ClaimResult[] results, String[] holders, long acknowledged) {}
+
+    Decided decide(List<ClaimRequest> requests) {
+        // Claims go many to a script call (see claim.lua); recoveries, rare, one each.
+        List<List<Integer>> groups = new ArrayList<>();
+        List<Integer> claims = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            switch (requests.get(i).mode()) {
+                case RECOVER, ABANDON -> groups.add(List.of(i));
+                default -> claims.add(i);
+            }
+        }
+        groups.addAll(keys.groups(claims, i -> requests.get(i).lease().job()));
+        RedisCalls.Replies answered = calls.batch("claim", groups, group -> {
+            ClaimRequest first = requests.get(group.get(0));
+            if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
+                Lease lease = first.lease();
+                long slot = lease.slot().toEpochMilli();
+                String job = lease.job();
+                return new RedisCalls.Call(RECOVER,
+                        List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job)),
+                        List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
+                        Long.toString(first.recordTtl().toMillis()), first.workerId(),
+                        first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
+                        Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
+            }
+            List<String> callKeys = new ArrayList<>(group.size() * 6);
+            List<String> args = new ArrayList<>(group.size() * 10);
+            for (int i : group) {
+                ClaimRequest request = requests.get(i);
+                Lease lease = request.lease();
+                long slot = lease.slot().toEpochMilli();
+                String job = lease.job();
+                callKeys.addAll(List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
+                        keys.paused(job)));
+                args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
+                        Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
+                        switch (request.mode()) {
+                            case MISS_ONLY -> "miss";
+                            case CATCH_UP -> "catchup";
+                            default -> "claim";
+                        },
+                        request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
+                        request.manual() ? "1" : "0"));
+            }
+            return new RedisCalls.Call(CLAIM, callKeys, args);
+        }, replicas);
+        List<Object> replies = answered.replies();
+        ClaimResult[] results = new ClaimResult[requests.size()];
+        String[] holders = new String[requests.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            List<Integer> group = groups.get(g);
+            ClaimRequest first = requests.get(group.get(0));
+            if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
+                results[group.get(0)] = calls.claimResult(replies.get(g));
+                holders[group.get(0)] = "";
+                continue;
+            }
+            if (!(replies.get(g) instanceof List<?> list) || list.size() != group.size()) {
+                throw new LockException(target, "claim: unexpected reply " + replies.get(g), null);
+            }
+            for (int j = 0; j < group.size(); j++) {
+                results[group.get(j)] = calls.claimResult(list.get(j));
+                holders[group.get(j)] = RedisCalls.holder(list.get(j));
+            }
+        }
+        return new Decided(results, holders, answered.acknowledged());
+    }
+
+    /**
+     * Redlock: raises each claimed lease's fence counter (and its slot record's token) to the token
+     * a quorum agreed on ({@code fence_raise.lua}). One round trip.
+     */
+    void raiseFences(List<Lease> leases, List<Long> agreed) {
+        calls.batch("fence", java.util.stream.IntStream.range(0, leases.size()).boxed().toList(), i -> {
+            Lease l = leases.get(i);
+            return new RedisCalls.Call(RedlockLocks.FENCE_RAISE, List.of(keys.fence(l.job()), keys.slot(l.job(), l.slot().toEpochMilli())),
+                    List.of(l.token(), Long.toString(agreed.get(i)), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
+        });
+    }
+
+    /**
+     * Redlock: gives back what claims that reached no quorum wrote here ({@code unclaim.lua}): their
+     * records ({@code all}: whatever their state but done; otherwise only while running), leases and
+     * running entries. One round trip.
+     */
+    void unclaim(List<Lease> leases, boolean all) {
+        calls.batch("unclaim", leases, l -> new RedisCalls.Call(UNCLAIM,
+                List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job())),
+                List.of(l.token(), Long.toString(l.slot().toEpochMilli()), all ? "all" : "running")));
+    }
+
+
+    /** {@link io.lockstep.scheduler.lock.LockProvider#runsInFlight} on this server ({@code runs.lua}, one round trip). */
+    List<RunsInFlight> runsInFlight(List<String> jobs) {
+        if (jobs.isEmpty()) {
+            return List.of();
+        }
+        List<Object> replies = calls.batch("runs", jobs, job -> new RedisCalls.Call(RUNS, List.of(keys.running(job)),
+                List.of(Integer.toString(EXPIRED_PER_JOB))));
+        List<RunsInFlight> result = new ArrayList<>(jobs.size());
+        for (int i = 0; i < jobs.size(); i++) {
+            if (!(replies.get(i) instanceof List<?> reply) || reply.isEmpty()) {
+                throw new LockException(target, "runs: unexpected reply " + replies.get(i), null);
+            }
+            List<Instant> expired = new ArrayList<>();
+            for (Object slot : reply.subList(1, reply.size())) {
+                expired.add(Instant.ofEpochMilli(calls.asLong("runs", slot)));
+            }
+            result.add(new RunsInFlight(jobs.get(i), expired, calls.asLong("runs", reply.get(0))));
+        }
+        return result;
+    }
+
+    /** {@link io.lockstep.scheduler.lock.LockProvider#lastSlots} on this server: each job's 'decided' mark, one pipeline. */
+    Map<String, Instant> lastSlots(List<String> jobs) {
+        Map<String, Instant> last = new HashMap<>();
+        if (jobs.isEmpty()) {
+            return last;
+        }
+        List<Response<String>> responses = new ArrayList<>(jobs.size());
+        try (AbstractPipeline p = calls.jedis.pipelined()) {
+            for (String job : jobs) {
+                responses.add(p.hget(keys.marks(job), "decided"));
+            }
+            p.sync();
+            for (int i = 0; i < jobs.size(); i++) {
+                String value = responses.get(i).get();
+                if (value != null) {
+                    last.put(jobs.get(i), Instant.ofEpochMilli(calls.asLong("last", value)));
+                }
+            }
+        } catch (JedisException e) {
+            throw calls.wrap("last", e);
+        }
+        return last;
+    }
+
+}
