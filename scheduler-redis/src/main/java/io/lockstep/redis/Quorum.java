@@ -124,6 +124,20 @@ final class Quorum<N> {
         return n;
     }
 
+    /**
+     * How many nodes carried out a write: those that answered, quarantined ones included (the
+     * quarantine is about what a node says, not about what it was told).
+     */
+    static int written(List<? extends Vote<?>> votes) {
+        int n = 0;
+        for (Vote<?> v : votes) {
+            if (v.kind() != Kind.FAILED) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** How many votes count at all. */
     static int counting(List<? extends Vote<?>> votes) {
         int n = 0;

@@ -96,7 +96,7 @@ final class RedlockLocks {
                         k -> new RedisCalls.Call(FENCE_RAISE, List.of(k + ":fence"), List.of(token, Long.toString(agreed),
                                 Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait);
                 long elapsed = System.nanoTime() - sent;
-                if (Quorum.counting(raised) >= nodes.quorum() && elapsed < Watchdog.validity(lease).toNanos()) {
+                if (Quorum.written(raised) >= nodes.quorum() && elapsed < Watchdog.validity(lease).toNanos()) {
                     log("lock_acquired", key, token, elapsed, true, who).addKeyValue("fencing_token", agreed).log("lock acquired");
                     locks.meters.acquire("acquired");
                     return java.util.Optional.of(new RedisLock(locks, name, key, token, agreed, lease, sent));

@@ -157,7 +157,7 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
                 return true;
             }, nodeWait);
             long elapsed = System.nanoTime() - sent;
-            boolean raisedOnMajority = Quorum.counting(raised) >= nodes.quorum();
+            boolean raisedOnMajority = Quorum.written(raised) >= nodes.quorum();
             for (int k = 0; k < won.size(); k++) {
                 Lease lease = won.get(k);
                 if (!raisedOnMajority || elapsed >= Watchdog.validity(lease.ttl()).toNanos()) {
@@ -382,7 +382,7 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
     /** A write that must reach a majority of the masters (quarantined ones included: it is not a vote). */
     <T> List<Quorum.Vote<T>> everywhereOrFail(String operation, Function<RedisLockProvider, T> action) {
         List<Quorum.Vote<T>> votes = nodes.ask(action, nodeWait);
-        if (votes.stream().filter(v -> v.kind() != Quorum.Kind.FAILED).count() < nodes.quorum()) {
+        if (Quorum.written(votes) < nodes.quorum()) {
             throw nodes.tooFew(operation, votes, Quorum.describe(votes, a -> "done"));
         }
         return votes;
