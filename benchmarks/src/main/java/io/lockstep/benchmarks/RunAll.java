@@ -112,15 +112,8 @@ public final class RunAll {
     /** Waits until every master has been up {@code uptime}: past Redlock's restart quarantine. */
     private static void awaitUptime(List<LocalRedisServer> masters, Duration uptime) throws InterruptedException {
         for (LocalRedisServer m : masters) {
-            try (redis.clients.jedis.RedisClient c = redis.clients.jedis.RedisClient.create(m.host(), m.port())) {
-                while (true) {
-                    String info = c.info("server");
-                    int at = info.indexOf("uptime_in_seconds:") + "uptime_in_seconds:".length();
-                    if (Long.parseLong(info.substring(at, info.indexOf('\r', at)).trim()) > uptime.toSeconds()) {
-                        break;
-                    }
-                    Thread.sleep(200);
-                }
+            while (m.uptimeSeconds() <= uptime.toSeconds()) {
+                Thread.sleep(200);
             }
         }
     }

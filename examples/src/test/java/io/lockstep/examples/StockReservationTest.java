@@ -62,9 +62,8 @@ class StockReservationTest {
             }
             try (RedisLocks redlock = RedisLocks.redlockBuilder(clients).maxLease(StockReservation.LEASE).build()) {
                 // Fresh masters count once they are up longer than maxLease (the restart quarantine).
-                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(20)).until(() -> clients.stream()
-                        .allMatch(c -> c.info("server").contains("uptime_in_seconds:") && Long.parseLong(c.info("server")
-                                .replaceAll("(?s).*uptime_in_seconds:(\\d+).*", "$1")) >= StockReservation.LEASE.toSeconds()));
+                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(20))
+                        .until(() -> masters.stream().allMatch(m -> m.uptimeSeconds() >= StockReservation.LEASE.toSeconds()));
                 reserveUntilSoldOut(new StockReservation(jedis, redlock, sku()), 100);
             }
         } finally {

@@ -130,6 +130,14 @@ public final class LocalRedisServer implements AutoCloseable {
         return Long.parseLong(rest.substring(0, rest.indexOf(',')));
     }
 
+    /** How long the server has been up ({@code INFO server}'s {@code uptime_in_seconds}): Redlock's quarantine reads the same. */
+    public long uptimeSeconds() {
+        try (redis.clients.jedis.RedisClient client = redis.clients.jedis.RedisClient.create(host(), port)) {
+            return client.info("server").lines().filter(l -> l.startsWith("uptime_in_seconds:"))
+                    .mapToLong(l -> Long.parseLong(l.substring("uptime_in_seconds:".length()).trim())).findFirst().orElseThrow();
+        }
+    }
+
     /** SIGSTOP: the server stops answering but keeps its connections and data. */
     public void pause() {
         signal("STOP");

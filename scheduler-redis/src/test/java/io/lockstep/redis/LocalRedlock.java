@@ -41,13 +41,8 @@ final class LocalRedlock implements AutoCloseable {
 
     /** Waits until every running node has been up at least {@code seconds} (past a restart quarantine). */
     void awaitUptime(long seconds) {
-        await().atMost(Duration.ofSeconds(seconds + 10)).ignoreExceptions().until(() -> clients.stream().allMatch(c -> uptime(c) >= seconds));
-    }
-
-    static long uptime(RedisClient client) {
-        String info = client.info("server");
-        int at = info.indexOf("uptime_in_seconds:");
-        return Long.parseLong(info.substring(at + "uptime_in_seconds:".length(), info.indexOf('\r', at)).trim());
+        await().atMost(Duration.ofSeconds(seconds + 10)).ignoreExceptions()
+                .until(() -> servers.stream().allMatch(s -> s.uptimeSeconds() >= seconds));
     }
 
     /** Keys matching {@code pattern} on node {@code i} (an empty list when it is down). */

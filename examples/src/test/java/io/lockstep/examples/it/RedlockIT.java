@@ -22,7 +22,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import redis.clients.jedis.RedisClient;
 
 /**
  * Worker JVMs on Redlock over 5 independent masters ({@code redis.redlock}), with real faults:
@@ -59,13 +58,8 @@ class RedlockIT {
     }
 
     private void awaitMastersUp(Duration uptime) {
-        await().atMost(uptime.plusSeconds(15)).ignoreExceptions().until(() -> masters.stream().allMatch(m -> {
-            try (RedisClient c = RedisClient.create(m.host(), m.port())) {
-                String info = c.info("server");
-                int at = info.indexOf("uptime_in_seconds:") + "uptime_in_seconds:".length();
-                return Long.parseLong(info.substring(at, info.indexOf('\r', at)).trim()) >= uptime.toSeconds();
-            }
-        }));
+        await().atMost(uptime.plusSeconds(15)).ignoreExceptions()
+                .until(() -> masters.stream().allMatch(m -> m.uptimeSeconds() >= uptime.toSeconds()));
     }
 
     /** The workers' config: the 5 masters, and {@code jobs} recording jobs firing every second. */
