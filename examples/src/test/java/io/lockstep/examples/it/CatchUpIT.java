@@ -49,7 +49,9 @@ class CatchUpIT {
                 last.put(job, Instant.ofEpochMilli(Long.parseLong(redis.hget("lockstep:{" + job + "}:last", "decided"))));
             }
 
-            await().pollDelay(Duration.ofMillis(6_500)).atMost(Duration.ofSeconds(8)).until(() -> true); // five slots pass (and the grace)
+            // The cluster stays down until five slots of every job and their grace have passed.
+            Instant latest = last.values().stream().max(Instant::compareTo).orElseThrow();
+            await().atMost(Duration.ofSeconds(10)).until(() -> Instant.now().isAfter(latest.plusSeconds(6).plus(GRACE).plusMillis(200)));
             Instant restart = Instant.now();
             WorkerProcess c = cluster.start("back-1");
             WorkerProcess d = cluster.start("back-2");
@@ -66,7 +68,9 @@ class CatchUpIT {
             }
             await().atMost(Duration.ofSeconds(20)).until(() -> down.get("catchup-all").stream()
                     .allMatch(slot -> startedOnce(cluster, "catchup-all", slot)));
-            await().pollDelay(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(2)).until(() -> true);
+            // ... and every slot the cluster was down for is handled, by some job's policy, before the workers stop.
+            await().atMost(Duration.ofSeconds(10)).until(() -> JOBS.stream().allMatch(job -> down.get(job).stream()
+                    .allMatch(slot -> count(cluster, "job_started", job, slot) + count(cluster, "slot_missed", job, slot) >= 1)));
             assertThat(c.terminate()).isZero();
             assertThat(d.terminate()).isZero();
 
