@@ -89,7 +89,8 @@ class FailurePathsTest {
                 .jobFactory(d -> ctx -> { }));
         await().atMost(Duration.ofSeconds(20)).until(() -> harness.events().named("slot_missed").size() >= 6);
         harness.closeAll();
-        assertThat(everySecondHandled().toSeconds()).isGreaterThanOrEqualTo(6);
+        // Six reported slots span at least five seconds, every second of which started or was reported.
+        assertThat(everySecondHandled().toSeconds()).isGreaterThanOrEqualTo(5);
         assertThat(harness.events().named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("fell behind"));
     }
 
