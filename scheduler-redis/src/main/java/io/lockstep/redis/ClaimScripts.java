@@ -127,17 +127,20 @@ final class ClaimScripts {
         });
     }
 
+    /** A claim to give back: its lease, and whether every record of it goes (else only a running one). */
+    record GiveBack(Lease lease, boolean all) {}
+
     /**
      * Redlock: gives back what claims that reached no quorum wrote here ({@code unclaim.lua}): their
-     * records ({@code all}: whatever their state but done; otherwise only while running), leases and
-     * running entries. One round trip.
+     * records, leases and running entries. One round trip.
      */
-    void unclaim(List<Lease> leases, boolean all) {
-        calls.batch("unclaim", leases, l -> new RedisCalls.Call(UNCLAIM,
-                List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job())),
-                List.of(l.token(), Long.toString(l.slot().toEpochMilli()), all ? "all" : "running")));
+    void unclaim(List<GiveBack> claims) {
+        calls.batch("unclaim", claims, g -> {
+            Lease l = g.lease();
+            return new RedisCalls.Call(UNCLAIM, List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job())),
+                    List.of(l.token(), Long.toString(l.slot().toEpochMilli()), g.all() ? "all" : "running"));
+        });
     }
-
 
     /** {@link io.lockstep.scheduler.lock.LockProvider#runsInFlight} on this server ({@code runs.lua}, one round trip). */
     List<RunsInFlight> runsInFlight(List<String> jobs) {

@@ -59,10 +59,6 @@ final class Quorum<N> {
         this.quorum = nodes.size() / 2 + 1;
     }
 
-    int size() {
-        return nodes.size();
-    }
-
     /** How many counting answers a decision needs: a majority of all nodes, N/2 + 1. */
     int quorum() {
         return quorum;
@@ -122,6 +118,19 @@ final class Quorum<N> {
             }
         }
         return n;
+    }
+
+    /**
+     * For a batch of {@code size} items, per item whether a majority of the nodes counted {@code yes}
+     * for it ({@code yes} gets a node's answer and the item's index).
+     */
+    <A> List<Boolean> majorityPerItem(List<Vote<A>> votes, int size, java.util.function.BiPredicate<A, Integer> yes) {
+        List<Boolean> result = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            int index = i;
+            result.add(count(votes, answer -> yes.test(answer, index)) >= quorum);
+        }
+        return result;
     }
 
     /**

@@ -45,9 +45,9 @@ final class RedisCalls {
      * so it may have come back without records it held. The calls ran: the node is written to.
      */
     static final class Quarantined extends LockException {
-        Quarantined(String target, long uptimeSeconds, long quarantineMillis) {
+        Quarantined(String target, long uptimeSeconds, long quarantineSeconds) {
             super(target, target + ": restarted " + uptimeSeconds + " s ago, within the restart quarantine ("
-                    + (quarantineMillis + 999) / 1000 + " s): written to, but its answers do not count yet", null);
+                    + quarantineSeconds + " s): written to, but its answers do not count yet", null);
         }
     }
 
@@ -157,8 +157,9 @@ final class RedisCalls {
             if (uptime) {
                 long seconds = asLong("uptime", replies.remove(0));
                 // uptime_in_seconds is rounded down; the quarantine up, so that it is never cut short.
-                if (seconds < (quarantine + 999) / 1000) {
-                    throw new Quarantined(target, seconds, quarantine);
+                long quarantineSeconds = (quarantine + 999) / 1000;
+                if (seconds < quarantineSeconds) {
+                    throw new Quarantined(target, seconds, quarantineSeconds);
                 }
             }
             return new Replies(replies, acknowledged[0]);

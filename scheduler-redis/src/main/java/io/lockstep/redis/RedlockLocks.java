@@ -3,7 +3,6 @@ package io.lockstep.redis;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Watchdog;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -138,13 +137,7 @@ final class RedlockLocks {
         if (Quorum.counting(votes) < nodes.quorum()) {
             throw nodes.tooFew("extend", votes, Quorum.describe(votes, r -> "answered"));
         }
-        List<Boolean> owned = new ArrayList<>(held.size());
-        for (int i = 0; i < held.size(); i++) {
-            int index = i;
-            int yes = Quorum.count(votes, r -> RedisCalls.asString(r.get(index)).equals("1"));
-            owned.add(yes >= nodes.quorum());
-        }
-        return owned;
+        return nodes.majorityPerItem(votes, held.size(), (replies, i) -> RedisCalls.asString(replies.get(i)).equals("1"));
     }
 
     /** Releases the lock on every node; whether a quorum still held it for us. */

@@ -49,9 +49,6 @@ import java.util.function.Function;
  */
 final class RedlockStore {
 
-    /** How long a master's answer is awaited when the config does not say. */
-    static final Duration DEFAULT_NODE_TIMEOUT = Duration.ofMillis(200);
-
     private final Quorum<RedisLockProvider> nodes;
     private final Duration nodeWait;
     /** The restart quarantine now, ms; -1: off. */
@@ -71,19 +68,18 @@ final class RedlockStore {
         this.auto = auto;
     }
 
-/**
- * The store over {@code r}'s masters: one provider per master, each on a client of its own
- * (with {@code settings}' credentials, TLS and timeout).
- */
-static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int historyKeep) {
+    /**
+     * The store over {@code r}'s masters: one provider per master, each on a client of its own
+     * (with {@code settings}' credentials, TLS and timeout).
+     */
+    static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int historyKeep) {
         // Off (-1) when set to zero; the given value when set; otherwise (auto) it starts at 0 and
         // grows with the record ttl of every claim made.
-        java.util.concurrent.atomic.AtomicLong quarantine = new java.util.concurrent.atomic.AtomicLong(
-                r.quarantine().map(q -> q.isZero() ? -1L : q.toMillis()).orElse(0L));
+        AtomicLong quarantine = new AtomicLong(r.quarantine().map(q -> q.isZero() ? -1L : q.toMillis()).orElse(0L));
+        String scheme = settings.tls().enabled() ? "rediss://" : "redis://";
         List<RedisLockProvider> masters = new ArrayList<>();
         try {
             for (String node : r.nodes()) {
-                String scheme = settings.tls().enabled() ? "rediss://" : "redis://";
                 RedisClients.Built built = RedisClients.create(settings.with(new RedisSettings.Standalone(scheme + node)));
                 masters.add(new RedisLockProvider(built.client(), true, settings.keyPrefix(), built.description(), RedisCalls.Replicas.NONE,
                         historyKeep, () -> Math.max(0, quarantine.get())));
@@ -107,11 +103,6 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
         return "redlock over " + String.join(",", nodes.names());
     }
 
-    /** The restart quarantine in force now. */
-    Duration quarantine() {
-        return Duration.ofMillis(Math.max(0, quarantineMillis.get()));
-    }
-
     private <T> List<Quorum.Vote<T>> everywhere(String operation, Function<RedisLockProvider, T> action) {
         List<Quorum.Vote<T>> votes = nodes.ask(action, nodeWait);
         if (Quorum.counting(votes) < nodes.quorum()) {
@@ -126,9 +117,10 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
         if (requests.isEmpty()) {
             return List.of();
         }
-        for (ClaimRequest r : auto ? requests : List.<ClaimRequest>of()) {
+        if (auto) {
             // Never shorter than the records this process writes: a master that lost them sits out as long.
-            quarantineMillis.getAndUpdate(q -> Math.max(q, r.recordTtl().toMillis()));
+            long longest = requests.stream().mapToLong(r -> r.recordTtl().toMillis()).max().orElse(0);
+            quarantineMillis.accumulateAndGet(longest, Math::max);
         }
         long sent = System.nanoTime();
         List<Quorum.Vote<ClaimScripts.Decided>> votes = everywhere("claim", p -> p.claims().decide(requests));
@@ -136,8 +128,7 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
         List<Lease> won = new ArrayList<>();
         List<Long> tokens = new ArrayList<>();
         List<Integer> wonAt = new ArrayList<>();
-        List<Lease> giveBackAll = new ArrayList<>();
-        List<Lease> giveBackRunning = new ArrayList<>();
+        List<ClaimScripts.GiveBack> giveBack = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
             ClaimRequest request = requests.get(i);
             Combined c = combine(request, votes, i);
@@ -148,7 +139,7 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
                 tokens.add(c.result().fencingToken());
                 wonAt.add(i);
             } else if (ordinary && c.giveBack() != null) {
-                (c.giveBack() ? giveBackAll : giveBackRunning).add(request.lease());
+                giveBack.add(c.giveBack().apply(request.lease()));
             }
         }
         if (!won.isEmpty()) {
@@ -165,20 +156,15 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
                     ClaimResult r = results[wonAt.get(k)];
                     results[wonAt.get(k)] = new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, r.serverTimeMillis(), r.runningUntilMillis());
                     if (requests.get(wonAt.get(k)).mode() != ClaimRequest.Mode.RECOVER) {
-                        giveBackAll.add(lease);
+                        giveBack.add(new ClaimScripts.GiveBack(lease, true));
                     }
                 }
             }
         }
-        if (!giveBackAll.isEmpty()) {
+        if (!giveBack.isEmpty()) {
+            // To every master, those that seemed to fail too: their part of the claim may have landed.
             nodes.ask(p -> {
-                p.claims().unclaim(giveBackAll, true);
-                return true;
-            }, nodeWait);
-        }
-        if (!giveBackRunning.isEmpty()) {
-            nodes.ask(p -> {
-                p.claims().unclaim(giveBackRunning, false);
+                p.claims().unclaim(giveBack);
                 return true;
             }, nodeWait);
         }
@@ -186,10 +172,21 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
     }
 
     /**
-     * One request's decision from the masters' answers, and what to give back: null nothing, true
-     * every record of ours, false only records still running (a majority decided otherwise).
+     * One request's decision from the masters' answers, and what of ours to give back (null: nothing).
      */
-    private record Combined(ClaimResult result, Boolean giveBack) {}
+    private record Combined(ClaimResult result, GiveBackMode giveBack) {}
+
+    /** What a request that did not win gives back on every master. */
+    private enum GiveBackMode {
+        /** Every record of ours but a done one: nothing was decided. */
+        ALL,
+        /** Only records of ours still running: a majority decided otherwise (missed, skipped, ...), which stays. */
+        RUNNING;
+
+        ClaimScripts.GiveBack apply(Lease lease) {
+            return new ClaimScripts.GiveBack(lease, this == ALL);
+        }
+    }
 
     private Combined combine(ClaimRequest request, List<Quorum.Vote<ClaimScripts.Decided>> votes, int i) {
         Map<ClaimResult.Status, Integer> byStatus = new java.util.EnumMap<>(ClaimResult.Status.class);
@@ -232,20 +229,20 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
                     && (s != ClaimResult.Status.TAKEN || recovery);
             if (decisive && e.getValue() >= q) {
                 long token = s == ClaimResult.Status.ABANDONED ? fence : 0;
-                return new Combined(new ClaimResult(s, token, quorumTime, runningUntil), anyOurs ? Boolean.FALSE : null);
+                return new Combined(new ClaimResult(s, token, quorumTime, runningUntil), anyOurs ? GiveBackMode.RUNNING : null);
             }
         }
         for (Map.Entry<String, Integer> e : takenBy.entrySet()) {
             if (e.getValue() >= q) {
                 // One other token holds a majority: the slot is its.
-                return new Combined(new ClaimResult(ClaimResult.Status.TAKEN, 0, quorumTime, runningUntil), anyOurs ? Boolean.TRUE : null);
+                return new Combined(new ClaimResult(ClaimResult.Status.TAKEN, 0, quorumTime, runningUntil), anyOurs ? GiveBackMode.ALL : null);
             }
         }
         if (byStatus.containsKey(ClaimResult.Status.EARLY)) {
             // Some masters' clocks have not reached the slot: ask again when they have (what we took is kept).
             return new Combined(new ClaimResult(ClaimResult.Status.EARLY, 0, earlyTime, runningUntil), null);
         }
-        return new Combined(new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, quorumTime, runningUntil), anyOurs ? Boolean.TRUE : null);
+        return new Combined(new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, quorumTime, runningUntil), anyOurs ? GiveBackMode.ALL : null);
     }
 
     // ---------------------------------------------------------------- leases
@@ -254,23 +251,14 @@ static RedlockStore create(RedisSettings settings, RedisSettings.Redlock r, int 
         if (leases.isEmpty()) {
             return List.of();
         }
-        return majorityOfTrue("renew", leases.size(), everywhere("renew", p -> p.renew(leases)));
+        return nodes.majorityPerItem(everywhere("renew", p -> p.renew(leases)), leases.size(), List::get);
     }
 
     List<Boolean> complete(List<Completion> completions) {
         if (completions.isEmpty()) {
             return List.of();
         }
-        return majorityOfTrue("complete", completions.size(), everywhere("complete", p -> p.complete(completions)));
-    }
-
-    private List<Boolean> majorityOfTrue(String operation, int size, List<Quorum.Vote<List<Boolean>>> votes) {
-        List<Boolean> result = new ArrayList<>(size);
-        for (int i = 0; i < size; i++) {
-            int index = i;
-            result.add(Quorum.count(votes, answer -> answer.get(index)) >= nodes.quorum());
-        }
-        return result;
+        return nodes.majorityPerItem(everywhere("complete", p -> p.complete(completions)), completions.size(), List::get);
     }
 
     List<RunsInFlight> runsInFlight(List<String> jobs) {

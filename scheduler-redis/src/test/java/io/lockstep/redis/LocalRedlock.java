@@ -29,14 +29,9 @@ final class LocalRedlock implements AutoCloseable {
                 .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().timeoutMillis(1_000).build()).build();
     }
 
-    /** How each node is named in errors: {@code host:port}. */
+    /** How each node is named in errors, and listed in {@code redis.redlock.nodes}: {@code host:port}. */
     List<String> names() {
         return servers.stream().map(s -> s.host() + ":" + s.port()).toList();
-    }
-
-    /** The {@code host:port} list, for {@code redis.redlock.nodes}. */
-    List<String> hostPorts() {
-        return names();
     }
 
     /** Waits until every running node has been up at least {@code seconds} (past a restart quarantine). */

@@ -47,7 +47,7 @@ class RedlockStoreTest {
     /** A provider over the 5 masters; {@code quarantine} empty: auto (the longest record ttl). */
     private RedisLockProvider redlock(Optional<Duration> quarantine) {
         RedisLockProvider p = RedisLockProvider.builder().settings(new RedisSettings(
-                new RedisSettings.Redlock(nodes.hostPorts(), Duration.ofMillis(300), quarantine), "lockstep", Duration.ofSeconds(1),
+                new RedisSettings.Redlock(nodes.names(), Duration.ofMillis(300), quarantine), "lockstep", Duration.ofSeconds(1),
                 Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build();
         providers.add(p);
         return p;
@@ -222,6 +222,26 @@ class RedlockStoreTest {
     }
 
     @Test
+    void aMasterThatRefusesThePasswordStopsTheStartWhateverTheOthersSay() {
+        nodes.servers.get(2).close();
+        LocalRedisServer guarded = LocalRedisServer.start("--requirepass", "not-ours");
+        try {
+            List<String> names = new ArrayList<>(nodes.names());
+            names.set(2, guarded.host() + ":" + guarded.port());
+            RedisLockProvider p = RedisLockProvider.builder().settings(new RedisSettings(
+                    new RedisSettings.Redlock(names, Duration.ofMillis(300), Optional.of(Duration.ZERO)), "lockstep", Duration.ofSeconds(1),
+                    Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build();
+            providers.add(p);
+            // A config mistake is never outvoted: one line that names the master.
+            assertThatThrownBy(p::ping).isInstanceOf(LockException.class)
+                    .hasMessageStartingWith("redis " + names.get(2)).hasMessageContaining("authentication failed")
+                    .hasMessageNotContaining("\n");
+        } finally {
+            guarded.close();
+        }
+    }
+
+    @Test
     void theStartCheckNeedsAMajorityAndNamesTheMastersDown() {
         RedisLockProvider p = redlock(Optional.empty());
         nodes.servers.get(0).kill();
@@ -230,6 +250,6 @@ class RedlockStoreTest {
         nodes.servers.get(2).kill();
         assertThatThrownBy(p::ping).isInstanceOf(LockException.class)
                 .hasMessageContaining("only 2 of 5 masters answer, a majority (3) is needed")
-                .hasMessageContaining(nodes.hostPorts().get(0));
+                .hasMessageContaining(nodes.names().get(0));
     }
 }
