@@ -11,14 +11,17 @@ import java.time.Duration;
 import java.time.Instant;
 
 /**
- * The job of the scale runs: does nothing but append, for every run, a line {@code job slotMillis
- * latenessMicros} to {@code <probe.out>.runs} (lateness: this machine's clock at start minus the
- * slot; all workers share the clock). Lines go straight to a buffered file, so the probe holds no
- * memory that would distort the worker's heap. The first run also writes {@code <probe.out>.ready}.
+ * The job of the scale runs: does nothing but record, for every run, a line {@code job slotMillis
+ * latenessMicros} in {@code <probe.out>.runs} (lateness: this machine's clock at start minus the
+ * slot; all workers share the clock). Lines go on a lock-free queue that a writer thread drains into
+ * a buffered file every few milliseconds, so a thousand runs starting at once do not queue on a
+ * lock, and the probe holds no memory that would distort the worker's heap. The first run also
+ * writes {@code <probe.out>.ready}.
  */
 public class ProbeJob implements Job {
 
     private static final String OUT = System.getProperty("probe.out");
+    private static final java.util.concurrent.ConcurrentLinkedQueue<String> LINES = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private static final BufferedWriter RUNS = open();
 
     private static BufferedWriter open() {
@@ -27,13 +30,20 @@ public class ProbeJob implements Job {
         }
         try {
             BufferedWriter w = Files.newBufferedWriter(Path.of(OUT + ".runs"));
+            Thread writer = new Thread(() -> {
+                while (true) {
+                    drain(w);
+                    java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+                }
+            }, "probe-writer");
+            writer.setDaemon(true);
+            writer.start();
             Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                synchronized (ProbeJob.class) {
-                    try {
-                        w.close();
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
+                try {
+                    drain(w);
+                    w.close();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
                 }
             }, "probe-flush"));
             Files.writeString(Path.of(OUT + ".ready"), "ready");
@@ -48,9 +58,17 @@ public class ProbeJob implements Job {
         Instant slot = context.scheduledTime();
         long latenessMicros = Duration.between(slot, Instant.now()).toNanos() / 1_000;
         if (RUNS != null) {
-            synchronized (ProbeJob.class) {
-                RUNS.write(context.jobName() + " " + slot.toEpochMilli() + " " + latenessMicros + "\n");
+            LINES.add(context.jobName() + " " + slot.toEpochMilli() + " " + latenessMicros + "\n");
+        }
+    }
+
+    private static synchronized void drain(BufferedWriter w) {
+        try {
+            for (String line; (line = LINES.poll()) != null; ) {
+                w.write(line);
             }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 }

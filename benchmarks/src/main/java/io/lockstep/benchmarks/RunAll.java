@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
 public final class RunAll {
 
     static final int WORKERS = 3;
-    static final int THREADS = 256;
+    static final int THREADS = 4096;
 
     private RunAll() {}
 
@@ -55,29 +55,22 @@ public final class RunAll {
 
             List<LockCycles.Row> locks = lockCycles(redis, quick);
 
-            // Three JVMs starting at once on a small machine take a while to reach their steady state.
+            Scale scale = scale(redis, work, quick);
             Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
             Duration window = Duration.ofSeconds(quick ? 10 : 60);
-            List<ScaleRun.Result> scale = new ArrayList<>();
-            for (int jobs : quick ? new int[] {200, 1_000} : new int[] {1_000, 5_000}) {
-                log("scheduler at scale: " + WORKERS + " worker JVMs, " + jobs + " jobs every second, " + window.toSeconds() + " s");
-                scale.add(ScaleRun.run(jobs + "/s", redis, work.resolve("scale-" + jobs), WORKERS, jobs, THREADS, warmup, window,
-                        "* * * * * *"));
-                log("  " + scale.get(scale.size() - 1));
-            }
 
-            log("waitReplicas: 1 (one replica), " + scale.get(0).jobs() + " jobs every second, " + window.toSeconds() + " s");
+            log("waitReplicas: 1 (one replica), " + scale.byLoad().get(0).jobs() + " jobs every second, " + window.toSeconds() + " s");
             ScaleRun.Result replicated;
             try (LocalRedisServer replica = LocalRedisServer.start("--replicaof", redis.host(), Integer.toString(redis.port()),
                     "--repl-diskless-sync-delay", "0")) {
                 awaitInSync(replica);
-                replicated = ScaleRun.run("waitReplicas", redis, "  waitReplicas: 1\n", work.resolve("replicated"), WORKERS,
-                        scale.get(0).jobs(), THREADS, warmup, window, "* * * * * *");
+                replicated = ScaleRun.run("waitReplicas", ScaleRun.Target.of(redis), "  waitReplicas: 1\n", work.resolve("replicated"),
+                        WORKERS, scale.byLoad().get(0).jobs(), THREADS, warmup, window, "* * * * * *");
             }
             log("  " + replicated);
 
             log("idle cluster: " + WORKERS + " workers, 1000 jobs that do not fire, 30 s");
-            ScaleRun.Result idle = ScaleRun.run("idle", redis, work.resolve("idle"), WORKERS, 1_000, THREADS,
+            ScaleRun.Result idle = ScaleRun.run("idle", ScaleRun.Target.of(redis), work.resolve("idle"), WORKERS, 1_000, THREADS,
                     Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *");
             log("  " + idle);
 
@@ -128,17 +121,61 @@ public final class RunAll {
                 case "lock" -> lockCycles(redis, quick).forEach(r -> log(String.format(java.util.Locale.ROOT,
                         "%-10s %d threads: %,.0f ± %,.0f cycles/s, p50 %.0f µs, p99 %.0f µs", r.impl(), r.threads(), r.opsPerSecond(),
                         r.opsError(), r.p50Micros(), r.p99Micros())));
-                case "scale" -> {
-                    for (int jobs : quick ? new int[] {200, 1_000} : new int[] {1_000, 5_000}) {
-                        log("  " + ScaleRun.run(jobs + "/s", redis, work.resolve("scale-" + jobs), WORKERS, jobs, THREADS, warmup, window,
-                                "* * * * * *"));
-                    }
-                }
-                case "idle" -> log("  " + ScaleRun.run("idle", redis, work.resolve("idle"), WORKERS, 1_000, THREADS,
+                case "scale" -> scale(redis, work, quick);
+                case "idle" -> log("  " + ScaleRun.run("idle", ScaleRun.Target.of(redis), work.resolve("idle"), WORKERS, 1_000, THREADS,
                         Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *"));
                 default -> log("  " + memory(redis, work.resolve("memory"), 10_000));
             }
         }
+    }
+
+    /** The scale runs: against load (3 workers), against workers, on a 3-master Redis Cluster, and the machine's wake floor. */
+    record Scale(List<ScaleRun.Result> byLoad, List<WakeFloor.Result> floors, List<ScaleRun.Result> byWorkers,
+            List<ScaleRun.Result> cluster, String clusterSkipped) {}
+
+    /**
+     * Every scale run, each printed as it ends. Loads of 1,000 to 10,000 slots per second on 3 worker
+     * JVMs; 1 and 6 workers at 1,000; the two highest loads again on a Redis Cluster of 3 masters;
+     * and per load the wake floor (the same number of threads parked to the same instants, nothing else).
+     */
+    private static Scale scale(LocalRedisServer redis, Path work, boolean quick) throws Exception {
+        // Three JVMs starting at once on a small machine take a while to reach their steady state.
+        Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
+        Duration window = Duration.ofSeconds(quick ? 10 : 60);
+        Duration shorter = Duration.ofSeconds(quick ? 10 : 40);
+        int[] loads = quick ? new int[] {500, 1_000} : new int[] {1_000, 2_000, 5_000, 10_000};
+        List<ScaleRun.Result> byLoad = new ArrayList<>();
+        List<WakeFloor.Result> floors = new ArrayList<>();
+        for (int jobs : loads) {
+            log("scheduler at scale: " + WORKERS + " worker JVMs, " + jobs + " jobs every second, " + window.toSeconds() + " s");
+            byLoad.add(ScaleRun.run(jobs + "/s", ScaleRun.Target.of(redis), work.resolve("scale-" + jobs), WORKERS, jobs, THREADS,
+                    warmup, window, "* * * * * *"));
+            log("  " + byLoad.get(byLoad.size() - 1));
+            floors.add(WakeFloor.run(work.resolve("floor"), jobs, WORKERS, quick ? 3 : 10));
+            log("  wake floor: " + floors.get(floors.size() - 1));
+        }
+        List<ScaleRun.Result> byWorkers = new ArrayList<>();
+        for (int workers : new int[] {1, 6}) {
+            log("scheduler at scale: " + workers + " worker JVM(s), " + loads[0] + " jobs every second, " + shorter.toSeconds() + " s");
+            byWorkers.add(ScaleRun.run(workers + " workers", ScaleRun.Target.of(redis), work.resolve("workers-" + workers), workers,
+                    loads[0], THREADS, warmup, shorter, "* * * * * *"));
+            log("  " + byWorkers.get(byWorkers.size() - 1));
+        }
+        List<ScaleRun.Result> cluster = new ArrayList<>();
+        java.util.Optional<String> unavailable = io.lockstep.redis.LocalCluster.unavailable();
+        if (unavailable.isEmpty()) {
+            try (io.lockstep.redis.LocalCluster c = io.lockstep.redis.LocalCluster.start(3, 0)) {
+                for (int jobs : new int[] {loads[loads.length - 2], loads[loads.length - 1]}) {
+                    log("scheduler at scale on a Redis Cluster of 3 masters: " + jobs + " jobs every second, " + shorter.toSeconds() + " s");
+                    cluster.add(ScaleRun.run("cluster " + jobs + "/s", ScaleRun.Target.of(c), work.resolve("cluster-" + jobs), WORKERS,
+                            jobs, THREADS, warmup, shorter, "* * * * * *"));
+                    log("  " + cluster.get(cluster.size() - 1));
+                }
+            }
+        } else {
+            log("no Redis Cluster run: " + unavailable.get());
+        }
+        return new Scale(byLoad, floors, byWorkers, cluster, unavailable.orElse(null));
     }
 
     /** Waits until the replica's link to its master is up (a worker with waitReplicas refuses to start before). */

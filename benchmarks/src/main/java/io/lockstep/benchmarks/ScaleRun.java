@@ -1,5 +1,6 @@
 package io.lockstep.benchmarks;
 
+import io.lockstep.redis.LocalCluster;
 import io.lockstep.redis.LocalRedisServer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -13,7 +14,11 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.Set;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * Worker JVMs (the real worker CLI, {@code run --config}) on one redis-server, each with the same
@@ -26,10 +31,50 @@ final class ScaleRun {
     record Result(String label, int workers, int jobs, int windowSeconds, long expected, long started, long duplicates,
             long missing, double p50Ms, double p99Ms, double maxMs, double sentPerSlot, double executedPerSlot,
             Map<String, Long> sentByCommand, double cpuCoresPerWorker, long heapAfterGcKb, int threads,
-            double redisBusyMsPerSecond) {
+            double redisBusyMsPerSecond, NotStarted notStarted, double[] p99PerSecond, Map<String, Long> executedByCommand) {
 
         double firedPerSecond() {
             return (double) started / windowSeconds;
+        }
+
+        /** Redis time spent in scripts per fired slot, in microseconds (all masters). */
+        double redisMicrosPerSlot() {
+            return redisBusyMsPerSecond * 1000 / Math.max(1, firedPerSecond());
+        }
+
+        /** Min, median and max of the per-second p99: how much the p99 moves from one second to the next. */
+        double[] p99Spread() {
+            double[] sorted = p99PerSecond.clone();
+            java.util.Arrays.sort(sorted);
+            return sorted.length == 0 ? new double[] {0, 0, 0}
+                    : new double[] {sorted[0], sorted[sorted.length / 2], sorted[sorted.length - 1]};
+        }
+    }
+
+    /**
+     * What became of the slots of the window that no worker started, read from their slot records
+     * in Redis right after the run: skipped by {@code overlap: skip} (the previous run still held the
+     * lease), recorded missed (late past the grace, or superseded), or no record at all (a silent miss).
+     */
+    record NotStarted(long skipped, long missed, long unrecorded) {
+        static final NotStarted NONE = new NotStarted(0, 0, 0);
+    }
+
+    /** Where the workers' Redis is: one server, or the masters of a Redis Cluster. */
+    record Target(String redisYaml, List<LocalRedisServer> masters, boolean cluster) {
+
+        static Target of(LocalRedisServer redis) {
+            return new Target("  uri: " + redis.uri() + "\n", List.of(redis), false);
+        }
+
+        static Target of(LocalCluster cluster) {
+            return new Target("  cluster: { nodes: [" + String.join(", ", cluster.nodes()) + "] }\n", cluster.masters(), true);
+        }
+
+        UnifiedJedis client() {
+            LocalRedisServer first = masters.get(0);
+            return cluster ? RedisClusterClient.create(Set.of(new HostAndPort(first.host(), first.port())))
+                    : RedisClient.create(first.host(), first.port());
         }
     }
 
@@ -41,20 +86,22 @@ final class ScaleRun {
 
     private ScaleRun() {}
 
-    static Result run(String label, LocalRedisServer redis, Path dir, int workers, int jobs, int threads,
+    static Result run(String label, Target target, Path dir, int workers, int jobs, int threads,
             Duration warmup, Duration window, String cron) throws Exception {
-        return run(label, redis, "", dir, workers, jobs, threads, warmup, window, cron);
+        return run(label, target, "", dir, workers, jobs, threads, warmup, window, cron);
     }
 
     /** As above, with {@code redisYaml} (lines of the {@code redis:} section, {@code waitReplicas: 1} say) added. */
-    static Result run(String label, LocalRedisServer redis, String redisYaml, Path dir, int workers, int jobs, int threads,
+    static Result run(String label, Target target, String redisYaml, Path dir, int workers, int jobs, int threads,
             Duration warmup, Duration window, String cron) throws Exception {
         Files.createDirectories(dir);
-        try (RedisClient admin = RedisClient.create(redis.host(), redis.port())) {
-            admin.flushAll();
+        for (LocalRedisServer m : target.masters()) {
+            try (RedisClient admin = RedisClient.create(m.host(), m.port())) {
+                admin.flushAll();
+            }
         }
         Path config = dir.resolve("jobs.yaml");
-        StringBuilder yaml = new StringBuilder("redis:\n  uri: " + redis.uri() + "\n  timeout: 2s\n" + redisYaml
+        StringBuilder yaml = new StringBuilder("redis:\n" + target.redisYaml() + "  timeout: 2s\n" + redisYaml
                 + "worker:\n  threads: " + threads + "\n  shutdownTimeout: 10s\n"
                 + "defaults:\n  lease: 30s\n  misfireGrace: 10s\njobs:\n");
         for (int i = 0; i < jobs; i++) {
@@ -93,11 +140,11 @@ final class ScaleRun {
             Thread.sleep(warmup.toMillis()); // JIT and connection warm-up before the measured window
             Instant from = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);
             sleepUntil(from.minusMillis(300));
-            Map<String, Long> before = commandStats(redis);
+            Map<String, Long> before = commandStats(target.masters());
             long[] cpuBefore = cpu(processes);
             Instant to = from.plus(window);
             sleepUntil(to.minusMillis(300));
-            Map<String, Long> after = commandStats(redis);
+            Map<String, Long> after = commandStats(target.masters());
             long[] cpuAfter = cpu(processes);
             long heapKb = 0;
             for (Process p : processes) {
@@ -112,28 +159,43 @@ final class ScaleRun {
                     throw new IllegalStateException("a worker did not stop within 60 s");
                 }
             }
-            return measure(label, dir, workers, jobs, threads, from, to, before, after, cpuBefore, cpuAfter, window, heapKb);
+            return measure(label, target, dir, workers, jobs, threads, from, to, before, after, cpuBefore, cpuAfter, window, heapKb);
         } finally {
             processes.forEach(Process::destroyForcibly);
         }
     }
 
-    private static Result measure(String label, Path dir, int workers, int jobs, int threads, Instant from, Instant to,
+    private static Result measure(String label, Target target, Path dir, int workers, int jobs, int threads, Instant from, Instant to,
             Map<String, Long> before, Map<String, Long> after, long[] cpuBefore, long[] cpuAfter, Duration window,
             long heapKb) throws IOException {
         Map<String, Integer> starts = new HashMap<>();
         List<Long> lateness = new ArrayList<>();
+        Map<Long, List<Long>> bySecond = new java.util.TreeMap<>();
         for (int w = 1; w <= workers; w++) {
             for (String line : Files.readAllLines(dir.resolve("w" + w + ".runs"))) {
                 String[] f = line.split(" ");
                 long slot = Long.parseLong(f[1]);
                 if (slot >= from.toEpochMilli() && slot < to.toEpochMilli()) {
                     starts.merge(f[0] + "@" + slot, 1, Integer::sum);
-                    lateness.add(Long.parseLong(f[2]));
+                    long late = Long.parseLong(f[2]);
+                    lateness.add(late);
+                    bySecond.computeIfAbsent(slot, k -> new ArrayList<>()).add(late);
                 }
             }
         }
+        double[] p99PerSecond = bySecond.values().stream()
+                .mapToDouble(l -> percentile(l.stream().mapToLong(Long::longValue).sorted().toArray(), 99)).toArray();
         int seconds = (int) window.toSeconds();
+        List<String> notStarted = new ArrayList<>();
+        if (!cronIdle(jobs, starts, seconds)) {
+            for (long slot = from.toEpochMilli(); slot < to.toEpochMilli(); slot += 1000) {
+                for (int j = 0; j < jobs; j++) {
+                    if (!starts.containsKey("j" + j + "@" + slot)) {
+                        notStarted.add("j" + j + "@" + slot);
+                    }
+                }
+            }
+        }
         long expected = (long) jobs * seconds;
         long duplicates = starts.values().stream().filter(c -> c > 1).count();
         long started = starts.size();
@@ -161,10 +223,39 @@ final class ScaleRun {
             cpuMs += cpuAfter[i] - cpuBefore[i];
         }
         double cores = (double) cpuMs / workers / window.toMillis();
+        Map<String, Long> executedBy = new java.util.TreeMap<>(delta);
         return new Result(label, workers, jobs, seconds, expected, started, duplicates, expected - started,
                 percentile(sorted, 50), percentile(sorted, 99), sorted.length == 0 ? 0 : sorted[sorted.length - 1] / 1000.0,
                 (double) sent / Math.max(1, started), (double) executed / Math.max(1, started), sentBy, cores, heapKb, threads,
-                (after.getOrDefault("usec", 0L) - before.getOrDefault("usec", 0L)) / 1000.0 / seconds);
+                (after.getOrDefault("usec", 0L) - before.getOrDefault("usec", 0L)) / 1000.0 / seconds,
+                notStarted.isEmpty() ? NotStarted.NONE : classify(target, notStarted), p99PerSecond, executedBy);
+    }
+
+    /** The idle run's jobs never fall due: nothing to classify. */
+    private static boolean cronIdle(int jobs, Map<String, Integer> starts, int seconds) {
+        return starts.isEmpty();
+    }
+
+    /** Reads the slot record of each slot that did not start: skipped, missed, or none. */
+    private static NotStarted classify(Target target, List<String> slots) {
+        long skipped = 0;
+        long missed = 0;
+        long unrecorded = 0;
+        try (UnifiedJedis redis = target.client()) {
+            for (String key : slots) {
+                String[] f = key.split("@");
+                List<String> r = redis.hmget("lockstep:{" + f[0] + "}:slot:" + f[1], "state", "why");
+                String state = r.get(0);
+                if ("skipped".equals(state)) {
+                    skipped++;
+                } else if ("missed".equals(state)) {
+                    missed++;
+                } else {
+                    unrecorded++; // no record, or a run the probe never saw start
+                }
+            }
+        }
+        return new NotStarted(skipped, missed, unrecorded);
     }
 
     static double percentile(long[] sortedMicros, double p) {
@@ -175,15 +266,20 @@ final class ScaleRun {
         return sortedMicros[Math.max(0, Math.min(sortedMicros.length - 1, i))] / 1000.0;
     }
 
-    /** Calls per command, plus the time scripts took in all under the name {@code usec}. */
-    static Map<String, Long> commandStats(LocalRedisServer redis) {
+    /** Calls per command over every master, plus the time scripts took in all under the name {@code usec}. */
+    static Map<String, Long> commandStats(List<LocalRedisServer> masters) {
         Map<String, Long> calls = new HashMap<>();
-        redis.commandStats().forEach((name, stat) -> {
-            calls.put(name, stat.calls());
-            if (name.equals("evalsha") || name.equals("eval")) {
-                calls.merge("usec", stat.usec(), Long::sum);
-            }
-        });
+        for (LocalRedisServer redis : masters) {
+            redis.commandStats().forEach((name, stat) -> {
+                if (name.startsWith("cluster")) {
+                    return; // the cluster client's topology reads, not the scheduler's work
+                }
+                calls.merge(name, stat.calls(), Long::sum);
+                if (name.equals("evalsha") || name.equals("eval")) {
+                    calls.merge("usec", stat.usec(), Long::sum);
+                }
+            });
+        }
         return calls;
     }
 

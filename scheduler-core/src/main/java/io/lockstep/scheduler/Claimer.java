@@ -41,9 +41,11 @@ final class Claimer {
     private final Outage outage;
     private final SlotQueue queue;
     private final Runner runner;
+    private final Preference preference;
 
     Claimer(LockProvider provider, String workerId, JobThreads threads, ClusterClock clock, Events events,
-            Outage outage, SlotQueue queue, Runner runner) {
+            Outage outage, SlotQueue queue, Runner runner, Preference preference) {
+        this.preference = preference;
         this.provider = provider;
         this.workerId = workerId;
         this.threads = threads;
@@ -60,7 +62,7 @@ final class Claimer {
      * finds no thread waits for one, at the longest until its grace ends.
      */
     void claimInRounds(List<DueSlot> due) {
-        List<DueSlot> deferred = claim(due);
+        List<DueSlot> deferred = claim(preference.sift(due, queue, clock.now()));
         for (int round = 1; round < MAX_CLAIM_ROUNDS && !deferred.isEmpty() && threads.anyFree(); round++) {
             deferred = claim(deferred);
         }
@@ -88,6 +90,7 @@ final class Claimer {
         List<ClaimRequest> requests = new ArrayList<>(due.size());
         List<Boolean> reservations = new ArrayList<>(due.size());
         int reserved = 0;
+        boolean allOwn = true;
         for (DueSlot d : due) {
             String job = d.definition().name();
             boolean reserves = false;
@@ -118,14 +121,19 @@ final class Claimer {
             }
             JobDefinition def = d.definition();
             Lease lease = new Lease(def.name(), d.slot, d.token, def.lease(), def.exclusive());
-            requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode, def.overlap() == Overlap.REPLACE, d.manual));
+            boolean ahead = d.claimsAhead();
+            allOwn &= ahead;
+            requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode, def.overlap() == Overlap.REPLACE, d.manual,
+                    ahead ? Preference.AHEAD : Duration.ZERO));
             reservations.add(reserves);
             batch.add(d);
         }
         if (requests.isEmpty()) {
             return deferred;
         }
-        spreadDelay(); // before reserving: the delay reflects how busy we were, not this batch
+        if (!allOwn) {
+            spreadDelay(); // before reserving: the delay reflects how busy we were, not this batch
+        }
         threads.take(reserved);
         long sent = System.nanoTime();
         List<ClaimResult> results;
@@ -142,7 +150,8 @@ final class Claimer {
             unanswered(batch, failure);
             return deferred;
         }
-        long durationMs = (System.nanoTime() - sent) / 1_000_000;
+        long received = System.nanoTime();
+        long durationMs = (received - sent) / 1_000_000;
         for (int i = 0; i < batch.size(); i++) {
             DueSlot d = batch.get(i);
             ClaimRequest request = requests.get(i);
@@ -153,7 +162,7 @@ final class Claimer {
             } else if (claimed && !reservations.get(i)) {
                 threads.take(1); // an earlier, ambiguous claim of ours had won after all
             }
-            handle(d, request, result, sent, durationMs);
+            handle(d, request, result, sent, received, durationMs);
         }
         return deferred;
     }
@@ -186,12 +195,12 @@ final class Claimer {
             if (after.isBefore(d.recordDeadline()) || d.mode == ClaimRequest.Mode.RECOVER || d.mode == ClaimRequest.Mode.ABANDON) {
                 queue.requeue(d, after.plus(RETRY_DELAY));
             } else {
-                queue.decided(d, after); // the store never answered while it could still tell
+                decided(d, after); // the store never answered while it could still tell
             }
         }
     }
 
-    private void handle(DueSlot d, ClaimRequest request, ClaimResult result, long sentNanos, long durationMs) {
+    private void handle(DueSlot d, ClaimRequest request, ClaimResult result, long sentNanos, long receivedNanos, long durationMs) {
         JobDefinition def = d.definition();
         Lease lease = request.lease();
         String lockName = provider.lockName(lease);
@@ -206,7 +215,7 @@ final class Claimer {
             events.debug("slot_settled").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("outcome", result.status().name().toLowerCase(java.util.Locale.ROOT))
                     .log("slot reported missed during an outage is settled in the store");
-            queue.decided(d, clock.now());
+            decided(d, clock.now());
             return;
         }
         count(def.name(), mode, result.status());
@@ -225,7 +234,10 @@ final class Claimer {
                             .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
                             .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
                             .addKeyValue("success", true).addKeyValue("fencing_token", result.fencingToken())
-                            .addKeyValue("lateness_ms", lateness);
+                            .addKeyValue("lateness_ms", Math.max(0, lateness));
+                    if (lateness < 0) {
+                        event = event.addKeyValue("ahead_ms", -lateness); // claimed ahead; the run starts at the slot
+                    }
                     if (mode == ClaimRequest.Mode.CATCH_UP) {
                         event = event.addKeyValue("catch_up", true);
                     }
@@ -234,7 +246,9 @@ final class Claimer {
                     }
                     event.log("slot claimed");
                 }
-                runner.start(new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual));
+                SlotRun run = new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual);
+                run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
+                runner.start(run);
             }
             case TAKEN -> {
                 if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
@@ -278,13 +292,23 @@ final class Claimer {
                 return;
             }
             case EARLY -> {
-                // Our clock runs ahead of the store's: come back when the store's clock reaches the slot.
-                long ahead = Math.max(1, d.slot.toEpochMilli() - result.serverTimeMillis());
-                queue.requeue(d, clock.now().plusMillis(ahead));
+                // Our clock runs ahead of the store's, or a claim ahead found the job paused or its
+                // lease held: come back when the store's clock reaches the moment it can be decided.
+                long at = d.slot.toEpochMilli() - request.ahead().toMillis();
+                if (result.serverTimeMillis() >= at) {
+                    at = d.slot.toEpochMilli(); // it could be claimed ahead but not won outright: decide it at the slot
+                }
+                queue.requeue(d, clock.now().plusMillis(Math.max(1, at - result.serverTimeMillis())));
                 return;
             }
         }
-        queue.decided(d, clock.now());
+        decided(d, clock.now());
+    }
+
+    /** A slot is decided (or given up on): our word to the peers may move, the queue forgets it. */
+    private void decided(DueSlot d, Instant now) {
+        preference.decided(d);
+        queue.decided(d, now);
     }
 
     /**
@@ -319,7 +343,7 @@ final class Claimer {
         if (again.isBefore(d.recordDeadline())) {
             queue.requeue(d, again); // settle the record: a majority records the miss
         } else {
-            queue.decided(d, now);
+            decided(d, now);
         }
     }
 

@@ -38,6 +38,23 @@ final class DueSlot implements Comparable<DueSlot> {
     boolean manual;
     /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
     DueSlot next;
+    /** Where the slot stands with its preferred claimer ({@link io.lockstep.scheduler.Preference}). */
+    Standing standing = Standing.NONE;
+    /** {@link Standing#PEER}: the worker it was given to, and the view it was given under. */
+    String preferred;
+    String view;
+
+    /** A scheduled slot's standing with its preferred claimer. */
+    enum Standing {
+        /** Not shared out (a catch-up, a manual run, a miss to record): claimed by every worker when due. */
+        NONE,
+        /** A scheduled slot not shared out yet: due {@link io.lockstep.scheduler.Preference#AHEAD} of its time. */
+        UNSHARED,
+        /** Ours: claimed ahead of its time. */
+        OWN,
+        /** A peer's: looked at again {@link io.lockstep.scheduler.Preference#BACKOFF} after its time. */
+        PEER
+    }
 
     DueSlot(ScheduledJob job, Instant slot) {
         this(job, slot, ClaimRequest.Mode.CLAIM);
@@ -55,6 +72,22 @@ final class DueSlot implements Comparable<DueSlot> {
      * so at least a few heartbeats, and never less than the job's own grace.
      */
     static final java.time.Duration MANUAL_GRACE = java.time.Duration.ofSeconds(30);
+
+    /**
+     * A job's next scheduled slot: due {@link io.lockstep.scheduler.Preference#AHEAD} of its time, when
+     * it is shared out to its preferred claimer.
+     */
+    static DueSlot scheduled(ScheduledJob job, Instant slot) {
+        DueSlot d = new DueSlot(job, slot);
+        d.standing = Standing.UNSHARED;
+        d.retryAt = slot.minus(io.lockstep.scheduler.Preference.AHEAD);
+        return d;
+    }
+
+    /** Whether the claim may be decided ahead of the slot: only ours, on its first way to the store. */
+    boolean claimsAhead() {
+        return standing == Standing.OWN && mode == ClaimRequest.Mode.CLAIM && !manual && !reported;
+    }
 
     /** A manual run of {@code job} requested at {@code slot}. */
     static DueSlot manual(ScheduledJob job, Instant slot) {

@@ -84,7 +84,16 @@ final class Runner {
         String slot = run.scheduledTime().toString();
         Outcome outcome;
         try {
-            if (run.isLeaseLost()) {
+            boolean waited = awaitStart(run);
+            if (!waited) {
+                // Claimed ahead, and the worker was stopped (past its shutdown timeout) before the slot came.
+                events.warn("slot_missed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+                        .addKeyValue("lock_name", run.lockName).addKeyValue("lateness_ms", 0)
+                        .addKeyValue("reason", "the worker stopped before the slot's time; its claim ahead never started")
+                        .log("slot missed");
+                events.metrics().missed(def.name(), "stopped", 1);
+                outcome = Outcome.INTERRUPTED;
+            } else if (run.isLeaseLost()) {
                 // Told it is lost, or its deadline passed while the run waited: do not start it.
                 // (When the watchdog already reported it, markLost answers false and we stay quiet.)
                 if (run.markLost("lease gone before the job could start")) {
@@ -111,6 +120,23 @@ final class Runner {
         completer.submit(run, outcome);
         threads.release(1);
         queue.threadFreed();
+    }
+
+    /**
+     * Waits until the run may start: a claim made ahead starts at its slot by the store's clock
+     * ({@link SlotRun#startAtNanos}), never before, on the monotonic clock.
+     *
+     * @return false when interrupted first (the worker is stopping)
+     */
+    private static boolean awaitStart(SlotRun run) {
+        long wait;
+        while ((wait = run.startAtNanos - System.nanoTime()) > 0) {
+            LockSupport.parkNanos(wait);
+            if (Thread.interrupted()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Runs the job, and again after a failure while its retry policy allows, within the same claim. */

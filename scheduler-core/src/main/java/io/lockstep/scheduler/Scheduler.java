@@ -94,15 +94,16 @@ public final class Scheduler implements AutoCloseable {
         this.jobs = List.copyOf(entries);
         ExecutorService executor = b.executor != null ? b.executor : defaultExecutor(b.threads);
         this.runner = new Runner(provider, executor, threads, clock, events, outage, queue);
-        Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner);
-        Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, Map.copyOf(byName));
-        this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery);
         this.membership = new Membership(provider, events, workerId, threads, clock, b.jobs, t -> {
             ScheduledJob job = byName.get(t.job());
             if (job != null) { // a job this worker does not run (or runs disabled) is left to those that do
                 queue.addAll(List.of(DueSlot.manual(job, t.slot())));
             }
         });
+        Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
+        Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, preference);
+        Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, Map.copyOf(byName));
+        this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery, preference);
         metrics.bindDrift(() -> membership.drift().size());
     }
 
@@ -168,7 +169,7 @@ public final class Scheduler implements AutoCloseable {
                     events.metrics().missed(job.name(), "cluster_down", plan.dropped());
                 }
             }
-            job.definition().schedule().next(now).ifPresent(slot -> due.add(new DueSlot(job, slot)));
+            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.scheduled(job, slot)));
         }
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.

@@ -26,6 +26,8 @@ final class SlotQueue {
     private final PriorityQueue<DueSlot> queue = new PriorityQueue<>();
     /** Due slots that found no free job thread; claimed again when one frees or their grace ends. */
     private final List<DueSlot> waiting = new ArrayList<>();
+    /** Whether {@link #waiting} holds slots or a catch-up ended (read without the lock by {@link #threadFreed}). */
+    private volatile boolean anyWaiting;
     /** Stale runs being recovered or abandoned by this worker, by {@link DueSlot#key()}. */
     private final Set<String> recovering = new HashSet<>();
     /**
@@ -41,7 +43,7 @@ final class SlotQueue {
     /** Jobs with a catch-up slot not yet decided: their newer slots wait for it (slots start in order). */
     private final Set<String> catchingUp = new HashSet<>();
     /** A job thread freed up, or a catch-up ended, since the tick thread last looked: waiting slots may go. */
-    private boolean threadFreed;
+    private volatile boolean threadFreed;
     private boolean closed;
 
     /**
@@ -94,6 +96,7 @@ final class SlotQueue {
             }
             due.addAll(waiting);
             waiting.clear();
+            anyWaiting = false;
             return due;
         } finally {
             lock.unlock();
@@ -129,16 +132,20 @@ final class SlotQueue {
         lock.lock();
         try {
             waiting.addAll(slots);
+            anyWaiting = true;
         } finally {
             lock.unlock();
         }
     }
 
-    /** A job thread freed up: wake the tick thread for the slots waiting for one. */
+    /** A job thread freed up: wake the tick thread for the slots waiting for one (none waiting: nothing to do). */
     void threadFreed() {
+        threadFreed = true;
+        if (!anyWaiting) {
+            return; // the common case: no lock, since at the top of a busy second a thousand job threads end at once
+        }
         lock.lock();
         try {
-            threadFreed = true;
             wake.signalAll();
         } finally {
             lock.unlock();
@@ -257,6 +264,22 @@ final class SlotQueue {
                 threadFreed = true;
                 wake.signalAll();
             }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The earliest slot queued that was never shared out to its preferred claimer, or null. */
+    Instant earliestUnshared() {
+        lock.lock();
+        try {
+            Instant first = null;
+            for (DueSlot d : queue) {
+                if (d.standing == DueSlot.Standing.UNSHARED && (first == null || d.slot.isBefore(first))) {
+                    first = d.slot;
+                }
+            }
+            return first;
         } finally {
             lock.unlock();
         }

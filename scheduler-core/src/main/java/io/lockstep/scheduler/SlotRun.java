@@ -20,6 +20,11 @@ final class SlotRun implements JobContext {
     private final String workerId;
     /** The claim's round trip started here (monotonic nanos): the lease deadline counts from it. */
     final long claimSentNanos;
+    /**
+     * Not before this moment (monotonic nanos) does the run start: its slot by the store's clock,
+     * for a claim made ahead ({@link io.lockstep.scheduler.lock.ClaimResult#startDelayMillis}).
+     */
+    volatile long startAtNanos;
     /** A manual run ({@code trigger}); its events carry {@code manual: true}. */
     final boolean manual;
     /** The watchdog's view of the lease; set once, before the run is handed to a job thread. */

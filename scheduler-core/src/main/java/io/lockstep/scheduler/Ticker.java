@@ -24,11 +24,13 @@ final class Ticker {
     private final SlotQueue queue;
     private final Claimer claimer;
     private final Recovery recovery;
+    private final Preference preference;
     private final Thread thread;
     private volatile boolean running = true;
 
     Ticker(LockProvider provider, ClusterClock clock, Events events, Outage outage, JobThreads threads,
-            SlotQueue queue, Claimer claimer, Recovery recovery) {
+            SlotQueue queue, Claimer claimer, Recovery recovery, Preference preference) {
+        this.preference = preference;
         this.provider = provider;
         this.clock = clock;
         this.events = events;
@@ -96,6 +98,9 @@ final class Ticker {
                 queueFollowing(d, now);
             }
         }
+        if (!due.isEmpty()) {
+            preference.tell(queue.earliestUnshared()); // after the followers: every job's next slot is queued
+        }
         recovery.lookAtRuns();
         if (clock.syncDue()) {
             try {
@@ -137,7 +142,7 @@ final class Ticker {
             behind.add(missed);
             next = d.schedule().next(next.get());
         }
-        next.ifPresent(slot -> behind.add(new DueSlot(fired.job, slot)));
+        next.ifPresent(slot -> behind.add(DueSlot.scheduled(fired.job, slot)));
         queue.addAll(behind);
     }
 }

@@ -73,7 +73,7 @@ final class ClaimScripts {
                         Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
             }
             List<String> callKeys = new ArrayList<>(group.size() * 6);
-            List<String> args = new ArrayList<>(group.size() * 10);
+            List<String> args = new ArrayList<>(group.size() * 11);
             for (int i : group) {
                 ClaimRequest request = requests.get(i);
                 Lease lease = request.lease();
@@ -89,7 +89,7 @@ final class ClaimScripts {
                             default -> "claim";
                         },
                         request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
-                        request.manual() ? "1" : "0"));
+                        request.manual() ? "1" : "0", Long.toString(request.ahead().toMillis())));
             }
             return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);

@@ -24,6 +24,8 @@ import java.util.Map;
  *   &lt;prefix&gt;:{workers}:seen                 when each was last heard from (zset: id -> server ms)
  *   &lt;prefix&gt;:{workers}:config:&lt;hash&gt;        the job definitions a config hash stands for (hash: job -> JSON)
  *   &lt;prefix&gt;:{workers}:triggers             manual runs requested in the last minute (zset: 'job slot' -> slot ms)
+ *   &lt;prefix&gt;:{workers}:claimed:&lt;id&gt;        up to which slot a worker decided the slots preferred to it
+ *                                           ('view since through'); ttl: the heartbeat's
  * </pre>
  *
  * @param prefix the key prefix
@@ -94,6 +96,10 @@ public record RedisKeys(String prefix, boolean cluster) {
 
     String triggers() {
         return prefix + ":{workers}:triggers";
+    }
+
+    String claimedThrough(String workerId) {
+        return prefix + ":{workers}:claimed:" + workerId;
     }
 
     String config(String hash) {

@@ -2,6 +2,7 @@ package io.lockstep.redis;
 
 import io.lockstep.scheduler.config.RedisSettings;
 import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimedThrough;
 import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.Lease;
@@ -309,6 +310,22 @@ public final class RedisLockProvider implements LockProvider {
             return;
         }
         members.leave(workerId);
+    }
+
+    /**
+     * Redlock keeps no word (peers then claim after the backoff, which also keeps them from
+     * splitting the masters' votes with the preferred claimer).
+     */
+    @Override
+    public void claimedThrough(String workerId, ClaimedThrough word, Duration ttl) {
+        if (redlock == null) {
+            members.claimedThrough(workerId, word, ttl);
+        }
+    }
+
+    @Override
+    public Map<String, ClaimedThrough> claimedThrough(List<String> workerIds) {
+        return redlock == null ? members.claimedThrough(workerIds) : Map.of();
     }
 
     /** The live workers (for {@code status}): who heartbeat within {@code ttl}. */

@@ -4,11 +4,13 @@
 -- Per slot i (0-based), 6 keys from KEYS[6i+1]:
 --   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started,
 --   holder = the slot whose run last took the lease), pause (hash; exists while the job is paused)
--- and 10 arguments from ARGV[10i+1]:
+-- and 11 arguments from ARGV[11i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
 --   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
---   '1' = a manual run
--- Returns per slot {status, fencing token, server time ms, earliest lease end among the job's runs
+--   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below)
+-- Returns per slot {status, fencing token, server time ms when the call ends (a claim made ahead
+-- starts its run that long before the slot after the reply arrives: the later this time, the closer
+-- to the slot; see ClaimResult.startDelayMillis), earliest lease end among the job's runs
 -- in flight (server ms, 0 if none), and for 'taken' the token whose record holds the slot};
 -- status is claimed|taken|skipped|paused|missed|superseded|stale|early|busy. (Redlock counts a
 -- 'taken' only when a majority of its masters name the same token.)
@@ -88,7 +90,11 @@ local function claim(k, a)
     end
     return reply('taken', 0, r[1])
   end
-  if now < slot then
+  -- A claim ahead (up to ARGV 11 before the slot) is decided only when it wins outright; the
+  -- worker starts the run at the slot by this server's clock (the reply carries 'now'). A paused
+  -- job or a held lease is decided at the slot itself ('early': ask again then).
+  local ahead = now < slot
+  if ahead and now < slot - tonumber(a[11]) then
     return reply('early', 0)
   end
   local manual = a[10] == '1'
@@ -136,6 +142,9 @@ local function claim(k, a)
     return reply('missed', 0)
   end
   if not manual and redis.call('EXISTS', pause_key) == 1 then
+    if ahead then
+      return reply('early', 0)
+    end
     decide('skipped', 0, 'paused')
     return reply('paused', 0)
   end
@@ -145,6 +154,9 @@ local function claim(k, a)
   end
   local holder = redis.call('GET', lease_key)
   if holder then
+    if ahead then
+      return reply('early', 0)
+    end
     if mode == 'catchup' then
       return reply('busy', 0)
     end
@@ -170,7 +182,13 @@ end
 local replies = {}
 for i = 0, #KEYS / 6 - 1 do
   replies[i + 1] = claim({KEYS[6 * i + 1], KEYS[6 * i + 2], KEYS[6 * i + 3], KEYS[6 * i + 4], KEYS[6 * i + 5], KEYS[6 * i + 6]},
-      {ARGV[10 * i + 1], ARGV[10 * i + 2], ARGV[10 * i + 3], ARGV[10 * i + 4], ARGV[10 * i + 5], ARGV[10 * i + 6],
-       ARGV[10 * i + 7], ARGV[10 * i + 8], ARGV[10 * i + 9], ARGV[10 * i + 10]})
+      {ARGV[11 * i + 1], ARGV[11 * i + 2], ARGV[11 * i + 3], ARGV[11 * i + 4], ARGV[11 * i + 5], ARGV[11 * i + 6],
+       ARGV[11 * i + 7], ARGV[11 * i + 8], ARGV[11 * i + 9], ARGV[11 * i + 10], ARGV[11 * i + 11]})
+end
+-- The server's clock as the call ends: every reply carries it (decisions used 'now', from the start).
+local e = redis.call('TIME')
+local ended = tonumber(e[1]) * 1000 + math.floor(tonumber(e[2]) / 1000)
+for _, r in ipairs(replies) do
+  r[3] = ended
 end
 return replies

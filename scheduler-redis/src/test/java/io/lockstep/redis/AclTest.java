@@ -22,7 +22,7 @@ public class AclTest {
     /** The README's line, after {@code ACL SETUSER <user> on ><password>}. Worker ITs use it too. */
     public static final List<String> WORKER_RULES = List.of("~lockstep:*", "resetchannels", "-@all",
             "+evalsha", "+eval", "+ping", "+hello", "+auth", "+client|setname", "+info",
-            "+del", "+exists", "+get", "+hdel", "+hget", "+hgetall", "+hincrby", "+hmget", "+hset", "+pexpire", "+pttl", "+set",
+            "+del", "+exists", "+get", "+hdel", "+hget", "+hgetall", "+hincrby", "+hmget", "+hset", "+mget", "+pexpire", "+pttl", "+set",
             "+time", "+xadd", "+zadd", "+zrange", "+zrangebyscore", "+zrem", "+zremrangebyscore", "+zscore");
 
     private static LocalRedisServer server;

@@ -28,6 +28,7 @@ public final class TcpProxy implements AutoCloseable {
     private volatile boolean dropReplies;
     private volatile boolean cut;
     private volatile long delayMillis;
+    private volatile long delayRequestsMillis;
     private final AtomicLong repliesDropped = new AtomicLong();
     private volatile boolean closed;
 
@@ -70,6 +71,12 @@ public final class TcpProxy implements AutoCloseable {
     }
 
     /** Nothing passes either way; new connections are accepted but hang. */
+    /** Holds every request back this long before passing it on (replies pass at once). */
+    public TcpProxy delayRequests(long millis) {
+        this.delayRequestsMillis = millis;
+        return this;
+    }
+
     public TcpProxy cut(boolean cut) {
         this.cut = cut;
         return this;
@@ -113,7 +120,7 @@ public final class TcpProxy implements AutoCloseable {
                         repliesDropped.incrementAndGet();
                         continue;
                     }
-                    long delay = replies ? delayMillis : 0;
+                    long delay = replies ? delayMillis : delayRequestsMillis;
                     if (delay > 0) {
                         java.util.concurrent.locks.LockSupport.parkNanos(delay * 1_000_000);
                     }

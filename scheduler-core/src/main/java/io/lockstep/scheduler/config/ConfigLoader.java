@@ -175,8 +175,8 @@ public final class ConfigLoader {
             Map<String, Node> m = mapping(node, "worker", WORKER_KEYS).orElse(Map.of());
             String id = string(m.get("id"), "worker.id").orElse(d.id());
             int threads = integer(m.get("threads"), "worker.threads").orElse(d.threads());
-            if (threads < 1 || threads > 1024) {
-                problem(m.get("threads"), "worker.threads", "must be between 1 and 1024, but was " + threads);
+            if (threads < 1 || threads > 10_000) {
+                problem(m.get("threads"), "worker.threads", "must be between 1 and 10000, but was " + threads);
             }
             Duration shutdown = duration(m.get("shutdownTimeout"), "worker.shutdownTimeout").orElse(d.shutdownTimeout());
             int port = 0;

@@ -17,8 +17,19 @@ import java.util.Objects;
  * @param manual a manual run ({@code trigger}), whose slot is the time of the request: decided like
  *     any slot, under the job's overlap policy, but outside the job's schedule (it neither moves nor
  *     is refused by the job's order of slots) and even while the job is paused
+ * @param ahead how long before its slot (by the store's clock) a {@link Mode#CLAIM} may already be
+ *     decided: the claim is made ahead, the run starts at the slot (see {@link ClaimResult#startDelayMillis}).
+ *     A claim ahead is only decided when it can win outright: while the job is paused or its
+ *     lease is held, the store answers {@link ClaimResult.Status#EARLY} and the slot is asked
+ *     again at its time, so that pauses, overlap and replace act exactly at the slot.
  */
-public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual) {
+public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
+        Duration ahead) {
+
+    /** A request decided no earlier than its slot. */
+    public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual) {
+        this(lease, workerId, misfireGrace, mode, replace, manual, Duration.ZERO);
+    }
 
     /** A request for a scheduled slot (not a manual run). */
     public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace) {
@@ -59,6 +70,7 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
         Objects.requireNonNull(workerId, "workerId");
         Objects.requireNonNull(misfireGrace, "misfireGrace");
         Objects.requireNonNull(mode, "mode");
+        Objects.requireNonNull(ahead, "ahead");
     }
 
     /** A plain claim ({@link Mode#CLAIM}, or {@link Mode#MISS_ONLY} when {@code missOnly}). */

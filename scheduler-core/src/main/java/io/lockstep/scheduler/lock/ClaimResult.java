@@ -6,7 +6,8 @@ package io.lockstep.scheduler.lock;
  * @param status what happened
  * @param fencingToken the job's fence value taken by this claim; 0 unless {@link Status#CLAIMED} (for
  *     {@link Status#ABANDONED}, the token of the abandoned run)
- * @param serverTimeMillis the store's clock when it decided, in epoch milliseconds
+ * @param serverTimeMillis the store's clock when it answered (at or after it decided), in epoch
+ *     milliseconds: a run claimed ahead starts {@link #startDelayMillis} after the answer arrives
  * @param runningUntilMillis when, by the store's clock, the earliest lease among the job's runs in
  *     flight ends unless renewed (epoch ms); 0 when none is in flight. Every worker that races a slot
  *     learns from it when to look for a run that died (see {@link LockProvider#runsInFlight})
@@ -16,6 +17,19 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
     /** A result that says nothing of runs in flight. */
     public ClaimResult(Status status, long fencingToken, long serverTimeMillis) {
         this(status, fencingToken, serverTimeMillis, 0);
+    }
+
+    /**
+     * How long after this answer arrived a claimed run may start, so that it never starts before its
+     * slot by the store's clock: the store's clock read {@link #serverTimeMillis} when it decided,
+     * and it reads at least that when its answer arrives, so waiting {@code slot - serverTime} on
+     * the monotonic clock from the moment the answer arrived always ends at or after the slot by the
+     * store's clock, whatever the network delay or the worker's own clock (0 when decided at or
+     * after the slot). A claim made ahead ({@link ClaimRequest#ahead}) thus starts its run exactly
+     * at the slot, never before it.
+     */
+    public long startDelayMillis(java.time.Instant slot) {
+        return Math.max(0, slot.toEpochMilli() - serverTimeMillis);
     }
 
     /** The outcome of a claim. */
@@ -41,7 +55,10 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
          * nor recorded. Nothing was written.
          */
         STALE,
-        /** The store's clock has not reached the slot yet; nothing was written. */
+        /**
+         * The store's clock has not reached the slot yet (minus {@link ClaimRequest#ahead}), or a
+         * claim ahead found the job paused or its lease held: ask again at the slot. Nothing was written.
+         */
         EARLY,
         /** Catch-up or recovery must wait: another run holds the job's exclusive lease; nothing was written. */
         BUSY,

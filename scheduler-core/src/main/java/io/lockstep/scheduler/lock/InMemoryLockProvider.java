@@ -118,7 +118,8 @@ public final class InMemoryLockProvider implements LockProvider {
                 }
             }
         }
-        if (now < slot) {
+        boolean ahead = now < slot;
+        if (ahead && now < slot - request.ahead().toMillis()) {
             return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
         }
         Long decided = lastSlots.get(lease.job());
@@ -136,6 +137,9 @@ public final class InMemoryLockProvider implements LockProvider {
         }
         LeaseEntry holder = liveLease(leaseKey(lease), now);
         if (holder != null) {
+            if (ahead) {
+                return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // decided at the slot: it may be free by then
+            }
             if (request.mode() == ClaimRequest.Mode.CATCH_UP) {
                 return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
             }

@@ -112,6 +112,24 @@ public interface LockProvider extends AutoCloseable {
         return java.util.Map.of();
     }
 
+    /**
+     * Records {@code workerId}'s word that it decided the slots preferred to it ({@link ClaimedThrough}),
+     * kept for {@code ttl}. One small write per tick with peers. A store without membership keeps nothing.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    default void claimedThrough(String workerId, ClaimedThrough word, java.time.Duration ttl) {}
+
+    /**
+     * The words of these workers ({@link #claimedThrough(String, ClaimedThrough, java.time.Duration)})
+     * still kept; a worker without one is absent. One round trip.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    default java.util.Map<String, ClaimedThrough> claimedThrough(List<String> workerIds) {
+        return java.util.Map.of();
+    }
+
     /** Removes this worker from the live workers at once (a clean stop); best effort. */
     default void leave(String workerId) {}
 

@@ -1,7 +1,5 @@
 package io.lockstep.redis;
 
-import static org.awaitility.Awaitility.await;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
@@ -14,8 +12,9 @@ import java.util.concurrent.TimeUnit;
 import redis.clients.jedis.Jedis;
 
 /**
- * A Redis Cluster of three masters with a replica each, on free loopback ports (bus ports chosen
- * free too), made with {@code redis-cli --cluster create}. Needs the Redis 7 tools (Debian package
+ * A Redis Cluster on free loopback ports (bus ports chosen free too), made with
+ * {@code redis-cli --cluster create}: three masters with a replica each for the tests, or masters
+ * alone for the benchmark. Needs the Redis 7 tools (Debian package
  * {@code redis-server}, which brings {@code redis-cli}); {@link #available()} says whether they are
  * here. Closes everything.
  */
@@ -42,8 +41,8 @@ public final class LocalCluster implements AutoCloseable {
         return Optional.empty();
     }
 
-    private LocalCluster() throws IOException, InterruptedException {
-        for (int i = 0; i < 6; i++) {
+    private LocalCluster(int masters, int replicasEach) throws IOException, InterruptedException {
+        for (int i = 0; i < masters * (1 + replicasEach); i++) {
             int bus;
             try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
                 bus = socket.getLocalPort();
@@ -53,7 +52,7 @@ public final class LocalCluster implements AutoCloseable {
         }
         List<String> command = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
         nodes.forEach(n -> command.add(n.host() + ":" + n.port()));
-        command.addAll(List.of("--cluster-replicas", "1", "--cluster-yes"));
+        command.addAll(List.of("--cluster-replicas", Integer.toString(replicasEach), "--cluster-yes"));
         Process create = new ProcessBuilder(command).redirectErrorStream(true).start();
         String output = new String(create.getInputStream().readAllBytes());
         if (!create.waitFor(60, TimeUnit.SECONDS) || create.exitValue() != 0) {
@@ -61,17 +60,40 @@ public final class LocalCluster implements AutoCloseable {
         }
     }
 
-    /** Starts six nodes, makes the cluster and waits until it is ok and every replica is in sync. */
+    /** Starts six nodes, makes a cluster of three masters with a replica each, and waits until it is ok and every replica is in sync. */
     public static LocalCluster start() {
+        return start(3, 1);
+    }
+
+    /** Starts {@code masters} masters with {@code replicasEach} replicas each, as {@link #start()}. */
+    public static LocalCluster start(int masters, int replicasEach) {
+        LocalCluster c = null;
         try {
-            LocalCluster c = new LocalCluster();
-            await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(c::ready);
+            c = new LocalCluster(masters, replicasEach);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!c.readyQuietly()) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the cluster was not ok within 30 s");
+                }
+                Thread.sleep(100);
+            }
             return c;
         } catch (IOException e) {
+            if (c != null) {
+                c.close();
+            }
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
+        }
+    }
+
+    private boolean readyQuietly() {
+        try {
+            return ready();
+        } catch (RuntimeException e) {
+            return false;
         }
     }
 
@@ -101,19 +123,25 @@ public final class LocalCluster implements AutoCloseable {
      * loaded machine can miss it), as an operator would.
      */
     public void failover(LocalRedisServer replica) {
-        long[] sentAt = {Long.MIN_VALUE};
-        await().atMost(Duration.ofSeconds(45)).pollInterval(Duration.ofMillis(200)).until(() -> {
-            if (masters().stream().anyMatch(m -> m.port() == replica.port())) {
-                return true;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(45);
+        long sentAt = Long.MIN_VALUE;
+        while (masters().stream().noneMatch(m -> m.port() == replica.port())) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the replica did not take over within 45 s");
             }
-            if (System.nanoTime() - sentAt[0] > Duration.ofSeconds(6).toNanos() || sentAt[0] == Long.MIN_VALUE) {
+            if (sentAt == Long.MIN_VALUE || System.nanoTime() - sentAt > Duration.ofSeconds(6).toNanos()) {
                 try (Jedis j = new Jedis(replica.host(), replica.port())) {
                     j.clusterFailover();
                 }
-                sentAt[0] = System.nanoTime();
+                sentAt = System.nanoTime();
             }
-            return false;
-        });
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        }
     }
 
     /** The nodes that are masters now. */
