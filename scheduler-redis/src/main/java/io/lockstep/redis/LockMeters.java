@@ -22,29 +22,37 @@ final class LockMeters {
 
     private final MeterRegistry registry;
     private final String lock;
+    /** Built once: a lock cycle must not pay for a meter lookup (tags, filters, the registry's map) twice per cycle. */
+    private final java.util.Map<String, Counter> acquires = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Timer held;
+    private final Counter lost;
+    private final Counter refused;
 
     LockMeters(MeterRegistry registry, String lock) {
         this.registry = registry;
         this.lock = lock;
+        this.held = Timer.builder("lockstep.lock.held").description("from a lock acquired to its release").tags("lock", lock)
+                .register(registry);
+        this.lost = Counter.builder("lockstep.lock.lost").description("locks lost while held").tags("lock", lock).register(registry);
+        this.refused = Counter.builder("lockstep.lock.fenced.refused").description("fenced writes refused for a stale token")
+                .tags("lock", lock).register(registry);
     }
 
     void acquire(String result) {
-        Counter.builder("lockstep.lock.acquires").description("lock acquire attempts by result").tags("lock", lock, "result", result)
-                .register(registry).increment();
+        acquires.computeIfAbsent(result, r -> Counter.builder("lockstep.lock.acquires").description("lock acquire attempts by result")
+                .tags("lock", lock, "result", r).register(registry)).increment();
     }
 
     void held(long nanos) {
-        Timer.builder("lockstep.lock.held").description("from a lock acquired to its release").tags("lock", lock)
-                .register(registry).record(nanos, TimeUnit.NANOSECONDS);
+        held.record(nanos, TimeUnit.NANOSECONDS);
     }
 
     void lost() {
-        Counter.builder("lockstep.lock.lost").description("locks lost while held").tags("lock", lock).register(registry).increment();
+        lost.increment();
     }
 
     void refused() {
-        Counter.builder("lockstep.lock.fenced.refused").description("fenced writes refused for a stale token").tags("lock", lock)
-                .register(registry).increment();
+        refused.increment();
     }
 
     void circuit(CircuitBreaker breaker) {

@@ -73,7 +73,8 @@ public final class RedisLocks implements AutoCloseable {
     static final LuaScript ACQUIRE = LuaScript.load("lock_acquire.lua");
     static final LuaScript RELEASE = LuaScript.load("lock_release.lua");
     static final LuaScript EXTEND = LuaScript.load("lock_extend.lua");
-    private static final SecureRandom TOKENS = new SecureRandom();
+    /** One generator per thread: a shared one is a lock every acquiring thread queues on. */
+    private static final ThreadLocal<SecureRandom> TOKENS = ThreadLocal.withInitial(SecureRandom::new);
     static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
 
     /** The one server's calls; null over several masters. */
@@ -299,7 +300,7 @@ public final class RedisLocks implements AutoCloseable {
 
     static String newToken() {
         byte[] bytes = new byte[16];
-        TOKENS.nextBytes(bytes);
+        TOKENS.get().nextBytes(bytes);
         return HexFormat.of().formatHex(bytes);
     }
 

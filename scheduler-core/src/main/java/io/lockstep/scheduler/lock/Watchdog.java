@@ -94,6 +94,8 @@ public final class Watchdog<L> implements AutoCloseable {
         private volatile long timeoutNanos = Long.MAX_VALUE;
         private volatile String lostReason;
         private volatile boolean timedOut;
+        /** Whether the watchdog holds (renews) it; set before it is handed out. */
+        private volatile boolean watched;
 
         /** {@link #validity} of the ttl: how long after a send the lease counts as ours. */
         private final long validNanos;
@@ -158,6 +160,9 @@ public final class Watchdog<L> implements AutoCloseable {
 
         /** Asks the watchdog to call {@link Listener#timedOut} at {@code nanos} (monotonic). */
         public void timeoutAt(long nanos) {
+            if (timeoutNanos == nanos) {
+                return; // unchanged (a run without a timeout ending): no lock, no wake-up of the watchdog
+            }
             synchronized (Watchdog.this) {
                 timeoutNanos = nanos;
                 Watchdog.this.notifyAll();
@@ -174,10 +179,13 @@ public final class Watchdog<L> implements AutoCloseable {
          * paused, say) is still reported to the listener as lost, here, before this returns.
          */
         public void stop() {
+            if (!watched) {
+                return; // a watch the watchdog never held (renewed by its holder): nothing to remove, no lock
+            }
             boolean expired;
             synchronized (Watchdog.this) {
-                boolean watched = watches.remove(this);
-                expired = watched && lostReason == null && System.nanoTime() - deadlineNanos >= 0;
+                boolean held = watches.remove(this);
+                expired = held && lostReason == null && System.nanoTime() - deadlineNanos >= 0;
             }
             if (expired) {
                 declareLost(this, "lease deadline passed without a confirmed renewal");
@@ -224,6 +232,7 @@ public final class Watchdog<L> implements AutoCloseable {
             if (closed) {
                 throw new IllegalStateException("watchdog " + threadName + " is closed");
             }
+            w.watched = true;
             watches.add(w);
             if (thread == null) {
                 thread = new Thread(this::loop, threadName);
