@@ -362,4 +362,22 @@ public final class InMemoryLockProvider implements LockProvider {
         SlotRecord record = slots.get(key);
         return record == null || record.expiresAt() <= now ? null : record;
     }
+
+    private final Map<String, ClaimedThrough> words = new HashMap<>();
+
+    @Override
+    public synchronized void claimedThrough(String workerId, ClaimedThrough word, java.time.Duration ttl) {
+        words.put(workerId, word);
+    }
+
+    @Override
+    public synchronized Map<String, ClaimedThrough> claimedThrough(List<String> workerIds) {
+        Map<String, ClaimedThrough> found = new HashMap<>();
+        for (String id : workerIds) {
+            if (words.containsKey(id)) {
+                found.put(id, words.get(id));
+            }
+        }
+        return found;
+    }
 }
