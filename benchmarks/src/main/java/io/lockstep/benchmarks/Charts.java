@@ -44,6 +44,7 @@ final class Charts {
         runs.sort(java.util.Comparator.comparingInt(ScaleRun.Result::workers));
         XYChart chart = chart("against workers, " + scale.byLoad().get(0).jobs() + " slots due every second, one Redis",
                 "worker JVMs", "ms (lateness) / µs (Redis per slot)");
+        runs.removeIf(r -> r.started() == 0);
         chart.addSeries("p99 lateness (ms)", runs.stream().mapToDouble(ScaleRun.Result::workers).toArray(),
                 runs.stream().mapToDouble(ScaleRun.Result::p99Ms).toArray()).setMarker(SeriesMarkers.DIAMOND);
         chart.addSeries("Redis time per slot (µs)", runs.stream().mapToDouble(ScaleRun.Result::workers).toArray(),
@@ -55,7 +56,12 @@ final class Charts {
         return new XYChartBuilder().width(800).height(450).title(title).xAxisTitle(x).yAxisTitle(y).build();
     }
 
-    private static void series(XYChart chart, String name, List<ScaleRun.Result> runs, ToDoubleFunction<ScaleRun.Result> y) {
+    /** One point per run in which slots started (a run that fell behind for good has no lateness to draw). */
+    private static void series(XYChart chart, String name, List<ScaleRun.Result> all, ToDoubleFunction<ScaleRun.Result> y) {
+        List<ScaleRun.Result> runs = all.stream().filter(r -> r.started() > 0).toList();
+        if (runs.isEmpty()) {
+            return;
+        }
         chart.addSeries(name, runs.stream().mapToDouble(ScaleRun.Result::jobs).toArray(), runs.stream().mapToDouble(y).toArray())
                 .setMarker(SeriesMarkers.CIRCLE);
     }

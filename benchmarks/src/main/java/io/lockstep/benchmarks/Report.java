@@ -135,12 +135,16 @@ final class Report {
 
     private static void row(StringBuilder md, String setup, ScaleRun.Result r, WakeFloor.Result floor) {
         double[] spread = r.p99Spread();
-        md.append(String.format(Locale.ROOT, "| %s | %,d slots/s | %d s | %,d of %,d | %d | %d / %d / %d | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %s | "
-                        + "%.1f | %.0f | %.2f | %,d MB |%n",
+        boolean none = r.started() == 0; // nothing started in the window: no lateness, no per-slot cost to show
+        md.append(String.format(Locale.ROOT, "| %s | %,d slots/s | %d s | %,d of %,d | %d | %,d / %,d / %,d | %s | %s | %s | %s | %s | %.2f | %,d MB |%n",
                 setup, r.jobs(), r.windowSeconds(), r.started() - r.duplicates(), r.expected(), r.duplicates(), r.notStarted().skipped(),
-                r.notStarted().missed(), r.notStarted().unrecorded(), r.p50Ms(), r.p99Ms(), r.maxMs(), spread[0], spread[1], spread[2],
+                r.notStarted().missed(), r.notStarted().unrecorded(),
+                none ? "—" : String.format(Locale.ROOT, "%.1f / %.1f / %.1f", r.p50Ms(), r.p99Ms(), r.maxMs()),
+                none ? "—" : String.format(Locale.ROOT, "%.1f / %.1f / %.1f", spread[0], spread[1], spread[2]),
                 floor == null ? "" : String.format(Locale.ROOT, "%.1f / %.1f", floor.p50Ms(), floor.p99Ms()),
-                r.executedPerSlot(), r.redisMicrosPerSlot(), r.cpuCoresPerWorker(), r.heapAfterGcKb() / 1024));
+                none ? "—" : String.format(Locale.ROOT, "%.1f", r.executedPerSlot()),
+                none ? "—" : String.format(Locale.ROOT, "%.0f", r.redisMicrosPerSlot()),
+                r.cpuCoresPerWorker(), r.heapAfterGcKb() / 1024));
     }
 
     /** The same load with and without {@code waitReplicas: 1}: what a replica's acknowledgement costs. */
@@ -195,8 +199,9 @@ final class Report {
                 md.append(String.format(Locale.ROOT, "| p99 lateness ≤ 50 ms and 0 slots not started at 5,000 slots/s, 3 workers | "
                         + "%.1f ms, %d not started | %s |%n", r.p99Ms(), r.missing(), r.p99Ms() <= 50 && r.missing() == 0 ? "yes" : "**no**"));
             }
-            md.append(String.format(Locale.ROOT, "| every slot exactly once, %,d slots/s | %d twice, %d not started | %s |%n", r.jobs(),
-                    r.duplicates(), r.missing(), once ? "yes" : "**no**"));
+            md.append(String.format(Locale.ROOT, "| every slot exactly once, %,d slots/s | %d twice, %,d not started (%,d skipped, %,d missed, "
+                    + "%,d without a record) | %s |%n", r.jobs(), r.duplicates(), r.missing(), r.notStarted().skipped(), r.notStarted().missed(),
+                    r.notStarted().unrecorded(), once ? "yes" : "**no**"));
         }
         // Idle workers send their heartbeat (one script call every 3 s each) and nothing else.
         Map<String, Long> other = new TreeMap<>(idle.sentByCommand());

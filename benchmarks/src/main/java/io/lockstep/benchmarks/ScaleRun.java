@@ -83,6 +83,8 @@ final class ScaleRun {
      * inside a script. Workers send {@code GET} only once, at start (the catch-up marker).
      */
     static final List<String> SENT = List.of("evalsha", "eval", "ping", "script|load", "wait");
+    /** The cron of the scale runs; anything else (the idle run) never falls due in the window. */
+    static final String EVERY_SECOND = "* * * * * *";
 
     private ScaleRun() {}
 
@@ -159,7 +161,7 @@ final class ScaleRun {
                     throw new IllegalStateException("a worker did not stop within 60 s");
                 }
             }
-            return measure(label, target, dir, workers, jobs, threads, from, to, before, after, cpuBefore, cpuAfter, window, heapKb);
+            return measure(label, target, dir, workers, jobs, threads, from, to, before, after, cpuBefore, cpuAfter, window, heapKb, cron);
         } finally {
             processes.forEach(Process::destroyForcibly);
         }
@@ -167,7 +169,7 @@ final class ScaleRun {
 
     private static Result measure(String label, Target target, Path dir, int workers, int jobs, int threads, Instant from, Instant to,
             Map<String, Long> before, Map<String, Long> after, long[] cpuBefore, long[] cpuAfter, Duration window,
-            long heapKb) throws IOException {
+            long heapKb, String cron) throws IOException {
         Map<String, Integer> starts = new HashMap<>();
         List<Long> lateness = new ArrayList<>();
         Map<Long, List<Long>> bySecond = new java.util.TreeMap<>();
@@ -187,7 +189,7 @@ final class ScaleRun {
                 .mapToDouble(l -> percentile(l.stream().mapToLong(Long::longValue).sorted().toArray(), 99)).toArray();
         int seconds = (int) window.toSeconds();
         List<String> notStarted = new ArrayList<>();
-        if (!cronIdle(jobs, starts, seconds)) {
+        if (cron.equals(EVERY_SECOND)) {
             for (long slot = from.toEpochMilli(); slot < to.toEpochMilli(); slot += 1000) {
                 for (int j = 0; j < jobs; j++) {
                     if (!starts.containsKey("j" + j + "@" + slot)) {
@@ -231,27 +233,31 @@ final class ScaleRun {
                 notStarted.isEmpty() ? NotStarted.NONE : classify(target, notStarted), p99PerSecond, executedBy);
     }
 
-    /** The idle run's jobs never fall due: nothing to classify. */
-    private static boolean cronIdle(int jobs, Map<String, Integer> starts, int seconds) {
-        return starts.isEmpty();
-    }
-
-    /** Reads the slot record of each slot that did not start: skipped, missed, or none. */
+    /** Reads the slot record of each slot that did not start (pipelined): skipped, missed, or none. */
     private static NotStarted classify(Target target, List<String> slots) {
         long skipped = 0;
         long missed = 0;
         long unrecorded = 0;
         try (UnifiedJedis redis = target.client()) {
-            for (String key : slots) {
-                String[] f = key.split("@");
-                List<String> r = redis.hmget("lockstep:{" + f[0] + "}:slot:" + f[1], "state", "why");
-                String state = r.get(0);
-                if ("skipped".equals(state)) {
-                    skipped++;
-                } else if ("missed".equals(state)) {
-                    missed++;
-                } else {
-                    unrecorded++; // no record, or a run the probe never saw start
+            for (int from = 0; from < slots.size(); from += 10_000) {
+                List<String> part = slots.subList(from, Math.min(slots.size(), from + 10_000));
+                List<redis.clients.jedis.Response<String>> states = new ArrayList<>(part.size());
+                try (redis.clients.jedis.AbstractPipeline p = redis.pipelined()) {
+                    for (String key : part) {
+                        String[] f = key.split("@");
+                        states.add(p.hget("lockstep:{" + f[0] + "}:slot:" + f[1], "state"));
+                    }
+                    p.sync();
+                }
+                for (redis.clients.jedis.Response<String> r : states) {
+                    String state = r.get();
+                    if ("skipped".equals(state)) {
+                        skipped++;
+                    } else if ("missed".equals(state)) {
+                        missed++;
+                    } else {
+                        unrecorded++; // no record, or a run the probe never saw start
+                    }
                 }
             }
         }
