@@ -22,14 +22,14 @@ for i = 0, #KEYS / 4 - 1 do
     replies[i + 1] = 1
   elseif r[1] ~= token or r[2] ~= 'running' then
     replies[i + 1] = 0
-  elseif not redis.call('ZSCORE', running, slot) then
+  elseif redis.call('ZREM', running, slot) == 0 then
     -- Still 'running' under our token but gone from the index: a newer run replaced it (claim.lua,
-    -- overlap replace). Its outcome no longer counts; the record says why.
+    -- overlap replace). Its outcome no longer counts; the record says why. (Removing it from the
+    -- index is the check: one command where a lookup and a removal were two.)
     redis.call('HSET', record, 'state', 'replaced')
     replies[i + 1] = 0
   else
     redis.call('HSET', record, 'state', 'done', 'outcome', outcome)
-    redis.call('ZREM', running, slot)
     local keep = tonumber(ARGV[a + 7])
     if keep > 0 then
       -- '~': trimmed a whole node at a time (about 100 entries), so at least 'keep' runs stay; exact
