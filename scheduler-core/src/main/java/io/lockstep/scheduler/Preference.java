@@ -25,7 +25,9 @@ import java.util.function.Supplier;
  * has not (stopped, killed, slow, or it sees other live workers than we do), they claim the slot
  * themselves and the claim script decides as always: exactly-once never rests on this class, only
  * the cost does. A stopped or killed preferred claimer costs its slots the backoff until its
- * heartbeat ages out of the live list, never the slot.
+ * heartbeat ages out of the live list, never the slot. A peer that steps aside still looks at the
+ * job's runs in flight once the slot's lease would have run out (a racing peer learned of the run
+ * from its losing claim's answer), so a preferred claimer that dies mid-run is recovered as before.
  *
  * <p>The word is kept honest in three ways: it covers only slots from {@code since} on, where
  * {@code since} is past every slot this worker shared out under an earlier view; it covers only up
@@ -104,6 +106,9 @@ final class Preference {
                     events.debug("slot_stepped_aside").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
                             .addKeyValue("preferred", d.preferred).log("the slot's preferred claimer decided it");
                     queue.decided(d, now);
+                    // We never asked the store, so it never told us of the run: look for it dead
+                    // once its lease would have run out, as a peer that raced it would have.
+                    queue.lookNoLaterThan(d.definition().name(), d.slot.plus(d.definition().lease()).plus(Recovery.LOOK_MARGIN));
                 } else {
                     d.standing = DueSlot.Standing.NONE; // claim it like any slot from now on
                     claimNow.add(d);

@@ -189,6 +189,20 @@ final class SlotQueue {
         }
     }
 
+    /**
+     * Look at the job's runs in flight at {@code at}, unless a look is due sooner: a worker that
+     * stepped aside for a slot heard nothing of its run from the store, so it looks once the run's
+     * lease would have run out (the look reschedules itself while runs are in flight).
+     */
+    void lookNoLaterThan(String job, Instant at) {
+        lock.lock();
+        try {
+            lookAt.merge(job, at, SlotQueue::earliest);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The jobs whose look is due at {@code now}. */
     List<String> looksDue(Instant now) {
         List<String> names = new ArrayList<>();

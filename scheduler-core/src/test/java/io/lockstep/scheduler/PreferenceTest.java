@@ -99,6 +99,11 @@ class PreferenceTest {
         b2.share(T);
         assertThat(b2.preference.sift(dueAgain(b2), b2.queue, T.plus(Preference.BACKOFF)))
                 .as("with it, b steps aside for every one of them").isEmpty();
+        // It never asked the store, so it looks for those runs dead once their lease would have run out.
+        Instant leaseOut = T.plus(Duration.ofSeconds(5)).plus(Recovery.LOOK_MARGIN);
+        assertThat(b2.queue.looksDue(leaseOut.minusMillis(1))).isEmpty();
+        assertThat(b2.queue.looksDue(leaseOut)).containsExactlyInAnyOrderElementsOf(
+                ownOfA.stream().map(d -> d.definition().name()).toList());
     }
 
     @Test
