@@ -127,13 +127,14 @@ final class Preference {
     }
 
     /**
-     * After a tick: tells the peers up to which slot ours are decided, when that moved.
-     * {@code firstUnshared}: the earliest slot still queued that was never shared out (null: none).
+     * After a tick (the followers queued): tells the peers up to which slot ours are decided, when
+     * that moved. Nothing before the earliest slot still queued unshared is left unseen.
      */
-    void tell(Instant firstUnshared) {
+    void tell(SlotQueue queue) {
         if (view == null || workers.size() < 2) {
-            return; // alone: nobody waits for our word
+            return; // alone: nobody waits for our word (and the queue is not scanned)
         }
+        Instant firstUnshared = queue.earliestUnshared();
         long through = Long.MAX_VALUE;
         if (!pending.isEmpty()) {
             through = pending.firstKey() - 1;

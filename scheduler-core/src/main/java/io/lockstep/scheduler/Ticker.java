@@ -99,7 +99,7 @@ final class Ticker {
             }
         }
         if (!due.isEmpty()) {
-            preference.tell(queue.earliestUnshared()); // after the followers: every job's next slot is queued
+            preference.tell(queue); // after the followers: every job's next slot is queued
         }
         recovery.lookAtRuns();
         if (clock.syncDue()) {

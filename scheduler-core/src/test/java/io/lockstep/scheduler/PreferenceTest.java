@@ -87,14 +87,14 @@ class PreferenceTest {
         Worker b = new Worker("b", "a", "b");
         List<DueSlot> ownOfA = a.share(T);
         b.share(T); // b's copies of a's slots wait for the backoff
-        a.preference.tell(T.plusSeconds(1));
+        tell(a, T.plusSeconds(1));
         assertThat(store.claimedThrough(List.of("a"))).as("nothing said while a's slots are undecided").isEmpty();
 
         assertThat(b.preference.sift(dueAgain(b), b.queue, T.plus(Preference.BACKOFF)))
                 .as("without a's word, b claims a's slots itself").hasSize(ownOfA.size());
 
         ownOfA.forEach(a.preference::decided);
-        a.preference.tell(T.plusSeconds(1));
+        tell(a, T.plusSeconds(1));
         Worker b2 = new Worker("b", "a", "b");
         b2.share(T);
         assertThat(b2.preference.sift(dueAgain(b2), b2.queue, T.plus(Preference.BACKOFF)))
@@ -111,7 +111,7 @@ class PreferenceTest {
         Worker a = new Worker("a", "a", "b");
         List<DueSlot> ownOfA = a.share(T);
         ownOfA.forEach(a.preference::decided);
-        a.preference.tell(T); // the job's next slots are queued, but one is due at T itself: not shared yet
+        tell(a, T); // the job's next slots are queued, but one is due at T itself: not shared yet
         ClaimedThrough word = store.claimedThrough(List.of("a")).get("a");
         assertThat(word == null || word.through() < T.toEpochMilli()).isTrue();
     }
@@ -120,16 +120,22 @@ class PreferenceTest {
     void afterTheViewChangesAWordCoversNoSlotSharedUnderTheOldOne() {
         Worker a = new Worker("a", "a", "b");
         a.share(T).forEach(a.preference::decided);
-        a.preference.tell(T.plusSeconds(2));
+        tell(a, T.plusSeconds(2));
         assertThat(store.claimedThrough(List.of("a")).get("a").through()).isGreaterThanOrEqualTo(T.toEpochMilli());
 
         a.live.set(List.of("a", "b", "c")); // c joins: a and b may now see different views for a while
         a.share(T.plusSeconds(1)).forEach(a.preference::decided);
-        a.preference.tell(T.plusSeconds(2));
+        tell(a, T.plusSeconds(2));
         ClaimedThrough word = store.claimedThrough(List.of("a")).get("a");
         assertThat(word.since()).as("the new word starts past every slot shared under the old view")
                 .isGreaterThan(T.toEpochMilli());
         assertThat(word.covers(word.view(), T.plusSeconds(1).toEpochMilli())).isTrue();
+    }
+
+    /** Ends a tick of {@code w} whose followers were queued, the earliest of them at {@code nextUnshared}. */
+    private void tell(Worker w, Instant nextUnshared) {
+        w.queue.addAll(List.of(DueSlot.scheduled(jobs.get(0), nextUnshared)));
+        w.preference.tell(w.queue);
     }
 
     /** The slots a worker left to a peer, as they fall due again after the backoff. */
