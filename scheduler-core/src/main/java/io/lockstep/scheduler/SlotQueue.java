@@ -26,7 +26,7 @@ final class SlotQueue {
     private final PriorityQueue<DueSlot> queue = new PriorityQueue<>();
     /** Due slots that found no free job thread; claimed again when one frees or their grace ends. */
     private final List<DueSlot> waiting = new ArrayList<>();
-    /** Whether {@link #waiting} holds slots or a catch-up ended (read without the lock by {@link #threadFreed}). */
+    /** Whether {@link #waiting} holds slots (read without the lock by {@link #threadFreed}). */
     private volatile boolean anyWaiting;
     /** Stale runs being recovered or abandoned by this worker, by {@link DueSlot#key()}. */
     private final Set<String> recovering = new HashSet<>();
