@@ -32,6 +32,27 @@ final class CapturedEvents implements AutoCloseable {
         return all().stream().filter(e -> event.equals(e.get("event"))).toList();
     }
 
+    /**
+     * How many times each slot was handled, by {@link SlotCoverage#key job@slot}: started (first
+     * attempts only; a retry within the claim is the same start), or reported missed or skipped. A
+     * slot handled once has 1; a duplicate start or report shows as more.
+     */
+    Map<String, Long> handledPerSlot() {
+        Map<String, Long> counts = new HashMap<>();
+        for (Map<String, Object> e : all()) {
+            Object name = e.get("event");
+            boolean firstStart = "job_started".equals(name) && attemptOf(e) <= 1;
+            if (firstStart || "slot_missed".equals(name) || "slot_skipped".equals(name)) {
+                counts.merge(SlotCoverage.key((String) e.get("job"), e.get("slot")), 1L, Long::sum);
+            }
+        }
+        return counts;
+    }
+
+    private static int attemptOf(Map<String, Object> e) {
+        return e.get("attempt") instanceof Number n ? n.intValue() : 1;
+    }
+
     private static Map<String, Object> fields(ILoggingEvent e) {
         Map<String, Object> map = new HashMap<>();
         if (e.getKeyValuePairs() != null) {

@@ -16,7 +16,8 @@ import java.util.Map;
 
 /**
  * The in-memory store with switches for faults: unreachable (every call throws, as a down Redis
- * makes the Redis provider do) and refusing renewals (as when another owner took the lease).
+ * makes the Redis provider do) and refusing renewals (as when another owner took the lease), all
+ * of them or some tokens'; it counts renewals per token and notes when each completion arrived.
  */
 final class FaultyStore implements LockProvider {
 
@@ -28,13 +29,19 @@ final class FaultyStore implements LockProvider {
     volatile boolean failCompletes;
     /** Completions are carried out, then their reply is lost. */
     volatile boolean loseCompleteReplies;
-    /** Claims are carried out, then their reply is lost. */
-    volatile boolean loseClaimReplies;
     /** Claims throw something that is not a LockException, as a client bug would. */
     volatile boolean claimsThrowBug;
     /** Every claim takes this long, as a store that times out makes each tick take. */
     volatile long claimDelayMillis;
     volatile int completeCalls;
+    /** When each completion call arrived (monotonic nanos), oldest first. */
+    final List<Long> completeCallNanos = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** Renewals of these tokens are refused (another owner took the lease); the rest go through. */
+    final java.util.Set<String> refusedTokens = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** How many times each token was sent for renewal, refused or not. */
+    final Map<String, java.util.concurrent.atomic.AtomicInteger> renewalsByToken = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Every claim that carries a {@link io.lockstep.scheduler.lock.ClaimRequest.Mode#CATCH_UP} request takes this long. */
+    volatile long catchUpClaimDelayMillis;
     /**
      * Redlock's split vote: the first this-many claims of each slot are answered
      * {@link ClaimResult.Status#NO_QUORUM} without touching the store (as Redlock gives back what it
@@ -67,6 +74,9 @@ final class FaultyStore implements LockProvider {
         if (claimDelayMillis > 0) {
             java.util.concurrent.locks.LockSupport.parkNanos(claimDelayMillis * 1_000_000);
         }
+        if (catchUpClaimDelayMillis > 0 && requests.stream().anyMatch(r -> r.mode() == ClaimRequest.Mode.CATCH_UP)) {
+            java.util.concurrent.locks.LockSupport.parkNanos(catchUpClaimDelayMillis * 1_000_000);
+        }
         if (noQuorumAnswers > 0) {
             ClaimResult[] answers = new ClaimResult[requests.size()];
             List<ClaimRequest> passed = new java.util.ArrayList<>();
@@ -87,21 +97,35 @@ final class FaultyStore implements LockProvider {
             }
             return List.of(answers);
         }
-        List<ClaimResult> results = store.claim(requests);
-        if (loseClaimReplies) {
-            throw new LockException("faulty in-memory", "reply lost", null);
-        }
-        return results;
+        return store.claim(requests);
     }
 
     @Override
     public List<Boolean> renew(List<Lease> leases) {
+        leases.forEach(l -> renewalsByToken.computeIfAbsent(l.token(), t -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet());
         check();
-        return refuseRenewals ? Collections.nCopies(leases.size(), false) : store.renew(leases);
+        if (refuseRenewals) {
+            return Collections.nCopies(leases.size(), false);
+        }
+        // A refused token is not renewed in the store either: as if another owner held the lease.
+        List<Lease> passed = leases.stream().filter(l -> !refusedTokens.contains(l.token())).toList();
+        java.util.Iterator<Boolean> renewed = store.renew(passed).iterator();
+        List<Boolean> answers = new java.util.ArrayList<>(leases.size());
+        for (Lease l : leases) {
+            answers.add(!refusedTokens.contains(l.token()) && renewed.next());
+        }
+        return answers;
+    }
+
+    /** How many times {@code token} was sent for renewal. */
+    int renewals(String token) {
+        java.util.concurrent.atomic.AtomicInteger n = renewalsByToken.get(token);
+        return n == null ? 0 : n.get();
     }
 
     @Override
     public List<Boolean> complete(List<Completion> completions) {
+        completeCallNanos.add(System.nanoTime());
         completeCalls++;
         check();
         if (failCompletes) {
