@@ -47,18 +47,31 @@ class CatchUpPlanTest {
         CatchUpPlan plan = CatchUpPlan.since(job(CatchUp.ALL), NOW.minusSeconds(6), NOW, 100);
         List<DueSlot> heads = plan.slots().stream().filter(s -> s.catchUp).toList();
         assertThat(heads).hasSize(1);
-        DueSlot d = heads.get(0);
-        int chained = 0;
-        Instant previous = Instant.MIN;
-        while (d != null) {
-            assertThat(d.slot).isAfter(previous);
+        List<DueSlot> chain = new java.util.ArrayList<>();
+        for (DueSlot d = heads.get(0); d != null; d = d.next) {
             assertThat(d.catchUpDeadline).isAfter(NOW);
-            previous = d.slot;
-            d = d.next;
-            chained++;
+            chain.add(d);
         }
-        assertThat(chained).isEqualTo(4); // 11:59:55 .. 11:59:58
+        assertThat(chain).extracting(d -> d.slot).containsExactly( // oldest first
+                Instant.parse("2026-11-30T11:59:55Z"), Instant.parse("2026-11-30T11:59:56Z"),
+                Instant.parse("2026-11-30T11:59:57Z"), Instant.parse("2026-11-30T11:59:58Z"));
         assertThat(plan.catchesUp()).isTrue();
         assertThat(CatchUpPlan.since(job(CatchUp.NONE), NOW.minusSeconds(6), NOW, 100).catchesUp()).isFalse();
+
+        // The job's newer slots, still within their grace, are plain claims outside the chain: the
+        // ones the claimer holds back while the job is catching up.
+        List<DueSlot> regular = plan.slots().stream().filter(s -> !s.catchUp).toList();
+        assertThat(regular).extracting(s -> s.slot, s -> s.mode).containsExactly(
+                org.assertj.core.groups.Tuple.tuple(Instant.parse("2026-11-30T11:59:59Z"), Mode.CLAIM),
+                org.assertj.core.groups.Tuple.tuple(Instant.parse("2026-11-30T12:00:00Z"), Mode.CLAIM));
+        // Held until the chain's last slot is decided, and not a moment longer. (The scheduler marks
+        // the job catching up when its plan catches up; deciding a link queues the next.)
+        SlotQueue queue = new SlotQueue();
+        queue.catchingUp(List.of("tick"));
+        for (DueSlot link : chain) {
+            assertThat(queue.catchingUp("tick")).as("held before %s is decided", link.slot).isTrue();
+            queue.decided(link, NOW);
+        }
+        assertThat(queue.catchingUp("tick")).as("let go once the last caught-up slot is decided").isFalse();
     }
 }

@@ -1,0 +1,133 @@
+package io.lockstep.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.cron.CronSchedule;
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.InMemoryLockProvider;
+import io.lockstep.scheduler.lock.Lease;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A worker starting after the whole cluster was down: the catch-up chain holds the job's newer
+ * slots back, and slots older than the catch-up keeps are counted in one event. On the in-memory
+ * store, whose last decided slot the test seeds.
+ */
+class CatchUpTest {
+
+    private static final CronSchedule EVERY_SECOND = CronSchedule.of("* * * * * *", ZoneOffset.UTC);
+
+    @RegisterExtension
+    final SchedulerHarness harness = new SchedulerHarness();
+
+    private static JobDefinition job(String name, Duration grace) {
+        return new JobDefinition(name, EVERY_SECOND, Job.class.getName(), Map.of(), Duration.ofSeconds(5), grace,
+                Overlap.ALLOW, Duration.ZERO, true);
+    }
+
+    /** Records {@code slot} of {@code job} as decided (missed) in the store, as the last worker to run did. */
+    private static void seedLastDecided(InMemoryLockProvider store, String job, Instant slot) {
+        store.claim(List.of(new ClaimRequest(new Lease(job, slot, "seed", Duration.ofSeconds(5), false), "seed",
+                Duration.ofSeconds(1), true)));
+        assertThat(store.lastSlots(List.of(job))).containsEntry(job, slot);
+    }
+
+    @Test
+    void theJobsRegularSlotsStartOnlyAfterTheCatchUpChainAndInSlotOrder() {
+        FaultyStore store = new FaultyStore();
+        // The cluster last decided a slot eight seconds ago: six or seven slots past their 1 s grace to catch up.
+        Instant last = Instant.now().truncatedTo(ChronoUnit.SECONDS).minusSeconds(8);
+        seedLastDecided(store.store, "chain", last);
+        // Each catch-up claim takes 600 ms, so the job's regular slots fall due while the chain is decided.
+        store.catchUpClaimDelayMillis = 600;
+        List<Instant> startOrder = new CopyOnWriteArrayList<>();
+        harness.start(Scheduler.builder(store).workerId("w").job(job("chain", Duration.ofSeconds(1)).withCatchUp(CatchUp.ALL, Duration.ofHours(1)))
+                .jobFactory(d -> ctx -> startOrder.add(ctx.scheduledTime())));
+        Instant startedAt = Instant.now();
+        await().atMost(Duration.ofSeconds(30)).until(() -> startOrder.stream().filter(s -> s.isAfter(startedAt)).count() >= 2);
+
+        List<Map<String, Object>> events = harness.events().all();
+        List<Instant> chain = events.stream().filter(e -> "slot_claimed".equals(e.get("event")) && Boolean.TRUE.equals(e.get("catch_up")))
+                .map(e -> Instant.parse((String) e.get("slot"))).toList();
+        assertThat(chain).as("caught up, oldest first").hasSizeGreaterThanOrEqualTo(6).isSorted().first().isEqualTo(last.plusSeconds(1));
+        Instant chainLast = chain.get(chain.size() - 1);
+        // In the event order, no regular slot starts before the chain's last slot is decided (claimed).
+        int lastLinkDecided = events.indexOf(events.stream().filter(e -> "slot_claimed".equals(e.get("event"))
+                && chainLast.toString().equals(e.get("slot"))).findFirst().orElseThrow());
+        for (int i = 0; i < lastLinkDecided; i++) {
+            Map<String, Object> e = events.get(i);
+            if ("job_started".equals(e.get("event"))) {
+                assertThat(Instant.parse((String) e.get("slot"))).as("started before the chain's last slot was decided").isBeforeOrEqualTo(chainLast);
+            }
+        }
+        assertThat(startOrder).as("slots start in slot order").isSorted().doesNotHaveDuplicates();
+        assertThat(startOrder.subList(0, chain.size())).as("the chain first").containsExactlyElementsOf(chain);
+        // The slots that fell due while the chain was decided were held, and past their grace reported
+        // (held past it, or let go by the chain's end too late to start), not started out of order.
+        assertThat(harness.events().named("slot_missed")).isNotEmpty().allSatisfy(e -> assertThat((String) e.get("reason"))
+                .isIn("an older slot of the job had not started within misfireGrace", "later than misfireGrace"));
+        Instant firstRegular = startOrder.get(chain.size());
+        assertThat(SlotCoverage.silent(harness.events().handledPerSlot().keySet(), List.of("chain"), last.plusSeconds(1),
+                firstRegular, Duration.ofSeconds(1))).as("slots neither started nor reported").isEmpty();
+    }
+
+    @Test
+    void slotsOlderThanTheCatchUpKeepsAreReportedInOneEventWithTheirCountAndRange() {
+        AtomicLong offset = new AtomicLong();
+        InMemoryLockProvider store = InMemoryLockProvider.withClock(() -> System.currentTimeMillis() + offset.get());
+        // The cluster last decided a slot three hours ago: 10,800 slots missed, more than the 10,000 reported one by one.
+        Instant last = Instant.now().truncatedTo(ChronoUnit.SECONDS).minus(Duration.ofHours(3));
+        offset.set(last.toEpochMilli() + 10 - System.currentTimeMillis()); // decided at its time, by the store's clock
+        seedLastDecided(store, "gone", last);
+        offset.set(0);
+        harness.start(Scheduler.builder(store).workerId("w").job(job("gone", Duration.ofSeconds(1)).withCatchUp(CatchUp.NONE, Duration.ofHours(4)))
+                .jobFactory(d -> ctx -> { }));
+        await().atMost(Duration.ofSeconds(60)).until(() -> oneByOne().size() >= CatchUpPlan.MAX_CATCH_UP_SLOTS);
+        // Two more slots started after the reports: a second slots_missed would have shown by then.
+        int started = harness.events().named("job_started").size();
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("job_started").size() >= started + 2);
+
+        List<Instant> reported = oneByOne().stream().sorted().toList();
+        assertThat(reported).hasSize(CatchUpPlan.MAX_CATCH_UP_SLOTS).doesNotHaveDuplicates();
+        assertThat(Duration.between(reported.get(0), reported.get(reported.size() - 1)).toSeconds())
+                .as("one by one: the newest, contiguous").isEqualTo(CatchUpPlan.MAX_CATCH_UP_SLOTS - 1);
+        Map<String, Object> counted = harness.events().named("slots_missed").stream().collect(Collectors.collectingAndThen(
+                Collectors.toList(), list -> {
+                    assertThat(list).as("slots_missed events").hasSize(1);
+                    return list.get(0);
+                }));
+        Instant from = Instant.parse((String) counted.get("from"));
+        Instant to = Instant.parse((String) counted.get("to"));
+        assertThat(counted).containsEntry("level", "WARN").containsEntry("job", "gone");
+        assertThat(from).as("from: the first slot after the last decided").isEqualTo(last.plusSeconds(1));
+        assertThat(to.plusSeconds(1)).as("to: just before the first slot reported one by one").isEqualTo(reported.get(0));
+        assertThat(((Number) counted.get("count")).longValue()).as("count: every slot from..to")
+                .isEqualTo(Duration.between(from, to).toSeconds() + 1);
+        // Nothing in between is silent: the counted range and the one-by-one reports meet.
+        Set<String> handled = new HashSet<>(harness.events().handledPerSlot().keySet());
+        for (Instant s = from; !s.isAfter(to); s = s.plusSeconds(1)) {
+            handled.add(SlotCoverage.key("gone", s));
+        }
+        assertThat(SlotCoverage.silent(handled, List.of("gone"), from, reported.get(reported.size() - 1), Duration.ofSeconds(1))).isEmpty();
+    }
+
+    /** The slots of "gone" reported missed one by one because no worker was running. */
+    private List<Instant> oneByOne() {
+        return harness.events().named("slot_missed").stream()
+                .filter(e -> "gone".equals(e.get("job")) && ((String) e.get("reason")).contains("no worker was running"))
+                .map(e -> Instant.parse((String) e.get("slot"))).toList();
+    }
+}
