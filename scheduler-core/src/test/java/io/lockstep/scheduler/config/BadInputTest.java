@@ -47,13 +47,18 @@ class BadInputTest {
     }
 
     @Test
-    void aFiftyMegabyteFileIsRefusedBeforeItIsRead() throws IOException {
+    void aFileOverTheSizeLimitIsRefusedFromItsSizeWithoutBeingRead() throws IOException {
+        // Three gigabytes (sparse: no disk used), beginning with a byte that is not UTF-8. Read, it could
+        // not even fit one array (Files.readAllBytes throws OutOfMemoryError past 2 GB); read and decoded
+        // before the size check, it would be refused as "not valid UTF-8" at offset 0 instead.
         Path big = dir.resolve("big.yaml");
+        long size = 3L * 1024 * 1024 * 1024;
         try (RandomAccessFile f = new RandomAccessFile(big.toFile(), "rw")) {
-            f.setLength(50L * 1024 * 1024);
+            f.write(0xff);
+            f.setLength(size);
         }
         assertThat(problems(big)).singleElement().asString()
-                .isEqualTo(big + ": file is 52428800 bytes; a config may be at most 16777216 bytes (is this the right file?)");
+                .isEqualTo(big + ": file is " + size + " bytes; a config may be at most 16777216 bytes (is this the right file?)");
     }
 
     @Test
