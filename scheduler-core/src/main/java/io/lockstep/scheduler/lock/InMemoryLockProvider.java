@@ -45,6 +45,8 @@ public final class InMemoryLockProvider implements LockProvider {
     private final Map<String, Long> lastSlots = new HashMap<>();
     /** Per job, the latest slot that started a run. */
     private final Map<String, Long> startedSlots = new HashMap<>();
+    /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */
+    private final java.util.Set<String> paused = new java.util.HashSet<>();
 
     private InMemoryLockProvider(LongSupplier clockMillis) {
         this.clockMillis = clockMillis;
@@ -111,7 +113,8 @@ public final class InMemoryLockProvider implements LockProvider {
                             : ClaimResult.Status.MISSED, 0, now);
                 }
                 case "skipped" -> {
-                    return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
+                    return new ClaimResult("paused".equals(existing.note()) ? ClaimResult.Status.PAUSED
+                            : ClaimResult.Status.SKIPPED, 0, now);
                 }
                 default -> {
                     return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
@@ -130,6 +133,13 @@ public final class InMemoryLockProvider implements LockProvider {
                 || (request.mode() == ClaimRequest.Mode.CLAIM && now > slot + request.misfireGrace().toMillis())) {
             decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl));
             return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
+        }
+        if (!request.manual() && paused.contains(lease.job())) {
+            if (ahead) {
+                return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // decided at the slot: the pause may be over by then
+            }
+            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, "paused"));
+            return new ClaimResult(ClaimResult.Status.PAUSED, 0, now);
         }
         if (slot < startedSlots.getOrDefault(lease.job(), 0L)) {
             decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl, "order"));
@@ -245,6 +255,12 @@ public final class InMemoryLockProvider implements LockProvider {
         for (Lease lease : batch) {
             LeaseEntry entry = liveLease(leaseKey(lease), now);
             boolean owned = entry != null && entry.token().equals(lease.token());
+            if (!owned) {
+                // As in Redis: a renewal that crossed its own run's completion finds it done under its token.
+                SlotRecord record = live(slotKey(lease.job(), lease.slot().toEpochMilli()), now);
+                results.add(record != null && record.token().equals(lease.token()) && record.state().startsWith("done:"));
+                continue;
+            }
             if (owned) {
                 takeLease(lease, now);
                 // As in Redis: the slot record lives at least two leases beyond a renewal.
@@ -290,6 +306,19 @@ public final class InMemoryLockProvider implements LockProvider {
         slots.put(slotKey, record.with("done:" + outcome.label()));
         running.getOrDefault(lease.job(), new TreeMap<>()).remove(slot);
         return true;
+    }
+
+    /**
+     * Pauses {@code job} cluster-wide, as {@code pause} does in Redis: its slots are recorded as skipped
+     * ({@link ClaimResult.Status#PAUSED}) until {@link #resume}; manual runs still run.
+     */
+    public synchronized void pause(String job) {
+        paused.add(job);
+    }
+
+    /** Ends a {@link #pause}. */
+    public synchronized void resume(String job) {
+        paused.remove(job);
     }
 
     @Override
