@@ -246,6 +246,50 @@ abstract class LockProviderContractTest {
         assertThat(status(request(held, next, "e", LEASE, Mode.CLAIM, false, ahead))).isEqualTo(Status.CLAIMED);
     }
 
+    /**
+     * A manual run ({@code trigger}) is decided like a slot but outside the job's schedule: neither
+     * refused by the job's order of slots nor by a pause, and it moves neither the job's decided nor
+     * its started slot.
+     */
+    @Test
+    void aManualRunIsDecidedOutsideTheJobsOrderAndPauseAndMovesNoMarks() {
+        String job = RedisFixture.job();
+        Instant now = now();
+        ClaimRequest scheduled = claim(job, now.minusMillis(10), "a");
+        assertThat(status(scheduled)).isEqualTo(Status.CLAIMED);
+        complete(scheduled);
+        Instant lastDecided = store().lastSlots(List.of(job)).get(job);
+
+        ClaimRequest older = manual(job, now.minusMillis(500), "b");
+        assertThat(status(older)).as("a manual run older than the started slot").isEqualTo(Status.CLAIMED);
+        complete(older);
+        pause(job);
+        ClaimRequest whilePaused = manual(job, now.minusMillis(300), "c");
+        assertThat(status(whilePaused)).as("a manual run of a paused job").isEqualTo(Status.CLAIMED);
+        complete(whilePaused);
+        resume(job);
+        ClaimRequest newer = manual(job, now.plusMillis(1).minusMillis(2), "d");
+        assertThat(status(newer)).isEqualTo(Status.CLAIMED);
+        complete(newer);
+        assertThat(store().lastSlots(List.of(job))).containsEntry(job, lastDecided);
+        assertThat(status(claim(job, now.minusMillis(5), "e"))).as("the next scheduled slot, after the manual runs")
+                .isEqualTo(Status.CLAIMED);
+    }
+
+    @Test
+    void aCatchUpClaimsAnUndecidedSlotPastItsGrace() {
+        String job = RedisFixture.job();
+        Instant past = now().minus(GRACE).minusSeconds(20);
+        ClaimResult caught = decide(request(job, past, "a", LEASE, Mode.CATCH_UP, false, Duration.ZERO));
+        assertThat(caught.status()).isEqualTo(Status.CLAIMED);
+        assertThat(status(claim(job, past, "b"))).isEqualTo(Status.TAKEN);
+        assertThat(store().lastSlots(List.of(job))).containsEntry(job, past);
+    }
+
+    static ClaimRequest manual(String job, Instant slot, String token) {
+        return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, Mode.CLAIM, false, true, Duration.ZERO);
+    }
+
     private void awaitExpired(String job, Instant slot) {
         await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(20))
                 .until(() -> store().runsInFlight(List.of(job)).get(0), (RunsInFlight r) -> r.expired().contains(slot));
