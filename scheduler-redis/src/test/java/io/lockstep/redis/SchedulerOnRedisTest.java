@@ -191,8 +191,11 @@ class SchedulerOnRedisTest {
                     .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
                 scheduler.start();
                 await().atMost(Duration.ofSeconds(15)).until(() -> events.of("slot_skipped", job).size() >= 4);
+                assertThat(ran).as("runs of the paused job").isEmpty();
+                // The control: once resumed, this worker does claim the job's slots ahead of them.
+                RedisAdmin.of(provider).resume(job);
+                await().atMost(Duration.ofSeconds(15)).until(() -> ran.stream().anyMatch(slot -> decidedAhead(raw, provider, job, slot)));
             }
-            assertThat(ran).as("runs of the paused job").isEmpty();
             List<Map<String, Object>> skipped = events.of("slot_skipped", job);
             assertThat(skipped).allSatisfy(e -> assertThat(e.get("reason")).isEqualTo("paused"));
             assertDecidedAtOrAfterTheSlot(raw, provider, job, skipped, "skipped");
@@ -221,12 +224,20 @@ class SchedulerOnRedisTest {
                     .shutdownTimeout(Duration.ofSeconds(5)).build()) {
                 scheduler.start();
                 await().atMost(Duration.ofSeconds(15)).until(() -> events.of("slot_skipped", job).size() >= 2);
+                // The control: this worker does claim the job's slots ahead of them when the lease is free.
+                await().atMost(Duration.ofSeconds(15)).until(() -> ran.stream().anyMatch(slot -> decidedAhead(raw, provider, job, slot)));
             }
             List<Map<String, Object>> skipped = events.of("slot_skipped", job);
             assertThat(skipped).allSatisfy(e -> assertThat((String) e.get("reason")).startsWith("overlap"));
             assertThat(ran).doesNotContainAnyElementsOf(skipped.stream().map(e -> Instant.parse((String) e.get("slot"))).toList());
             assertDecidedAtOrAfterTheSlot(raw, provider, job, skipped, "skipped");
         }
+    }
+
+    /** Whether Redis decided the slot's record before the slot (a claim made ahead). */
+    private static boolean decidedAhead(RedisClient raw, RedisLockProvider provider, String job, Instant slot) {
+        String at = raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "at");
+        return at != null && Long.parseLong(at) < slot.toEpochMilli();
     }
 
     private static void assertDecidedAtOrAfterTheSlot(RedisClient raw, RedisLockProvider provider, String job,
