@@ -53,6 +53,18 @@ final class RedisCalls {
 
     static final LuaScript UPTIME = LuaScript.load("uptime.lua");
 
+    /**
+     * Whether a node whose {@code INFO} reads {@code uptimeSeconds} has been up longer than the
+     * quarantine. {@code uptime_in_seconds} is the difference of two whole-second clock readings
+     * (now and the start, each rounded down), so it reads {@code n} as early as a few ms past
+     * {@code n - 1} s of real uptime: a node counts only once it reads more than the quarantine
+     * (rounded up to whole seconds), which is never before the quarantine has fully passed (and at
+     * most one second after).
+     */
+    static boolean pastQuarantine(long uptimeSeconds, long quarantineMillis) {
+        return uptimeSeconds > (quarantineMillis + 999) / 1000;
+    }
+
     final UnifiedJedis jedis;
     final String target;
     /** Fails calls fast while Redis keeps failing (the lock API's); null: every call goes out. */
@@ -156,10 +168,8 @@ final class RedisCalls {
             }
             if (uptime) {
                 long seconds = asLong("uptime", replies.remove(0));
-                // uptime_in_seconds is rounded down; the quarantine up, so that it is never cut short.
-                long quarantineSeconds = (quarantine + 999) / 1000;
-                if (seconds < quarantineSeconds) {
-                    throw new Quarantined(target, seconds, quarantineSeconds);
+                if (!pastQuarantine(seconds, quarantine)) {
+                    throw new Quarantined(target, seconds, (quarantine + 999) / 1000);
                 }
             }
             return new Replies(replies, acknowledged[0]);

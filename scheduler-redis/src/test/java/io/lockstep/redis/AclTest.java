@@ -68,6 +68,22 @@ public class AclTest {
         }
     }
 
+    /**
+     * The rules the README and PRODUCTION-REDIS tell operators to type are exactly the ones tested
+     * here: a command added to the scripts and to this list but not to the docs fails this test.
+     */
+    @Test
+    void theDocumentedAclLineIsTheTestedOne() throws Exception {
+        java.nio.file.Path root = java.nio.file.Path.of(System.getProperty("basedir", ".")).toAbsolutePath().normalize().getParent();
+        for (String doc : List.of("README.md", "docs/PRODUCTION-REDIS.md")) {
+            List<String> lines = java.nio.file.Files.readAllLines(root.resolve(doc)).stream()
+                    .filter(l -> l.contains("ACL SETUSER lockstep-worker on >PASSWORD ")).toList();
+            assertThat(lines).as("the worker's ACL line in %s", doc).hasSize(1);
+            String rules = lines.get(0).substring(lines.get(0).indexOf(">PASSWORD ") + ">PASSWORD ".length()).trim();
+            assertThat(List.of(rules.split("\\s+"))).as("the rules in %s", doc).isEqualTo(WORKER_RULES);
+        }
+    }
+
     @Test
     void aUserMissingACommandTheScriptsRunIsRefusedAtStartWithOneLine() {
         user("no-zadd", WORKER_RULES.stream().filter(r -> !r.equals("+zadd")).toList());

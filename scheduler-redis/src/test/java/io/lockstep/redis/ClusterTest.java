@@ -13,7 +13,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.UUID;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.Jedis;
@@ -36,7 +35,7 @@ class ClusterTest {
             List<ClaimRequest> requests = new ArrayList<>();
             List<String> jobs = new ArrayList<>();
             for (int i = 0; i < 100; i++) {
-                String job = "job-" + i + "-" + UUID.randomUUID().toString().substring(0, 4);
+                String job = RedisFixture.job() + "-" + i;
                 jobs.add(job);
                 requests.add(new ClaimRequest(new Lease(job, slot, "t" + i, Duration.ofSeconds(10), true), "w",
                         Duration.ofSeconds(10), false));

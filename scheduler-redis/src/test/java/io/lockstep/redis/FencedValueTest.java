@@ -2,7 +2,6 @@ package io.lockstep.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -27,7 +26,7 @@ class FencedValueTest {
     }
 
     private static FencedValue value() {
-        return FencedValue.of(jedis, "fenced-" + UUID.randomUUID());
+        return FencedValue.of(jedis, "fenced-" + RedisFixture.job());
     }
 
     @Test

@@ -9,14 +9,14 @@ import redis.clients.jedis.RedisClient;
 
 /**
  * N independent redis-server masters on free ports (Redlock's nodes), with a client to each, for
- * tests. Close it to stop them all.
+ * tests (the ITs use it from the test-jar too). Close it to stop them all.
  */
-final class LocalRedlock implements AutoCloseable {
+public final class LocalRedlock implements AutoCloseable {
 
-    final List<LocalRedisServer> servers = new ArrayList<>();
-    final List<RedisClient> clients = new ArrayList<>();
+    public final List<LocalRedisServer> servers = new ArrayList<>();
+    public final List<RedisClient> clients = new ArrayList<>();
 
-    LocalRedlock(int n) {
+    public LocalRedlock(int n) {
         for (int i = 0; i < n; i++) {
             LocalRedisServer server = LocalRedisServer.start();
             servers.add(server);
@@ -24,24 +24,43 @@ final class LocalRedlock implements AutoCloseable {
         }
     }
 
-    static RedisClient client(LocalRedisServer server) {
+    public static RedisClient client(LocalRedisServer server) {
         return RedisClient.builder().hostAndPort(server.host(), server.port())
                 .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().timeoutMillis(1_000).build()).build();
     }
 
     /** How each node is named in errors, and listed in {@code redis.redlock.nodes}: {@code host:port}. */
-    List<String> names() {
+    public List<String> names() {
+        return names(servers);
+    }
+
+    /** {@code host:port} of each server. */
+    public static List<String> names(List<LocalRedisServer> servers) {
         return servers.stream().map(s -> s.host() + ":" + s.port()).toList();
     }
 
-    /** Waits until every running node has been up at least {@code seconds} (past a restart quarantine). */
-    void awaitUptime(long seconds) {
-        await().atMost(Duration.ofSeconds(seconds + 10)).ignoreExceptions()
-                .until(() -> servers.stream().allMatch(s -> s.uptimeSeconds() >= seconds));
+    /**
+     * The one wait for a restart quarantine: returns once every running node of this set counts again
+     * under a quarantine of {@code quarantine}, by the product's own rule ({@code uptime_in_seconds}
+     * must read more than the quarantine in whole seconds, see {@code RedisCalls.pastQuarantine}).
+     */
+    public void awaitUptime(Duration quarantine) {
+        awaitPastQuarantine(servers, quarantine);
+    }
+
+    /** {@link #awaitUptime(Duration)} of a quarantine of {@code seconds}. */
+    public void awaitUptime(long seconds) {
+        awaitUptime(Duration.ofSeconds(seconds));
+    }
+
+    /** {@link #awaitUptime(Duration)} for any servers (say, the masters an IT started itself). */
+    public static void awaitPastQuarantine(List<LocalRedisServer> servers, Duration quarantine) {
+        await().atMost(quarantine.plusSeconds(15)).pollInterval(Duration.ofMillis(50)).ignoreExceptions()
+                .until(() -> servers.stream().allMatch(s -> RedisCalls.pastQuarantine(s.uptimeSeconds(), quarantine.toMillis())));
     }
 
     /** Keys matching {@code pattern} on node {@code i} (an empty list when it is down). */
-    List<String> keys(int i, String pattern) {
+    public List<String> keys(int i, String pattern) {
         return new ArrayList<>(clients.get(i).keys(pattern));
     }
 

@@ -14,7 +14,7 @@ import redis.clients.jedis.RedisClient;
  * {@code @RegisterExtension static final RedisFixture redis = RedisFixture.of(b -> b);}: it starts
  * before the class's tests and stops after them.
  */
-final class RedisFixture implements BeforeAllCallback, AfterAllCallback {
+public final class RedisFixture implements BeforeAllCallback, AfterAllCallback {
 
     private final UnaryOperator<RedisLockProvider.Builder> configure;
     private LocalRedisServer server;
@@ -52,9 +52,22 @@ final class RedisFixture implements BeforeAllCallback, AfterAllCallback {
         return raw;
     }
 
-    /** A job name no other test uses. */
-    static String job() {
+    /** A job (or lock) name no other test uses: the one name generator of the Redis tests. */
+    public static String job() {
         return "job-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /**
+     * A port that was free on the loopback interface a moment ago (for a server a test starts
+     * itself, say a TLS port): the one free-port helper of the Redis tests and the ITs.
+     */
+    public static int freeLoopbackPort() {
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            socket.setReuseAddress(true);
+            return socket.getLocalPort();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /** The server's clock now. */

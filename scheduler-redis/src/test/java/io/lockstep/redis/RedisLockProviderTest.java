@@ -129,14 +129,39 @@ class RedisLockProviderTest {
 
     @Test
     void aRenewalKeepsTheSlotRecordAliveAtLeastTwoLeases() {
-        String job = RedisFixture.job();
-        Instant slot = redis.serverNow().minusMillis(5);
-        ClaimRequest r = request(job, slot, "a", false);
-        redis.provider().claim(List.of(r));
-        String record = redis.provider().keys().slot(job, slot.toEpochMilli());
-        redis.raw().pexpire(record, 100); // as if the run had outlived the record's own ttl
-        assertThat(redis.provider().renew(List.of(r.lease()))).containsExactly(true);
-        assertThat(redis.raw().pttl(record)).isGreaterThan(LEASE.toMillis());
+        // The documented record ttl (GUARANTEES 3, PRODUCTION-REDIS): misfireGrace + max(2 min, 2 x lease),
+        // written out here rather than read from ClaimRequest.recordTtl, for both sides of the max.
+        for (Duration lease : List.of(LEASE, Duration.ofSeconds(90))) {
+            long documented = GRACE.toMillis() + Math.max(Duration.ofMinutes(2).toMillis(), 2 * lease.toMillis());
+            String job = RedisFixture.job();
+            Instant slot = redis.serverNow().minusMillis(5);
+            ClaimRequest r = new ClaimRequest(new Lease(job, slot, "a", lease, false), "w-a", GRACE, false);
+            assertThat(redis.provider().claim(List.of(r)).get(0).status()).isEqualTo(Status.CLAIMED);
+            String record = redis.provider().keys().slot(job, slot.toEpochMilli());
+            assertThat(redis.raw().pttl(record)).as("the claimed record, lease %s", lease).isBetween(documented - 5_000, documented);
+
+            // A renewal never shortens a record that has longer to live ...
+            assertThat(redis.provider().renew(List.of(r.lease()))).containsExactly(true);
+            assertThat(redis.raw().pttl(record)).as("after a renewal, lease %s", lease).isBetween(documented - 5_000, documented);
+            // ... and keeps one whose own ttl ran down (a long run) alive two leases from the renewal.
+            redis.raw().pexpire(record, 100);
+            assertThat(redis.provider().renew(List.of(r.lease()))).containsExactly(true);
+            long twoLeases = 2 * lease.toMillis();
+            assertThat(redis.raw().pttl(record)).as("renewed near its end, lease %s", lease).isBetween(twoLeases - 5_000, twoLeases);
+
+            // The done marker keeps the record's ttl: it is turned into the marker, not written anew.
+            assertThat(redis.provider().complete(r.lease(), Outcome.SUCCEEDED)).isTrue();
+            assertThat(redis.raw().hget(record, "state")).isEqualTo("done");
+            assertThat(redis.raw().pttl(record)).as("the done marker, lease %s", lease).isBetween(twoLeases - 5_000, twoLeases);
+
+            // A run that finishes without a renewal leaves its done marker for the documented ttl.
+            Instant next = slot.plusMillis(1);
+            ClaimRequest quick = new ClaimRequest(new Lease(job, next, "b", lease, false), "w-b", GRACE, false);
+            assertThat(redis.provider().claim(List.of(quick)).get(0).status()).isEqualTo(Status.CLAIMED);
+            assertThat(redis.provider().complete(quick.lease(), Outcome.SUCCEEDED)).isTrue();
+            assertThat(redis.raw().pttl(redis.provider().keys().slot(job, next.toEpochMilli())))
+                    .as("the done marker of a run never renewed, lease %s", lease).isBetween(documented - 5_000, documented);
+        }
     }
 
     @Test

@@ -15,7 +15,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.UUID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -61,7 +60,7 @@ class RedlockStoreTest {
     }
 
     private static String job() {
-        return "job-" + UUID.randomUUID().toString().substring(0, 8);
+        return RedisFixture.job();
     }
 
     private static ClaimRequest claim(String job, Instant slot, String token) {
@@ -85,7 +84,7 @@ class RedlockStoreTest {
         assertThat(won.status()).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(p, claim(job, slot, "b"))).isEqualTo(ClaimResult.Status.TAKEN);
         for (int i = 0; i < 5; i++) {
-            assertThat(nodes.clients.get(i).hget("lockstep:{" + job + "}:slot:" + slot.toEpochMilli(), "fence"))
+            assertThat(nodes.clients.get(i).hget(p.keys().slot(job, slot.toEpochMilli()), "fence"))
                     .as("master %d's record carries the agreed token", i).isEqualTo(Long.toString(won.fencingToken()));
         }
         Lease lease = claim(job, slot, "a").lease();
@@ -108,8 +107,8 @@ class RedlockStoreTest {
         }
         // Ours wins only the fifth: no token has a majority, so ours is given back there.
         assertThat(status(p, claim(job, slot, "z"))).isEqualTo(ClaimResult.Status.NO_QUORUM);
-        assertThat(nodes.clients.get(4).exists("lockstep:{" + job + "}:slot:" + slot.toEpochMilli())).isFalse();
-        assertThat(nodes.clients.get(4).exists("lockstep:{" + job + "}:lease")).isFalse();
+        assertThat(nodes.clients.get(4).exists(p.keys().slot(job, slot.toEpochMilli()))).isFalse();
+        assertThat(nodes.clients.get(4).exists(p.keys().lease(claim(job, slot, "z").lease()))).isFalse();
         // Once x holds three masters, the slot is x's: z steps aside.
         assertThat(status(single(4), claim(job, slot, "x"))).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(p, claim(job, slot, "z"))).isEqualTo(ClaimResult.Status.TAKEN);
@@ -120,7 +119,7 @@ class RedlockStoreTest {
         RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
         String job = job();
         long ahead = System.currentTimeMillis() * 1000 + Duration.ofHours(1).toNanos() / 1000;
-        nodes.clients.get(4).set("lockstep:{" + job + "}:fence", Long.toString(ahead));
+        nodes.clients.get(4).set(p.keys().fence(job), Long.toString(ahead));
         Instant slot = slotNow(p);
         ClaimResult first = p.claim(List.of(claim(job, slot.minusSeconds(2), "a"))).get(0);
         assertThat(first.fencingToken()).isEqualTo(ahead + 1);
@@ -191,6 +190,8 @@ class RedlockStoreTest {
         // Two live masters that count and one restarted: fewer than a majority can confirm anything.
         assertThatThrownBy(() -> p.renew(List.of(lease))).isInstanceOf(LockException.class);
         assertThatThrownBy(() -> p.renew(List.of(lease))).isInstanceOf(LockException.class).hasMessageContaining("quarantined");
+        assertThatThrownBy(() -> p.complete(List.of(new Completion(lease, Outcome.SUCCEEDED))))
+                .isInstanceOf(LockException.class).hasMessageContaining("quarantined");
     }
 
     @Test

@@ -12,7 +12,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
-import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.HostAndPort;
 
@@ -34,7 +33,7 @@ class SentinelTest {
              RedisLockProvider provider = RedisLockProvider.builder().settings(new RedisSettings(
                      new RedisSettings.Sentinel(LocalSentinel.MASTER_NAME, sentinel.nodes(), Optional.empty(), Optional.empty()),
                      "lockstep", Duration.ofMillis(500), Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build()) {
-            String job = "job-" + UUID.randomUUID().toString().substring(0, 8);
+            String job = RedisFixture.job();
             ClaimResult before = provider.claim(List.of(request(provider, job, "a"))).get(0);
             assertThat(before.status()).isEqualTo(ClaimResult.Status.CLAIMED);
             assertThat(provider.describe()).startsWith("sentinel mymaster via 127.0.0.1:");
@@ -63,7 +62,7 @@ class SentinelTest {
              RedisLockProvider plain = provider(sentinel, 0);
              RedisLockProvider waiting = provider(sentinel, 1);
              redis.clients.jedis.RedisClient master = redis.clients.jedis.RedisClient.create(sentinel.master().host(), sentinel.master().port())) {
-            String job = "job-" + UUID.randomUUID().toString().substring(0, 8);
+            String job = RedisFixture.job();
             ClaimRequest first = request(plain, job, "first");
             ClaimRequest confirmedOrNot = request(plain, "other-" + job, "waiting");
 

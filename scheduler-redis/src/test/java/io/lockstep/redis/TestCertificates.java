@@ -32,6 +32,39 @@ public final class TestCertificates {
         }
     }
 
+    private static Boolean redisTls;
+
+    /**
+     * Whether the {@code redis-server} the tests start ({@link LocalRedisServer}'s choice) was built
+     * with TLS, decided from the binary alone (it links OpenSSL's {@code SSL_CTX_new}), before and
+     * without any test's certificates or arguments: a TLS test skips only when this is false, and
+     * any other failure to start its server fails it.
+     */
+    public static synchronized boolean redisServerHasTls() {
+        if (redisTls == null) {
+            try {
+                byte[] binary = Files.readAllBytes(LocalRedisServer.findBinary());
+                redisTls = indexOf(binary, "SSL_CTX_new".getBytes(java.nio.charset.StandardCharsets.US_ASCII)) >= 0;
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return redisTls;
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= haystack.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (haystack[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
     /** A CA named {@code name} with its server and client certificates, in a new folder. */
     public static TestCertificates make(String name) {
         try {

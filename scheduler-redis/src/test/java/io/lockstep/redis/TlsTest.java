@@ -8,7 +8,6 @@ import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -31,18 +30,15 @@ class TlsTest {
     private static int tlsPort;
 
     @BeforeAll
-    static void start() throws Exception {
+    static void start() {
         Assumptions.assumeTrue(TestCertificates.available(), "openssl not found: install the Debian package openssl to run TLS tests");
+        // Decided from the binary before anything starts: once it has TLS, any failure to start the
+        // server below (a bad certificate, a port taken, a wrong argument) fails the tests.
+        Assumptions.assumeTrue(TestCertificates.redisServerHasTls(), "this redis-server (" + LocalRedisServer.findBinary()
+                + ") was built without TLS: install the Debian package redis-server to run TLS tests");
         certs = TestCertificates.make("lockstep-test-ca");
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            tlsPort = socket.getLocalPort();
-        }
-        try {
-            server = LocalRedisServer.start(certs.serverArgs(tlsPort, true).toArray(new String[0]));
-        } catch (IllegalStateException e) {
-            Assumptions.abort("this redis-server has no TLS (the embedded 6.2 build): install the Debian package redis-server "
-                    + "to run TLS tests (" + e.getMessage() + ")");
-        }
+        tlsPort = RedisFixture.freeLoopbackPort();
+        server = LocalRedisServer.start(certs.serverArgs(tlsPort, true).toArray(new String[0]));
     }
 
     @AfterAll

@@ -58,7 +58,7 @@ class WaitReplicasTest {
     }
 
     private static ClaimRequest request(RedisLockProvider p, String token) {
-        String job = "job-" + token + "-" + System.nanoTime();
+        String job = RedisFixture.job() + "-" + token;
         Instant slot = Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5);
         return new ClaimRequest(new Lease(job, slot, token, Duration.ofSeconds(5), true), "w", Duration.ofSeconds(10), false);
     }

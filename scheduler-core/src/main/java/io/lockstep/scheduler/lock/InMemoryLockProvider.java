@@ -45,6 +45,8 @@ public final class InMemoryLockProvider implements LockProvider {
     private final Map<String, Long> lastSlots = new HashMap<>();
     /** Per job, the latest slot that started a run. */
     private final Map<String, Long> startedSlots = new HashMap<>();
+    /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */
+    private final java.util.Set<String> paused = new java.util.HashSet<>();
 
     private InMemoryLockProvider(LongSupplier clockMillis) {
         this.clockMillis = clockMillis;
@@ -111,7 +113,8 @@ public final class InMemoryLockProvider implements LockProvider {
                             : ClaimResult.Status.MISSED, 0, now);
                 }
                 case "skipped" -> {
-                    return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
+                    return new ClaimResult("paused".equals(existing.note()) ? ClaimResult.Status.PAUSED
+                            : ClaimResult.Status.SKIPPED, 0, now);
                 }
                 default -> {
                     return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
@@ -122,17 +125,25 @@ public final class InMemoryLockProvider implements LockProvider {
         if (ahead && now < slot - request.ahead().toMillis()) {
             return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
         }
+        boolean manual = request.manual(); // as in Redis: outside the job's schedule, it neither reads nor moves the marks
         Long decided = lastSlots.get(lease.job());
-        if (now >= slot + recordTtl && (decided == null || slot <= decided)) {
+        if (!manual && now >= slot + recordTtl && (decided == null || slot <= decided)) {
             return new ClaimResult(ClaimResult.Status.STALE, 0, now);
         }
         if (request.mode() == ClaimRequest.Mode.MISS_ONLY
                 || (request.mode() == ClaimRequest.Mode.CLAIM && now > slot + request.misfireGrace().toMillis())) {
-            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl));
+            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl), manual);
             return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
         }
-        if (slot < startedSlots.getOrDefault(lease.job(), 0L)) {
-            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl, "order"));
+        if (!manual && paused.contains(lease.job())) {
+            if (ahead) {
+                return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // decided at the slot: the pause may be over by then
+            }
+            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, "paused"), false);
+            return new ClaimResult(ClaimResult.Status.PAUSED, 0, now);
+        }
+        if (!manual && slot < startedSlots.getOrDefault(lease.job(), 0L)) {
+            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl, "order"), false);
             return new ClaimResult(ClaimResult.Status.SUPERSEDED, 0, now);
         }
         LeaseEntry holder = liveLease(leaseKey(lease), now);
@@ -146,13 +157,15 @@ public final class InMemoryLockProvider implements LockProvider {
             if (request.replace()) {
                 revoke(lease.job(), holder.token(), now);
             } else {
-                decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl));
+                decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl), manual);
                 return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
             }
         }
         long fence = nextFence(lease.job(), now);
-        decide(lease, new SlotRecord("running", lease.token(), fence, now + recordTtl));
-        startedSlots.merge(lease.job(), slot, Math::max);
+        decide(lease, new SlotRecord("running", lease.token(), fence, now + recordTtl), manual);
+        if (!manual) {
+            startedSlots.merge(lease.job(), slot, Math::max);
+        }
         takeLease(lease, now);
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
     }
@@ -245,6 +258,12 @@ public final class InMemoryLockProvider implements LockProvider {
         for (Lease lease : batch) {
             LeaseEntry entry = liveLease(leaseKey(lease), now);
             boolean owned = entry != null && entry.token().equals(lease.token());
+            if (!owned) {
+                // As in Redis: a renewal that crossed its own run's completion finds it done under its token.
+                SlotRecord record = live(slotKey(lease.job(), lease.slot().toEpochMilli()), now);
+                results.add(record != null && record.token().equals(lease.token()) && record.state().startsWith("done:"));
+                continue;
+            }
             if (owned) {
                 takeLease(lease, now);
                 // As in Redis: the slot record lives at least two leases beyond a renewal.
@@ -292,6 +311,19 @@ public final class InMemoryLockProvider implements LockProvider {
         return true;
     }
 
+    /**
+     * Pauses {@code job} cluster-wide, as {@code pause} does in Redis: its slots are recorded as skipped
+     * ({@link ClaimResult.Status#PAUSED}) until {@link #resume}; manual runs still run.
+     */
+    public synchronized void pause(String job) {
+        paused.add(job);
+    }
+
+    /** Ends a {@link #pause}. */
+    public synchronized void resume(String job) {
+        paused.remove(job);
+    }
+
     @Override
     public long serverTimeMillis() {
         return clockMillis.getAsLong();
@@ -312,11 +344,13 @@ public final class InMemoryLockProvider implements LockProvider {
 
     // ---------------------------------------------------------------- helpers
 
-    /** Writes the deciding record of a slot and moves the job's last decided slot forward. */
-    private void decide(Lease lease, SlotRecord record) {
+    /** Writes the deciding record of a slot and, unless it is a manual run's, moves the job's last decided slot forward. */
+    private void decide(Lease lease, SlotRecord record, boolean manual) {
         long slot = lease.slot().toEpochMilli();
         slots.put(slotKey(lease.job(), slot), record);
-        lastSlots.merge(lease.job(), slot, Math::max);
+        if (!manual) {
+            lastSlots.merge(lease.job(), slot, Math::max);
+        }
     }
 
     /** As in Redis: max(counter + 1, store time in microseconds), so tokens never go back. */
