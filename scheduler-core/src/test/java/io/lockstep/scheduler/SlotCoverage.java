@@ -31,7 +31,7 @@ public final class SlotCoverage {
      * {@code to} (exclusive) whose key is not in {@code handled}, oldest first.
      */
     public static List<String> silent(Set<String> handled, Collection<String> jobs, Instant from, Instant to, Duration period) {
-        if (!period.isPositive()) {
+        if (period.isNegative() || period.isZero()) {
             throw new IllegalArgumentException("period must be positive, but was " + period);
         }
         List<String> silent = new ArrayList<>();
