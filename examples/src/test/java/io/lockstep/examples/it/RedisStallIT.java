@@ -42,9 +42,10 @@ class RedisStallIT {
             await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").size() >= JOBS);
             List<JsonNode> inFlight = cluster.events("job_started");
 
+            Prober prober = new Prober(cluster); // connected before the stall: a new connection's handshake would be held too
             Instant stalledAt = Instant.now();
             Thread stalling = stall(cluster, stall);
-            Prober prober = Prober.start(cluster);
+            prober.start();
             try {
                 // While Redis is stalled, every holder's deadline passes: each is told and stops. A stopped
                 // Redis stays stopped until every holder was told (at most 4 s, the other stalls' length).
@@ -145,27 +146,32 @@ class RedisStallIT {
 
         private final java.util.concurrent.CompletableFuture<Instant> answered = new java.util.concurrent.CompletableFuture<>();
 
-        static Prober start(Cluster cluster) {
-            Prober prober = new Prober();
+        private final RedisClient client;
+
+        Prober(Cluster cluster) {
+            client = RedisClient.builder()
+                    .hostAndPort(new redis.clients.jedis.HostAndPort(cluster.redis.host(), cluster.redis.port()))
+                    .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().socketTimeoutMillis(15_000).build())
+                    .build();
+            client.ping();
+        }
+
+        void start() {
             Thread t = new Thread(() -> {
-                try (RedisClient client = RedisClient.builder()
-                        .hostAndPort(new redis.clients.jedis.HostAndPort(cluster.redis.host(), cluster.redis.port()))
-                        .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().socketTimeoutMillis(15_000).build())
-                        .build()) {
-                    while (!prober.answered.isDone()) {
+                try (client) {
+                    while (!answered.isDone()) {
                         long sent = System.nanoTime();
                         client.ping();
                         if (System.nanoTime() - sent > 1_000_000_000L) {
-                            prober.answered.complete(Instant.now());
+                            answered.complete(Instant.now());
                         }
                     }
                 } catch (RuntimeException e) {
-                    prober.answered.completeExceptionally(e);
+                    answered.completeExceptionally(e);
                 }
             }, "stall-prober");
             t.setDaemon(true);
             t.start();
-            return prober;
         }
 
         Instant answeredAt() throws Exception {
