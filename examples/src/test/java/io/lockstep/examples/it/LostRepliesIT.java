@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.lockstep.redis.ItKeys;
 import io.lockstep.redis.TcpProxy;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -58,7 +59,7 @@ class LostRepliesIT {
             // a gives up on each when its grace ends and disowns it once Redis answers again.
             await().atMost(Duration.ofSeconds(20)).until(() -> unheard.stream().allMatch(k -> "missed".equals(state(redis, k))));
             await().atMost(Duration.ofSeconds(20)).until(() -> a.events("job_started").stream()
-                    .anyMatch(e -> !unheard.contains(key(e)) && WorkerProcess.ts(e).isAfter(java.time.Instant.now().minusSeconds(2))));
+                    .anyMatch(e -> !unheard.contains(WorkerProcess.key(e)) && WorkerProcess.ts(e).isAfter(java.time.Instant.now().minusSeconds(2))));
             assertThat(a.terminate()).isZero();
 
             Map<String, String> records = records(redis);
@@ -86,7 +87,7 @@ class LostRepliesIT {
             // Outcomes whose write failed are written once Redis answers, before the worker's own look
             // at runs in flight could abandon them.
             assertThat(a.events("slot_released")).allSatisfy(e -> assertThat(e.path("success").asBoolean())
-                    .as("outcome of %s written and ours", key(e)).isTrue());
+                    .as("outcome of %s written and ours", WorkerProcess.key(e)).isTrue());
             System.out.printf("%nLostRepliesIT: %d claims won in Redis without a reply, all disowned; %d replies dropped%n",
                     unheard.size(), proxy.repliesDropped());
         }
@@ -95,14 +96,14 @@ class LostRepliesIT {
     /** job@slot (ISO) of every slot record. */
     private static Map<String, String> records(RedisClient redis) {
         Map<String, String> states = new HashMap<>();
-        for (String key : redis.scan("0", new ScanParams().match("lockstep:{job-*}:slot:*").count(100_000)).getResult()) {
-            states.put(keyOf(key), redis.hget(key, "state"));
+        for (String key : redis.scan("0", new ScanParams().match(ItKeys.slotPattern("job-*")).count(100_000)).getResult()) {
+            states.put(ItKeys.jobAtSlot(key), redis.hget(key, "state"));
         }
         return states;
     }
 
     private static Set<String> claimedButNotStarted(RedisClient redis, WorkerProcess a) {
-        Set<String> started = a.events("job_started").stream().map(LostRepliesIT::key).collect(Collectors.toSet());
+        Set<String> started = a.events("job_started").stream().map(WorkerProcess::key).collect(Collectors.toSet());
         return records(redis).entrySet().stream()
                 .filter(e -> "running".equals(e.getValue()) && !started.contains(e.getKey()))
                 .map(Map.Entry::getKey).collect(Collectors.toSet());
@@ -116,21 +117,10 @@ class LostRepliesIT {
 
     private static String state(RedisClient redis, String jobAtSlot) {
         String job = jobAtSlot.substring(0, jobAtSlot.indexOf('@'));
-        long millis = java.time.Instant.parse(jobAtSlot.substring(jobAtSlot.indexOf('@') + 1)).toEpochMilli();
-        return redis.hget("lockstep:{" + job + "}:slot:" + millis, "state");
-    }
-
-    private static String keyOf(String redisKey) {
-        String job = redisKey.substring(redisKey.indexOf('{') + 1, redisKey.indexOf('}'));
-        long millis = Long.parseLong(redisKey.substring(redisKey.lastIndexOf(':') + 1));
-        return job + "@" + java.time.Instant.ofEpochMilli(millis);
-    }
-
-    private static String key(JsonNode e) {
-        return e.path("job").asText() + "@" + e.path("slot").asText();
+        return redis.hget(ItKeys.slot(job, WorkerProcess.slotOf(jobAtSlot)), "state");
     }
 
     private static Map<String, Long> count(List<JsonNode> events) {
-        return events.stream().collect(Collectors.groupingBy(LostRepliesIT::key, Collectors.counting()));
+        return events.stream().collect(Collectors.groupingBy(WorkerProcess::key, Collectors.counting()));
     }
 }

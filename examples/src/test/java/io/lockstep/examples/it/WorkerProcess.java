@@ -184,6 +184,11 @@ final class WorkerProcess implements AutoCloseable {
         return SlotCoverage.key(event.path("job").asText(), event.path("slot").asText());
     }
 
+    /** The slot of a job@slot key. */
+    static Instant slotOf(String jobAtSlot) {
+        return Instant.parse(jobAtSlot.substring(jobAtSlot.indexOf('@') + 1));
+    }
+
     /** Whether two events are about the same slot of the same job. */
     static boolean same(JsonNode a, JsonNode b) {
         return key(a).equals(key(b));
