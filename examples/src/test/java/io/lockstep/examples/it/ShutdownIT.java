@@ -66,17 +66,16 @@ class ShutdownIT {
             assertThat(interrupted.path("reason").asText()).isEqualTo("interrupted by shutdown");
             assertThat(Duration.between(stopping, WorkerProcess.ts(interrupted))).as("interrupted at the shutdown timeout, not before")
                     .isGreaterThanOrEqualTo(SHUTDOWN_TIMEOUT);
-            assertThat(single(w.events("slot_released"), drains)).satisfies(e -> {
-                assertThat(e.path("success").asBoolean()).isTrue();
-                assertThat(e.path("outcome").asText()).isEqualTo("succeeded");
-            });
-            assertThat(single(w.events("slot_released"), overruns)).satisfies(e -> {
-                assertThat(e.path("success").asBoolean()).isTrue();
-                assertThat(e.path("outcome").asText()).isEqualTo("interrupted");
-            });
+            JsonNode drainsReleased = single(w.events("slot_released"), drains);
+            assertThat(drainsReleased.path("success").asBoolean()).as("drained run's outcome written").isTrue();
+            assertThat(drainsReleased.path("outcome").asText()).isEqualTo("succeeded");
+            JsonNode overrunsReleased = single(w.events("slot_released"), overruns);
+            assertThat(overrunsReleased.path("success").asBoolean()).as("interrupted run's outcome written").isTrue();
+            assertThat(overrunsReleased.path("outcome").asText()).isEqualTo("interrupted");
             assertThat(w.events("job_started")).as("nothing started once the worker was stopping")
                     .allSatisfy(e -> assertThat(WorkerProcess.ts(e)).isBefore(stopping));
-            assertThat(w.events("worker_stopped")).singleElement().satisfies(e -> assertThat(e.path("drained").asBoolean()).isTrue());
+            assertThat(w.events("worker_stopped")).hasSize(1);
+            assertThat(w.events("worker_stopped").get(0).path("drained").asBoolean()).as("every job thread ended").isTrue();
 
             // What Redis recorded: the slot records are done markers with each outcome, and the history has both runs.
             assertThat(record(redis, drains)).containsEntry("state", "done").containsEntry("outcome", "succeeded");
