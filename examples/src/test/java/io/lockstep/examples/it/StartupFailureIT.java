@@ -113,7 +113,7 @@ class StartupFailureIT {
     @Test
     void theDemoRunsACleanClusterOnItsOwnRedis() {
         WorkerProcess w = WorkerProcess.command(dir, "demo", "demo", "--workers", "3", "--duration", "6s");
-        assertThat(w.waitForExit()).isZero();
+        int exit = w.waitForExit();
         String out;
         try {
             out = Files.readString(dir.resolve("demo.out.jsonl"));
@@ -136,7 +136,8 @@ class StartupFailureIT {
         assertThat(Duration.between(from, to)).as("the window the demo ran all its workers").isGreaterThanOrEqualTo(Duration.ofSeconds(3));
         assertThat(SlotCoverage.silent(handled, jobs, from, to, Duration.ofSeconds(1))).as("slots in [%s, %s) neither started nor reported", from, to)
                 .isEmpty();
-        // And its own table agrees.
+        // And its own verdict agrees: exit 0 and a clean table.
+        assertThat(exit).isZero();
         assertThat(out).contains("duplicates misses").containsPattern("total: \\d+ slots, 0 duplicates, 0 misses");
         System.out.printf("%nStartupFailureIT demo: %d jobs, %d starts, each slot once; window %s to %s covered%n",
                 jobs.size(), starts.size(), from, to);
