@@ -26,7 +26,7 @@ class JobMisbehaviourIT {
     Path dir;
 
     @Test
-    void anErrorOrADeafJobPastItsTimeoutDoesNotStopTheWorker() {
+    void anErrorOrADeafJobPastItsTimeoutStopsNeitherTheWorkerNorItsPerSecondJob() {
         String yaml = """
                 defaults:
                   lease: 2s
