@@ -94,8 +94,12 @@ class ClockJumpIT {
             assertThat(runs).filteredOn(r -> r.worker().equals("jumper") && r.slot().isAfter(ahead)).as("the jumper ran slots").isNotEmpty();
             assertThat(runs).allSatisfy(r -> assertThat(Duration.between(r.slot(), r.started()).toMillis())
                     .as("%s of %s started %s by the true clock", r.slot(), r.worker(), r.started()).isBetween(-1L, 1_000L));
+            // Its own report agrees, to the millisecond: the worker's cluster time is anchored on whole-ms
+            // readings of Redis TIME and re-anchored between a claim and its start (more often right
+            // after a jump), so it may read a start 1 ms before the slot (seen here: lateness_ms -1 while
+            // the true clock above had it on time).
             assertThat(jumper.events("job_started")).allSatisfy(e -> assertThat(e.path("lateness_ms").asLong())
-                    .as("%s started on time by cluster time", e.path("slot").asText()).isBetween(0L, 1_000L));
+                    .as("%s started on time by cluster time", e.path("slot").asText()).isBetween(-1L, 1_000L));
             System.out.printf("%nClockJumpIT: jumper ran %d slots (%d after +1h, %d after -1h), steady %d; latest start %d ms after its slot%n",
                     ranAfter("jumper", from), ranAfter("jumper", ahead) - ranAfter("jumper", behind), ranAfter("jumper", behind),
                     steady.events("job_started").size(), runs.stream().mapToLong(r -> Duration.between(r.slot(), r.started()).toMillis())
