@@ -94,14 +94,15 @@ class ClockJumpIT {
             assertThat(runs).filteredOn(r -> r.worker().equals("jumper") && r.slot().isAfter(ahead)).as("the jumper ran slots").isNotEmpty();
             assertThat(runs).allSatisfy(r -> assertThat(Duration.between(r.slot(), r.started()).toMillis())
                     .as("%s of %s started %s by the true clock", r.slot(), r.worker(), r.started()).isBetween(-1L, 1_000L));
-            // Its own report of each start (lateness_ms, by its cluster time) agrees with the true clock: a
-            // cluster time that followed the faked wall clock would be an hour off. (Not to the ms: the
-            // worker's estimate of Redis time may lag the true one by a few ms, seen here as -1 or -2 ms.)
+            // Its own report of each start (lateness_ms, by its cluster time) agrees with the true clock within
+            // a slot: a cluster time that followed the faked wall clock would be an hour off. (Not to the ms:
+            // its estimate of Redis time may lag by a few ms, seen as -1 or -2 ms, and the job records its
+            // start after the event is logged, once 71 ms after on this loaded machine.)
             Map<String, Long> trueLateness = new java.util.HashMap<>();
             runs.forEach(r -> trueLateness.put(r.job() + "@" + r.slot(), Duration.between(r.slot(), r.started()).toMillis()));
             assertThat(jumper.events("job_started")).isNotEmpty().allSatisfy(e -> assertThat(e.path("lateness_ms").asLong())
                     .as("%s: the jumper's own lateness against the true one", WorkerProcess.key(e))
-                    .isCloseTo(trueLateness.get(WorkerProcess.key(e)), org.assertj.core.data.Offset.offset(50L)));
+                    .isCloseTo(trueLateness.get(WorkerProcess.key(e)), org.assertj.core.data.Offset.offset(1_000L)));
             System.out.printf("%nClockJumpIT: jumper ran %d slots (%d after +1h, %d after -1h), steady %d; latest start %d ms after its slot%n",
                     ranAfter("jumper", from), ranAfter("jumper", ahead) - ranAfter("jumper", behind), ranAfter("jumper", behind),
                     steady.events("job_started").size(), runs.stream().mapToLong(r -> Duration.between(r.slot(), r.started()).toMillis())
