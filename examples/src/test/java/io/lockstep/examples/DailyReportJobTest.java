@@ -36,15 +36,25 @@ class DailyReportJobTest {
              Scheduler b = Scheduler.builder(store).workerId("b").job(report).build()) {
             a.start();
             b.start();
-            await().atMost(Duration.ofSeconds(10)).until(() -> sent.list.size() >= 3);
+            await().atMost(Duration.ofSeconds(10)).until(() -> reports(sent).size() >= 3);
         } finally {
             logger.detachAppender(sent);
         }
-        List<Map<String, Object>> reports = sent.list.stream().map(DailyReportJobTest::fields).toList();
+        List<Map<String, Object>> reports = reports(sent);
         assertThat(reports).allSatisfy(r -> assertThat(r)
                 .containsEntry("recipients", List.of("ops@example.com", "cfo@example.com"))
                 .containsEntry("title", "Numbers"));
         assertThat(reports.stream().map(r -> r.get("slot")).distinct()).hasSameSizeAs(reports);
+    }
+
+    /**
+     * The reports logged so far. The scheduler's job threads append while the test reads: Logback's
+     * appenders add under the appender's own lock, so the list is read under the same lock.
+     */
+    private static List<Map<String, Object>> reports(ListAppender<ILoggingEvent> sent) {
+        synchronized (sent) {
+            return sent.list.stream().map(DailyReportJobTest::fields).toList();
+        }
     }
 
     private static Map<String, Object> fields(ILoggingEvent e) {

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.lockstep.examples.StockReservation.Outcome;
 import io.lockstep.redis.LocalRedisServer;
+import io.lockstep.redis.LocalRedlock;
 import io.lockstep.redis.RedisLock;
 import io.lockstep.redis.RedisLocks;
 import java.time.Duration;
@@ -41,6 +42,7 @@ class StockReservationTest {
         server.close();
     }
 
+    /** A SKU name no other test on this server uses (the one name generator of this class). */
     private static String sku() {
         return "sku-" + UUID.randomUUID().toString().substring(0, 8);
     }
@@ -53,22 +55,11 @@ class StockReservationTest {
     /** The same, with the SKU's lock taken by Redlock over 5 masters (the stock itself stays on one Redis). */
     @Test
     void eightThreadsOnRedlockOverFiveMastersReserveExactlyTheStock() throws Exception {
-        List<LocalRedisServer> masters = new ArrayList<>();
-        List<RedisClient> clients = new ArrayList<>();
-        try {
-            for (int i = 0; i < 5; i++) {
-                masters.add(LocalRedisServer.start());
-                clients.add(RedisClient.create(masters.get(i).host(), masters.get(i).port()));
-            }
-            try (RedisLocks redlock = RedisLocks.redlockBuilder(clients).maxLease(StockReservation.LEASE).build()) {
-                // Fresh masters count once they are up longer than maxLease (the restart quarantine).
-                org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(20))
-                        .until(() -> masters.stream().allMatch(m -> m.uptimeSeconds() >= StockReservation.LEASE.toSeconds()));
-                reserveUntilSoldOut(new StockReservation(jedis, redlock, sku()), 100);
-            }
-        } finally {
-            clients.forEach(RedisClient::close);
-            masters.forEach(LocalRedisServer::close);
+        try (LocalRedlock masters = new LocalRedlock(5);
+             RedisLocks redlock = RedisLocks.redlockBuilder(masters.clients).maxLease(StockReservation.LEASE).build()) {
+            // Fresh masters count once they are up longer than maxLease (the restart quarantine).
+            masters.awaitUptime(StockReservation.LEASE);
+            reserveUntilSoldOut(new StockReservation(jedis, redlock, sku()), 100);
         }
     }
 
@@ -123,7 +114,7 @@ class StockReservationTest {
 
     @Test
     void aJobsTokensAndALocksTokensGuardTheSameStockInTheOrderTheyWereTaken() throws Exception {
-        String sku = "sku-" + UUID.randomUUID().toString().substring(0, 8);
+        String sku = sku();
         StockReservation stock = new StockReservation(jedis, locks, sku);
         stock.restock(10);
         // A scheduled job's tokens come from its own counter, stepped by several claims already.

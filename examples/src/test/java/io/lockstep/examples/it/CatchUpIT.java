@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.lockstep.redis.ItKeys;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -46,7 +47,7 @@ class CatchUpIT {
             assertThat(b.terminate()).isZero();
             Map<String, Instant> last = new HashMap<>();
             for (String job : JOBS) {
-                last.put(job, Instant.ofEpochMilli(Long.parseLong(redis.hget("lockstep:{" + job + "}:last", "decided"))));
+                last.put(job, Instant.ofEpochMilli(Long.parseLong(redis.hget(ItKeys.marks(job), "decided"))));
             }
 
             // The cluster stays down until five slots of every job and their grace have passed.

@@ -13,6 +13,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Set;
+import io.lockstep.scheduler.SlotCoverage;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
@@ -112,11 +115,35 @@ final class Cluster implements AutoCloseable {
     /** job@slot -> the workers that started it. */
     Map<String, List<String>> startsBySlot() {
         Map<String, List<String>> starts = new HashMap<>();
-        for (JsonNode e : events("job_started")) {
-            starts.computeIfAbsent(e.path("job").asText() + "@" + e.path("slot").asText(), k -> new ArrayList<>())
-                    .add(e.path("worker").asText());
-        }
+        startEventsBySlot().forEach((slot, events) -> starts.put(slot, events.stream().map(e -> e.path("worker").asText()).toList()));
         return starts;
+    }
+
+    /** job@slot -> every {@code job_started} event of it (one per run). */
+    Map<String, List<JsonNode>> startEventsBySlot() {
+        return events("job_started").stream().collect(Collectors.groupingBy(WorkerProcess::key));
+    }
+
+    /**
+     * The job@slot keys every worker handled: started, or reported ({@code slot_missed},
+     * {@code slot_skipped}), for {@link SlotCoverage#silent}.
+     */
+    Set<String> handled() {
+        Set<String> handled = new HashSet<>();
+        for (String name : List.of("job_started", "slot_missed", "slot_skipped")) {
+            events(name).forEach(e -> handled.add(WorkerProcess.key(e)));
+        }
+        return handled;
+    }
+
+    /** The names {@link #perSecondJobs} gives its {@code count} jobs. */
+    static List<String> jobNames(int count) {
+        return java.util.stream.IntStream.range(0, count).mapToObj(i -> String.format("job-%02d", i)).toList();
+    }
+
+    /** The per-second slots of {@code jobs} in [from, to) that no worker started nor reported. */
+    List<String> silentSlots(int jobs, Instant from, Instant to) {
+        return SlotCoverage.silent(handled(), jobNames(jobs), from, to, Duration.ofSeconds(1));
     }
 
     /** The job@slot keys of every per-second slot in [from, to] that no worker started. */
@@ -125,7 +152,7 @@ final class Cluster implements AutoCloseable {
         List<String> missing = new ArrayList<>();
         for (Instant slot = from; !slot.isAfter(to); slot = slot.plusSeconds(1)) {
             for (int j = 0; j < jobs; j++) {
-                String key = String.format("job-%02d@%s", j, slot);
+                String key = SlotCoverage.key(String.format("job-%02d", j), slot);
                 if (!starts.containsKey(key)) {
                     missing.add(key);
                 }
@@ -146,6 +173,15 @@ final class Cluster implements AutoCloseable {
         Map<String, Long> calls = new HashMap<>();
         redis.commandStats().forEach((name, stat) -> calls.put(name, stat.calls()));
         return calls;
+    }
+
+    /** A free TCP port on the loopback interface (bound to 127.0.0.1, as every server of the ITs is). */
+    static int freeLoopbackPort() {
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     @Override

@@ -8,6 +8,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+import io.lockstep.scheduler.SlotCoverage;
+import java.time.temporal.ChronoUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -22,7 +26,7 @@ class JobMisbehaviourIT {
     Path dir;
 
     @Test
-    void anErrorOrADeafJobPastItsTimeoutDoesNotStopTheWorker() {
+    void anErrorOrADeafJobPastItsTimeoutStopsNeitherTheWorkerNorItsPerSecondJob() {
         String yaml = """
                 defaults:
                   lease: 2s
@@ -43,12 +47,21 @@ class JobMisbehaviourIT {
         try (Cluster cluster = new Cluster(dir, yaml)) {
             WorkerProcess w = cluster.start("w");
             cluster.awaitStarted();
+            Instant from = WorkerProcess.ts(w.events("worker_started").get(0)).truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
             await().atMost(Duration.ofSeconds(30)).until(() -> count(w, "job_failed", "greedy") >= 2
                     && w.events("slot_released").stream().anyMatch(e -> job(e).equals("deaf")));
-            Instant afterBoth = Instant.now();
+            Instant afterBoth = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
             await().atMost(Duration.ofSeconds(10)).until(() -> w.events("job_succeeded").stream()
-                    .anyMatch(e -> job(e).equals("steady") && WorkerProcess.ts(e).isAfter(afterBoth.plusSeconds(1))));
+                    .anyMatch(e -> job(e).equals("steady") && !WorkerProcess.slot(e).isBefore(afterBoth)));
             assertThat(w.terminate()).isZero();
+
+            // The per-second job ran throughout: every one of its slots from the start through the
+            // misbehaviours started (not merely reported: it had free threads all along).
+            Set<String> steadyStarted = WorkerProcess.ofJob(w.events("job_started"), "steady").stream().map(WorkerProcess::key)
+                    .collect(Collectors.toSet());
+            assertThat(SlotCoverage.silent(steadyStarted, List.of("steady"), from, afterBoth.plusSeconds(1), Duration.ofSeconds(1)))
+                    .as("seconds of steady in [%s, %s] that did not start", from, afterBoth).isEmpty();
+            assertThat(Duration.between(from, afterBoth)).as("the window spans the misbehaviours").isGreaterThan(Duration.ofSeconds(4));
 
             List<JsonNode> oom = w.events("job_failed").stream().filter(e -> job(e).equals("greedy")).toList();
             assertThat(oom).allSatisfy(e -> assertThat(e.path("error").asText()).startsWith("java.lang.OutOfMemoryError"));

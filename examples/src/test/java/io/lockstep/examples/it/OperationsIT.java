@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -68,7 +67,7 @@ class OperationsIT {
         try (Cluster cluster = cluster(jobs())) {
             Map<String, Integer> ports = new HashMap<>();
             for (String id : List.of("w1", "w2", "w3")) {
-                ports.put(id, freePort());
+                ports.put(id, Cluster.freeLoopbackPort());
                 cluster.startWithEnv(id, Map.of("HTTP_PORT", Integer.toString(ports.get(id))));
             }
             cluster.awaitStarted();
@@ -147,8 +146,6 @@ class OperationsIT {
             assertThat(http.send(HttpRequest.newBuilder(w1.resolve("/metrics")).POST(HttpRequest.BodyPublishers.noBody()).build(),
                     HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(405);
 
-            statusPageInChromium(ports.get("w1"));
-
             // A lease lost by force (the holder SIGSTOPped past its lease) is counted where it happened.
             JsonNode holder = await().atMost(Duration.ofSeconds(10)).until(() -> statusJson(cluster).path("jobs").get(2).path("running"),
                     running -> running.size() == 1 && running.get(0).path("leaseLeftMs").asLong() > 1000);
@@ -175,15 +172,33 @@ class OperationsIT {
         }
     }
 
+    /**
+     * The status page in a real headless Chromium (its own test, so that a machine without Chromium
+     * skips this alone): the jobs, the workers, a run in flight with its worker, and an update after a
+     * new run.
+     */
+    @Test
+    void theStatusPageInABrowserShowsJobsWorkersRunsInFlightAndUpdates() throws Exception {
+        Optional<String> chromium = Chromium.binary();
+        Assumptions.assumeTrue(chromium.isPresent(), "the status page test needs Chromium: install the Debian package chromium");
+        try (Cluster cluster = cluster(jobs())) {
+            int port = Cluster.freeLoopbackPort();
+            cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
+            cluster.startWithEnv("w2", Map.of("HTTP_PORT", Integer.toString(Cluster.freeLoopbackPort())));
+            cluster.awaitStarted();
+            statusPageInChromium(chromium.get(), port);
+        }
+    }
+
     @Test
     void twoWorkersThatDisagreeOnAJobAreToldWhichJobAndWhich() throws Exception {
         try (Cluster cluster = cluster(jobs())) {
             Path other = dir.resolve("other.yaml");
             Files.writeString(other, Files.readString(cluster.config).replace("name: slow, cron: \"*/3 * * * * *\"",
                     "name: slow, cron: \"*/4 * * * * *\""));
-            int port = freePort();
+            int port = Cluster.freeLoopbackPort();
             cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
-            WorkerProcess w2 = WorkerProcess.start(dir, other, "w2", Map.of("HTTP_PORT", Integer.toString(freePort())));
+            WorkerProcess w2 = WorkerProcess.start(dir, other, "w2", Map.of("HTTP_PORT", Integer.toString(Cluster.freeLoopbackPort())));
             cluster.workers.add(w2);
             cluster.awaitStarted();
             await().atMost(Duration.ofSeconds(15)).until(() -> cluster.workers.stream().allMatch(w -> !w.events("config_drift").isEmpty()));
@@ -219,7 +234,7 @@ class OperationsIT {
             assertThat(empty.out).contains("no runs of tick recorded yet");
         }
         Path nowhere = dir.resolve("down.yaml");
-        Files.writeString(nowhere, "redis:\n  uri: redis://127.0.0.1:" + freePort() + "\n  timeout: 300ms\n" + jobs());
+        Files.writeString(nowhere, "redis:\n  uri: redis://127.0.0.1:" + Cluster.freeLoopbackPort() + "\n  timeout: 300ms\n" + jobs());
         Cli down = cli("status", "--config", nowhere.toString());
         assertThat(down.exit).isEqualTo(1);
         assertThat(down.err.strip()).doesNotContain("\n").startsWith("error: ");
@@ -228,23 +243,21 @@ class OperationsIT {
     // ------------------------------------------------------------------ helpers
 
     /** The status page in headless Chromium: the jobs, a run in flight with its worker, and an update after a new run. */
-    private void statusPageInChromium(int port) throws Exception {
-        Optional<String> chromium = Chromium.binary();
-        Assumptions.assumeTrue(chromium.isPresent(), "the status page test needs Chromium (Debian package: chromium)");
+    private void statusPageInChromium(String chromium, int port) throws Exception {
         String url = "http://127.0.0.1:" + port + "/";
         await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(500)).until(() -> {
-            String dom = Chromium.dumpDom(chromium.get(), url);
+            String dom = Chromium.dumpDom(chromium, url);
             return dom.contains("data-job=\"slow\"") && Pattern.compile("data-running=\"1\"").matcher(dom).find()
                     && dom.contains("data-worker=\"w");
         });
-        String first = Chromium.dumpDom(chromium.get(), url);
+        String first = Chromium.dumpDom(chromium, url);
         assertThat(first).contains("data-job=\"tick\"", "data-job=\"manual\"", "data-worker-id=\"w1\"", "data-worker-id=\"w2\"");
         String tickBefore = lastRun(first, "tick");
         await().atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofSeconds(1))
-                .until(() -> !lastRun(Chromium.dumpDom(chromium.get(), url), "tick").equals(tickBefore));
+                .until(() -> !lastRun(Chromium.dumpDom(chromium, url), "tick").equals(tickBefore));
         String shot = System.getProperty("lockstep.screenshot");
         if (shot != null && !shot.isBlank()) {
-            Chromium.screenshot(chromium.get(), url, Path.of(shot));
+            Chromium.screenshot(chromium, url, Path.of(shot));
         }
     }
 
@@ -306,12 +319,6 @@ class OperationsIT {
             total += metric(scrape(port), name, job, label);
         }
         return total;
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
     }
 
     /** Debian's headless Chromium, run as a command; nothing is downloaded. */

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import static io.lockstep.examples.it.WorkerProcess.forSlot;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -206,10 +207,6 @@ class PoliciesIT {
     }
 
     private static List<JsonNode> of(List<JsonNode> events, String job) {
-        return events.stream().filter(e -> job.equals(e.path("job").asText())).toList();
-    }
-
-    private static List<JsonNode> forSlot(List<JsonNode> events, Instant slot) {
-        return events.stream().filter(e -> slot.equals(WorkerProcess.slot(e))).toList();
+        return WorkerProcess.ofJob(events, job);
     }
 }

@@ -8,7 +8,6 @@ import io.lockstep.redis.LocalCluster;
 import io.lockstep.redis.LocalRedisServer;
 import io.lockstep.redis.LocalSentinel;
 import io.lockstep.redis.TestCertificates;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -53,7 +52,7 @@ class ProductionRedisIT {
                 sentinel.master().kill();
                 await().atMost(Duration.ofSeconds(20)).until(() -> sentinel.currentMaster().getPort() == sentinel.replica().port());
                 sentinel.master().restart(); // empty, and turned into the new master's replica by the Sentinels
-            }, "Sentinel, waitReplicas: " + waitReplicas);
+            }, "Sentinel, waitReplicas: " + waitReplicas, waitReplicas == 0);
             // Each worker's outage after the kill ends with an event that names the new master. (Earlier
             // ones name the old master: with waitReplicas 1 an outcome the replica did not acknowledge in
             // time is retried as an outage. Later ones may name another: on a loaded machine the
@@ -73,7 +72,7 @@ class ProductionRedisIT {
              Cluster cluster = Cluster.onRedis(dir, "redis:\n  cluster: { nodes: [" + String.join(", ", redis.nodes()) + "] }\n"
                      + "  timeout: 500ms\n", Cluster.perSecondJobs(JOBS, 300, "2s", "2s"))) {
             LocalRedisServer victim = redis.masters().get(0);
-            failover(cluster, victim::kill, "Cluster");
+            failover(cluster, victim::kill, "Cluster", true);
         }
     }
 
@@ -84,13 +83,19 @@ class ProductionRedisIT {
              Cluster cluster = Cluster.onRedis(dir, "redis:\n  cluster: { nodes: [" + String.join(", ", redis.nodes()) + "] }\n"
                      + "  timeout: 500ms\n", Cluster.perSecondJobs(JOBS, 300, "2s", "2s"))) {
             LocalRedisServer replica = redis.replicas().get(0);
-            failover(cluster, () -> redis.failover(replica), "Cluster, CLUSTER FAILOVER"); // the replica takes over while claims flow
+            // the replica takes over while claims flow; a manual failover waits for it to catch up, so nothing is lost
+            failover(cluster, () -> redis.failover(replica), "Cluster, CLUSTER FAILOVER", false);
             assertThat(redis.masters()).extracting(LocalRedisServer::port).contains(replica.port());
         }
     }
 
-    /** Three workers run; {@code fault} kills a master mid-run; checks once-or-reported and measures the pause. */
-    private static void failover(Cluster cluster, Runnable fault, String mode) {
+    /**
+     * Three workers run; {@code fault} kills a master mid-run; checks once-or-reported and measures
+     * the pause. {@code claimsMayBeLost}: the fault may lose the last claims (SIGKILL of a master whose
+     * replica has not acknowledged them, {@code waitReplicas: 0}; GUARANTEES.md's known limit), so a
+     * slot may run a second time, but only under a higher fencing token, as SentinelTest shows.
+     */
+    private static void failover(Cluster cluster, Runnable fault, String mode, boolean claimsMayBeLost) {
         List<WorkerProcess> workers = List.of(cluster.start("w1"), cluster.start("w2"), cluster.start("w3"));
         cluster.awaitStarted();
         await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").size() >= 3 * JOBS);
@@ -102,39 +107,38 @@ class ProductionRedisIT {
         Instant until = Instant.now();
         workers.forEach(w -> assertThat(w.terminate()).isZero());
 
-        assertThat(cluster.startsBySlot()).as("no slot ran twice").allSatisfy((slot, ws) -> assertThat(ws).hasSize(1));
-        // Every slot from before the kill to the end either started or was reported.
-        List<String> silent = new ArrayList<>();
-        java.util.Set<String> reported = new java.util.HashSet<>();
-        for (String name : List.of("slot_missed", "slot_skipped")) {
-            cluster.events(name).forEach(e -> reported.add(e.path("job").asText() + "@" + e.path("slot").asText()));
-        }
-        for (String key : cluster.slotsNeverStarted(JOBS, killedAt.truncatedTo(ChronoUnit.SECONDS).minusSeconds(1),
-                until.truncatedTo(ChronoUnit.SECONDS).minusSeconds(3))) {
-            if (!reported.contains(key)) {
-                silent.add(key);
+        List<String> rerun = new ArrayList<>();
+        cluster.startEventsBySlot().forEach((slot, starts) -> {
+            if (starts.size() > 1 && claimsMayBeLost) {
+                rerun.add(slot);
+                List<Long> tokens = starts.stream().sorted(java.util.Comparator.comparing(WorkerProcess::ts))
+                        .map(e -> e.path("fencing_token").asLong()).toList();
+                assertThat(tokens).as("%s ran again after a lost claim: only under a higher token each time", slot)
+                        .hasSize(2).isSortedAccordingTo(java.util.Comparator.naturalOrder()).doesNotHaveDuplicates();
+            } else {
+                assertThat(starts).as("%s ran once", slot).hasSize(1);
             }
-        }
-        assertThat(silent).as("slots neither started nor reported").isEmpty();
-        System.out.printf("%nProductionRedisIT[%s]: fault at 0; first job started again %d ms later; %d slots reported missed%n",
-                mode, Duration.between(killedAt, resumed).toMillis(), cluster.events("slot_missed").size());
+        });
+        // Every slot from before the kill to the end (each one's grace, 2 s, over) either started or was reported.
+        Instant from = killedAt.truncatedTo(ChronoUnit.SECONDS).minusSeconds(1);
+        Instant to = until.truncatedTo(ChronoUnit.SECONDS).minusSeconds(2);
+        assertThat(cluster.silentSlots(JOBS, from, to)).as("slots in [%s, %s) neither started nor reported", from, to).isEmpty();
+        System.out.printf("%nProductionRedisIT[%s]: fault at 0; first job started again %d ms later; %d slots reported missed;"
+                + " %d run again under a higher token after a lost claim%n", mode, Duration.between(killedAt, resumed).toMillis(),
+                cluster.events("slot_missed").size(), rerun.size());
     }
 
     @Test
     void aWorkerOverMutualTlsAsTheLeastPrivilegeAclUser() throws Exception {
         Assumptions.assumeTrue(TestCertificates.available(), "openssl not found: install the Debian package openssl");
+        // Decided up front, from the binary the test would start: once it has TLS, any failure to
+        // start the server below (a bad certificate, a port race, a wrong argument) fails the test.
+        Path binary = redisServerBinary();
+        Assumptions.assumeTrue(linksTls(binary), "this redis-server (" + binary + ") was built without TLS: install the Debian package"
+                + " redis-server to run this test");
         TestCertificates certs = TestCertificates.make("lockstep-it-ca");
-        int tlsPort;
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            tlsPort = socket.getLocalPort();
-        }
-        LocalRedisServer server;
-        try {
-            server = LocalRedisServer.start(certs.serverArgs(tlsPort, true).toArray(new String[0]));
-        } catch (IllegalStateException e) {
-            Assumptions.abort("this redis-server has no TLS: install the Debian package redis-server to run this test");
-            return;
-        }
+        int tlsPort = Cluster.freeLoopbackPort();
+        LocalRedisServer server = LocalRedisServer.start(certs.serverArgs(tlsPort, true).toArray(new String[0]));
         try (server; RedisClient admin = RedisClient.create(server.host(), server.port())) {
             List<String> acl = new ArrayList<>(List.of("SETUSER", "worker", "reset", "on", ">worker-pw"));
             acl.addAll(io.lockstep.redis.AclTest.WORKER_RULES);
@@ -150,6 +154,33 @@ class ProductionRedisIT {
                 JsonNode started = w.events("worker_started").get(0);
                 assertThat(started.path("lock_store").asText()).startsWith("rediss 127.0.0.1:" + tlsPort);
             }
+        }
+    }
+
+    /** The redis-server binary the tests start (the one on PATH, else the embedded one), as a plain server reports it. */
+    private static Path redisServerBinary() {
+        try (LocalRedisServer plain = LocalRedisServer.start()) {
+            return plain.binary();
+        }
+    }
+
+    /** Whether the binary was built with TLS: it carries OpenSSL's {@code SSL_CTX_new} (linked or static). */
+    private static boolean linksTls(Path binary) {
+        try {
+            byte[] bytes = java.nio.file.Files.readAllBytes(binary);
+            byte[] symbol = "SSL_CTX_new".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            outer:
+            for (int i = 0; i + symbol.length <= bytes.length; i++) {
+                for (int j = 0; j < symbol.length; j++) {
+                    if (bytes[i + j] != symbol[j]) {
+                        continue outer;
+                    }
+                }
+                return true;
+            }
+            return false;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
     }
 }

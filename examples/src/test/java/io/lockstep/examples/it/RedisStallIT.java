@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Collectors;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
@@ -43,14 +42,30 @@ class RedisStallIT {
             await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").size() >= JOBS);
             List<JsonNode> inFlight = cluster.events("job_started");
 
+            Prober prober = new Prober(cluster); // connected before the stall: a new connection's handshake would be held too
             Instant stalledAt = Instant.now();
             Thread stalling = stall(cluster, stall);
-            // While Redis is stalled, every holder's deadline passes: each is told and stops.
-            await().atMost(Duration.ofSeconds(4)).until(() -> inFlight.stream().allMatch(s -> lostLease(cluster, s)));
-            Instant allLost = Instant.now();
-            resume(cluster, stall, stalling, stalledAt);
-            Instant resumedAt = Instant.now();
-            assertThat(allLost).as("every holder knew before Redis came back").isBefore(resumedAt);
+            prober.start();
+            try {
+                // While Redis is stalled, every holder's deadline passes: each is told and stops. A stopped
+                // Redis stays stopped until every holder was told (at most 4 s, the other stalls' length).
+                if (stall.equals("sigstop")) {
+                    await().atMost(Duration.ofSeconds(4)).until(() -> inFlight.stream().allMatch(s -> lostLease(cluster, s)));
+                }
+            } finally {
+                resume(cluster, stall, stalling);
+            }
+            // The instant Redis answered again: the arrival of the first reply the stall held back.
+            Instant resumedAt = prober.answeredAt();
+            await().atMost(Duration.ofSeconds(10)).until(() -> inFlight.stream().allMatch(s -> lostLease(cluster, s)));
+            long earliestMargin = Long.MAX_VALUE;
+            for (JsonNode start : inFlight) {
+                JsonNode lost = cluster.events("lease_lost").stream().filter(e -> WorkerProcess.same(e, start)).findFirst().orElseThrow();
+                assertThat(WorkerProcess.ts(lost)).as("%s told its lease was lost before Redis answered again at %s",
+                        WorkerProcess.key(start), resumedAt).isBefore(resumedAt);
+                earliestMargin = Math.min(earliestMargin, Duration.between(WorkerProcess.ts(lost), resumedAt).toMillis());
+            }
+            Instant allLost = resumedAt.minusMillis(earliestMargin);
 
             // After the stall, work goes on: the dead runs are recovered (or decided) and new slots run.
             await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").stream()
@@ -59,21 +74,21 @@ class RedisStallIT {
             assertThat(b.terminate()).isZero();
 
             for (JsonNode start : inFlight) {
-                JsonNode failed = cluster.events("job_failed").stream().filter(e -> same(e, start)).findFirst().orElseThrow();
+                JsonNode failed = cluster.events("job_failed").stream().filter(e -> WorkerProcess.same(e, start)).findFirst().orElseThrow();
                 assertThat(failed.path("reason").asText()).isEqualTo("lease lost");
             }
             // No slot ran twice except through recovery, and each recovery ran under a higher token.
-            Map<String, List<JsonNode>> starts = cluster.events("job_started").stream()
-                    .collect(Collectors.groupingBy(e -> e.path("job").asText() + "@" + e.path("slot").asText()));
+            Map<String, List<JsonNode>> starts = cluster.startEventsBySlot();
             for (Map.Entry<String, List<JsonNode>> slot : starts.entrySet()) {
                 long recoveries = cluster.events("slot_recovered").stream()
-                        .filter(e -> slot.getKey().equals(e.path("job").asText() + "@" + e.path("slot").asText())).count();
+                        .filter(e -> slot.getKey().equals(WorkerProcess.key(e))).count();
                 assertThat(slot.getValue()).as("%s: started once, plus once per recovery", slot.getKey()).hasSize(1 + (int) recoveries);
                 List<Long> tokens = slot.getValue().stream().map(e -> e.path("fencing_token").asLong()).sorted().toList();
                 assertThat(tokens).as("%s: each run its own higher token", slot.getKey()).doesNotHaveDuplicates();
             }
-            System.out.printf("%nRedisStallIT[%s]: every holder told its lease was lost %d ms into the stall; Redis back after %d ms%n",
-                    stall, Duration.between(stalledAt, allLost).toMillis(), Duration.between(stalledAt, resumedAt).toMillis());
+            System.out.printf("%nRedisStallIT[%s]: every holder told its lease was lost %d ms into the stall; Redis answered again"
+                    + " after %d ms (margin %d ms)%n", stall, Duration.between(stalledAt, allLost).toMillis(),
+                    Duration.between(stalledAt, resumedAt).toMillis(), earliestMargin);
         }
     }
 
@@ -112,35 +127,59 @@ class RedisStallIT {
         return null;
     }
 
-    private static void resume(Cluster cluster, String how, Thread stalling, Instant stalledAt) throws InterruptedException {
+    /** Ends a stall the test must end itself (SIGSTOP); waits out the others (they end by themselves). */
+    private static void resume(Cluster cluster, String how, Thread stalling) throws InterruptedException {
         switch (how) {
-            case "sigstop" -> {
-                // Keep it stopped as long as the other two stall (4 s, two leases): the length of the fault.
-                Duration left = Duration.between(Instant.now(), stalledAt.plusSeconds(4));
-                if (!left.isNegative()) {
-                    await().pollDelay(left).atMost(left.plusSeconds(1)).until(() -> true);
-                }
-                cluster.redis.resume();
-            }
-            case "client-pause" -> await().atMost(Duration.ofSeconds(10)).until(() -> pingable(cluster));
+            case "sigstop" -> cluster.redis.resume();
+            case "client-pause" -> { }
             case "debug-sleep" -> stalling.join(10_000);
             default -> throw new IllegalArgumentException(how);
         }
     }
 
-    private static boolean pingable(Cluster cluster) {
-        try (RedisClient admin = RedisClient.create(cluster.redis.host(), cluster.redis.port())) {
-            return "PONG".equals(admin.ping());
-        } catch (RuntimeException e) {
-            return false;
+    /**
+     * Pings Redis from the moment a stall began until a reply arrives that the stall held back (a
+     * round trip over 1 s; replies sent before a DEBUG SLEEP got in come back at once and do not
+     * count): its arrival is when Redis answered again.
+     */
+    private static final class Prober {
+
+        private final java.util.concurrent.CompletableFuture<Instant> answered = new java.util.concurrent.CompletableFuture<>();
+
+        private final RedisClient client;
+
+        Prober(Cluster cluster) {
+            client = RedisClient.builder()
+                    .hostAndPort(new redis.clients.jedis.HostAndPort(cluster.redis.host(), cluster.redis.port()))
+                    .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().socketTimeoutMillis(15_000).build())
+                    .build();
+            client.ping();
+        }
+
+        void start() {
+            Thread t = new Thread(() -> {
+                try (client) {
+                    while (!answered.isDone()) {
+                        long sent = System.nanoTime();
+                        client.ping();
+                        if (System.nanoTime() - sent > 1_000_000_000L) {
+                            answered.complete(Instant.now());
+                        }
+                    }
+                } catch (RuntimeException e) {
+                    answered.completeExceptionally(e);
+                }
+            }, "stall-prober");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        Instant answeredAt() throws Exception {
+            return answered.get(20, java.util.concurrent.TimeUnit.SECONDS);
         }
     }
 
     private static boolean lostLease(Cluster cluster, JsonNode start) {
-        return cluster.events("lease_lost").stream().anyMatch(e -> same(e, start));
-    }
-
-    private static boolean same(JsonNode a, JsonNode b) {
-        return a.path("job").asText().equals(b.path("job").asText()) && a.path("slot").asText().equals(b.path("slot").asText());
+        return cluster.events("lease_lost").stream().anyMatch(e -> WorkerProcess.same(e, start));
     }
 }

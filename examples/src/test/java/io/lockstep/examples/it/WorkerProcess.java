@@ -2,6 +2,7 @@ package io.lockstep.examples.it;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.lockstep.scheduler.SlotCoverage;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -176,5 +177,30 @@ final class WorkerProcess implements AutoCloseable {
 
     static Instant slot(JsonNode event) {
         return Instant.parse(event.path("slot").asText());
+    }
+
+    /** The event's job@slot, as {@link SlotCoverage#key} writes it (the one key every IT groups by). */
+    static String key(JsonNode event) {
+        return SlotCoverage.key(event.path("job").asText(), event.path("slot").asText());
+    }
+
+    /** The slot of a job@slot key. */
+    static Instant slotOf(String jobAtSlot) {
+        return Instant.parse(jobAtSlot.substring(jobAtSlot.indexOf('@') + 1));
+    }
+
+    /** Whether two events are about the same slot of the same job. */
+    static boolean same(JsonNode a, JsonNode b) {
+        return key(a).equals(key(b));
+    }
+
+    /** The events about {@code slot} (of any job). */
+    static List<JsonNode> forSlot(List<JsonNode> events, Instant slot) {
+        return events.stream().filter(e -> slot.equals(slot(e))).toList();
+    }
+
+    /** The events about {@code job}. */
+    static List<JsonNode> ofJob(List<JsonNode> events, String job) {
+        return events.stream().filter(e -> job.equals(e.path("job").asText())).toList();
     }
 }

@@ -1,0 +1,43 @@
+package io.lockstep.redis;
+
+import java.time.Instant;
+
+/**
+ * The Redis keys the worker ITs read, from {@link RedisKeys} itself (whose key methods are
+ * package-private, hence this class in its package), so that no IT re-types the layout and a
+ * change of it cannot turn an IT's negative check vacuous. Default prefix, standalone Redis.
+ * Stateless, thread safe.
+ */
+public final class ItKeys {
+
+    private static final RedisKeys KEYS = new RedisKeys(RedisLockProvider.DEFAULT_KEY_PREFIX, false);
+
+    private ItKeys() {
+    }
+
+    /** The slot record of {@code job} at {@code slot}. */
+    public static String slot(String job, Instant slot) {
+        return KEYS.slot(job, slot.toEpochMilli());
+    }
+
+    /** A SCAN pattern for the slot records of the jobs matching {@code jobGlob}. */
+    public static String slotPattern(String jobGlob) {
+        String any = KEYS.slot(jobGlob, 0);
+        return any.substring(0, any.length() - 1) + "*";
+    }
+
+    /** The job's marks (hash: decided, started, holder). */
+    public static String marks(String job) {
+        return KEYS.marks(job);
+    }
+
+    /** job@slot (ISO instant) of a slot record's key. */
+    public static String jobAtSlot(String slotKey) {
+        String job = slotKey.substring(slotKey.indexOf('{') + 1, slotKey.indexOf('}'));
+        long millis = Long.parseLong(slotKey.substring(slotKey.lastIndexOf(':') + 1));
+        if (!slotKey.equals(KEYS.slot(job, millis))) {
+            throw new IllegalArgumentException("not a slot record key: " + slotKey);
+        }
+        return job + "@" + Instant.ofEpochMilli(millis);
+    }
+}
