@@ -13,7 +13,15 @@ import org.slf4j.event.KeyValuePair;
 final class CapturedEvents implements AutoCloseable {
 
     private final Logger logger = (Logger) LoggerFactory.getLogger(Events.LOGGER);
-    private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
+    /** When each event was appended (monotonic nanos, on the logging thread), by its index in {@code appender.list}. */
+    private final List<Long> appendedNanos = new java.util.ArrayList<>();
+    private final ListAppender<ILoggingEvent> appender = new ListAppender<>() {
+        @Override
+        protected void append(ILoggingEvent e) {
+            super.append(e); // called under the appender's lock, as all() reads
+            appendedNanos.add(System.nanoTime());
+        }
+    };
 
     CapturedEvents() {
         appender.start();
@@ -30,6 +38,22 @@ final class CapturedEvents implements AutoCloseable {
 
     List<Map<String, Object>> named(String event) {
         return all().stream().filter(e -> event.equals(e.get("event"))).toList();
+    }
+
+    /**
+     * When each event of this name was logged, in {@link System#nanoTime()} taken on the logging
+     * thread just after it was appended (so after everything the code did before logging it), oldest first.
+     */
+    List<Long> nanosOf(String event) {
+        synchronized (appender) {
+            List<Long> nanos = new java.util.ArrayList<>();
+            for (int i = 0; i < appender.list.size(); i++) {
+                if (event.equals(fields(appender.list.get(i)).get("event"))) {
+                    nanos.add(appendedNanos.get(i));
+                }
+            }
+            return nanos;
+        }
     }
 
     /**

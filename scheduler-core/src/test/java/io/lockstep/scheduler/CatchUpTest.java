@@ -78,9 +78,11 @@ class CatchUpTest {
         }
         assertThat(startOrder.subList(0, chain.size())).as("the chain first").containsExactlyElementsOf(chain);
         // The slots that fell due while the chain was decided were held, and past their grace reported
-        // (held past it, or let go by the chain's end too late to start), not started out of order.
+        // (held past it, or let go by the chain's end too late to start), not started out of order. A
+        // tick that falls behind on a loaded machine reports a slot as this worker's lag instead.
         assertThat(harness.events().named("slot_missed")).isNotEmpty().allSatisfy(e -> assertThat((String) e.get("reason"))
-                .isIn("an older slot of the job had not started within misfireGrace", "later than misfireGrace"));
+                .isIn("an older slot of the job had not started within misfireGrace", "later than misfireGrace",
+                        "this worker fell behind its schedule"));
         Instant firstRegular = startOrder.get(chain.size());
         assertThat(SlotCoverage.silent(harness.events().handledPerSlot().keySet(), List.of("chain"), last.plusSeconds(1),
                 firstRegular, Duration.ofSeconds(1))).as("slots neither started nor reported").isEmpty();

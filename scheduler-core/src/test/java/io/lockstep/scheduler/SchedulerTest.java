@@ -80,7 +80,11 @@ class SchedulerTest {
         // Two 1.5 s runs fall due every second: the narrow worker's one thread can start at most one
         // of every three, so over 20 starts the wide worker must have run most of them.
         await().atMost(Duration.ofSeconds(30)).until(() -> harness.events().named("job_started").size() >= 20);
-        // A slot a worker held without a thread to start it would start late, or past its grace not at all.
+        // A slot the narrow worker claimed while its one thread was busy would wait for that run to end,
+        // up to 1.5 s: it starts the slots it claims on time (a slot it had to let go went to the wide
+        // worker, BACKOFF after the slot, not to it once its thread freed up).
+        assertThat(harness.events().named("job_started")).filteredOn(e -> "narrow".equals(e.get("worker")))
+                .allSatisfy(e -> assertThat((Long) e.get("lateness_ms")).as("narrow's start of %s", e.get("slot")).isLessThan(1_000L));
         assertThat(harness.events().named("job_started"))
                 .allSatisfy(e -> assertThat((Long) e.get("lateness_ms")).isLessThanOrEqualTo(a.misfireGrace().toMillis()));
         assertThat(perWorker.get("wide").get()).isGreaterThan(perWorker.getOrDefault("narrow", new AtomicInteger()).get());
@@ -200,7 +204,9 @@ class SchedulerTest {
     void checkLeaseThrowsOnceTheLeaseIsGoneAndNotBefore() {
         FaultyStore store = new FaultyStore();
         java.util.concurrent.atomic.AtomicLong checksPassed = new java.util.concurrent.atomic.AtomicLong();
-        List<Long> passedAtNanos = new CopyOnWriteArrayList<>();
+        // When each check that passed was begun: taken before the call, so a check still in flight when
+        // the lease was declared lost counts as begun before it.
+        List<Long> passedCheckBegunNanos = new CopyOnWriteArrayList<>();
         List<Throwable> thrown = new CopyOnWriteArrayList<>();
         harness.start(Scheduler.builder(store).workerId("w").shutdownTimeout(Duration.ofMillis(200))
                 .job(job("careful", Duration.ofSeconds(2), Overlap.SKIP, Duration.ZERO))
@@ -208,9 +214,10 @@ class SchedulerTest {
                     long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
                     try {
                         while (System.nanoTime() < giveUp) { // a job that checks its lease between steps of work
+                            long begun = System.nanoTime();
                             ctx.checkLease();
                             checksPassed.incrementAndGet();
-                            passedAtNanos.add(System.nanoTime());
+                            passedCheckBegunNanos.add(begun);
                             java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
                         }
                     } catch (RuntimeException e) {
@@ -223,7 +230,6 @@ class SchedulerTest {
         assertThat(thrown).isEmpty();
         assertThat(checksPassed.get()).isPositive();
         String token = tokenOfFirstClaim("careful");
-        long refusedAt = System.nanoTime();
         store.refusedTokens.add(token);
         await().atMost(Duration.ofSeconds(10)).until(() -> !thrown.isEmpty());
         Instant slot = Instant.parse((String) harness.events().named("slot_claimed").get(0).get("slot"));
@@ -233,8 +239,12 @@ class SchedulerTest {
             assertThat(e).hasMessage("lease lost for job careful slot " + slot + ": renewal refused: the token no longer owns the lease");
         });
         assertThat(harness.events().named("lease_lost")).singleElement().satisfies(e -> assertThat(e).containsEntry("identifier", token));
-        // Every check that passed did so while the lease was still ours: the refusal came after the first.
-        assertThat(passedAtNanos.get(0)).isLessThan(refusedAt);
+        // No check begun after the job was told passed: the watchdog declares the lease lost before it
+        // logs lease_lost, so a check begun once that event was logged must throw.
+        long toldAt = harness.events().nanosOf("lease_lost").get(0);
+        assertThat(passedCheckBegunNanos).as("checks passed").isNotEmpty()
+                .allSatisfy(begun -> assertThat(begun).as("a check that passed, begun %d µs after lease_lost",
+                        TimeUnit.NANOSECONDS.toMicros(begun - toldAt)).isLessThan(toldAt));
     }
 
     @Test
@@ -270,6 +280,8 @@ class SchedulerTest {
                     .satisfies(e -> assertThat(e).containsEntry("outcome", "lease_lost"));
         } finally {
             poolFree.countDown();
+            harness.closeAll(); // drains and shuts down the pool it was given; shut down here too, should build have failed
+            pool.shutdownNow();
         }
     }
 
@@ -449,8 +461,7 @@ class SchedulerTest {
                 doomedRuns.stream().map(slot -> "report@" + slot).toList()));
         // Three more ticks of each peer (each decides or steps aside from one more slot, then looks at
         // runs in flight): a second abandonment of any slot would show by then.
-        Map<String, Long> ticksThen = Map.of("peer-1", ticks("peer-1"), "peer-2", ticks("peer-2"));
-        await().atMost(Duration.ofSeconds(10)).until(() -> ticksThen.entrySet().stream().allMatch(t -> ticks(t.getKey()) >= t.getValue() + 3));
+        awaitThreeMoreTicks("peer-1", "peer-2");
         Map<Object, Long> perSlot = harness.events().named("slot_abandoned").stream()
                 .collect(Collectors.groupingBy(e -> e.get("slot"), Collectors.counting()));
         assertThat(perSlot.values()).containsOnly(1L);
@@ -500,8 +511,7 @@ class SchedulerTest {
             }
         });
         // Three more ticks of each worker that came back: a second run or report of a slot would show by then.
-        Map<String, Long> ticksThen = Map.of("back-1", ticks("back-1"), "back-2", ticks("back-2"));
-        await().atMost(Duration.ofSeconds(10)).until(() -> ticksThen.entrySet().stream().allMatch(t -> ticks(t.getKey()) >= t.getValue() + 3));
+        awaitThreeMoreTicks("back-1", "back-2");
         for (Instant slot : downSlots) {
             assertThat(runs.get("all")).as("all: ran once").containsOnlyOnce(slot);
             assertThat(runs.get("none")).doesNotContain(slot);
@@ -531,12 +541,28 @@ class SchedulerTest {
                 .map(e -> (String) e.get("identifier")).findFirst().orElseThrow();
     }
 
-    /** How many slots the worker has dealt with so far: one a tick (claimed, lost to a peer, stepped aside from, skipped). */
-    private long ticks(String worker) {
+    /**
+     * Waits until each worker has dealt with (claimed, lost to a peer, stepped aside from, skipped)
+     * three slot times newer than the newest it had dealt with when called: three more ticks, whatever
+     * the number of jobs, and however late an event about an older slot arrives.
+     */
+    private void awaitThreeMoreTicks(String... workers) {
+        Map<String, Instant> newestThen = new java.util.HashMap<>();
+        for (String w : workers) {
+            java.util.NavigableSet<Instant> dealt = slotsDealtWith(w);
+            newestThen.put(w, dealt.isEmpty() ? Instant.EPOCH : dealt.last());
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() -> newestThen.entrySet().stream()
+                .allMatch(t -> slotsDealtWith(t.getKey()).tailSet(t.getValue(), false).size() >= 3));
+    }
+
+    /** The slot times the worker has dealt with, each once however many jobs fell due at it. */
+    private java.util.NavigableSet<Instant> slotsDealtWith(String worker) {
         return harness.events().all().stream()
                 .filter(e -> worker.equals(e.get("worker")) && Set.of("slot_claimed", "slot_contended", "slot_stepped_aside", "slot_skipped")
                         .contains(e.get("event")))
-                .count();
+                .map(e -> Instant.parse((String) e.get("slot")))
+                .collect(Collectors.toCollection(java.util.TreeSet::new));
     }
 
     private Set<String> keys(String event) {

@@ -264,17 +264,21 @@ public final class InMemoryLockProvider implements LockProvider {
                 results.add(record != null && record.token().equals(lease.token()) && record.state().startsWith("done:"));
                 continue;
             }
-            if (owned) {
-                takeLease(lease, now);
-                // As in Redis: the slot record lives at least two leases beyond a renewal.
-                String slotKey = slotKey(lease.job(), lease.slot().toEpochMilli());
-                SlotRecord record = live(slotKey, now);
-                long keep = now + 2 * lease.ttl().toMillis();
-                if (record != null && record.expiresAt() < keep) {
-                    slots.put(slotKey, new SlotRecord(record.state(), record.token(), record.fence(), keep));
-                }
+            long end = now + lease.ttl().toMillis();
+            leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
+            // As in Redis (ZADD XX): the run's entry in the running index moves only if it is still there.
+            TreeMap<Long, Long> runs = running.get(lease.job());
+            if (runs != null) {
+                runs.replace(lease.slot().toEpochMilli(), end);
             }
-            results.add(owned);
+            // As in Redis: the slot record lives at least two leases beyond a renewal.
+            String slotKey = slotKey(lease.job(), lease.slot().toEpochMilli());
+            SlotRecord record = live(slotKey, now);
+            long keep = now + 2 * lease.ttl().toMillis();
+            if (record != null && record.expiresAt() < keep) {
+                slots.put(slotKey, new SlotRecord(record.state(), record.token(), record.fence(), keep));
+            }
+            results.add(true);
         }
         return results;
     }

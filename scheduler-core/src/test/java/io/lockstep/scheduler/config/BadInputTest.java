@@ -48,11 +48,11 @@ class BadInputTest {
 
     @Test
     void aFileOverTheSizeLimitIsRefusedFromItsSizeWithoutBeingRead() throws IOException {
-        // Three gigabytes (sparse: no disk used), beginning with a byte that is not UTF-8. Read, it could
-        // not even fit one array (Files.readAllBytes throws OutOfMemoryError past 2 GB); read and decoded
-        // before the size check, it would be refused as "not valid UTF-8" at offset 0 instead.
+        // One byte over the limit (16 MiB: small enough to write for real where files cannot be sparse),
+        // beginning with a byte that is not UTF-8: read and decoded before the size check, it would be
+        // refused as "not valid UTF-8" at offset 0 instead.
         Path big = dir.resolve("big.yaml");
-        long size = 3L * 1024 * 1024 * 1024;
+        long size = ConfigFile.MAX_BYTES + 1;
         try (RandomAccessFile f = new RandomAccessFile(big.toFile(), "rw")) {
             f.write(0xff);
             f.setLength(size);
