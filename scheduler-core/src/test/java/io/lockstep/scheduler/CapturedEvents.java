@@ -9,8 +9,11 @@ import java.util.Map;
 import org.slf4j.LoggerFactory;
 import org.slf4j.event.KeyValuePair;
 
-/** Captures the events of {@link Events#LOGGER} in this JVM, as field maps, for assertions. */
-final class CapturedEvents implements AutoCloseable {
+/**
+ * Captures the events of {@link Events#LOGGER} in this JVM, as field maps, for assertions. Public:
+ * the store modules' tests use it from scheduler-core's test-jar.
+ */
+public final class CapturedEvents implements AutoCloseable {
 
     private final Logger logger = (Logger) LoggerFactory.getLogger(Events.LOGGER);
     /** When each event was appended (monotonic nanos, on the logging thread), by its index in {@code appender.list}. */
@@ -23,21 +26,27 @@ final class CapturedEvents implements AutoCloseable {
         }
     };
 
-    CapturedEvents() {
+    public CapturedEvents() {
         appender.start();
         logger.addAppender(appender);
         logger.setLevel(ch.qos.logback.classic.Level.DEBUG);
     }
 
     /** Every captured event, oldest first, as its key-value fields plus {@code level}. */
-    List<Map<String, Object>> all() {
+    public List<Map<String, Object>> all() {
         synchronized (appender) {
             return appender.list.stream().map(CapturedEvents::fields).toList();
         }
     }
 
-    List<Map<String, Object>> named(String event) {
+    /** The events named {@code event}, oldest first. */
+    public List<Map<String, Object>> named(String event) {
         return all().stream().filter(e -> event.equals(e.get("event"))).toList();
+    }
+
+    /** The events named {@code event} of {@code job}, oldest first. */
+    public List<Map<String, Object>> named(String event, String job) {
+        return named(event).stream().filter(e -> job.equals(e.get("job"))).toList();
     }
 
     /**

@@ -46,8 +46,8 @@ final class RedisCalls {
      */
     static final class Quarantined extends LockException {
         Quarantined(String target, long uptimeSeconds, long quarantineSeconds) {
-            super(target, target + ": restarted " + uptimeSeconds + " s ago, within the restart quarantine ("
-                    + quarantineSeconds + " s): written to, but its answers do not count yet", null);
+            super(target, target + ": up " + uptimeSeconds + " s, not yet past the restart quarantine ("
+                    + quarantineSeconds + " s; counted once uptime reads more): written to, but its answers do not count yet", null);
         }
     }
 

@@ -27,6 +27,11 @@ abstract class LockProviderContractTest {
 
     static final Duration LEASE = Duration.ofSeconds(10);
     static final Duration GRACE = Duration.ofSeconds(10);
+    /**
+     * A lease the tests wait out (by the store's clock, never a sleep): long enough that the checks
+     * made "while it lives" hold through a stall of a second on a loaded machine.
+     */
+    static final Duration SHORT_LEASE = Duration.ofMillis(1_500);
 
     /** The store under test. */
     abstract LockProvider store();
@@ -46,6 +51,11 @@ abstract class LockProviderContractTest {
 
     static ClaimRequest request(String job, Instant slot, String token, Duration lease, Mode mode, boolean replace, Duration ahead) {
         return new ClaimRequest(new Lease(job, slot, token, lease, true), "w-" + token, GRACE, mode, replace, false, ahead);
+    }
+
+    /** A claim of a slot's own lease (a job that allows overlapping runs): per slot, not per job. */
+    static ClaimRequest perSlot(String job, Instant slot, String token) {
+        return new ClaimRequest(new Lease(job, slot, token, LEASE, false), "w-" + token, GRACE, Mode.CLAIM, false, false, Duration.ZERO);
     }
 
     ClaimResult decide(ClaimRequest request) {
@@ -173,7 +183,7 @@ abstract class LockProviderContractTest {
     void aRunThatLostItsLeaseIsRecoveredOnceUnderAHigherToken() {
         String job = RedisFixture.job();
         Instant slot = now().minusMillis(5);
-        ClaimRequest dying = request(job, slot, "a", Duration.ofMillis(300), Mode.CLAIM, false, Duration.ZERO);
+        ClaimRequest dying = request(job, slot, "a", SHORT_LEASE, Mode.CLAIM, false, Duration.ZERO);
         ClaimResult first = decide(dying);
         assertThat(first.status()).isEqualTo(Status.CLAIMED);
         assertThat(status(request(job, slot, "b", LEASE, Mode.RECOVER, false, Duration.ZERO)))
@@ -193,7 +203,7 @@ abstract class LockProviderContractTest {
     void aRunThatLostItsLeaseIsAbandonedByExactlyOneRequest() {
         String job = RedisFixture.job();
         Instant slot = now().minusMillis(5);
-        ClaimRequest dying = request(job, slot, "a", Duration.ofMillis(300), Mode.CLAIM, false, Duration.ZERO);
+        ClaimRequest dying = request(job, slot, "a", SHORT_LEASE, Mode.CLAIM, false, Duration.ZERO);
         ClaimResult first = decide(dying);
         awaitExpired(job, slot);
         ClaimRequest abandon = request(job, slot, "b", LEASE, Mode.ABANDON, false, Duration.ZERO);
@@ -225,9 +235,11 @@ abstract class LockProviderContractTest {
      */
     @Test
     void aClaimAheadThatFindsTheJobPausedOrItsLeaseHeldIsEarlyAndTheSlotIsDecidedAtItsTime() {
-        Duration ahead = Duration.ofSeconds(5);
+        // The slots are 5 s ahead, claimable 10 s ahead: every "ahead" answer below holds through a
+        // stall of seconds between reading now() and the claim.
+        Duration ahead = Duration.ofSeconds(10);
         String job = RedisFixture.job();
-        Instant slot = now().plusSeconds(2);
+        Instant slot = now().plusSeconds(5);
         pause(job);
         assertThat(status(request(job, slot, "a", LEASE, Mode.CLAIM, false, ahead))).isEqualTo(Status.EARLY);
         resume(job);
@@ -239,7 +251,7 @@ abstract class LockProviderContractTest {
         Instant now = now();
         ClaimRequest running = claim(held, now.minusMillis(5), "c");
         assertThat(status(running)).isEqualTo(Status.CLAIMED);
-        Instant next = now.plusSeconds(2);
+        Instant next = now.plusSeconds(5);
         assertThat(status(request(held, next, "d", LEASE, Mode.CLAIM, false, ahead))).isEqualTo(Status.EARLY);
         assertThat(status(request(held, next, "d", LEASE, Mode.CLAIM, false, ahead))).as("asked again, still ahead").isEqualTo(Status.EARLY);
         complete(running);
@@ -284,6 +296,78 @@ abstract class LockProviderContractTest {
         assertThat(caught.status()).isEqualTo(Status.CLAIMED);
         assertThat(status(claim(job, past, "b"))).isEqualTo(Status.TAKEN);
         assertThat(store().lastSlots(List.of(job))).containsEntry(job, past);
+    }
+
+    @Test
+    void perSlotLeasesLetTheSlotsOfOneJobRunSideBySide() {
+        String job = RedisFixture.job();
+        Instant now = now();
+        ClaimRequest first = perSlot(job, now.minusMillis(20), "a");
+        ClaimRequest second = perSlot(job, now.minusMillis(10), "b");
+        assertThat(status(first)).isEqualTo(Status.CLAIMED);
+        assertThat(status(second)).as("the first run's lease is its slot's, not the job's").isEqualTo(Status.CLAIMED);
+        assertThat(renew(first)).isTrue();
+        assertThat(renew(second)).isTrue();
+        assertThat(renew(perSlot(job, now.minusMillis(20), "b"))).as("a lease is still owner-checked").isFalse();
+        assertThat(complete(first)).isTrue();
+        assertThat(renew(second)).as("the other run's completion left this lease alone").isTrue();
+        assertThat(complete(second)).isTrue();
+        assertThat(store().runsInFlight(List.of(job)).get(0).nextLeaseEndMillis()).as("no run left in flight").isZero();
+    }
+
+    @Test
+    void aMissOnlyRepeatOfOnesOwnClaimDisownsItAndFreesTheLease() {
+        // A claim whose reply never came, given up on (never started): repeated as MISS_ONLY under the
+        // same token, the record turns missed, the lease is given back and the run leaves the index.
+        String job = RedisFixture.job();
+        Instant now = now();
+        ClaimRequest lost = claim(job, now.minusMillis(20), "a");
+        assertThat(status(lost)).isEqualTo(Status.CLAIMED);
+        ClaimRequest giveUp = request(job, now.minusMillis(20), "a", LEASE, Mode.MISS_ONLY, false, Duration.ZERO);
+        ClaimResult disowned = decide(giveUp);
+        assertThat(disowned.status()).isEqualTo(Status.MISSED);
+        assertThat(disowned.runningUntilMillis()).as("the run left the running index").isZero();
+        assertThat(status(giveUp)).as("repeated").isEqualTo(Status.MISSED);
+        assertThat(status(lost)).as("the original claim repeated: the record now says missed").isEqualTo(Status.MISSED);
+        assertThat(renew(lost)).as("its lease was given back").isFalse();
+        assertThat(complete(lost)).as("its outcome does not count").isFalse();
+        assertThat(status(claim(job, now.minusMillis(20), "b"))).isEqualTo(Status.TAKEN);
+        assertThat(status(claim(job, now.minusMillis(10), "c"))).as("the job's lease is free: not skipped").isEqualTo(Status.CLAIMED);
+    }
+
+    @Test
+    void aRecoveryWhileAnotherRunHoldsTheJobsLeaseIsBusyAndAnAbandonIsNot() {
+        String job = RedisFixture.job();
+        Instant slot = now().minusMillis(20);
+        ClaimRequest dying = request(job, slot, "a", SHORT_LEASE, Mode.CLAIM, false, Duration.ZERO);
+        assertThat(status(dying)).isEqualTo(Status.CLAIMED);
+        awaitExpired(job, slot);
+        ClaimRequest newer = claim(job, now().minusMillis(5), "b");
+        assertThat(status(newer)).as("the job's lease ran out: the next slot runs").isEqualTo(Status.CLAIMED);
+        assertThat(status(request(job, slot, "c", LEASE, Mode.RECOVER, false, Duration.ZERO)))
+                .as("a rerun needs the job's lease, which the newer run holds").isEqualTo(Status.BUSY);
+        assertThat(store().runsInFlight(List.of(job)).get(0).expired()).as("nothing was written: still to deal with").containsExactly(slot);
+        assertThat(status(request(job, slot, "d", LEASE, Mode.ABANDON, false, Duration.ZERO))).isEqualTo(Status.ABANDONED);
+        assertThat(renew(newer)).as("the newer run kept its lease").isTrue();
+    }
+
+    @Test
+    void aRenewalOfARunNoLongerInTheRunningIndexDoesNotPutItBack() {
+        // A run replaced (overlap: replace) by a claim that holds the job's lease under the same token:
+        // the lease is still that token's, so the renewal answers true, but the replaced run left the
+        // running index for good; it must not come back to be recovered later.
+        String job = RedisFixture.job();
+        Instant now = now();
+        ClaimRequest replaced = claim(job, now.minusMillis(20), "a");
+        assertThat(status(replaced)).isEqualTo(Status.CLAIMED);
+        ClaimRequest replacing = request(job, now.minusMillis(10), "a", LEASE, Mode.CLAIM, true, Duration.ZERO);
+        assertThat(status(replacing)).isEqualTo(Status.CLAIMED);
+        assertThat(renew(replaced)).as("the job's lease is this token's").isTrue();
+        assertThat(complete(replacing)).isTrue();
+        RunsInFlight left = store().runsInFlight(List.of(job)).get(0);
+        assertThat(left.expired()).isEmpty();
+        assertThat(left.nextLeaseEndMillis()).as("no run in flight: the renewal did not put the replaced one back").isZero();
+        assertThat(complete(replaced)).as("the replaced run's outcome").isFalse();
     }
 
     static ClaimRequest manual(String job, Instant slot, String token) {

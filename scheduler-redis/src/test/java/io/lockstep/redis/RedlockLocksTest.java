@@ -2,6 +2,7 @@ package io.lockstep.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.awaitility.Awaitility.await;
 
 import io.lockstep.scheduler.lock.LockException;
@@ -237,9 +238,13 @@ class RedlockLocksTest {
 
     @Test
     void aMasterRestartedWithinTheQuarantineIsWrittenToButDoesNotCount() {
-        // A 6 s quarantine (maxLease): the two failed tries below take well under a second, so the
-        // restarted masters are still quarantined however the restarts fall on the second boundary.
+        // A 6 s quarantine (maxLease). Every master is first carried past it, so that only the restarts
+        // below can quarantine anyone: masters 3 and 4 must count, 0-2 must not. (Fresh from setUp, all
+        // five would be quarantined and the acquire would fail whether or not 0-2 restarted.) The two
+        // failed tries take well under a second, so the restarted masters are still quarantined
+        // however the restarts fall on the second boundary.
         Duration quarantine = Duration.ofSeconds(6);
+        nodes.awaitUptime(quarantine);
         try (RedisLocks guarded = RedisLocks.redlockBuilder(nodes.clients).nodeNames(nodes.names()).maxLease(quarantine)
                 .circuitBreaker(null).build()) {
             String lock = RedisFixture.job();
@@ -250,9 +255,16 @@ class RedlockLocksTest {
             // Three masters up for less than maxLease: they may have lost keys they held, so no majority counts.
             // (The first try may find the pooled connections to the restarted masters broken instead.)
             assertThatThrownBy(() -> guarded.tryAcquire(lock, LEASE)).isInstanceOf(LockException.class);
-            assertThatThrownBy(() -> guarded.tryAcquire(lock, LEASE))
-                    .isInstanceOf(LockException.class)
-                    .hasMessageContaining("quarantined");
+            Throwable refused = catchThrowable(() -> guarded.tryAcquire(lock, LEASE));
+            assertThat(refused).isInstanceOf(LockException.class)
+                    .hasMessageContaining("only 2 of 5 nodes answered and count (a decision needs 3)");
+            for (int i : List.of(0, 1, 2)) {
+                assertThat(refused).as("restarted master %d", i).hasMessageContaining(nodes.names().get(i) + " quarantined (up ");
+            }
+            for (int i : List.of(3, 4)) {
+                assertThat(refused).as("master %d, up past the quarantine", i).hasMessageContaining(nodes.names().get(i) + " granted (fence ")
+                        .hasMessageNotContaining(nodes.names().get(i) + " quarantined");
+            }
             // ... but they were written to (the acquire's SET NX ran there; it was given back after the vote failed).
             for (int i : List.of(0, 1, 2)) {
                 assertThat(nodes.servers.get(i).commandStats()).as("master %d ran the acquire", i)

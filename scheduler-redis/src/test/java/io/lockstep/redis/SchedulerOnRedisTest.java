@@ -3,6 +3,7 @@ package io.lockstep.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.lockstep.scheduler.CapturedEvents;
 import io.lockstep.scheduler.Job;
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.Overlap;
@@ -116,20 +117,20 @@ class SchedulerOnRedisTest {
         try (LocalRedisServer server = LocalRedisServer.start();
              RedisLockProvider provider = RedisLockProvider.builder().uri(server.uri()).build();
              RedisClient raw = RedisClient.create(server.host(), server.port());
-             EventLog events = new EventLog()) {
+             CapturedEvents events = new CapturedEvents()) {
             String job = RedisFixture.job();
             raw.hset(provider.keys().marks(job), "started", Long.toString(provider.serverTimeMillis() + 3_600_000));
             List<Instant> ran = new CopyOnWriteArrayList<>();
             try (Scheduler scheduler = Scheduler.builder(provider).workerId("w").job(perSecond(job))
                     .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
                 scheduler.start();
-                await().atMost(Duration.ofSeconds(15)).until(() -> events.of("slot_missed", job).size() >= 3);
+                await().atMost(Duration.ofSeconds(15)).until(() -> events.named("slot_missed", job).size() >= 3);
             }
-            List<Map<String, Object>> missed = events.of("slot_missed", job);
+            List<Map<String, Object>> missed = events.named("slot_missed", job);
             assertThat(missed).allSatisfy(e -> assertThat(e.get("reason"))
                     .isEqualTo("a later slot of the job already started; slots start in order"));
             assertThat(ran).as("runs of the job").isEmpty();
-            assertThat(events.of("job_started", job)).isEmpty();
+            assertThat(events.named("job_started", job)).isEmpty();
             for (Map<String, Object> e : missed) {
                 String record = provider.keys().slot(job, Instant.parse((String) e.get("slot")).toEpochMilli());
                 assertThat(raw.hmget(record, "state", "why")).as("the record of %s", e.get("slot")).containsExactly("missed", "order");
@@ -149,7 +150,7 @@ class SchedulerOnRedisTest {
         try (LocalRedisServer server = LocalRedisServer.start();
              RedisLockProvider provider = RedisLockProvider.builder().uri(server.uri()).build();
              RedisClient raw = RedisClient.create(server.host(), server.port());
-             EventLog events = new EventLog()) {
+             CapturedEvents events = new CapturedEvents()) {
             String job = RedisFixture.job();
             // The cluster decided a slot as late as now (the case the script names: a slot as late was decided).
             raw.hset(provider.keys().marks(job), "decided", Long.toString(provider.serverTimeMillis()));
@@ -158,16 +159,16 @@ class SchedulerOnRedisTest {
             try (Scheduler scheduler = Scheduler.builder(behind).workerId("w").job(perSecond(job))
                     .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
                 scheduler.start();
-                await().atMost(Duration.ofSeconds(15)).until(() -> events.of("slot_stale", job).size() >= 3);
+                await().atMost(Duration.ofSeconds(15)).until(() -> events.named("slot_stale", job).size() >= 3);
             }
             assertThat(ran).as("runs of the job").isEmpty();
-            assertThat(events.of("job_started", job)).isEmpty();
-            List<Map<String, Object>> stale = events.of("slot_stale", job);
+            assertThat(events.named("job_started", job)).isEmpty();
+            List<Map<String, Object>> stale = events.named("slot_stale", job);
             assertThat(stale).extracting(e -> e.get("slot")).doesNotHaveDuplicates();
             for (Map<String, Object> e : stale) {
                 assertThat(raw.exists(provider.keys().slot(job, Instant.parse((String) e.get("slot")).toEpochMilli())))
                         .as("a record for %s", e.get("slot")).isFalse();
-                assertThat(events.of("slot_missed", job)).noneMatch(m -> m.get("slot").equals(e.get("slot")));
+                assertThat(events.named("slot_missed", job)).noneMatch(m -> m.get("slot").equals(e.get("slot")));
             }
         }
     }
@@ -183,20 +184,20 @@ class SchedulerOnRedisTest {
         try (LocalRedisServer server = LocalRedisServer.start();
              RedisLockProvider provider = RedisLockProvider.builder().uri(server.uri()).build();
              RedisClient raw = RedisClient.create(server.host(), server.port());
-             EventLog events = new EventLog()) {
+             CapturedEvents events = new CapturedEvents()) {
             String job = RedisFixture.job();
             RedisAdmin.of(provider).pause(job, "", Optional.empty(), "test");
             List<Instant> ran = new CopyOnWriteArrayList<>();
             try (Scheduler scheduler = Scheduler.builder(provider).workerId("w").job(perSecond(job))
                     .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
                 scheduler.start();
-                await().atMost(Duration.ofSeconds(15)).until(() -> events.of("slot_skipped", job).size() >= 4);
+                await().atMost(Duration.ofSeconds(15)).until(() -> events.named("slot_skipped", job).size() >= 4);
                 assertThat(ran).as("runs of the paused job").isEmpty();
                 // The control: once resumed, this worker does claim the job's slots ahead of them.
                 RedisAdmin.of(provider).resume(job);
                 await().atMost(Duration.ofSeconds(15)).until(() -> ran.stream().anyMatch(slot -> decidedAhead(raw, provider, job, slot)));
             }
-            List<Map<String, Object>> skipped = events.of("slot_skipped", job);
+            List<Map<String, Object>> skipped = events.named("slot_skipped", job);
             assertThat(skipped).allSatisfy(e -> assertThat(e.get("reason")).isEqualTo("paused"));
             assertDecidedAtOrAfterTheSlot(raw, provider, job, skipped, "skipped");
         }
@@ -211,7 +212,7 @@ class SchedulerOnRedisTest {
         try (LocalRedisServer server = LocalRedisServer.start();
              RedisLockProvider provider = RedisLockProvider.builder().uri(server.uri()).build();
              RedisClient raw = RedisClient.create(server.host(), server.port());
-             EventLog events = new EventLog()) {
+             CapturedEvents events = new CapturedEvents()) {
             String job = RedisFixture.job();
             List<Instant> ran = new CopyOnWriteArrayList<>();
             Job slow = ctx -> {
@@ -223,11 +224,11 @@ class SchedulerOnRedisTest {
             try (Scheduler scheduler = Scheduler.builder(provider).workerId("w").job(perSecond(job)).jobFactory(d -> slow)
                     .shutdownTimeout(Duration.ofSeconds(5)).build()) {
                 scheduler.start();
-                await().atMost(Duration.ofSeconds(15)).until(() -> events.of("slot_skipped", job).size() >= 2);
+                await().atMost(Duration.ofSeconds(15)).until(() -> events.named("slot_skipped", job).size() >= 2);
                 // The control: this worker does claim the job's slots ahead of them when the lease is free.
                 await().atMost(Duration.ofSeconds(15)).until(() -> ran.stream().anyMatch(slot -> decidedAhead(raw, provider, job, slot)));
             }
-            List<Map<String, Object>> skipped = events.of("slot_skipped", job);
+            List<Map<String, Object>> skipped = events.named("slot_skipped", job);
             assertThat(skipped).allSatisfy(e -> assertThat((String) e.get("reason")).startsWith("overlap"));
             assertThat(ran).doesNotContainAnyElementsOf(skipped.stream().map(e -> Instant.parse((String) e.get("slot"))).toList());
             assertDecidedAtOrAfterTheSlot(raw, provider, job, skipped, "skipped");
@@ -248,41 +249,6 @@ class SchedulerOnRedisTest {
             List<String> record = raw.hmget(provider.keys().slot(job, slot), "state", "at");
             assertThat(record.get(0)).as("the record of %s", e.get("slot")).isEqualTo(state);
             assertThat(Long.parseLong(record.get(1))).as("when Redis decided %s", e.get("slot")).isGreaterThanOrEqualTo(slot);
-        }
-    }
-
-    /** The scheduler's events in this JVM (the {@code io.lockstep.events} logger), as field maps. */
-    static final class EventLog implements AutoCloseable {
-        private final ch.qos.logback.classic.Logger logger =
-                (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger("io.lockstep.events");
-        private final ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> appender =
-                new ch.qos.logback.core.read.ListAppender<>();
-
-        EventLog() {
-            appender.start();
-            logger.addAppender(appender);
-        }
-
-        /** The events named {@code event} of {@code job}, oldest first. */
-        List<Map<String, Object>> of(String event, String job) {
-            List<Map<String, Object>> found = new java.util.ArrayList<>();
-            synchronized (appender) {
-                for (var e : appender.list) {
-                    Map<String, Object> fields = new java.util.HashMap<>();
-                    if (e.getKeyValuePairs() != null) {
-                        e.getKeyValuePairs().forEach(kv -> fields.put(kv.key, kv.value));
-                    }
-                    if (event.equals(fields.get("event")) && job.equals(fields.get("job"))) {
-                        found.add(fields);
-                    }
-                }
-            }
-            return found;
-        }
-
-        @Override
-        public void close() {
-            logger.detachAppender(appender);
         }
     }
 

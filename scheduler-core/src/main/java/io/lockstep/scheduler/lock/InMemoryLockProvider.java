@@ -264,13 +264,7 @@ public final class InMemoryLockProvider implements LockProvider {
                 results.add(record != null && record.token().equals(lease.token()) && record.state().startsWith("done:"));
                 continue;
             }
-            long end = now + lease.ttl().toMillis();
-            leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
-            // As in Redis (ZADD XX): the run's entry in the running index moves only if it is still there.
-            TreeMap<Long, Long> runs = running.get(lease.job());
-            if (runs != null) {
-                runs.replace(lease.slot().toEpochMilli(), end);
-            }
+            extendLease(lease, now);
             // As in Redis: the slot record lives at least two leases beyond a renewal.
             String slotKey = slotKey(lease.job(), lease.slot().toEpochMilli());
             SlotRecord record = live(slotKey, now);
@@ -368,6 +362,20 @@ public final class InMemoryLockProvider implements LockProvider {
         long end = now + lease.ttl().toMillis();
         leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
         running.computeIfAbsent(lease.job(), j -> new TreeMap<>()).put(lease.slot().toEpochMilli(), end);
+    }
+
+    /**
+     * A renewal's extension, as renew.lua: the lease runs {@code ttl} from now, and the run's entry in
+     * the running index moves only if it is still there (ZADD XX). A run that left the index (replaced,
+     * disowned, dealt with) is never put back: it would come back to be recovered.
+     */
+    private void extendLease(Lease lease, long now) {
+        long end = now + lease.ttl().toMillis();
+        leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
+        TreeMap<Long, Long> runs = running.get(lease.job());
+        if (runs != null) {
+            runs.computeIfPresent(lease.slot().toEpochMilli(), (slot, old) -> end);
+        }
     }
 
     /** Marks the run of {@code job} holding {@code token} as replaced; it no longer counts as running. */
