@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.lockstep.examples.StockReservation.Outcome;
 import io.lockstep.redis.LocalRedisServer;
 import io.lockstep.redis.LocalRedlock;
+import io.lockstep.redis.RedisFixture;
 import io.lockstep.redis.RedisLock;
 import io.lockstep.redis.RedisLocks;
 import java.time.Duration;
@@ -42,14 +43,9 @@ class StockReservationTest {
         server.close();
     }
 
-    /** A SKU name no other test on this server uses (the one name generator of this class). */
-    private static String sku() {
-        return "sku-" + UUID.randomUUID().toString().substring(0, 8);
-    }
-
     @Test
     void eightThreadsReservingUntilSoldOutReserveExactlyTheStock() throws Exception {
-        reserveUntilSoldOut(new StockReservation(jedis, locks, sku()), 300);
+        reserveUntilSoldOut(new StockReservation(jedis, locks, RedisFixture.job()), 300);
     }
 
     /** The same, with the SKU's lock taken by Redlock over 5 masters (the stock itself stays on one Redis). */
@@ -59,7 +55,7 @@ class StockReservationTest {
              RedisLocks redlock = RedisLocks.redlockBuilder(masters.clients).maxLease(StockReservation.LEASE).build()) {
             // Fresh masters count once they are up longer than maxLease (the restart quarantine).
             masters.awaitUptime(StockReservation.LEASE);
-            reserveUntilSoldOut(new StockReservation(jedis, redlock, sku()), 100);
+            reserveUntilSoldOut(new StockReservation(jedis, redlock, RedisFixture.job()), 100);
         }
     }
 
@@ -94,7 +90,7 @@ class StockReservationTest {
 
     @Test
     void aHolderPausedPastItsLeaseHasItsLateWriteRefused() throws Exception {
-        String name = sku();
+        String name = RedisFixture.job();
         StockReservation sku = new StockReservation(jedis, locks, name);
         sku.restock(10);
         RedisLock paused = locks.tryAcquire("stock:" + name, Duration.ofMillis(300)).orElseThrow();
@@ -114,7 +110,7 @@ class StockReservationTest {
 
     @Test
     void aJobsTokensAndALocksTokensGuardTheSameStockInTheOrderTheyWereTaken() throws Exception {
-        String sku = sku();
+        String sku = RedisFixture.job();
         StockReservation stock = new StockReservation(jedis, locks, sku);
         stock.restock(10);
         // A scheduled job's tokens come from its own counter, stepped by several claims already.

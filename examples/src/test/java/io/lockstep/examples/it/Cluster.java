@@ -87,7 +87,7 @@ final class Cluster implements AutoCloseable {
     WorkerProcess startBehind(TcpProxy proxy, String id) {
         try {
             Path own = dir.resolve(id + ".yaml");
-            Files.writeString(own, Files.readString(config).replace(redis.uri(), proxy.uri()));
+            Files.writeString(own, replacing(Files.readString(config), redis.uri(), proxy.uri()));
             WorkerProcess w = WorkerProcess.start(dir, own, id);
             workers.add(w);
             return w;
@@ -125,12 +125,14 @@ final class Cluster implements AutoCloseable {
     }
 
     /**
-     * The job@slot keys every worker handled: started, or reported ({@code slot_missed},
-     * {@code slot_skipped}), for {@link SlotCoverage#silent}.
+     * The job@slot keys every worker handled: started, or reported with a reason ({@code slot_missed},
+     * {@code slot_skipped}, or {@code slot_abandoned}: with {@code recover: none} a slot a worker
+     * claimed ahead and was killed or stopped before starting ends with that report alone), for
+     * {@link SlotCoverage#silent}.
      */
     Set<String> handled() {
         Set<String> handled = new HashSet<>();
-        for (String name : List.of("job_started", "slot_missed", "slot_skipped")) {
+        for (String name : List.of("job_started", "slot_missed", "slot_skipped", "slot_abandoned")) {
             events(name).forEach(e -> handled.add(WorkerProcess.key(e)));
         }
         return handled;
@@ -175,10 +177,21 @@ final class Cluster implements AutoCloseable {
         return calls;
     }
 
-    /** A free TCP port on the loopback interface (bound to 127.0.0.1, as every server of the ITs is). */
-    static int freeLoopbackPort() {
-        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
+    /**
+     * {@code text} with every {@code target} replaced; fails if there is none, so that a test that
+     * edits a config cannot silently run on the unedited one.
+     */
+    static String replacing(String text, String target, String replacement) {
+        if (!text.contains(target)) {
+            throw new IllegalArgumentException("'" + target + "' not found in:\n" + text);
+        }
+        return text.replace(target, replacement);
+    }
+
+    /** Rewrites the shared config with {@link #replacing}, before any worker reads it. */
+    void editConfig(String target, String replacement) {
+        try {
+            Files.writeString(config, replacing(Files.readString(config), target, replacement));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -43,6 +43,7 @@ class JobMisbehaviourIT {
                   - name: steady
                     cron: "* * * * * *"
                     class: io.lockstep.examples.HeartbeatJob
+                    misfireGrace: 3s
                 """;
         try (Cluster cluster = new Cluster(dir, yaml)) {
             WorkerProcess w = cluster.start("w");
@@ -56,12 +57,13 @@ class JobMisbehaviourIT {
             assertThat(w.terminate()).isZero();
 
             // The per-second job ran throughout: every one of its slots from the start through the
-            // misbehaviours started (not merely reported: it had free threads all along).
+            // misbehaviours started (not merely reported: it had free threads all along). Its grace is 3 s
+            // because it shares the JVM with greedy's out-of-memory loop, whose full GCs can stall a claim
+            // past 1 s; a start within the grace is the schedule kept, a reported miss would not be.
             Set<String> steadyStarted = WorkerProcess.ofJob(w.events("job_started"), "steady").stream().map(WorkerProcess::key)
                     .collect(Collectors.toSet());
             assertThat(SlotCoverage.silent(steadyStarted, List.of("steady"), from, afterBoth.plusSeconds(1), Duration.ofSeconds(1)))
                     .as("seconds of steady in [%s, %s] that did not start", from, afterBoth).isEmpty();
-            assertThat(Duration.between(from, afterBoth)).as("the window spans the misbehaviours").isGreaterThan(Duration.ofSeconds(4));
 
             List<JsonNode> oom = w.events("job_failed").stream().filter(e -> job(e).equals("greedy")).toList();
             assertThat(oom).allSatisfy(e -> assertThat(e.path("error").asText()).startsWith("java.lang.OutOfMemoryError"));
@@ -74,6 +76,11 @@ class JobMisbehaviourIT {
             assertThat(released.path("outcome").asText()).isEqualTo("timed_out");
             // It ignored the interrupt and ran on (its lease kept alive meanwhile): released ~2 s after the timeout.
             assertThat(Duration.between(WorkerProcess.ts(timedOut), WorkerProcess.ts(released))).isGreaterThan(Duration.ofMillis(1_500));
+            // The window checked above holds the misbehaviours, by their events (not a fixed length, which
+            // depends on where the worker started in the */2 and */5 cycles): an out-of-memory failure,
+            // and the end of the deaf run's overrun past its timeout.
+            assertThat(oom).as("greedy's OutOfMemoryErrors").anySatisfy(e -> assertThat(WorkerProcess.ts(e)).isBetween(from, afterBoth));
+            assertThat(WorkerProcess.ts(released)).as("deaf released after its overrun").isBetween(from, afterBoth);
             assertThat(w.events("lease_lost")).isEmpty();
             assertThat(w.events("tick_failed")).isEmpty();
             assertThat(w.events("worker_stopped")).hasSize(1);

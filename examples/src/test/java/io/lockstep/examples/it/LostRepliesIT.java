@@ -43,11 +43,15 @@ class LostRepliesIT {
             cluster.awaitStarted();
             await().atMost(Duration.ofSeconds(20)).until(() -> a.events("job_started").size() >= 2 * JOBS);
 
-            // Drop replies from mid-second on: the runs of this second have written their outcomes,
-            // so the next thing on the wire is the claim batch at the top of the next second.
-            await().atMost(Duration.ofSeconds(3)).until(() -> {
-                int millis = java.time.Instant.now().getNano() / 1_000_000;
-                return millis > 450 && millis < 650;
+            // Drop replies once every slot a claimed has its outcome written and acknowledged (counted
+            // from a's events, however late a loaded machine ran them), so that no outcome reply is lost
+            // (its retry could come after the lease ran out), and before 650 ms of the second, 100 ms
+            // clear of the next claim batch (sent 250 ms ahead of the slot): the next thing on the wire
+            // is that batch.
+            await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).until(() -> {
+                Set<String> released = a.events("slot_released").stream().map(WorkerProcess::key).collect(Collectors.toSet());
+                return Instant.now().getNano() / 1_000_000 < 650
+                        && a.events("slot_claimed").stream().map(WorkerProcess::key).allMatch(released::contains);
             });
             proxy.dropReplies(true);
             // The next claims run in Redis, under a's tokens, for slots a never hears it won (then its
@@ -171,7 +175,7 @@ class LostRepliesIT {
 
     private static Set<String> pastGrace(Set<String> slots) {
         java.time.Instant limit = java.time.Instant.now().minusMillis(1_500);
-        return slots.stream().filter(k -> java.time.Instant.parse(k.substring(k.indexOf('@') + 1)).isBefore(limit))
+        return slots.stream().filter(k -> WorkerProcess.slotOf(k).isBefore(limit))
                 .collect(Collectors.toSet());
     }
 

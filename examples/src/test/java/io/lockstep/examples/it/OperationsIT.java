@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.lockstep.examples.cli.WorkerMain;
+import io.lockstep.redis.RedisFixture;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -57,8 +58,7 @@ class OperationsIT {
     /** A cluster whose workers serve HTTP on the port in their HTTP_PORT variable. */
     private Cluster cluster(String jobsYaml) throws IOException {
         Cluster cluster = new Cluster(dir, jobsYaml);
-        Files.writeString(cluster.config, Files.readString(cluster.config)
-                .replace("worker:\n", "worker:\n  http:\n    port: ${HTTP_PORT:-0}\n"));
+        cluster.editConfig("worker:\n", "worker:\n  http:\n    port: ${HTTP_PORT:-0}\n");
         return cluster;
     }
 
@@ -67,7 +67,7 @@ class OperationsIT {
         try (Cluster cluster = cluster(jobs())) {
             Map<String, Integer> ports = new HashMap<>();
             for (String id : List.of("w1", "w2", "w3")) {
-                ports.put(id, Cluster.freeLoopbackPort());
+                ports.put(id, RedisFixture.freeLoopbackPort());
                 cluster.startWithEnv(id, Map.of("HTTP_PORT", Integer.toString(ports.get(id))));
             }
             cluster.awaitStarted();
@@ -182,9 +182,9 @@ class OperationsIT {
         Optional<String> chromium = Chromium.binary();
         Assumptions.assumeTrue(chromium.isPresent(), "the status page test needs Chromium: install the Debian package chromium");
         try (Cluster cluster = cluster(jobs())) {
-            int port = Cluster.freeLoopbackPort();
+            int port = RedisFixture.freeLoopbackPort();
             cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
-            cluster.startWithEnv("w2", Map.of("HTTP_PORT", Integer.toString(Cluster.freeLoopbackPort())));
+            cluster.startWithEnv("w2", Map.of("HTTP_PORT", Integer.toString(RedisFixture.freeLoopbackPort())));
             cluster.awaitStarted();
             statusPageInChromium(chromium.get(), port);
         }
@@ -194,11 +194,11 @@ class OperationsIT {
     void twoWorkersThatDisagreeOnAJobAreToldWhichJobAndWhich() throws Exception {
         try (Cluster cluster = cluster(jobs())) {
             Path other = dir.resolve("other.yaml");
-            Files.writeString(other, Files.readString(cluster.config).replace("name: slow, cron: \"*/3 * * * * *\"",
+            Files.writeString(other, Cluster.replacing(Files.readString(cluster.config), "name: slow, cron: \"*/3 * * * * *\"",
                     "name: slow, cron: \"*/4 * * * * *\""));
-            int port = Cluster.freeLoopbackPort();
+            int port = RedisFixture.freeLoopbackPort();
             cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
-            WorkerProcess w2 = WorkerProcess.start(dir, other, "w2", Map.of("HTTP_PORT", Integer.toString(Cluster.freeLoopbackPort())));
+            WorkerProcess w2 = WorkerProcess.start(dir, other, "w2", Map.of("HTTP_PORT", Integer.toString(RedisFixture.freeLoopbackPort())));
             cluster.workers.add(w2);
             cluster.awaitStarted();
             await().atMost(Duration.ofSeconds(15)).until(() -> cluster.workers.stream().allMatch(w -> !w.events("config_drift").isEmpty()));
@@ -234,7 +234,7 @@ class OperationsIT {
             assertThat(empty.out).contains("no runs of tick recorded yet");
         }
         Path nowhere = dir.resolve("down.yaml");
-        Files.writeString(nowhere, "redis:\n  uri: redis://127.0.0.1:" + Cluster.freeLoopbackPort() + "\n  timeout: 300ms\n" + jobs());
+        Files.writeString(nowhere, "redis:\n  uri: redis://127.0.0.1:" + RedisFixture.freeLoopbackPort() + "\n  timeout: 300ms\n" + jobs());
         Cli down = cli("status", "--config", nowhere.toString());
         assertThat(down.exit).isEqualTo(1);
         assertThat(down.err.strip()).doesNotContain("\n").startsWith("error: ");

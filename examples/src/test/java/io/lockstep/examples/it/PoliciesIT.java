@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import static io.lockstep.examples.it.WorkerProcess.forSlot;
+import static io.lockstep.examples.it.WorkerProcess.ofJob;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -89,12 +90,12 @@ class PoliciesIT {
     }
 
     private long finished(String job) {
-        return of(cluster.events("slot_released"), job).size();
+        return ofJob(cluster.events("slot_released"), job).size();
     }
 
     @Test
     void skipNeverRunsTwoSlotsOfAJobAtOnceAndReportsTheSkippedOnes() {
-        assertThat(of(cluster.events("slot_skipped"), "skip-job")).isNotEmpty();
+        assertThat(ofJob(cluster.events("slot_skipped"), "skip-job")).isNotEmpty();
         assertThat(overlappingRuns("skip-job")).isZero();
         Map<String, Long> decided = decisions("skip-job");
         assertThat(decided.values()).as("each slot started or skipped, once").containsOnly(1L);
@@ -102,16 +103,16 @@ class PoliciesIT {
 
     @Test
     void allowRunsSlotsSideBySide() {
-        assertThat(of(cluster.events("slot_skipped"), "allow-job")).isEmpty();
+        assertThat(ofJob(cluster.events("slot_skipped"), "allow-job")).isEmpty();
         assertThat(overlappingRuns("allow-job")).isPositive();
     }
 
     @Test
     void replaceRevokesTheRunningLeaseTheOldRunIsToldAndStopsAndTheNewOneRunsUnderAHigherToken() {
-        assertThat(of(cluster.events("slot_skipped"), "replace-job")).isEmpty();
-        List<JsonNode> lost = of(cluster.events("lease_lost"), "replace-job");
+        assertThat(ofJob(cluster.events("slot_skipped"), "replace-job")).isEmpty();
+        List<JsonNode> lost = ofJob(cluster.events("lease_lost"), "replace-job");
         assertThat(lost).isNotEmpty();
-        List<JsonNode> starts = of(cluster.events("job_started"), "replace-job").stream()
+        List<JsonNode> starts = ofJob(cluster.events("job_started"), "replace-job").stream()
                 .sorted(Comparator.comparing(WorkerProcess::slot)).toList();
         for (JsonNode l : lost) {
             assertThat(l.path("reason").asText()).isEqualTo("renewal refused: the token no longer owns the lease");
@@ -122,21 +123,21 @@ class PoliciesIT {
             long toldAfterMs = Duration.between(WorkerProcess.ts(replacer), WorkerProcess.ts(l)).toMillis();
             assertThat(toldAfterMs).isBetween(-100L, 2_500L);
             // And it stopped: its run failed for the lost lease, and its outcome was not written.
-            assertThat(forSlot(of(cluster.events("job_failed"), "replace-job"), slot))
+            assertThat(forSlot(ofJob(cluster.events("job_failed"), "replace-job"), slot))
                     .singleElement().satisfies(e -> assertThat(e.path("reason").asText()).isEqualTo("lease lost"));
-            assertThat(forSlot(of(cluster.events("slot_released"), "replace-job"), slot))
+            assertThat(forSlot(ofJob(cluster.events("slot_released"), "replace-job"), slot))
                     .singleElement().satisfies(e -> assertThat(e.path("success").asBoolean()).isFalse());
         }
     }
 
     @Test
     void aRunOverItsTimeoutIsInterruptedReportedAndItsLeaseReleased() {
-        List<JsonNode> timedOut = of(cluster.events("job_timed_out"), "timeout-job");
+        List<JsonNode> timedOut = ofJob(cluster.events("job_timed_out"), "timeout-job");
         assertThat(timedOut).isNotEmpty();
         for (JsonNode t : timedOut) {
             Instant slot = WorkerProcess.slot(t);
-            JsonNode started = forSlot(of(cluster.events("job_started"), "timeout-job"), slot).get(0);
-            JsonNode released = forSlot(of(cluster.events("slot_released"), "timeout-job"), slot).get(0);
+            JsonNode started = forSlot(ofJob(cluster.events("job_started"), "timeout-job"), slot).get(0);
+            JsonNode released = forSlot(ofJob(cluster.events("slot_released"), "timeout-job"), slot).get(0);
             assertThat(released.path("outcome").asText()).isEqualTo("timed_out");
             assertThat(released.path("success").asBoolean()).as("its lease given back").isTrue();
             assertThat(Duration.between(WorkerProcess.ts(started), WorkerProcess.ts(released)).toMillis())
@@ -146,9 +147,9 @@ class PoliciesIT {
 
     @Test
     void aFailedRunIsRetriedWithinItsClaimUntilItSucceeds() {
-        Map<Instant, List<JsonNode>> bySlot = of(cluster.events("job_started"), "retry-job").stream()
+        Map<Instant, List<JsonNode>> bySlot = ofJob(cluster.events("job_started"), "retry-job").stream()
                 .collect(Collectors.groupingBy(WorkerProcess::slot));
-        List<JsonNode> released = of(cluster.events("slot_released"), "retry-job");
+        List<JsonNode> released = ofJob(cluster.events("slot_released"), "retry-job");
         assertThat(released).isNotEmpty();
         for (JsonNode r : released) {
             Instant slot = WorkerProcess.slot(r);
@@ -156,10 +157,10 @@ class PoliciesIT {
             assertThat(attempts).extracting(e -> e.path("attempt").asInt()).containsExactly(1, 2, 3);
             assertThat(attempts).extracting(e -> e.path("fencing_token").asLong()).containsOnly(attempts.get(0).path("fencing_token").asLong());
             assertThat(attempts).extracting(e -> e.path("worker").asText()).containsOnly(attempts.get(0).path("worker").asText());
-            assertThat(forSlot(of(cluster.events("job_failed"), "retry-job"), slot))
+            assertThat(forSlot(ofJob(cluster.events("job_failed"), "retry-job"), slot))
                     .extracting(e -> e.path("attempt").asInt(), e -> e.path("will_retry").asBoolean())
                     .containsExactly(org.assertj.core.groups.Tuple.tuple(1, true), org.assertj.core.groups.Tuple.tuple(2, true));
-            assertThat(forSlot(of(cluster.events("job_succeeded"), "retry-job"), slot))
+            assertThat(forSlot(ofJob(cluster.events("job_succeeded"), "retry-job"), slot))
                     .singleElement().satisfies(e -> assertThat(e.path("attempt").asInt()).isEqualTo(3));
             assertThat(r.path("outcome").asText()).isEqualTo("succeeded");
         }
@@ -167,11 +168,11 @@ class PoliciesIT {
 
     @Test
     void aRunThatFailsEveryAttemptIsFailedOnceItsAttemptsAreSpent() {
-        List<JsonNode> released = of(cluster.events("slot_released"), "retry-spent-job");
+        List<JsonNode> released = ofJob(cluster.events("slot_released"), "retry-spent-job");
         assertThat(released).isNotEmpty();
         for (JsonNode r : released) {
             Instant slot = WorkerProcess.slot(r);
-            assertThat(forSlot(of(cluster.events("job_failed"), "retry-spent-job"), slot))
+            assertThat(forSlot(ofJob(cluster.events("job_failed"), "retry-spent-job"), slot))
                     .extracting(e -> e.path("attempt").asInt(), e -> e.path("will_retry").asBoolean())
                     .containsExactly(org.assertj.core.groups.Tuple.tuple(1, true), org.assertj.core.groups.Tuple.tuple(2, false));
             assertThat(r.path("outcome").asText()).isEqualTo("failed");
@@ -184,9 +185,9 @@ class PoliciesIT {
      * counts as overlapping.
      */
     private int overlappingRuns(String job) {
-        List<JsonNode> starts = of(cluster.events("job_started"), job);
-        Map<Instant, Instant> ends = java.util.stream.Stream.concat(of(cluster.events("job_succeeded"), job).stream(),
-                        of(cluster.events("job_failed"), job).stream())
+        List<JsonNode> starts = ofJob(cluster.events("job_started"), job);
+        Map<Instant, Instant> ends = java.util.stream.Stream.concat(ofJob(cluster.events("job_succeeded"), job).stream(),
+                        ofJob(cluster.events("job_failed"), job).stream())
                 .collect(Collectors.toMap(WorkerProcess::slot, WorkerProcess::ts, (a, b) -> a.isAfter(b) ? a : b));
         int overlaps = 0;
         for (JsonNode a : starts) {
@@ -202,11 +203,7 @@ class PoliciesIT {
 
     /** Slot -> how many workers started or skipped it. */
     private Map<String, Long> decisions(String job) {
-        return java.util.stream.Stream.concat(of(cluster.events("job_started"), job).stream(), of(cluster.events("slot_skipped"), job).stream())
+        return java.util.stream.Stream.concat(ofJob(cluster.events("job_started"), job).stream(), ofJob(cluster.events("slot_skipped"), job).stream())
                 .collect(Collectors.groupingBy(e -> e.path("slot").asText(), Collectors.counting()));
-    }
-
-    private static List<JsonNode> of(List<JsonNode> events, String job) {
-        return WorkerProcess.ofJob(events, job);
     }
 }

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.lockstep.redis.LocalCluster;
 import io.lockstep.redis.LocalRedisServer;
 import io.lockstep.redis.LocalSentinel;
+import io.lockstep.redis.RedisFixture;
 import io.lockstep.redis.TestCertificates;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -133,11 +134,10 @@ class ProductionRedisIT {
         Assumptions.assumeTrue(TestCertificates.available(), "openssl not found: install the Debian package openssl");
         // Decided up front, from the binary the test would start: once it has TLS, any failure to
         // start the server below (a bad certificate, a port race, a wrong argument) fails the test.
-        Path binary = redisServerBinary();
-        Assumptions.assumeTrue(linksTls(binary), "this redis-server (" + binary + ") was built without TLS: install the Debian package"
-                + " redis-server to run this test");
+        Assumptions.assumeTrue(TestCertificates.redisServerHasTls(), "the redis-server the tests start was built without TLS:"
+                + " install the Debian package redis-server to run this test");
         TestCertificates certs = TestCertificates.make("lockstep-it-ca");
-        int tlsPort = Cluster.freeLoopbackPort();
+        int tlsPort = RedisFixture.freeLoopbackPort();
         LocalRedisServer server = LocalRedisServer.start(certs.serverArgs(tlsPort, true).toArray(new String[0]));
         try (server; RedisClient admin = RedisClient.create(server.host(), server.port())) {
             List<String> acl = new ArrayList<>(List.of("SETUSER", "worker", "reset", "on", ">worker-pw"));
@@ -154,33 +154,6 @@ class ProductionRedisIT {
                 JsonNode started = w.events("worker_started").get(0);
                 assertThat(started.path("lock_store").asText()).startsWith("rediss 127.0.0.1:" + tlsPort);
             }
-        }
-    }
-
-    /** The redis-server binary the tests start (the one on PATH, else the embedded one), as a plain server reports it. */
-    private static Path redisServerBinary() {
-        try (LocalRedisServer plain = LocalRedisServer.start()) {
-            return plain.binary();
-        }
-    }
-
-    /** Whether the binary was built with TLS: it carries OpenSSL's {@code SSL_CTX_new} (linked or static). */
-    private static boolean linksTls(Path binary) {
-        try {
-            byte[] bytes = java.nio.file.Files.readAllBytes(binary);
-            byte[] symbol = "SSL_CTX_new".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-            outer:
-            for (int i = 0; i + symbol.length <= bytes.length; i++) {
-                for (int j = 0; j < symbol.length; j++) {
-                    if (bytes[i + j] != symbol[j]) {
-                        continue outer;
-                    }
-                }
-                return true;
-            }
-            return false;
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
         }
     }
 }

@@ -81,7 +81,7 @@ class RedisOutageIT {
     }
 
     private static boolean inWindow(String jobAtSlot, Instant from, Instant to) {
-        Instant slot = Instant.parse(jobAtSlot.substring(jobAtSlot.indexOf('@') + 1));
+        Instant slot = WorkerProcess.slotOf(jobAtSlot);
         return !slot.isBefore(from) && slot.isBefore(to);
     }
 }
