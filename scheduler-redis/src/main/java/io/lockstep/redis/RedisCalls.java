@@ -58,8 +58,9 @@ final class RedisCalls {
      * quarantine. {@code uptime_in_seconds} is the difference of two whole-second clock readings
      * (now and the start, each rounded down), so it reads {@code n} as early as a few ms past
      * {@code n - 1} s of real uptime: a node counts only once it reads more than the quarantine
-     * (rounded up to whole seconds), which is never before the quarantine has fully passed (and at
-     * most one second after).
+     * (rounded up to whole seconds), which is never before the quarantine has fully passed (at most
+     * one second after for a quarantine of whole seconds, under two otherwise). Uptime follows the
+     * Redis host's wall clock.
      */
     static boolean pastQuarantine(long uptimeSeconds, long quarantineMillis) {
         return uptimeSeconds > (quarantineMillis + 999) / 1000;
