@@ -7,7 +7,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The first seed use case: a daily report that must go out once per cluster, however many workers
+ * The first use case Lockstep was built around: a daily report that must go out once per cluster, however many workers
  * run. Lockstep's claim makes sure exactly one worker gets here for each day's slot; the job only
  * builds and "sends" the report (here: logs it).
  *

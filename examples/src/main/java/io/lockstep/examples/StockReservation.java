@@ -14,7 +14,7 @@ import java.util.concurrent.locks.LockSupport;
 import redis.clients.jedis.UnifiedJedis;
 
 /**
- * The second seed use case: reserving stock so that concurrent reservers (threads, processes,
+ * The second use case Lockstep was built around: reserving stock so that concurrent reservers (threads, processes,
  * hosts) never oversell. A reservation holds the SKU's lock and writes the stock with the lock's
  * fencing token into a {@link FencedValue}, so a holder that was paused past its lease (a long GC,
  * a stopped VM) cannot write its stale view over a newer holder's: the store refuses its token.
