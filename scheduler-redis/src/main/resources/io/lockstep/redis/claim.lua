@@ -4,10 +4,11 @@
 -- Per slot i (0-based), 6 keys from KEYS[6i+1]:
 --   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started,
 --   holder = the slot whose run last took the lease), pause (hash; exists while the job is paused)
--- and 11 arguments from ARGV[11i+1]:
+-- and 12 arguments from ARGV[12i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
 --   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
---   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below)
+--   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below),
+--   how long past its slot the short lease of a claim made ahead lives (ms)
 -- Returns per slot {status, fencing token, server time ms when the call ends (a claim made ahead
 -- starts its run that long before the slot after the reply arrives: the later this time, the closer
 -- to the slot; see ClaimResult.startDelayMillis), earliest lease end among the job's runs
@@ -25,6 +26,13 @@
 -- 'started' is never started (slots start in order); a slot with no record, no later than
 -- 'decided' and old enough that its record may have expired is refused ('stale'): its decision can
 -- no longer be known, so it is neither run nor reported again.
+--
+-- A claim made ahead (ARGV 11 > 0) is staged: its record says 'claimed', not 'running', and its
+-- lease lives only until the slot plus ARGV 12. At the slot its worker starts it (start.lua), which
+-- makes the record 'running' and the lease the job's full ttl. A staged claim whose worker died or
+-- stalled before that is known never to have started, so recover.lua hands it to a peer whatever
+-- the job's recover policy. The slot record lives until slot + record ttl at least, counted from
+-- the slot, never from a claim made before it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -52,9 +60,15 @@ local function claim(k, a)
     return {status, fence, now, tonumber(first[2] or '0'), holder or ''}
   end
 
+  -- A staged claim (made ahead) holds a short lease until its start; see the header.
+  local staged = a[11] ~= '0'
   local function take_lease()
-    redis.call('SET', lease_key, token, 'PX', ttl)
-    redis.call('ZADD', running, now + ttl, slot_text)
+    local lease_ttl = ttl
+    if staged then
+      lease_ttl = math.max(slot - now, 0) + tonumber(a[12])
+    end
+    redis.call('SET', lease_key, token, 'PX', lease_ttl)
+    redis.call('ZADD', running, now + lease_ttl, slot_text)
     if redis.call('PTTL', running) < record_ttl then
       redis.call('PEXPIRE', running, record_ttl)
     end
@@ -66,7 +80,8 @@ local function claim(k, a)
       return reply('taken', 0, r[1]) -- the record decides, not a time window
     end
     -- A repeat of our own request (its reply was lost): the same decision again.
-    if r[2] == 'running' then
+    if r[2] == 'running' or r[2] == 'claimed' then
+      staged = r[2] == 'claimed' -- a started run keeps its full lease
       local lease = redis.call('GET', lease_key)
       if mode == 'miss' then
         -- We gave up on a claim whose reply never came and never started it: disown it, so that
@@ -118,12 +133,12 @@ local function claim(k, a)
       fields[#fields + 1] = '1'
     end
     redis.call('HSET', record, unpack(fields))
-    redis.call('PEXPIRE', record, record_ttl)
+    redis.call('PEXPIRE', record, record_ttl + math.max(slot - now, 0)) -- from the slot, not from a claim made ahead
     local mark = {}
     if slot > decided and not manual then
       mark = {'decided', slot_text}
     end
-    if state == 'running' then
+    if state == 'running' or state == 'claimed' then
       mark[#mark + 1] = 'holder'
       mark[#mark + 1] = slot_text
       if slot > started and not manual then
@@ -174,16 +189,18 @@ local function claim(k, a)
     end
   end
   local fence = next_fence(fence_key, a[9])
-  decide('running', fence)
+  decide(staged and 'claimed' or 'running', fence)
   take_lease()
   return reply('claimed', fence)
 end
 
 local replies = {}
 for i = 0, #KEYS / 6 - 1 do
-  replies[i + 1] = claim({KEYS[6 * i + 1], KEYS[6 * i + 2], KEYS[6 * i + 3], KEYS[6 * i + 4], KEYS[6 * i + 5], KEYS[6 * i + 6]},
-      {ARGV[11 * i + 1], ARGV[11 * i + 2], ARGV[11 * i + 3], ARGV[11 * i + 4], ARGV[11 * i + 5], ARGV[11 * i + 6],
-       ARGV[11 * i + 7], ARGV[11 * i + 8], ARGV[11 * i + 9], ARGV[11 * i + 10], ARGV[11 * i + 11]})
+  local a = {}
+  for j = 1, 12 do
+    a[j] = ARGV[12 * i + j]
+  end
+  replies[i + 1] = claim({KEYS[6 * i + 1], KEYS[6 * i + 2], KEYS[6 * i + 3], KEYS[6 * i + 4], KEYS[6 * i + 5], KEYS[6 * i + 6]}, a)
 end
 -- The server's clock as the call ends: every reply carries it (decisions used 'now', from the start).
 local e = redis.call('TIME')

@@ -5,31 +5,46 @@
 -- its outcome never overwrites a newer one; a run counts only while it is in the running index.
 -- One call may carry many runs (see claim.lua).
 -- Per run i (0-based): KEYS[4i+1..4i+4] slot record, lease, running index, history (stream);
--- ARGV[7i+1..7i+7] owner token, outcome, slot (epoch ms), attempts, duration (ms), error, keep.
+-- ARGV[8i+1..8i+8] owner token, outcome, slot (epoch ms), attempts, duration (ms), error, keep,
+-- hand-over ('' | 'rerun' | 'unstarted').
+-- A hand-over leaves the slot to a peer instead of closing it: 'rerun' (the run lost its lease or
+-- was cut off by its worker's stop, under recover: rerun) keeps the record 'running' with its entry
+-- in the running index expired now, so that recover.lua reruns it at the next look; 'unstarted'
+-- (the run never started) turns the record back into a staged claim ('claimed'), which recover.lua
+-- runs whatever the policy within the slot's grace. Either way the outcome goes to the history.
 -- Returns per run 1 when the token still owned the slot, 0 otherwise. Retry-safe: a completion
--- repeated after its reply was lost finds its own done marker and answers 1 again (and adds no
--- second history entry).
+-- repeated after its reply was lost finds its own done marker (or hand-over) and answers 1 again
+-- (and adds no second history entry).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
 for i = 0, #KEYS / 4 - 1 do
   local record, lease, running, history = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
-  local a = 7 * i
-  local token, outcome, slot = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local a = 8 * i
+  local token, outcome, slot, hand = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 8]
   if redis.call('GET', lease) == token then
     redis.call('DEL', lease)
   end
-  local r = redis.call('HMGET', record, 'token', 'state', 'worker', 'fence', 'manual')
-  if r[1] == token and r[2] == 'done' then
+  local r = redis.call('HMGET', record, 'token', 'state', 'worker', 'fence', 'manual', 'handed')
+  if r[1] == token and (r[2] == 'done' or r[6] == token) then
     replies[i + 1] = 1
-  elseif r[1] ~= token or r[2] ~= 'running' then
+  elseif r[1] ~= token or (r[2] ~= 'running' and r[2] ~= 'claimed') then
     replies[i + 1] = 0
-  elseif redis.call('ZREM', running, slot) == 0 then
-    -- Still 'running' under our token but gone from the index: a newer run replaced it (claim.lua,
-    -- overlap replace). Its outcome no longer counts; the record says why. (Removing it from the
-    -- index is the check: one command where a lookup and a removal were two.)
+  elseif (hand == '' and redis.call('ZREM', running, slot) == 0)
+      or (hand ~= '' and not redis.call('ZSCORE', running, slot)) then
+    -- Still ours but gone from the index: a newer run replaced it (claim.lua, overlap replace).
+    -- Its outcome no longer counts; the record says why. (Removing it from the index is the check:
+    -- one command where a lookup and a removal were two.)
     redis.call('HSET', record, 'state', 'replaced')
     replies[i + 1] = 0
   else
-    redis.call('HSET', record, 'state', 'done', 'outcome', outcome)
+    if hand == '' then
+      redis.call('HSET', record, 'state', 'done', 'outcome', outcome)
+    else
+      redis.call('ZADD', running, now, slot) -- expired now: the next look hands it to a peer
+      redis.call('HSET', record, 'state', hand == 'unstarted' and 'claimed' or 'running', 'handed', token,
+          'outcome', outcome)
+    end
     local keep = tonumber(ARGV[a + 7])
     if keep > 0 then
       -- '~': trimmed a whole node at a time (about 100 entries), so at least 'keep' runs stay; exact

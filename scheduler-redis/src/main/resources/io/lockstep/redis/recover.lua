@@ -3,10 +3,16 @@
 -- KEYS[1] slot record  KEYS[2] fence counter  KEYS[3] lease  KEYS[4] running index (zset)
 -- KEYS[5] the job's marks (hash; 'holder' names the slot whose run took the lease, see claim.lua)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
--- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)
+-- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)  ARGV[8] misfire grace (ms)
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
--- (server ms, 0 if none)}; status is claimed|abandoned|taken|busy. Retry-safe: a request repeated
--- with the same token (its reply was lost) gets the same decision.
+-- (server ms, 0 if none)}; status is claimed|abandoned|missed|taken|busy. Retry-safe: a request
+-- repeated with the same token (its reply was lost) gets the same decision.
+--
+-- A run that never started is always safe to run, whatever the policy: a staged claim (record
+-- 'claimed', see claim.lua) whose short lease ran out, or a run its worker handed back unstarted
+-- (complete.lua). It is run here within the slot's grace, and recorded as missed past it. A run
+-- its worker handed over (complete.lua: lease lost or interrupted under recover: rerun) is an
+-- ordinary dead run: its entry in the running index is already expired.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -27,13 +33,15 @@ if mine[1] == 'running' and mine[2] == ARGV[1] then
   return reply('taken', 0)
 elseif mine[1] == 'abandoned' and mine[4] == ARGV[1] then
   return reply('abandoned', tonumber(mine[3]))
+elseif mine[1] == 'missed' and mine[2] == ARGV[1] then
+  return reply('missed', 0)
 end
 local score = redis.call('ZSCORE', KEYS[4], ARGV[2])
 if not score or tonumber(score) > now then
   return reply('taken', 0) -- renewed, finished, or already dealt with
 end
 local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence')
-if record[1] ~= 'running' then
+if record[1] ~= 'running' and record[1] ~= 'claimed' then
   redis.call('ZREM', KEYS[4], ARGV[2])
   return reply('taken', 0)
 end
@@ -41,7 +49,13 @@ local holder = redis.call('GET', KEYS[3])
 if holder == record[2] then
   return reply('taken', 0) -- the run's lease is still alive
 end
-if ARGV[6] == 'abandon' then
+local unstarted = record[1] == 'claimed'
+if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) then
+  redis.call('HSET', KEYS[1], 'state', 'missed', 'why', 'not_started', 'token', ARGV[1], 'at', now)
+  redis.call('ZREM', KEYS[4], ARGV[2])
+  return reply('missed', 0)
+end
+if ARGV[6] == 'abandon' and not unstarted then
   redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'abandoned_token', ARGV[1], 'at', now)
   redis.call('ZREM', KEYS[4], ARGV[2])
   return reply('abandoned', tonumber(record[3]))

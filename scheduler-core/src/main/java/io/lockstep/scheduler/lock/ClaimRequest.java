@@ -21,7 +21,9 @@ import java.util.Objects;
  *     decided: the claim is made ahead, the run starts at the slot (see {@link ClaimResult#startDelayMillis}).
  *     A claim ahead is only decided when it can win outright: while the job is paused or its
  *     lease is held, the store answers {@link ClaimResult.Status#EARLY} and the slot is asked
- *     again at its time, so that pauses, overlap and replace act exactly at the slot.
+ *     again at its time. A claim ahead that wins is staged: a short lease until the slot plus
+ *     {@link #STAGED_MARGIN}, started by {@link LockProvider#start} (which checks the pause and the
+ *     grace again at the start).
  */
 public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
         Duration ahead) {
@@ -29,6 +31,11 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
     /** A request decided no earlier than its slot. */
     public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual) {
         this(lease, workerId, misfireGrace, mode, replace, manual, Duration.ZERO);
+    }
+
+    /** Whether the claim is staged: made ahead, started later ({@link StartRequest}). */
+    public boolean staged() {
+        return ahead.toMillis() > 0;
     }
 
     /** A request for a scheduled slot (not a manual run). */
@@ -77,6 +84,14 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
     public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, boolean missOnly) {
         this(lease, workerId, misfireGrace, missOnly ? Mode.MISS_ONLY : Mode.CLAIM, false);
     }
+
+    /**
+     * How long past its slot the short lease of a claim made ahead lives until its start
+     * ({@link StartRequest}): room for the start to land, short enough that a peer takes over a
+     * slot whose worker died before it well within the grace, and shorter than the finest schedule
+     * (a second), so that a dead staged claim never makes the job's next slot skip.
+     */
+    public static final Duration STAGED_MARGIN = Duration.ofMillis(500);
 
     /** How far beyond its grace a slot record outlives the slot, at the least. */
     public static final Duration RECORD_BEYOND_GRACE = Duration.ofMinutes(2);

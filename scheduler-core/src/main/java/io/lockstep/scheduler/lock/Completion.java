@@ -11,16 +11,29 @@ import java.util.Objects;
  * @param attempt the attempts made (1 when the first succeeded)
  * @param durationMs from the first attempt's start to the end of the last; 0 if the job never started
  * @param error the last attempt's failure ({@code ExceptionClass: message}), or empty
+ * @param handOver leave the slot to a peer instead of closing it: the run lost its lease or was cut
+ *     off by its worker's stop, and the job says {@code recover: rerun} (see
+ *     {@link LockProvider#complete}); always so for {@link Outcome#NOT_STARTED}
  */
-public record Completion(Lease lease, Outcome outcome, int attempt, long durationMs, String error) {
+public record Completion(Lease lease, Outcome outcome, int attempt, long durationMs, String error, boolean handOver) {
     public Completion {
         Objects.requireNonNull(lease, "lease");
         Objects.requireNonNull(outcome, "outcome");
         Objects.requireNonNull(error, "error");
     }
 
+    /** A completion that closes the slot (a hand-over only when the run never started). */
+    public Completion(Lease lease, Outcome outcome, int attempt, long durationMs, String error) {
+        this(lease, outcome, attempt, durationMs, error, false);
+    }
+
     /** A completion with no history details (one attempt, no duration, no error). */
     public Completion(Lease lease, Outcome outcome) {
         this(lease, outcome, 1, 0, "");
+    }
+
+    /** What the store does with the slot: {@code ""} close it, {@code "rerun"} or {@code "unstarted"} hand it over. */
+    public String handOverMode() {
+        return outcome == Outcome.NOT_STARTED ? "unstarted" : handOver ? "rerun" : "";
     }
 }

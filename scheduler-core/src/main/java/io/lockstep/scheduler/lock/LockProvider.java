@@ -44,6 +44,18 @@ public interface LockProvider extends AutoCloseable {
     java.util.Map<String, java.time.Instant> lastSlots(List<String> jobs);
 
     /**
+     * Starts runs claimed ahead ({@link StartRequest}): each staged claim the token still holds is
+     * recorded as started and its lease extended to its full ttl, unless the slot's grace passed
+     * ({@link StartAnswer#LATE}, recorded as missed) or the job was paused ({@link StartAnswer#PAUSED},
+     * recorded as skipped), each by the store's clock. Retry-safe: a start repeated after its reply
+     * was lost gets the same answer.
+     *
+     * @return one answer per request, in order
+     * @throws LockException when the store could not be reached or answered ambiguously
+     */
+    List<StartAnswer> start(List<StartRequest> requests);
+
+    /**
      * Extends every lease in the batch by its ttl, each only if its token still owns it.
      *
      * @return per lease, in order, whether it was still owned and is now extended
@@ -54,7 +66,11 @@ public interface LockProvider extends AutoCloseable {
     /**
      * Turns each slot record into a done marker carrying the outcome and removes the lease, both
      * only if the token still owns them. A run that was revoked, recovered by another worker or
-     * abandoned no longer owns its slot: its outcome never overwrites a newer one.
+     * abandoned no longer owns its slot: its outcome never overwrites a newer one. A hand-over
+     * ({@link Completion#handOver()}, or an {@link Outcome#NOT_STARTED} run) leaves the slot to a
+     * peer instead: the outcome goes to the history and the run counts as dead at once, so that the
+     * next look at the job's runs reruns it ({@link ClaimRequest.Mode#RECOVER}; a run that never
+     * started is run whatever the recover policy, within its grace).
      *
      * @return per completion, in order, whether the token still owned the slot
      * @throws LockException when the store could not be reached

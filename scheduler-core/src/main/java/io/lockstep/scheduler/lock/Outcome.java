@@ -6,7 +6,12 @@ public enum Outcome {
     FAILED,
     TIMED_OUT,
     LEASE_LOST,
-    INTERRUPTED;
+    INTERRUPTED,
+    /**
+     * Claimed but never started (its lease was lost before the start, or its worker stopped first):
+     * handed back, so that a peer runs it within its grace whatever the recover policy.
+     */
+    NOT_STARTED;
 
     /** The lower-case form stored in the slot record. */
     public String label() {

@@ -1,0 +1,53 @@
+-- Starts runs claimed ahead (claim.lua: a staged claim, record 'claimed', a short lease). Its worker
+-- asks this just before the slot; only now does the record say 'running' and the lease become the
+-- job's full ttl. So a staged claim whose worker died or stalled before this is known never to have
+-- started, and a peer may run it (recover.lua). Each start is checked by this server's clock:
+--   lost    the token no longer holds the claim (its short lease ran out and a peer took it over);
+--   late    the slot's grace passed (the worker stalled after claiming ahead): recorded as missed;
+--   paused  the job was paused since the claim: recorded as skipped, as a claim at the slot would be;
+--   started the run may start at its slot.
+-- One call may carry many runs (see claim.lua). Per run i (0-based): KEYS[4i+1..4i+4] slot record,
+-- lease, running index, pause; ARGV[4i+1..4i+4] owner token, slot (epoch ms), lease ttl (ms),
+-- misfire grace (ms). Returns per run the status. Retry-safe: a start repeated after its reply was
+-- lost gets the same answer.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local replies = {}
+for i = 0, #KEYS / 4 - 1 do
+  local record, lease, running, pause = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
+  local token, slot_text, ttl, grace = ARGV[4 * i + 1], ARGV[4 * i + 2], tonumber(ARGV[4 * i + 3]), tonumber(ARGV[4 * i + 4])
+  local slot = tonumber(slot_text)
+  local r = redis.call('HMGET', record, 'token', 'state', 'why')
+  local status
+  if r[1] ~= token then
+    status = 'lost'
+  elseif r[2] == 'running' then
+    status = redis.call('GET', lease) == token and 'started' or 'lost' -- a repeat
+  elseif r[2] == 'missed' and r[3] == 'late' then
+    status = 'late'
+  elseif r[2] == 'skipped' and r[3] == 'paused' then
+    status = 'paused'
+  elseif r[2] ~= 'claimed' or redis.call('GET', lease) ~= token then
+    status = 'lost'
+  elseif now > slot + grace then
+    redis.call('HSET', record, 'state', 'missed', 'why', 'late', 'at', now)
+    redis.call('DEL', lease)
+    redis.call('ZREM', running, slot_text)
+    status = 'late'
+  elseif redis.call('EXISTS', pause) == 1 then
+    redis.call('HSET', record, 'state', 'skipped', 'why', 'paused', 'at', now)
+    redis.call('DEL', lease)
+    redis.call('ZREM', running, slot_text)
+    status = 'paused'
+  else
+    redis.call('HSET', record, 'state', 'running')
+    redis.call('PEXPIRE', lease, ttl)
+    redis.call('ZADD', running, 'XX', now + ttl, slot_text)
+    if redis.call('PTTL', record) < 2 * ttl then
+      redis.call('PEXPIRE', record, 2 * ttl)
+    end
+    status = 'started'
+  end
+  replies[i + 1] = status
+end
+return replies
