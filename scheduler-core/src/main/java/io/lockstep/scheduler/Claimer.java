@@ -5,6 +5,7 @@ import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
+import io.lockstep.scheduler.lock.Watchdog;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
@@ -42,10 +43,12 @@ final class Claimer {
     private final SlotQueue queue;
     private final Runner runner;
     private final Preference preference;
+    private final Starter starter;
 
     Claimer(LockProvider provider, String workerId, JobThreads threads, ClusterClock clock, Events events,
-            Outage outage, SlotQueue queue, Runner runner, Preference preference) {
+            Outage outage, SlotQueue queue, Runner runner, Starter starter, Preference preference) {
         this.preference = preference;
+        this.starter = starter;
         this.provider = provider;
         this.workerId = workerId;
         this.threads = threads;
@@ -221,13 +224,15 @@ final class Claimer {
         count(def.name(), mode, result.status());
         switch (result.status()) {
             case CLAIMED -> {
-                if (mode == ClaimRequest.Mode.RECOVER) {
+                if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
                     events.warn("slot_recovered").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                             .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
                             .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
                             .addKeyValue("success", true).addKeyValue("fencing_token", result.fencingToken())
                             .addKeyValue("lateness_ms", lateness)
-                            .addKeyValue("reason", "the run's lease ran out without an outcome; recover: rerun")
+                            .addKeyValue("reason", mode == ClaimRequest.Mode.ABANDON
+                                    ? "its claim was never started (its worker stopped or stalled first); a run that never started is always safe to run"
+                                    : "the run's lease ran out without an outcome (or it never started); recover: rerun")
                             .log("slot recovered; running it again under a higher fencing token");
                 } else {
                     var event = events.info("slot_claimed").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
@@ -248,7 +253,15 @@ final class Claimer {
                 }
                 SlotRun run = new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
-                runner.start(run);
+                if (request.staged()) {
+                    // Staged: a short lease, until the slot plus STAGED_MARGIN by the store's clock; counted
+                    // from our send against the store's time at the reply, so never longer than it is.
+                    long leaseMillis = d.slot.toEpochMilli() + ClaimRequest.STAGED_MARGIN.toMillis() - result.serverTimeMillis();
+                    runner.staged(run);
+                    starter.submit(run, sentNanos + Watchdog.validity(Duration.ofMillis(Math.max(0, leaseMillis))).toNanos());
+                } else {
+                    runner.start(run, sentNanos);
+                }
             }
             case TAKEN -> {
                 if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
@@ -267,8 +280,15 @@ final class Claimer {
             case PAUSED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("reason", "paused")
                     .log("slot skipped: the job is paused");
-            case MISSED -> missed(d, lateness, d.missReason != null ? d.missReason : "later than misfireGrace", lockName,
-                    d.missCode != null ? d.missCode : "late");
+            case MISSED -> {
+                if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
+                    missed(d, lateness, "its claim was never started (its worker stopped or stalled first), and misfireGrace has passed",
+                            lockName, "not_started");
+                } else {
+                    missed(d, lateness, d.missReason != null ? d.missReason : "later than misfireGrace", lockName,
+                            d.missCode != null ? d.missCode : "late");
+                }
+            }
             case SUPERSEDED -> missed(d, lateness, "a later slot of the job already started; slots start in order", lockName, "order");
             case UNCONFIRMED -> missed(d, lateness, "claim not acknowledged by the replicas within waitTimeout (redis.waitReplicas); "
                     + "disowned so that a failover cannot run it twice", lockName, "unconfirmed");

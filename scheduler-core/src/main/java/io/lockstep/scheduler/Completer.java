@@ -42,7 +42,11 @@ final class Completer {
     private final java.util.Set<String> unwritten = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final Thread thread;
 
-    Completer(LockProvider provider, Events events, Outage outage) {
+    /** Told the job of each slot handed over (a peer, or this worker, looks at its runs now). */
+    private final java.util.function.Consumer<String> handedOver;
+
+    Completer(LockProvider provider, Events events, Outage outage, java.util.function.Consumer<String> handedOver) {
+        this.handedOver = handedOver;
         this.provider = provider;
         this.events = events;
         this.outage = outage;
@@ -69,7 +73,7 @@ final class Completer {
         return unwritten.contains(key(job, slot));
     }
 
-    private static String key(String job, java.time.Instant slot) {
+    static String key(String job, java.time.Instant slot) {
         return job + "@" + slot.toEpochMilli();
     }
 
@@ -131,7 +135,7 @@ final class Completer {
         for (Pending p : batch) {
             SlotRun run = p.run();
             long ran = run.firstStartNanos == 0 ? 0 : (p.endedNanos() - run.firstStartNanos) / 1_000_000;
-            completions.add(new Completion(run.lease, p.outcome(), run.attempt(), ran, run.lastError));
+            completions.add(new Completion(run.lease, p.outcome(), run.attempt(), ran, run.lastError, handOver(run, p.outcome())));
         }
         long sent = System.nanoTime();
         List<Boolean> owned;
@@ -160,9 +164,21 @@ final class Completer {
                     .log(ours ? "slot released" : "slot no longer ours; outcome not recorded");
             if (ours) {
                 events.metrics().leaseHeld(run.definition.name(), System.nanoTime() - run.claimSentNanos);
+                if (completions.get(i).handOver() || batch.get(i).outcome() == Outcome.NOT_STARTED) {
+                    handedOver.accept(run.definition.name());
+                }
             }
         }
         return true;
+    }
+
+    /**
+     * Whether the slot goes to a peer instead of being closed: the run lost its lease or was cut off
+     * by the worker's stop, and the job says {@code recover: rerun} (a run that never started always
+     * goes back, see {@link Outcome#NOT_STARTED}).
+     */
+    static boolean handOver(SlotRun run, Outcome outcome) {
+        return (outcome == Outcome.LEASE_LOST || outcome == Outcome.INTERRUPTED) && run.definition.recover() == Recover.RERUN;
     }
 
     private void giveUp(List<Pending> batch) {

@@ -139,10 +139,12 @@ final class DueSlot implements Comparable<DueSlot> {
         }
     }
 
-    /** Whether winning it starts a run, so that it needs a free job thread. */
+    /**
+     * Whether winning it starts a run, so that it needs a free job thread (an abandonment may too:
+     * a claim that never started is run whatever the policy).
+     */
     boolean needsThread() {
-        return mode == ClaimRequest.Mode.CLAIM || mode == ClaimRequest.Mode.CATCH_UP
-                || mode == ClaimRequest.Mode.RECOVER;
+        return mode != ClaimRequest.Mode.MISS_ONLY;
     }
 
     String key() {

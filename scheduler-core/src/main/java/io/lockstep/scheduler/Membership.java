@@ -54,9 +54,17 @@ final class Membership {
     private final Set<Heartbeat.Trigger> handed = new java.util.HashSet<>();
     private final java.util.function.Consumer<Heartbeat.Trigger> triggered;
 
+    /**
+     * Called when a worker left the live list (a clean stop, or its heartbeat aged out): a stopping
+     * worker hands its cut-off runs over ({@code recover: rerun}) and its claims made ahead back, so
+     * every job's runs in flight are looked at now rather than at their lease end.
+     */
+    private final Runnable departed;
+
     Membership(LockProvider provider, Events events, String workerId, JobThreads threads, ClusterClock clock,
-            List<JobDefinition> definitions, java.util.function.Consumer<Heartbeat.Trigger> triggered) {
+            List<JobDefinition> definitions, java.util.function.Consumer<Heartbeat.Trigger> triggered, Runnable departed) {
         this.triggered = triggered;
+        this.departed = departed;
         this.provider = provider;
         this.events = events;
         this.workerId = workerId;
@@ -125,7 +133,13 @@ final class Membership {
         if (reply.serverTimeMillis() > 0) {
             clock.sample(reply.serverTimeMillis(), sent, System.nanoTime()); // the only idle traffic is this heartbeat
         }
+        List<WorkerInfo> before = live;
         live = reply.workers();
+        Set<String> now = new java.util.HashSet<>();
+        live.forEach(w -> now.add(w.id()));
+        if (before.stream().anyMatch(w -> !w.id().equals(workerId) && !now.contains(w.id()))) {
+            departed.run();
+        }
         checkDrift();
         handed.retainAll(reply.triggers());
         for (Heartbeat.Trigger t : reply.triggers()) {

@@ -70,8 +70,8 @@ final class Recovery {
                 continue;
             }
             for (Instant slot : runs.expired()) {
-                if (runner.writingOutcome(runs.job(), slot)) {
-                    continue; // our own finished run, its outcome write still pending: not dead
+                if (runner.handling(runs.job(), slot)) {
+                    continue; // our own run, still executing or its outcome not written yet: not dead to us
                 }
                 DueSlot d = new DueSlot(job, slot, job.definition().recover() == Recover.RERUN
                         ? ClaimRequest.Mode.RECOVER : ClaimRequest.Mode.ABANDON);

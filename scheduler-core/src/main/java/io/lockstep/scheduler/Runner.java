@@ -26,6 +26,8 @@ final class Runner {
     private final Completer completer;
     private final Watchdog<SlotRun> watchdog;
     private volatile boolean shuttingDown;
+    /** job@slot-millis of every run on a job thread now. */
+    private final java.util.Set<String> active = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     Runner(LockProvider provider, ExecutorService executor, JobThreads threads, ClusterClock clock, Events events,
             Outage outage, SlotQueue queue) {
@@ -34,7 +36,7 @@ final class Runner {
         this.clock = clock;
         this.events = events;
         this.queue = queue;
-        this.completer = new Completer(provider, events, outage);
+        this.completer = new Completer(provider, events, outage, queue::lookSoon);
         this.watchdog = new Watchdog<>("lockstep-watchdog",
                 runs -> provider.renew(runs.stream().map(run -> run.lease).toList()), new LeaseEvents(outage));
     }
@@ -43,21 +45,47 @@ final class Runner {
         completer.start();
     }
 
-    /** Whether this worker ran the job's {@code slot} and is still writing its outcome. */
-    boolean writingOutcome(String job, java.time.Instant slot) {
-        return completer.writing(job, slot);
+    /**
+     * Whether this worker still handles the job's run of {@code slot}: the job is executing (it may
+     * ignore its interrupt after a lost lease) or its outcome is not written yet. Such a run is not
+     * dead, and this worker must not recover or abandon it; a peer may.
+     */
+    boolean handling(String job, java.time.Instant slot) {
+        return active.contains(Completer.key(job, slot)) || completer.writing(job, slot);
     }
 
-    /** Starts a claimed run on a job thread (reserved for it by the claim). */
-    void start(SlotRun run) {
-        run.watchedBy(watchdog.watch(run, run.lease.ttl(), run.claimSentNanos, true));
+    /** A run claimed ahead waits for its start ({@link Starter}): its job thread is reserved, no thread waits. */
+    void staged(SlotRun run) {
+        // A watch the watchdog never holds (the staged claim is not renewed): the completer stops it
+        // when the claim is handed back unstarted.
+        run.watchedBy(watchdog.watch(run, run.lease.ttl(), run.claimSentNanos, false));
+    }
+
+    /**
+     * Starts a claimed run on a job thread (reserved for it by the claim), under the job's full
+     * lease, sent (by the claim, or by the start of a claim made ahead) at {@code leaseSentNanos}.
+     */
+    void start(SlotRun run, long leaseSentNanos) {
+        run.watchedBy(watchdog.watch(run, run.lease.ttl(), leaseSentNanos, true));
+        active.add(Completer.key(run.definition.name(), run.scheduledTime()));
         try {
             executor.execute(() -> execute(run));
         } catch (RejectedExecutionException e) {
             run.watch().stop();
-            completer.submit(run, Outcome.INTERRUPTED);
-            threads.release(1);
+            ended(run, Outcome.NOT_STARTED);
         }
+    }
+
+    /**
+     * A claimed run that will not start: frees its job thread; {@code handBack}: tells the store it
+     * never started, so that a peer runs it within its grace whatever the recover policy.
+     */
+    void notStarted(SlotRun run, boolean handBack) {
+        if (handBack) {
+            completer.submit(run, Outcome.NOT_STARTED);
+        }
+        threads.release(1);
+        queue.threadFreed();
     }
 
     /**
@@ -84,18 +112,10 @@ final class Runner {
         String slot = run.scheduledTime().toString();
         Outcome outcome;
         try {
-            boolean waited = awaitStart(run);
-            if (!waited) {
-                // Claimed ahead, and the worker was stopped (past its shutdown timeout) before the slot came.
-                events.warn("slot_missed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
-                        .addKeyValue("lock_name", run.lockName).addKeyValue("lateness_ms", 0)
-                        .addKeyValue("reason", "the worker stopped before the slot's time; its claim ahead never started")
-                        .log("slot missed");
-                events.metrics().missed(def.name(), "stopped", 1);
-                outcome = Outcome.INTERRUPTED;
-            } else if (run.isLeaseLost()) {
-                // Told it is lost, or its deadline passed while the run waited: do not start it.
-                // (When the watchdog already reported it, markLost answers false and we stay quiet.)
+            if (run.isLeaseLost()) {
+                // Told it is lost, or its deadline passed before a job thread took it: do not start it,
+                // and hand it back unstarted (a peer runs it). (When the watchdog already reported it,
+                // markLost answers false and we stay quiet.)
                 if (run.markLost("lease gone before the job could start")) {
                     events.warn("lease_lost").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                             .addKeyValue("lock_name", run.lockName).addKeyValue("action", "expire")
@@ -103,7 +123,7 @@ final class Runner {
                             .addKeyValue("reason", "lease gone before the job could start").log("lease lost before start; job not started");
                     events.metrics().leaseLost(def.name(), "before_start");
                 }
-                outcome = Outcome.LEASE_LOST;
+                outcome = Outcome.NOT_STARTED;
             } else {
                 outcome = runJob(run, def, slot);
             }
@@ -116,27 +136,18 @@ final class Runner {
             }
             run.detach();
         }
-        events.metrics().ran(def.name(), outcome, run.firstStartNanos == 0 ? 0 : System.nanoTime() - run.firstStartNanos);
-        completer.submit(run, outcome);
-        threads.release(1);
-        queue.threadFreed();
+        if (outcome != Outcome.NOT_STARTED) {
+            events.metrics().ran(def.name(), outcome, run.firstStartNanos == 0 ? 0 : System.nanoTime() - run.firstStartNanos);
+        }
+        ended(run, outcome);
     }
 
-    /**
-     * Waits until the run may start: a claim made ahead starts at its slot by the store's clock
-     * ({@link SlotRun#startAtNanos}), never before, on the monotonic clock.
-     *
-     * @return false when interrupted first (the worker is stopping)
-     */
-    private static boolean awaitStart(SlotRun run) {
-        long wait;
-        while ((wait = run.startAtNanos - System.nanoTime()) > 0) {
-            LockSupport.parkNanos(wait);
-            if (Thread.interrupted()) {
-                return false;
-            }
-        }
-        return true;
+    /** The run ended (or never started): its outcome goes to the completer, its job thread is free. */
+    private void ended(SlotRun run, Outcome outcome) {
+        completer.submit(run, outcome);
+        active.remove(Completer.key(run.definition.name(), run.scheduledTime()));
+        threads.release(1);
+        queue.threadFreed();
     }
 
     /** Runs the job, and again after a failure while its retry policy allows, within the same claim. */
@@ -180,7 +191,9 @@ final class Runner {
                 events.info("job_succeeded").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                         .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
                         .addKeyValue("duration_ms", durationMs).log("job succeeded");
-                return run.isLeaseLost() ? Outcome.LEASE_LOST : Outcome.SUCCEEDED;
+                // Succeeded, even if its lease ran out meanwhile: the record says what the event says. If a
+                // peer took the slot over, the record is no longer ours and this outcome is refused.
+                return Outcome.SUCCEEDED;
             }
             var event = events.error("job_failed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())

@@ -65,6 +65,7 @@ public final class Scheduler implements AutoCloseable {
     private final Events events;
     private final SlotQueue queue = new SlotQueue();
     private final Runner runner;
+    private final Starter starter;
     private final Ticker ticker;
     private final Membership membership;
     private final Outage outage;
@@ -99,9 +100,10 @@ public final class Scheduler implements AutoCloseable {
             if (job != null) { // a job this worker does not run (or runs disabled) is left to those that do
                 queue.addAll(List.of(DueSlot.manual(job, t.slot())));
             }
-        });
+        }, () -> queue.lookSoon(byName.keySet()));
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
-        Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, preference);
+        this.starter = new Starter(provider, runner, events, outage);
+        Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, starter, preference);
         Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, Map.copyOf(byName));
         this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery, preference);
         metrics.bindDrift(() -> membership.drift().size());
@@ -179,6 +181,7 @@ public final class Scheduler implements AutoCloseable {
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .addKeyValue("config_hash", membership.configHash()).log("worker started");
         runner.open();
+        starter.open();
         ticker.start();
     }
 
@@ -198,6 +201,7 @@ public final class Scheduler implements AutoCloseable {
                         : "stopping: no new claims; letting " + threads.busy() + " running job(s) finish within the shutdown "
                         + "timeout, then interrupting the rest and writing every outcome");
         ticker.stop();
+        starter.close(); // claims made ahead not started yet go back to the peers now
         boolean drained = runner.drain(shutdownTimeout, INTERRUPT_GRACE);
         membership.stop();
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", threads.busy())

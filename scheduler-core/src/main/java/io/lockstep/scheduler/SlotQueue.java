@@ -175,6 +175,25 @@ final class SlotQueue {
         }
     }
 
+    /**
+     * Look at the job's runs in flight now: a run of it was handed over (this worker stopped it, or
+     * it lost its lease under {@code recover: rerun}), so it is dead already and a rerun is due.
+     */
+    void lookSoon(String job) {
+        lookSoon(java.util.List.of(job));
+    }
+
+    /** {@link #lookSoon(String)} for each of these jobs (a peer left: its runs may have been handed over). */
+    void lookSoon(Collection<String> jobs) {
+        lock.lock();
+        try {
+            jobs.forEach(job -> lookAt.put(job, Instant.EPOCH));
+            wake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** What the store said of a job's runs in flight: when their earliest lease ends (0: none in flight). */
     void noteRuns(String job, long runningUntilMillis) {
         lock.lock();

@@ -100,6 +100,18 @@ final class FaultyStore implements LockProvider {
         return store.claim(requests);
     }
 
+    /** Starts of runs claimed ahead are refused (as when the claim's short lease ran out and a peer took it). */
+    volatile boolean loseStarts;
+
+    @Override
+    public List<io.lockstep.scheduler.lock.StartAnswer> start(List<io.lockstep.scheduler.lock.StartRequest> requests) {
+        check();
+        if (loseStarts) {
+            return Collections.nCopies(requests.size(), io.lockstep.scheduler.lock.StartAnswer.LOST);
+        }
+        return store.start(requests);
+    }
+
     @Override
     public List<Boolean> renew(List<Lease> leases) {
         leases.forEach(l -> renewalsByToken.computeIfAbsent(l.token(), t -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet());

@@ -5,6 +5,8 @@ import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.RunsInFlight;
+import io.lockstep.scheduler.lock.StartAnswer;
+import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -27,6 +29,7 @@ final class ClaimScripts {
     private static final LuaScript RECOVER = LuaScript.load("recover.lua");
     private static final LuaScript UNCLAIM = LuaScript.load("unclaim.lua");
     private static final LuaScript RUNS = LuaScript.load("runs.lua");
+    private static final LuaScript START = LuaScript.load("start.lua");
     /** At most this many expired runs per job per look; the rest come with the next one. */
     private static final int EXPIRED_PER_JOB = 16;
 
@@ -70,10 +73,10 @@ final class ClaimScripts {
                         List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
                         Long.toString(first.recordTtl().toMillis()), first.workerId(),
                         first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
-                        Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
+                        Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()), Long.toString(first.misfireGrace().toMillis())));
             }
             List<String> callKeys = new ArrayList<>(group.size() * 6);
-            List<String> args = new ArrayList<>(group.size() * 11);
+            List<String> args = new ArrayList<>(group.size() * 12);
             for (int i : group) {
                 ClaimRequest request = requests.get(i);
                 Lease lease = request.lease();
@@ -89,7 +92,8 @@ final class ClaimScripts {
                             default -> "claim";
                         },
                         request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
-                        request.manual() ? "1" : "0", Long.toString(request.ahead().toMillis())));
+                        request.manual() ? "1" : "0", Long.toString(request.ahead().toMillis()),
+                        Long.toString(ClaimRequest.STAGED_MARGIN.toMillis())));
             }
             return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);
@@ -113,6 +117,46 @@ final class ClaimScripts {
             }
         }
         return new Decided(results, holders, answered.acknowledged());
+    }
+
+    /**
+     * This server's answers to a batch of starts ({@code start.lua}, many runs to a call), and how
+     * many replicas have them.
+     */
+    record Started(List<StartAnswer> answers, long acknowledged) {}
+
+    Started start(List<StartRequest> requests) {
+        List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, requests.size()).boxed().toList(),
+                i -> requests.get(i).lease().job());
+        RedisCalls.Replies answered = calls.batch("start", groups, group -> {
+            List<String> callKeys = new ArrayList<>(group.size() * 4);
+            List<String> args = new ArrayList<>(group.size() * 4);
+            for (int i : group) {
+                StartRequest r = requests.get(i);
+                Lease l = r.lease();
+                long slot = l.slot().toEpochMilli();
+                callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.paused(l.job())));
+                args.addAll(List.of(l.token(), Long.toString(slot), Long.toString(l.ttl().toMillis()),
+                        Long.toString(r.misfireGrace().toMillis())));
+            }
+            return new RedisCalls.Call(START, callKeys, args);
+        }, replicas);
+        List<Object> replies = answered.replies();
+        StartAnswer[] answers = new StartAnswer[requests.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
+                throw new LockException(target, "start: unexpected reply " + replies.get(g), null);
+            }
+            for (int j = 0; j < list.size(); j++) {
+                String status = RedisCalls.asString(list.get(j));
+                try {
+                    answers[groups.get(g).get(j)] = StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
+                } catch (IllegalArgumentException e) {
+                    throw new LockException(target, "start: unexpected status " + status, null);
+                }
+            }
+        }
+        return new Started(List.of(answers), answered.acknowledged());
     }
 
     /**

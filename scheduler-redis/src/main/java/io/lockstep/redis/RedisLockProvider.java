@@ -11,6 +11,8 @@ import io.lockstep.scheduler.lock.Heartbeat;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.WorkerInfo;
 import io.lockstep.scheduler.lock.RunsInFlight;
+import io.lockstep.scheduler.lock.StartAnswer;
+import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -181,6 +183,26 @@ public final class RedisLockProvider implements LockProvider {
         }
     }
 
+    /**
+     * {@inheritDoc} With {@code waitReplicas}, a start fewer replicas acknowledged is answered
+     * {@link StartAnswer#LOST}: a failover could lose it and let a peer run the slot again, so the
+     * run must not start (the scheduler then hands the claim back unstarted).
+     */
+    @Override
+    public List<StartAnswer> start(List<StartRequest> requests) {
+        if (redlock != null) {
+            return redlock.start(requests);
+        }
+        if (requests.isEmpty()) {
+            return List.of();
+        }
+        ClaimScripts.Started started = claims.start(requests);
+        if (started.acknowledged() < replicas.count()) {
+            return started.answers().stream().map(a -> a == StartAnswer.STARTED ? StartAnswer.LOST : a).toList();
+        }
+        return started.answers();
+    }
+
     @Override
     public List<Boolean> renew(List<Lease> leases) {
         if (redlock != null) {
@@ -213,7 +235,7 @@ public final class RedisLockProvider implements LockProvider {
                 i -> completions.get(i).lease().job());
         RedisCalls.Replies answered = calls.batch("complete", groups, group -> {
             List<String> callKeys = new ArrayList<>(group.size() * 4);
-            List<String> args = new ArrayList<>(group.size() * 7);
+            List<String> args = new ArrayList<>(group.size() * 8);
             for (int i : group) {
                 Completion c = completions.get(i);
                 Lease l = c.lease();
@@ -221,7 +243,7 @@ public final class RedisLockProvider implements LockProvider {
                 callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.history(l.job())));
                 String error = c.error().length() > MAX_ERROR ? c.error().substring(0, MAX_ERROR) + "..." : c.error();
                 args.addAll(List.of(l.token(), c.outcome().label(), Long.toString(slot), Integer.toString(c.attempt()),
-                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep)));
+                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep), c.handOverMode()));
             }
             return new RedisCalls.Call(COMPLETE, callKeys, args);
         }, replicas);

@@ -8,6 +8,8 @@ import io.lockstep.scheduler.lock.Heartbeat;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.RunsInFlight;
+import io.lockstep.scheduler.lock.StartAnswer;
+import io.lockstep.scheduler.lock.StartRequest;
 import io.lockstep.scheduler.lock.Watchdog;
 import io.lockstep.scheduler.lock.WorkerInfo;
 import java.time.Duration;
@@ -246,6 +248,35 @@ final class RedlockStore {
     }
 
     // ---------------------------------------------------------------- leases
+
+    /**
+     * A start counts when a majority of the masters answer the same (started, late, paused); any
+     * other split is {@link StartAnswer#LOST}: the run does not start, and the scheduler hands the
+     * claim back unstarted on every master.
+     */
+    List<StartAnswer> start(List<StartRequest> requests) {
+        if (requests.isEmpty()) {
+            return List.of();
+        }
+        List<Quorum.Vote<List<StartAnswer>>> votes = everywhere("start", p -> p.start(requests));
+        List<StartAnswer> answers = new ArrayList<>(requests.size());
+        for (int i = 0; i < requests.size(); i++) {
+            Map<StartAnswer, Integer> counts = new java.util.EnumMap<>(StartAnswer.class);
+            for (Quorum.Vote<List<StartAnswer>> v : votes) {
+                if (v.counts()) {
+                    counts.merge(v.answer().get(i), 1, Integer::sum);
+                }
+            }
+            StartAnswer decided = StartAnswer.LOST;
+            for (Map.Entry<StartAnswer, Integer> e : counts.entrySet()) {
+                if (e.getValue() >= nodes.quorum()) {
+                    decided = e.getKey();
+                }
+            }
+            answers.add(decided);
+        }
+        return answers;
+    }
 
     List<Boolean> renew(List<Lease> leases) {
         if (leases.isEmpty()) {

@@ -1,12 +1,13 @@
--- Extends a lease only if the token still owns it (answers 1 also when the token's run is already done); keeps the slot record alive at least two leases
+-- Extends a lease only if the token still owns it (answers 1 also when the token's run is already done
+-- or handed over, see complete.lua); keeps the slot record alive at least two leases
 -- and moves the run's entry in the running index (only if it is still there).
 -- KEYS[1] lease  KEYS[2] slot record  KEYS[3] running index  ARGV[1] owner token  ARGV[2] lease ttl (ms)
 -- ARGV[3] slot (epoch ms)
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   -- A renewal that crossed its own run's completion (sent before the outcome landed, run after it)
   -- finds the run done under its token: nothing was lost, nothing to extend.
-  local r = redis.call('HMGET', KEYS[2], 'token', 'state')
-  if r[1] == ARGV[1] and r[2] == 'done' then
+  local r = redis.call('HMGET', KEYS[2], 'token', 'state', 'handed')
+  if r[1] == ARGV[1] and (r[2] == 'done' or r[3] == ARGV[1]) then
     return 1
   end
   return 0

@@ -45,6 +45,8 @@ public final class InMemoryLockProvider implements LockProvider {
     private final Map<String, Long> lastSlots = new HashMap<>();
     /** Per job, the latest slot that started a run. */
     private final Map<String, Long> startedSlots = new HashMap<>();
+    /** Slot records handed over by a completion (complete.lua's 'handed'): slot key to the token. */
+    private final Map<String, String> handed = new HashMap<>();
     /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */
     private final java.util.Set<String> paused = new java.util.HashSet<>();
 
@@ -90,7 +92,7 @@ public final class InMemoryLockProvider implements LockProvider {
             }
             // A repeat of our own request (its reply was lost): the same decision again.
             switch (existing.state()) {
-                case "running" -> {
+                case "running", "claimed" -> {
                     LeaseEntry held = liveLease(leaseKey(lease), now);
                     boolean ours = held == null || held.token().equals(lease.token());
                     if (request.mode() == ClaimRequest.Mode.MISS_ONLY) {
@@ -103,7 +105,7 @@ public final class InMemoryLockProvider implements LockProvider {
                         return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
                     }
                     if (ours) {
-                        takeLease(lease, now);
+                        takeLease(lease, now, existing.state().equals("claimed") ? stagedTtl(request, now) : lease.ttl().toMillis());
                         return new ClaimResult(ClaimResult.Status.CLAIMED, existing.fence(), now);
                     }
                     return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
@@ -162,12 +164,69 @@ public final class InMemoryLockProvider implements LockProvider {
             }
         }
         long fence = nextFence(lease.job(), now);
-        decide(lease, new SlotRecord("running", lease.token(), fence, now + recordTtl), manual);
+        decide(lease, new SlotRecord(request.staged() ? "claimed" : "running", lease.token(), fence,
+                Math.max(slot, now) + recordTtl), manual); // the record lives from the slot, as in Redis
         if (!manual) {
             startedSlots.merge(lease.job(), slot, Math::max);
         }
-        takeLease(lease, now);
+        takeLease(lease, now, request.staged() ? stagedTtl(request, now) : lease.ttl().toMillis());
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
+    }
+
+    /** A staged claim's short lease, as claim.lua: until the slot plus {@link ClaimRequest#STAGED_MARGIN}. */
+    private static long stagedTtl(ClaimRequest request, long now) {
+        return Math.max(request.lease().slot().toEpochMilli() - now, 0) + ClaimRequest.STAGED_MARGIN.toMillis();
+    }
+
+    @Override
+    public synchronized List<StartAnswer> start(List<StartRequest> requests) {
+        long now = clockMillis.getAsLong();
+        List<StartAnswer> answers = new ArrayList<>(requests.size());
+        for (StartRequest request : requests) {
+            answers.add(startOne(request, now));
+        }
+        return answers;
+    }
+
+    /** As start.lua. */
+    private StartAnswer startOne(StartRequest request, long now) {
+        Lease lease = request.lease();
+        long slot = lease.slot().toEpochMilli();
+        String slotKey = slotKey(lease.job(), slot);
+        SlotRecord record = live(slotKey, now);
+        LeaseEntry held = liveLease(leaseKey(lease), now);
+        boolean holds = held != null && held.token().equals(lease.token());
+        if (record == null || !record.token().equals(lease.token())) {
+            return StartAnswer.LOST;
+        }
+        switch (record.state()) {
+            case "running" -> {
+                return holds ? StartAnswer.STARTED : StartAnswer.LOST; // a repeat
+            }
+            case "missed" -> {
+                return "late".equals(record.note()) ? StartAnswer.LATE : StartAnswer.LOST;
+            }
+            case "skipped" -> {
+                return "paused".equals(record.note()) ? StartAnswer.PAUSED : StartAnswer.LOST;
+            }
+            case "claimed" -> { }
+            default -> {
+                return StartAnswer.LOST;
+            }
+        }
+        if (!holds) {
+            return StartAnswer.LOST;
+        }
+        if (now > slot + request.misfireGrace().toMillis() || paused.contains(lease.job())) {
+            boolean late = now > slot + request.misfireGrace().toMillis();
+            slots.put(slotKey, record.with(late ? "missed" : "skipped", late ? "late" : "paused"));
+            leases.remove(leaseKey(lease));
+            running.getOrDefault(lease.job(), new TreeMap<>()).remove(slot);
+            return late ? StartAnswer.LATE : StartAnswer.PAUSED;
+        }
+        slots.put(slotKey, record.with("running"));
+        extendLease(lease, now);
+        return StartAnswer.STARTED;
     }
 
     private ClaimResult recoverOne(ClaimRequest request) {
@@ -182,17 +241,20 @@ public final class InMemoryLockProvider implements LockProvider {
             if (held != null && !held.token().equals(lease.token())) {
                 return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
             }
-            takeLease(lease, now); // a repeat of our own recovery (its reply was lost)
+            takeLease(lease, now, lease.ttl().toMillis()); // a repeat of our own recovery (its reply was lost)
             return new ClaimResult(ClaimResult.Status.CLAIMED, record.fence(), now);
         }
         if (record != null && record.state().equals("abandoned") && lease.token().equals(record.note())) {
             return new ClaimResult(ClaimResult.Status.ABANDONED, record.fence(), now);
         }
+        if (record != null && record.state().equals("missed") && record.token().equals(lease.token())) {
+            return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
+        }
         Long leaseEnd = runs.get(slot);
         if (leaseEnd == null || leaseEnd > now) {
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
-        if (record == null || !record.state().equals("running")) {
+        if (record == null || !(record.state().equals("running") || record.state().equals("claimed"))) {
             runs.remove(slot);
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
@@ -200,7 +262,14 @@ public final class InMemoryLockProvider implements LockProvider {
         if (holder != null && holder.token().equals(record.token())) {
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
-        if (request.mode() == ClaimRequest.Mode.ABANDON) {
+        // As recover.lua: a run that never started is run whatever the policy, within its grace.
+        boolean unstarted = record.state().equals("claimed");
+        if (unstarted && now > slot + request.misfireGrace().toMillis()) {
+            slots.put(slotKey, new SlotRecord("missed", lease.token(), 0, record.expiresAt(), "not_started"));
+            runs.remove(slot);
+            return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
+        }
+        if (request.mode() == ClaimRequest.Mode.ABANDON && !unstarted) {
             slots.put(slotKey, record.with("abandoned", lease.token()));
             runs.remove(slot);
             return new ClaimResult(ClaimResult.Status.ABANDONED, record.fence(), now);
@@ -211,7 +280,7 @@ public final class InMemoryLockProvider implements LockProvider {
         long fence = nextFence(lease.job(), now);
         slots.put(slotKey, new SlotRecord("running", lease.token(), fence,
                 Math.max(record.expiresAt(), now + request.recordTtl().toMillis())));
-        takeLease(lease, now);
+        takeLease(lease, now, lease.ttl().toMillis());
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
     }
 
@@ -261,7 +330,9 @@ public final class InMemoryLockProvider implements LockProvider {
             if (!owned) {
                 // As in Redis: a renewal that crossed its own run's completion finds it done under its token.
                 SlotRecord record = live(slotKey(lease.job(), lease.slot().toEpochMilli()), now);
-                results.add(record != null && record.token().equals(lease.token()) && record.state().startsWith("done:"));
+                String slotKey = slotKey(lease.job(), lease.slot().toEpochMilli());
+                results.add(record != null && record.token().equals(lease.token())
+                        && (record.state().startsWith("done:") || lease.token().equals(handed.get(slotKey))));
                 continue;
             }
             extendLease(lease, now);
@@ -281,12 +352,15 @@ public final class InMemoryLockProvider implements LockProvider {
     public synchronized List<Boolean> complete(List<Completion> completions) {
         List<Boolean> owned = new ArrayList<>(completions.size());
         for (Completion c : completions) {
-            owned.add(completeOne(c.lease(), c.outcome()));
+            owned.add(completeOne(c));
         }
         return owned;
     }
 
-    private boolean completeOne(Lease lease, Outcome outcome) {
+    /** As complete.lua, hand-overs included. */
+    private boolean completeOne(Completion c) {
+        Lease lease = c.lease();
+        Outcome outcome = c.outcome();
         long now = clockMillis.getAsLong();
         long slot = lease.slot().toEpochMilli();
         String slotKey = slotKey(lease.job(), slot);
@@ -298,14 +372,26 @@ public final class InMemoryLockProvider implements LockProvider {
         if (record == null || !record.token().equals(lease.token())) {
             return false;
         }
-        if (record.state().startsWith("done:")) {
+        if (record.state().startsWith("done:") || lease.token().equals(handed.get(slotKey))) {
             return true; // a repeat of our own completion (its reply was lost)
         }
-        if (!record.state().equals("running")) {
+        if (!record.state().equals("running") && !record.state().equals("claimed")) {
             return false;
         }
-        slots.put(slotKey, record.with("done:" + outcome.label()));
-        running.getOrDefault(lease.job(), new TreeMap<>()).remove(slot);
+        TreeMap<Long, Long> runs = running.getOrDefault(lease.job(), new TreeMap<>());
+        if (!runs.containsKey(slot)) {
+            slots.put(slotKey, record.with("replaced"));
+            return false;
+        }
+        String mode = c.handOverMode();
+        if (mode.isEmpty()) {
+            slots.put(slotKey, record.with("done:" + outcome.label()));
+            runs.remove(slot);
+        } else {
+            runs.put(slot, now); // expired now: the next look hands it to a peer
+            slots.put(slotKey, record.with(mode.equals("unstarted") ? "claimed" : "running"));
+            handed.put(slotKey, lease.token());
+        }
         return true;
     }
 
@@ -358,8 +444,8 @@ public final class InMemoryLockProvider implements LockProvider {
         return fence;
     }
 
-    private void takeLease(Lease lease, long now) {
-        long end = now + lease.ttl().toMillis();
+    private void takeLease(Lease lease, long now, long ttlMillis) {
+        long end = now + ttlMillis;
         leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
         running.computeIfAbsent(lease.job(), j -> new TreeMap<>()).put(lease.slot().toEpochMilli(), end);
     }

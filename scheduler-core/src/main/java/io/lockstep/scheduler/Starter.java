@@ -1,0 +1,319 @@
+package io.lockstep.scheduler;
+
+import io.lockstep.scheduler.lock.LockProvider;
+import io.lockstep.scheduler.lock.StartAnswer;
+import io.lockstep.scheduler.lock.StartRequest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.PriorityQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Starts the runs claimed ahead at their slot, from one timer thread ({@code lockstep-start}), so
+ * that no job thread waits for a slot: a claim made ahead only reserves a job thread
+ * ({@link JobThreads}), and the run goes to the pool at its start instant.
+ *
+ * <p>A claim made ahead is staged in the store (a short lease, the record "claimed", see
+ * {@link StartRequest}). {@link #LEAD} before its start instant this thread asks the store to
+ * start it, many runs to a round trip; the store checks by its own clock that the claim is still
+ * ours, that the slot's grace has not passed and that the job is not paused, then records the run
+ * as started under the job's full lease. Only a run the store started is handed to the pool, at
+ * its start instant (counted on the monotonic clock from the claim's reply, so never before the
+ * slot by the store's clock). Every other end is reported once and the job thread freed:
+ * <ul>
+ *   <li>late (the worker stalled past the grace): {@code slot_missed}, recorded by the store;</li>
+ *   <li>paused since the claim: {@code slot_skipped}, recorded by the store;</li>
+ *   <li>lost (the short lease ran out, a peer took the slot), or the store unreachable until the
+ *       short lease ran out: {@code lease_lost}, and the claim is handed back unstarted, so that a
+ *       peer runs it within its grace whatever the recover policy;</li>
+ *   <li>the worker stopping before the start: handed back unstarted at once
+ *       ({@code slot_handed_over}).</li>
+ * </ul>
+ * A crash of the worker before the start leaves the staged claim to run out (at most the slot
+ * plus {@link io.lockstep.scheduler.lock.ClaimRequest#STAGED_MARGIN}), after which a peer runs it.
+ * Between the store's start and the run's start (at most {@link #LEAD} plus a round trip) a crash
+ * costs the slot as a crash mid-run does: the recover policy applies. Thread-safe.
+ */
+final class Starter {
+
+    /**
+     * How long before its start instant a staged run's start is sent: room for the round trip
+     * (one batch for every run of the same instant), short enough that a crash between the store's
+     * start and the run's is unlikely.
+     */
+    static final Duration LEAD = Duration.ofMillis(40);
+    /** How soon a start that could not reach the store is sent again (while the short lease lasts). */
+    private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
+
+    /** One staged run: when to act on it next, and whether the store started it. */
+    private static final class Staged {
+        final SlotRun run;
+        /** Until when the staged claim's short lease is ours for certain (monotonic nanos). */
+        final long leaseEndsNanos;
+        long atNanos;
+        boolean started;
+        long startSentNanos;
+
+        Staged(SlotRun run, long leaseEndsNanos) {
+            this.run = run;
+            this.leaseEndsNanos = leaseEndsNanos;
+            this.atNanos = run.startAtNanos - LEAD.toNanos();
+        }
+    }
+
+    private final LockProvider provider;
+    private final Runner runner;
+    private final Events events;
+    private final Outage outage;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition wake = lock.newCondition();
+    private final PriorityQueue<Staged> queue = new PriorityQueue<>((a, b) -> Long.compare(a.atNanos, b.atNanos));
+    private final Thread thread;
+    private boolean closing;
+
+    Starter(LockProvider provider, Runner runner, Events events, Outage outage) {
+        this.provider = provider;
+        this.runner = runner;
+        this.events = events;
+        this.outage = outage;
+        this.thread = new Thread(this::loop, "lockstep-start");
+        this.thread.setDaemon(true);
+    }
+
+    void open() {
+        thread.start();
+    }
+
+    /**
+     * A claim made ahead won: start it at {@link SlotRun#startAtNanos}. Its job thread is reserved.
+     *
+     * @param leaseEndsNanos until when its short lease is ours for certain (monotonic nanos)
+     */
+    void submit(SlotRun run, long leaseEndsNanos) {
+        lock.lock();
+        try {
+            if (closing) {
+                handOver(run); // the tick stopped before this claim's answer was handled
+                return;
+            }
+            queue.add(new Staged(run, leaseEndsNanos));
+            wake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** How many runs wait for their start. */
+    int waiting() {
+        lock.lock();
+        try {
+            return queue.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The worker stops: runs the store has not started are handed back at once (a peer runs them),
+     * those it started go to the pool at their start instant; returns when none is left.
+     */
+    void close() {
+        lock.lock();
+        try {
+            closing = true;
+            wake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            thread.join(TimeUnit.SECONDS.toMillis(30));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void loop() {
+        while (true) {
+            List<Staged> due;
+            try {
+                due = awaitDue();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            if (due == null) {
+                return;
+            }
+            try {
+                act(due);
+            } catch (RuntimeException | Error e) {
+                events.error("tick_failed").addKeyValue("error", Events.describe(e)).setCause(e)
+                        .log("unexpected failure starting runs claimed ahead; handing them back");
+                due.stream().filter(s -> !s.started).forEach(s -> notStarted(s.run, true));
+                due.stream().filter(s -> s.started).forEach(s -> runner.start(s.run, s.startSentNanos));
+            }
+        }
+    }
+
+    /** Sleeps until a run is due (or the worker stops); null once stopped with nothing left. */
+    private List<Staged> awaitDue() throws InterruptedException {
+        lock.lock();
+        try {
+            while (true) {
+                long now = System.nanoTime();
+                if (closing) {
+                    // Stopping: every run the store has not started goes back now; started ones at their instant.
+                    List<Staged> due = new ArrayList<>();
+                    queue.removeIf(s -> {
+                        boolean go = !s.started || s.atNanos - now <= 0;
+                        if (go) {
+                            due.add(s);
+                        }
+                        return go;
+                    });
+                    if (!due.isEmpty()) {
+                        return due;
+                    }
+                    if (queue.isEmpty()) {
+                        return null;
+                    }
+                    wake.awaitNanos(queue.peek().atNanos - now);
+                    continue;
+                }
+                Staged head = queue.peek();
+                if (head == null) {
+                    wake.await();
+                } else if (head.atNanos - now <= 0) {
+                    List<Staged> due = new ArrayList<>();
+                    while (!queue.isEmpty() && queue.peek().atNanos - now <= 0) {
+                        due.add(queue.poll());
+                    }
+                    return due;
+                } else {
+                    wake.awaitNanos(head.atNanos - now);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void act(List<Staged> due) {
+        List<Staged> toStart = new ArrayList<>();
+        for (Staged s : due) {
+            if (s.started) {
+                runner.start(s.run, s.startSentNanos);
+            } else if (closingNow()) {
+                handOver(s.run);
+            } else {
+                toStart.add(s);
+            }
+        }
+        if (toStart.isEmpty()) {
+            return;
+        }
+        List<StartRequest> requests = new ArrayList<>(toStart.size());
+        for (Staged s : toStart) {
+            requests.add(new StartRequest(s.run.lease, s.run.definition.misfireGrace()));
+        }
+        long sent = System.nanoTime();
+        List<StartAnswer> answers;
+        try {
+            answers = provider.start(requests);
+            outage.succeeded();
+        } catch (RuntimeException e) {
+            io.lockstep.scheduler.lock.LockException failure = e instanceof io.lockstep.scheduler.lock.LockException le ? le
+                    : new io.lockstep.scheduler.lock.LockException(provider.describe(), "start failed: " + Events.describe(e), e);
+            outage.failed("start", failure);
+            long retryAt = System.nanoTime() + RETRY_NANOS;
+            for (Staged s : toStart) {
+                if (retryAt - s.leaseEndsNanos < 0) {
+                    requeue(s, retryAt); // the start may or may not have landed: asking again gets the same answer
+                } else {
+                    leaseLost(s.run, "the claim's short lease ran out before its start could be recorded (" + failure.getMessage() + ")");
+                }
+            }
+            return;
+        }
+        long now = System.nanoTime();
+        for (int i = 0; i < toStart.size(); i++) {
+            Staged s = toStart.get(i);
+            SlotRun run = s.run;
+            String job = run.definition.name();
+            switch (answers.get(i)) {
+                case STARTED -> {
+                    s.started = true;
+                    s.startSentNanos = sent;
+                    if (run.startAtNanos - now <= 0) {
+                        runner.start(run, sent);
+                    } else {
+                        requeue(s, run.startAtNanos);
+                    }
+                }
+                case LATE -> {
+                    events.metrics().missed(job, "late_start", 1);
+                    events.warn("slot_missed").addKeyValue("job", job).addKeyValue("slot", run.scheduledTime().toString())
+                            .addKeyValue("lock_name", run.lockName)
+                            .addKeyValue("reason", "started too late: the slot's misfireGrace had passed by the lock store's clock "
+                                    + "when its run was to start (the worker stalled after claiming it ahead)")
+                            .log("slot missed");
+                    notStarted(run, false);
+                }
+                case PAUSED -> {
+                    events.metrics().skipped(job, "paused");
+                    events.info("slot_skipped").addKeyValue("job", job).addKeyValue("slot", run.scheduledTime().toString())
+                            .addKeyValue("lock_name", run.lockName).addKeyValue("reason", "paused")
+                            .log("slot skipped: the job was paused before its start");
+                    notStarted(run, false);
+                }
+                case LOST -> leaseLost(run, "the claim made ahead was no longer ours at its start (its short lease ran out)");
+            }
+        }
+    }
+
+    private boolean closingNow() {
+        lock.lock();
+        try {
+            return closing;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void requeue(Staged s, long atNanos) {
+        lock.lock();
+        try {
+            s.atNanos = atNanos;
+            queue.add(s);
+            wake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void leaseLost(SlotRun run, String reason) {
+        events.warn("lease_lost").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
+                .addKeyValue("lock_name", run.lockName).addKeyValue("action", "expire")
+                .addKeyValue("identifier", run.lease.token()).addKeyValue("success", false)
+                .addKeyValue("reason", reason).log("lease lost before start; job not started, handed back to run on a peer");
+        events.metrics().leaseLost(run.definition.name(), "before_start");
+        notStarted(run, true);
+    }
+
+    private void handOver(SlotRun run) {
+        events.info("slot_handed_over").addKeyValue("job", run.definition.name())
+                .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
+                .addKeyValue("identifier", run.lease.token())
+                .addKeyValue("reason", "the worker is stopping before the slot's start; a peer runs it")
+                .log("slot claimed ahead handed back unstarted");
+        notStarted(run, true);
+    }
+
+    /** Frees the run's job thread; {@code handBack}: the store is told it never started (a peer runs it). */
+    private void notStarted(SlotRun run, boolean handBack) {
+        runner.notStarted(run, handBack);
+    }
+}
