@@ -341,6 +341,9 @@ public final class ConfigLoader {
                 name.ifPresent(n -> {
                     if (!JobDefinition.NAME.matcher(n).matches()) {
                         problem(m.get("name"), path + ".name", "must match " + JobDefinition.NAME + ", but was \"" + n + "\"");
+                    } else if (n.equals(JobDefinition.PREFLIGHT_NAME)) {
+                        problem(m.get("name"), path + ".name", "\"" + n + "\" is reserved: every worker claims a probe slot "
+                                + "of it at start; choose another name");
                     } else if (seen.containsKey(n)) {
                         problem(m.get("name"), path + ".name", "duplicate job name \"" + n + "\" (first at line " + seen.get(n) + ")");
                     } else {
