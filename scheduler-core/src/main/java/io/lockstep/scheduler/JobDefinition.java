@@ -42,6 +42,13 @@ public record JobDefinition(
 
     /** The pattern every job name follows. */
     public static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
+    /**
+     * The one name no configured job may take: every worker claims, renews, completes and recovers a
+     * probe slot of a job of this name at start (the start check of the Redis lock provider), so a
+     * real job of this name would see its marks (last slot, runs in flight) moved by every start.
+     * The config loader rejects it.
+     */
+    public static final String PREFLIGHT_NAME = "lockstep-preflight";
     /** The shortest lease: renewals every lease/3 must have room for a round trip and a pause. */
     public static final Duration MIN_LEASE = Duration.ofSeconds(1);
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);

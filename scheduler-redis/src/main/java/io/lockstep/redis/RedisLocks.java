@@ -36,6 +36,10 @@ import redis.clients.jedis.UnifiedJedis;
  * is lost. Acquire is {@code SET NX PX}; release and
  * extend are compare-and-act Lua scripts, so nobody can release or extend a lock they do not own.
  *
+ * <p>The work is done by {@link ServerLocks} on one server (with its circuit breaker) and by
+ * {@link RedlockLocks} over several masters; this class checks names and leases, waits with backoff,
+ * and owns the watchdog that renews locks.
+ *
  * <p>Thread-safe; share one per process. {@link #close()} stops the renewal thread of
  * {@link RedisLock#autoRenew}; the Redis client stays yours to close.
  */
@@ -77,38 +81,20 @@ public final class RedisLocks implements AutoCloseable {
     private static final ThreadLocal<SecureRandom> TOKENS = ThreadLocal.withInitial(SecureRandom::new);
     static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
 
-    /** The one server's calls; null over several masters. */
-    final RedisCalls calls;
+    /** The one server's locks; null over several masters. */
+    private final ServerLocks server;
     /** Redlock over several masters; null on one server. */
     private final RedlockLocks redlock;
     private final String prefix;
     private final Duration backoff;
     private final Duration maxBackoff;
     final Watchdog<RedisLock> watchdog;
-    private final CircuitBreaker breaker;
     final LockMeters meters;
 
     private RedisLocks(Builder b) {
         this.meters = b.meters;
-        this.breaker = b.breaker == null || b.masters != null ? null : CircuitBreaker.of("lockstep-locks", b.breaker);
-        if (breaker != null) {
-            breaker.getEventPublisher().onStateTransition(e -> EVENTS.atLevel(
-                    e.getStateTransition().getToState() == CircuitBreaker.State.CLOSED ? org.slf4j.event.Level.INFO : org.slf4j.event.Level.WARN)
-                    .addKeyValue("event", "lock_circuit").addKeyValue("target", b.description)
-                    .addKeyValue("from", e.getStateTransition().getFromState().name().toLowerCase(java.util.Locale.ROOT))
-                    .addKeyValue("state", e.getStateTransition().getToState().name().toLowerCase(java.util.Locale.ROOT))
-                    .log(switch (e.getStateTransition().getToState()) {
-                        case OPEN -> "redis keeps failing: lock calls fail fast for a while";
-                        case HALF_OPEN -> "trying redis again";
-                        case CLOSED -> "redis answers again: lock calls go through";
-                        default -> "lock circuit changed";
-                    }));
-        }
-        if (breaker != null && meters != LockMeters.NONE) {
-            meters.circuit(breaker);
-        }
         if (b.masters == null) {
-            this.calls = new RedisCalls(b.jedis, b.description, breaker);
+            this.server = new ServerLocks(this, b.jedis, b.description, b.breaker, meters);
             this.redlock = null;
         } else {
             // One circuit breaker per master: a dead master fails fast, the others still answer.
@@ -117,7 +103,7 @@ public final class RedisLocks implements AutoCloseable {
                 nodes.add(new RedisCalls(b.masters.get(i), b.nodeNames.get(i),
                         b.breaker == null ? null : CircuitBreaker.of("lockstep-locks-" + i, b.breaker), b.maxLease));
             }
-            this.calls = null;
+            this.server = null;
             this.redlock = new RedlockLocks(this, new Quorum<>(nodes, b.nodeNames), b.retries, b.retryDelay, b.maxLease);
         }
         this.prefix = b.keyPrefix;
@@ -176,41 +162,7 @@ public final class RedisLocks implements AutoCloseable {
         if (redlock != null) {
             return redlock.tryAcquire(name, key, lease);
         }
-        String token = newToken();
-        long sent = System.nanoTime();
-        long fence;
-        try {
-            Object reply = calls.call("acquire", new RedisCalls.Call(ACQUIRE, List.of(key, key + ":fence"),
-                    List.of(token, Long.toString(lease.toMillis()), Long.toString(FENCE_TTL.toMillis()))));
-            fence = calls.asLong("acquire", reply);
-        } catch (LockException e) {
-            meters.acquire("error");
-            throw e;
-        }
-        long durationMs = (System.nanoTime() - sent) / 1_000_000;
-        EVENTS.atDebug().addKeyValue("event", fence > 0 ? "lock_acquired" : "lock_contended")
-                .addKeyValue("lock_name", key).addKeyValue("action", "acquire").addKeyValue("identifier", token)
-                .addKeyValue("duration_ms", durationMs).addKeyValue("success", fence > 0)
-                .addKeyValue("fencing_token", fence).log(fence > 0 ? "lock acquired" : "lock held by another owner");
-        if (fence == 0) {
-            meters.acquire("contended");
-            return Optional.empty();
-        }
-        long elapsed = System.nanoTime() - sent;
-        if (elapsed >= Watchdog.validity(lease).toNanos()) {
-            // The round trip used up the lock's validity: by the time we could act on it, Redis may
-            // already let another owner take it. As the Redis distlock page says, that is a failed
-            // acquire: give it back (owner-checked) and report no lock.
-            calls.call("release", new RedisCalls.Call(RELEASE, List.of(key), List.of(token)));
-            EVENTS.atWarn().addKeyValue("event", "lock_expired_on_arrival").addKeyValue("lock_name", key)
-                    .addKeyValue("action", "acquire").addKeyValue("identifier", token)
-                    .addKeyValue("duration_ms", elapsed / 1_000_000).addKeyValue("success", false)
-                    .log("lock acquired too late to use: the round trip took longer than its validity; released");
-            meters.acquire("expired_on_arrival");
-            return Optional.empty();
-        }
-        meters.acquire("acquired");
-        return Optional.of(new RedisLock(this, name, key, token, fence, lease, sent));
+        return server.tryAcquire(name, key, lease);
     }
 
     /**
@@ -246,7 +198,7 @@ public final class RedisLocks implements AutoCloseable {
      * probes go out), or {@code disabled} when built without one.
      */
     public String circuitState() {
-        return breaker == null ? "disabled" : breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
+        return server == null || server.breaker == null ? "disabled" : server.breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
     }
 
     /** Extends one lock; whether it was still ours (on Redlock: on a quorum). */
@@ -254,7 +206,7 @@ public final class RedisLocks implements AutoCloseable {
         if (redlock != null) {
             return redlock.extend(List.of(lock)).get(0);
         }
-        return calls.asLong("extend", calls.call("extend", lock.extendCall())) == 1L;
+        return server.extend(lock);
     }
 
     /** Releases one lock; whether it was still ours (on Redlock: on a quorum). */
@@ -262,7 +214,7 @@ public final class RedisLocks implements AutoCloseable {
         if (redlock != null) {
             return redlock.release(lock);
         }
-        return calls.asLong("release", calls.call("release", new RedisCalls.Call(RELEASE, List.of(lock.key()), List.of(lock.token())))) == 1L;
+        return server.release(lock);
     }
 
     /** Stops renewing locks; they expire after their lease unless released. Idempotent. */
@@ -290,12 +242,7 @@ public final class RedisLocks implements AutoCloseable {
         if (redlock != null) {
             return redlock.extend(locks);
         }
-        List<Object> replies = calls.batch("renew", locks, RedisLock::extendCall);
-        List<Boolean> owned = new ArrayList<>(replies.size());
-        for (Object reply : replies) {
-            owned.add(calls.asLong("renew", reply) == 1L);
-        }
-        return owned;
+        return server.extend(locks);
     }
 
     static String newToken() {

@@ -1,5 +1,6 @@
 package io.lockstep.redis;
 
+import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.Lease;
@@ -21,8 +22,11 @@ final class StartCheck {
 
     private StartCheck() {}
 
-    /** The job that {@link RedisLockProvider#ping()} claims, renews, looks at and completes once, to try the user's permissions. */
-    static final String PREFLIGHT_JOB = "lockstep-preflight";
+    /**
+     * The job that {@link RedisLockProvider#ping()} claims, renews, looks at and completes once, to try the user's permissions;
+     * reserved in the core ({@link JobDefinition#PREFLIGHT_NAME}), so that the config loader refuses a real job of this name.
+     */
+    static final String PREFLIGHT_JOB = JobDefinition.PREFLIGHT_NAME;
 
     /**
      * Checks, before anything runs, that the server answers, accepts our credentials, and lets this

@@ -3,28 +3,20 @@ package io.lockstep.scheduler.config;
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.JobFactory;
 import io.lockstep.scheduler.Params;
-import io.lockstep.scheduler.CatchUp;
-import io.lockstep.scheduler.Overlap;
-import io.lockstep.scheduler.Recover;
-import io.lockstep.scheduler.Retry;
+import io.lockstep.scheduler.config.PolicySection.Policies;
 import io.lockstep.scheduler.cron.CronSchedule;
 import java.io.StringReader;
 import java.nio.file.Path;
-import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
@@ -34,7 +26,6 @@ import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
 import org.yaml.snakeyaml.nodes.SequenceNode;
-import org.yaml.snakeyaml.nodes.Tag;
 
 /**
  * Turns a YAML file into a {@link LockstepConfig}, or fails with every problem it finds, each named
@@ -45,6 +36,11 @@ import org.yaml.snakeyaml.nodes.Tag;
  * unless told not to, checks that every job class loads and implements {@code Job}. The YAML is
  * composed into nodes by SnakeYAML so that every value keeps its line.
  *
+ * <p>The sections are read apart: {@link ConfigNodes} reads single values and records problems,
+ * {@link RedisSection} the {@code redis} section, {@link PolicySection} the policy keys that
+ * {@code defaults} and every job share; this class reads the rest ({@code worker}, {@code history},
+ * the jobs themselves) and puts them together.
+ *
  * <p>Instances are immutable and thread-safe.
  */
 public final class ConfigLoader {
@@ -53,14 +49,11 @@ public final class ConfigLoader {
     private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http");
     private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
     private static final Set<String> HISTORY_KEYS = Set.of("keep");
-    private static final List<String> POLICY_KEYS = List.of("zone", "lease", "misfireGrace", "overlap", "timeout",
-            "retry", "recover", "catchUp", "catchUpWindow");
-    private static final Set<String> RETRY_KEYS = Set.of("maxAttempts", "backoff", "maxBackoff");
-    private static final Set<String> DEFAULTS_KEYS = Set.copyOf(POLICY_KEYS);
+    private static final Set<String> DEFAULTS_KEYS = Set.copyOf(PolicySection.KEYS);
     private static final Set<String> JOB_KEYS;
 
     static {
-        Set<String> keys = new HashSet<>(POLICY_KEYS);
+        Set<String> keys = new HashSet<>(PolicySection.KEYS);
         keys.addAll(List.of("name", "cron", "class", "params", "enabled"));
         JOB_KEYS = Set.copyOf(keys);
     }
@@ -77,8 +70,8 @@ public final class ConfigLoader {
                 Map.entry("redis.sentinel", RedisSection.SENTINEL_KEYS), Map.entry("redis.cluster", RedisSection.CLUSTER_KEYS),
                 Map.entry("redis.redlock", RedisSection.REDLOCK_KEYS),
                 Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS),
-                Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", RETRY_KEYS),
-                Map.entry("jobs[]", JOB_KEYS), Map.entry("jobs[].retry", RETRY_KEYS));
+                Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", PolicySection.RETRY_KEYS),
+                Map.entry("jobs[]", JOB_KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS));
     }
 
     private ConfigLoader(Function<String, String> environment, boolean checkClasses) {
@@ -157,7 +150,7 @@ public final class ConfigLoader {
 
             RedisSettings redis = new RedisSection(this).read(top.get("redis"));
             WorkerSettings worker = readWorker(top.get("worker"));
-            Policies defaults = readPolicies(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
+            Policies defaults = new PolicySection(this).read(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
             List<JobDefinition> jobs = readJobs(top.get("jobs"), root, defaults, redis.timeout());
             int historyKeep = readHistory(top.get("history"));
             if (!problems.isEmpty()) {
@@ -223,97 +216,6 @@ public final class ConfigLoader {
             });
         }
 
-        private Policies readPolicies(Node node, String path, Policies inherited, Set<String> allowed) {
-            if (node == null) {
-                return inherited;
-            }
-            return policies(mapping(node, path, allowed).orElse(Map.of()), path, inherited);
-        }
-
-        /** The policy keys of a mapping already read (its unknown keys already reported), over {@code inherited}. */
-        private Policies policies(Map<String, Node> m, String path, Policies inherited) {
-            ZoneId zone = inherited.zone();
-            if (m.containsKey("zone")) {
-                Optional<String> text = string(m.get("zone"), path + ".zone");
-                if (text.isPresent()) {
-                    try {
-                        zone = ZoneId.of(text.get());
-                    } catch (DateTimeException e) {
-                        problem(m.get("zone"), path + ".zone", "unknown time zone \"" + text.get() + "\" (use a region id such as Europe/Lisbon or UTC)");
-                    }
-                }
-            }
-            Duration lease = duration(m.get("lease"), path + ".lease").orElse(inherited.lease());
-            if (m.containsKey("lease") && lease.compareTo(JobDefinition.MIN_LEASE) < 0) {
-                problem(m.get("lease"), path + ".lease", "must be at least 1s, but was " + Durations.format(lease));
-                lease = JobDefinition.MIN_LEASE;
-            }
-            Duration grace = duration(m.get("misfireGrace"), path + ".misfireGrace").orElse(inherited.misfireGrace());
-            if (m.containsKey("misfireGrace") && grace.compareTo(JobDefinition.MIN_MISFIRE_GRACE) < 0) {
-                problem(m.get("misfireGrace"), path + ".misfireGrace", "must be at least " + Durations.format(JobDefinition.MIN_MISFIRE_GRACE)
-                        + ": a slot starts some milliseconds after its time (more under load), so a shorter grace reports slots "
-                        + "missed that were only a little late; was " + Durations.format(grace));
-                grace = JobDefinition.MIN_MISFIRE_GRACE;
-            }
-            Overlap overlap = choice(m.get("overlap"), path + ".overlap", Overlap.class).orElse(inherited.overlap());
-            Duration timeout = duration(m.get("timeout"), path + ".timeout").orElse(inherited.timeout());
-            Retry retry = readRetry(m.get("retry"), path + ".retry", inherited.retry());
-            Recover recover = choice(m.get("recover"), path + ".recover", Recover.class).orElse(inherited.recover());
-            CatchUp catchUp = choice(m.get("catchUp"), path + ".catchUp", CatchUp.class).orElse(inherited.catchUp());
-            Duration window = duration(m.get("catchUpWindow"), path + ".catchUpWindow").orElse(inherited.catchUpWindow());
-            if (m.containsKey("catchUpWindow") && window.compareTo(JobDefinition.MAX_CATCH_UP_WINDOW) > 0) {
-                problem(m.get("catchUpWindow"), path + ".catchUpWindow", "must be at most 7d, but was " + Durations.format(window));
-                window = JobDefinition.MAX_CATCH_UP_WINDOW;
-            }
-            return new Policies(zone, lease, grace, overlap, timeout, retry, recover, catchUp, window);
-        }
-
-        /** {@code retry: { maxAttempts, backoff, maxBackoff }}; keys left out keep the inherited values. */
-        private Retry readRetry(Node node, String path, Retry inherited) {
-            if (node == null) {
-                return inherited;
-            }
-            Map<String, Node> m = mapping(node, path, RETRY_KEYS).orElse(Map.of());
-            int attempts = integer(m.get("maxAttempts"), path + ".maxAttempts").orElse(inherited.maxAttempts());
-            if (attempts < 1 || attempts > 100) {
-                problem(m.get("maxAttempts"), path + ".maxAttempts", "must be between 1 and 100, but was " + attempts);
-                return inherited;
-            }
-            Duration backoff = duration(m.get("backoff"), path + ".backoff").orElse(inherited.backoff());
-            Duration max = duration(m.get("maxBackoff"), path + ".maxBackoff").orElse(
-                    m.containsKey("backoff") && backoff.compareTo(inherited.maxBackoff()) > 0 ? backoff : inherited.maxBackoff());
-            if (max.compareTo(backoff) < 0) {
-                problem(m.get("maxBackoff"), path + ".maxBackoff", "must be at least backoff (" + Durations.format(backoff)
-                        + "), but was " + Durations.format(max));
-                return inherited;
-            }
-            return new Retry(attempts, backoff, max);
-        }
-
-        /** One of an enum's constants, written in lower case. */
-        private <E extends Enum<E>> Optional<E> choice(Node node, String path, Class<E> type) {
-            if (node == null) {
-                return Optional.empty();
-            }
-            Optional<String> text = string(node, path);
-            if (text.isEmpty()) {
-                return Optional.empty();
-            }
-            for (E constant : type.getEnumConstants()) {
-                if (constant.name().equalsIgnoreCase(text.get())) {
-                    return Optional.of(constant);
-                }
-            }
-            List<String> names = new ArrayList<>();
-            for (E constant : type.getEnumConstants()) {
-                names.add(constant.name().toLowerCase(Locale.ROOT));
-            }
-            String allowed = names.size() == 2 ? names.get(0) + " or " + names.get(1)
-                    : String.join(", ", names.subList(0, names.size() - 1)) + " or " + names.get(names.size() - 1);
-            problem(node, path, "must be " + allowed + ", but was \"" + text.get() + "\"");
-            return Optional.empty();
-        }
-
         private List<JobDefinition> readJobs(Node node, Node root, Policies defaults, Duration redisTimeout) {
             if (node == null) {
                 problem(root, "jobs", "is missing; list at least one job");
@@ -341,13 +243,16 @@ public final class ConfigLoader {
                 name.ifPresent(n -> {
                     if (!JobDefinition.NAME.matcher(n).matches()) {
                         problem(m.get("name"), path + ".name", "must match " + JobDefinition.NAME + ", but was \"" + n + "\"");
+                    } else if (n.equals(JobDefinition.PREFLIGHT_NAME)) {
+                        problem(m.get("name"), path + ".name", "\"" + n + "\" is reserved: every worker claims a probe slot "
+                                + "of it at start; choose another name");
                     } else if (seen.containsKey(n)) {
                         problem(m.get("name"), path + ".name", "duplicate job name \"" + n + "\" (first at line " + seen.get(n) + ")");
                     } else {
                         seen.put(n, line(m.get("name")));
                     }
                 });
-                Policies policies = policies(m, path, defaults);
+                Policies policies = new PolicySection(this).read(m, path, defaults);
                 Optional<CronSchedule> schedule = required(m, "cron", jobNode, path)
                         .flatMap(n -> string(n, path + ".cron"))
                         .flatMap(expr -> {
@@ -410,14 +315,5 @@ public final class ConfigLoader {
 
     private static String oneLine(String message) {
         return message == null ? "malformed" : message.replaceAll("\\s+", " ").trim();
-    }
-
-    /** The policy keys shared by {@code defaults} and each job, resolved. */
-    private record Policies(ZoneId zone, Duration lease, Duration misfireGrace, Overlap overlap, Duration timeout,
-            Retry retry, Recover recover, CatchUp catchUp, Duration catchUpWindow) {
-        static final Policies BUILT_IN = new Policies(ZoneId.of("UTC"), JobDefinition.DEFAULT_LEASE,
-                JobDefinition.DEFAULT_MISFIRE_GRACE, JobDefinition.DEFAULT_OVERLAP, JobDefinition.DEFAULT_TIMEOUT,
-                JobDefinition.DEFAULT_RETRY, JobDefinition.DEFAULT_RECOVER, JobDefinition.DEFAULT_CATCH_UP,
-                JobDefinition.DEFAULT_CATCH_UP_WINDOW);
     }
 }

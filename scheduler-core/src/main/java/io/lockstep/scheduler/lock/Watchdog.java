@@ -19,7 +19,8 @@ import java.util.Set;
  * else can take it. Deadlines fire on time whatever the store does: renewal rounds run on a thread
  * of their own ({@code <name>-renew}), so a round blocked for the client's whole timeout never
  * delays the watchdog thread that declares leases lost and runs timeouts. An unexpected failure in
- * either thread is logged and the loop goes on.
+ * either thread is logged and the loop goes on. The renew thread's work (send a round, apply the
+ * answers) is in {@link RenewThread}; both threads share this watchdog's monitor.
  *
  * <p>The scheduler watches its runs with one; the standalone lock API watches its locks with
  * another. The thread starts with the first watch and is a daemon; {@link #close()} stops it.
@@ -32,7 +33,7 @@ import java.util.Set;
 public final class Watchdog<L> implements AutoCloseable {
 
     /** How soon after a failed renewal round the watchdog tries again, at the most. */
-    private static final long RETRY_NANOS = 250_000_000L;
+    static final long RETRY_NANOS = 250_000_000L;
     /** The share of a ttl not counted on, for clock-rate differences between us and the store. */
     public static final double DRIFT_FACTOR = 0.01;
     /** Milliseconds not counted on beyond {@link #DRIFT_FACTOR}. */
@@ -87,9 +88,9 @@ public final class Watchdog<L> implements AutoCloseable {
     /** One watched lease: its deadline, and whether it is lost. Thread-safe. */
     public final class Watch {
         private final L lease;
-        private final long ttlNanos;
+        final long ttlNanos;
         /** Guarded by the watchdog's monitor. */
-        private long nextRenewNanos;
+        long nextRenewNanos;
         private volatile long deadlineNanos;
         private volatile long timeoutNanos = Long.MAX_VALUE;
         private volatile String lostReason;
@@ -194,25 +195,24 @@ public final class Watchdog<L> implements AutoCloseable {
     }
 
     private final String threadName;
-    private final Renewer<L> renewer;
     private final Listener<L> listener;
-    /** Guarded by {@code this}. */
-    private final Set<Watch> watches = new LinkedHashSet<>();
+    /** Guarded by {@code this}; the renew thread ({@link RenewThread}) reads and changes it too. */
+    final Set<Watch> watches = new LinkedHashSet<>();
     private Thread thread;
     private Thread renewThread;
-    /** The leases of the renewal round handed to the renew thread and not yet sent; guarded by {@code this}. */
-    private List<Watch> round;
-    /** A renewal round is handed over or on the wire; guarded by {@code this}. */
-    private boolean renewing;
-    private boolean closed;
+    /** The renew thread's work, and the round handed to it (its state guarded by {@code this}). */
+    private final RenewThread<L> renewals;
+    /** Guarded by {@code this}; the renew thread stops when it reads true. */
+    boolean closed;
 
     /**
      * @param threadName the name of the watchdog thread, for example {@code lockstep-watchdog}
      */
     public Watchdog(String threadName, Renewer<L> renewer, Listener<L> listener) {
         this.threadName = Objects.requireNonNull(threadName, "threadName");
-        this.renewer = Objects.requireNonNull(renewer, "renewer");
+        Objects.requireNonNull(renewer, "renewer");
         this.listener = Objects.requireNonNull(listener, "listener");
+        this.renewals = new RenewThread<>(this, renewer, listener);
     }
 
     /**
@@ -238,7 +238,7 @@ public final class Watchdog<L> implements AutoCloseable {
                 thread = new Thread(this::loop, threadName);
                 thread.setDaemon(true);
                 thread.start();
-                renewThread = new Thread(this::renewLoop, threadName + "-renew");
+                renewThread = new Thread(renewals::run, threadName + "-renew");
                 renewThread.setDaemon(true);
                 renewThread.start();
             }
@@ -320,7 +320,7 @@ public final class Watchdog<L> implements AutoCloseable {
                     timedOut.add(w);
                 }
                 long slack = w.ttlNanos / 12;
-                if (renewing) {
+                if (renewals.busy()) {
                     // A round is on the wire: renewals wait for it to end (it notifies).
                 } else if (w.nextRenewNanos - now <= slack) {
                     due.add(w);
@@ -333,10 +333,8 @@ public final class Watchdog<L> implements AutoCloseable {
                 }
             }
             watches.removeAll(expired);
-            if (!due.isEmpty() && !renewing) {
-                renewing = true;
-                round = due;
-                notifyAll(); // the renew thread
+            if (!due.isEmpty() && !renewals.busy()) {
+                renewals.handOver(due); // and wakes the renew thread
             }
             if (expired.isEmpty() && timedOut.isEmpty()) {
                 // While a round is on the wire, its leases are not due again: wait for deadlines,
@@ -359,97 +357,15 @@ public final class Watchdog<L> implements AutoCloseable {
         return true;
     }
 
-    /** The renew thread: sends each round it is handed, one at a time. */
-    private void renewLoop() {
-        while (true) {
-            List<Watch> due;
-            synchronized (this) {
-                while (round == null && !closed) {
-                    try {
-                        wait();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return;
-                    }
-                }
-                if (closed) {
-                    return;
-                }
-                due = round;
-                round = null;
-            }
-            try {
-                renew(due);
-            } catch (RuntimeException | Error e) {
-                org.slf4j.LoggerFactory.getLogger(Watchdog.class).error("watchdog renewal round failed; continuing", e);
-                synchronized (this) {
-                    for (Watch w : due) {
-                        w.nextRenewNanos = System.nanoTime() + Math.min(RETRY_NANOS, w.ttlNanos / 10);
-                    }
-                }
-            } finally {
-                synchronized (this) {
-                    renewing = false;
-                    notifyAll();
-                }
-            }
-        }
-    }
-
-    private void renew(List<Watch> due) {
-        List<L> leases = new ArrayList<>(due.size());
-        for (Watch w : due) {
-            leases.add(w.lease);
-        }
-        long sent = System.nanoTime();
-        List<Boolean> owned;
-        try {
-            owned = renewer.renew(leases);
-            guard(listener::roundSucceeded);
-        } catch (LockException e) {
-            guard(() -> listener.roundFailed(e));
-            synchronized (this) {
-                for (Watch w : due) {
-                    w.nextRenewNanos = sent + Math.min(RETRY_NANOS, w.ttlNanos / 10);
-                }
-            }
-            return;
-        }
-        long durationMs = (System.nanoTime() - sent) / 1_000_000;
-        List<Watch> refused = new ArrayList<>();
-        List<Watch> confirmed = new ArrayList<>();
-        synchronized (this) {
-            for (int i = 0; i < due.size(); i++) {
-                Watch w = due.get(i);
-                if (!watches.contains(w)) {
-                    continue; // stopped while we were renewing
-                }
-                if (owned.get(i)) {
-                    w.renewed(sent);
-                    w.nextRenewNanos = sent + w.ttlNanos / 3;
-                    confirmed.add(w);
-                } else {
-                    watches.remove(w);
-                    refused.add(w);
-                }
-            }
-        }
-        for (Watch w : confirmed) {
-            guard(() -> listener.renewed(w, durationMs));
-        }
-        for (Watch w : refused) {
-            declareLost(w, "renewal refused: the token no longer owns the lease");
-        }
-    }
-
-    private void declareLost(Watch w, String reason) {
+    /** Marks {@code w} lost and tells the listener, once; called without the monitor. */
+    void declareLost(Watch w, String reason) {
         if (w.markLost(reason)) {
             guard(() -> listener.lost(w, reason));
         }
     }
 
     /** A listener that throws must not stop the watchdog. */
-    private static void guard(Runnable callback) {
+    static void guard(Runnable callback) {
         try {
             callback.run();
         } catch (RuntimeException e) {

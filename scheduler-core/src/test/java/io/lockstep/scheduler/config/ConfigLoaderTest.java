@@ -175,6 +175,24 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void theStartCheckProbeJobNameIsReserved() {
+        // Every worker claims, marks and fences a probe slot of this job at start (StartCheck in
+        // scheduler-redis): a real job of this name would have its marks moved by every start.
+        assertThat(problems("""
+                jobs:
+                  - name: a
+                    cron: "@daily"
+                    class: x.A
+                  - name: lockstep-preflight
+                    cron: "@daily"
+                    class: x.A
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:5: jobs[1].name: \"lockstep-preflight\" is reserved: every worker claims a probe slot of it "
+                        + "at start; choose another name");
+        assertThat(JobDefinition.PREFLIGHT_NAME).isEqualTo("lockstep-preflight");
+    }
+
+    @Test
     void anUnsetVariableWithoutDefaultIsAProblem() {
         assertThat(problems("""
                 redis: { uri: "${NOPE}" }

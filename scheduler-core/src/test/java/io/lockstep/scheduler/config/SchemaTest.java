@@ -84,6 +84,7 @@ class SchemaTest {
         "jobs:\n  - { name: a, cron: \"* * * * *\", class: x.Y }\nredis: { sentinel: { master: m, nodes: [h:1], port: 2 } }\n",
         "jobs:\n  - { name: a, cron: \"* * * * *\", class: x.Y }\nworker: { http: { port: eighty } }\n",
         "jobs:\n  - { name: a, cron: \"* * * * *\", class: x.Y, enabled: maybe }\n",
+        "jobs:\n  - { name: lockstep-preflight, cron: \"* * * * *\", class: x.Y }\n",
     })
     void aConfigTheLoaderRejectsForAnUnknownKeyOrAWrongTypeFailsTheSchemaToo(String yaml) throws IOException {
         assertThatThrownBy(() -> LOADER.load("jobs.yaml", yaml)).isInstanceOf(ConfigException.class);
