@@ -370,6 +370,118 @@ abstract class LockProviderContractTest {
         assertThat(complete(replaced)).as("the replaced run's outcome").isFalse();
     }
 
+    io.lockstep.scheduler.lock.StartAnswer start(ClaimRequest request, Duration grace) {
+        return store().start(List.of(new io.lockstep.scheduler.lock.StartRequest(request.lease(), grace))).get(0);
+    }
+
+    /**
+     * A claim made ahead is staged: a short lease (until the slot plus STAGED_MARGIN) until its
+     * start, which the store checks by its own clock: the claim still ours, the grace not passed,
+     * the job not paused. Each answer is the same when repeated.
+     */
+    @Test
+    void aClaimAheadIsStagedUntilItsStartAndTheStartChecksTheClaimTheGraceAndThePause() {
+        Duration ahead = Duration.ofSeconds(10);
+        String job = RedisFixture.job();
+        Instant slot = now().plusSeconds(3);
+        ClaimRequest staged = request(job, slot, "a", LEASE, Mode.CLAIM, false, ahead);
+        assertThat(status(staged)).isEqualTo(Status.CLAIMED);
+        assertThat(store().runsInFlight(List.of(job)).get(0).nextLeaseEndMillis()).as("a short lease until the start")
+                .isLessThanOrEqualTo(slot.plus(ClaimRequest.STAGED_MARGIN).toEpochMilli());
+        ClaimRequest stranger = request(job, slot, "b", LEASE, Mode.CLAIM, false, ahead);
+        assertThat(start(stranger, GRACE)).isEqualTo(io.lockstep.scheduler.lock.StartAnswer.LOST);
+        assertThat(start(staged, GRACE)).isEqualTo(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+        assertThat(start(staged, GRACE)).as("repeated").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+        assertThat(store().runsInFlight(List.of(job)).get(0).nextLeaseEndMillis()).as("the full lease once started")
+                .isGreaterThan(slot.plus(ClaimRequest.STAGED_MARGIN).toEpochMilli());
+        assertThat(complete(staged)).isTrue();
+
+        String paused = RedisFixture.job();
+        ClaimRequest beforePause = request(paused, now().plusSeconds(3), "c", LEASE, Mode.CLAIM, false, ahead);
+        assertThat(status(beforePause)).isEqualTo(Status.CLAIMED);
+        pause(paused);
+        assertThat(start(beforePause, GRACE)).isEqualTo(io.lockstep.scheduler.lock.StartAnswer.PAUSED);
+        assertThat(start(beforePause, GRACE)).as("repeated").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.PAUSED);
+        assertThat(status(request(paused, beforePause.lease().slot(), "d", LEASE, Mode.CLAIM, false, ahead)))
+                .as("the slot is decided (skipped)").isEqualTo(Status.TAKEN);
+        resume(paused);
+        assertThat(status(request(paused, beforePause.lease().slot().plusSeconds(1), "e", LEASE, Mode.CLAIM, false, ahead)))
+                .as("the lease was given back").isEqualTo(Status.CLAIMED);
+
+        String late = RedisFixture.job();
+        ClaimRequest stalled = request(late, now().minusMillis(5), "f", LEASE, Mode.CLAIM, false, ahead);
+        assertThat(status(stalled)).isEqualTo(Status.CLAIMED);
+        assertThat(start(stalled, Duration.ZERO)).as("past its grace at the start").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.LATE);
+        assertThat(start(stalled, Duration.ZERO)).as("repeated").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.LATE);
+        assertThat(status(request(late, stalled.lease().slot(), "g", LEASE, Mode.RECOVER, false, Duration.ZERO)))
+                .as("recorded as missed: nothing to recover").isEqualTo(Status.TAKEN);
+        assertThat(status(claim(late, now().minusMillis(1), "h"))).as("the lease was given back").isEqualTo(Status.CLAIMED);
+    }
+
+    /**
+     * A staged claim whose worker never started it (killed or stalled before its start) is known
+     * never to have run: once its short lease runs out a peer runs it, even under recover: none
+     * (an ABANDON request wins it as a run), within the slot's grace; past the grace it is recorded
+     * as missed, once.
+     */
+    @Test
+    void aStagedClaimThatNeverStartedIsRunByAPeerWhateverThePolicyWithinItsGrace() {
+        Duration ahead = Duration.ofSeconds(10);
+        String job = RedisFixture.job();
+        Instant slot = now().minusMillis(5);
+        ClaimRequest dead = request(job, slot, "a", LEASE, Mode.CLAIM, false, ahead);
+        ClaimResult first = decide(dead);
+        assertThat(first.status()).isEqualTo(Status.CLAIMED);
+        awaitExpired(job, slot);
+        ClaimRequest takeover = request(job, slot, "b", LEASE, Mode.ABANDON, false, Duration.ZERO);
+        ClaimResult won = decide(takeover);
+        assertThat(won.status()).as("recover: none, but it never started").isEqualTo(Status.CLAIMED);
+        assertThat(won.fencingToken()).isGreaterThan(first.fencingToken());
+        assertThat(decide(takeover).fencingToken()).as("repeated").isEqualTo(won.fencingToken());
+        assertThat(start(dead, GRACE)).as("the dead claim's late start").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.LOST);
+        assertThat(complete(dead)).isFalse();
+        assertThat(complete(takeover)).isTrue();
+
+        String tooLate = RedisFixture.job();
+        Instant old = now().minusMillis(5);
+        assertThat(status(request(tooLate, old, "c", LEASE, Mode.CLAIM, false, ahead))).isEqualTo(Status.CLAIMED);
+        awaitExpired(tooLate, old);
+        ClaimRequest pastGrace = new ClaimRequest(new Lease(tooLate, old, "d", LEASE, true), "w-d", Duration.ZERO, Mode.ABANDON,
+                false, false, Duration.ZERO);
+        assertThat(status(pastGrace)).isEqualTo(Status.MISSED);
+        assertThat(status(pastGrace)).as("repeated").isEqualTo(Status.MISSED);
+        assertThat(status(request(tooLate, old, "e", LEASE, Mode.RECOVER, false, Duration.ZERO))).isEqualTo(Status.TAKEN);
+        assertThat(store().runsInFlight(List.of(tooLate)).get(0).expired()).isEmpty();
+    }
+
+    /**
+     * A hand-over: a run that lost its lease (or was cut off by its worker's stop) under recover:
+     * rerun is left recoverable at once, its outcome in the history; a run that never started goes
+     * back to any policy. The completion is retry-safe and the run is rerun under a higher token.
+     */
+    @Test
+    void aHandedOverRunIsRerunAtOnceAndARunThatNeverStartedGoesBackToAnyPolicy() {
+        String job = RedisFixture.job();
+        Instant slot = now().minusMillis(5);
+        ClaimRequest cut = claim(job, slot, "a");
+        ClaimResult first = decide(cut);
+        Completion handOver = new Completion(cut.lease(), Outcome.INTERRUPTED, 1, 10, "", true);
+        assertThat(store().complete(List.of(handOver))).containsExactly(true);
+        assertThat(store().complete(List.of(handOver))).as("repeated").containsExactly(true);
+        assertThat(store().runsInFlight(List.of(job)).get(0).expired()).as("dead at once").contains(slot);
+        ClaimResult rerun = decide(request(job, slot, "b", LEASE, Mode.RECOVER, false, Duration.ZERO));
+        assertThat(rerun.status()).isEqualTo(Status.CLAIMED);
+        assertThat(rerun.fencingToken()).isGreaterThan(first.fencingToken());
+        assertThat(renew(cut)).as("the handed-over run's lease is gone").isFalse();
+
+        String unstarted = RedisFixture.job();
+        ClaimRequest never = claim(unstarted, slot, "c");
+        assertThat(status(never)).isEqualTo(Status.CLAIMED);
+        assertThat(store().complete(List.of(new Completion(never.lease(), Outcome.NOT_STARTED)))).containsExactly(true);
+        assertThat(status(request(unstarted, slot, "d", LEASE, Mode.ABANDON, false, Duration.ZERO)))
+                .as("recover: none, but it never started").isEqualTo(Status.CLAIMED);
+    }
+
     static ClaimRequest manual(String job, Instant slot, String token) {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, Mode.CLAIM, false, true, Duration.ZERO);
     }
