@@ -325,9 +325,8 @@ final class Claimer {
         decided(d, clock.now());
     }
 
-    /** A slot is decided (or given up on): our word to the peers may move, the queue forgets it. */
+    /** A slot is decided (or given up on): the queue forgets it. */
     private void decided(DueSlot d, Instant now) {
-        preference.decided(d);
         queue.decided(d, now);
     }
 

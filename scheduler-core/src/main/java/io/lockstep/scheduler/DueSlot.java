@@ -40,9 +40,8 @@ final class DueSlot implements Comparable<DueSlot> {
     DueSlot next;
     /** Where the slot stands with its preferred claimer ({@link io.lockstep.scheduler.Preference}). */
     Standing standing = Standing.NONE;
-    /** {@link Standing#PEER}: the worker it was given to, and the view it was given under. */
+    /** {@link Standing#PEER}: the worker it was given to. */
     String preferred;
-    String view;
 
     /** A scheduled slot's standing with its preferred claimer. */
     enum Standing {
@@ -52,7 +51,7 @@ final class DueSlot implements Comparable<DueSlot> {
         UNSHARED,
         /** Ours: claimed ahead of its time. */
         OWN,
-        /** A peer's: looked at again {@link io.lockstep.scheduler.Preference#BACKOFF} after its time. */
+        /** A peer's: its record is read {@link io.lockstep.scheduler.Preference#BACKOFF} after its time. */
         PEER
     }
 

@@ -1,17 +1,15 @@
 package io.lockstep.scheduler;
 
-import io.lockstep.scheduler.lock.ClaimedThrough;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
+import io.lockstep.scheduler.lock.SlotState;
 import io.lockstep.scheduler.lock.WorkerInfo;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.function.Supplier;
 
 /**
@@ -19,21 +17,20 @@ import java.util.function.Supplier;
  *
  * <p>Each scheduled slot (job, slot) has a preferred claimer: the live worker (same config as ours)
  * with the highest rendezvous hash of (worker, job, slot). It claims the slot {@link #AHEAD} of
- * time; the others wait until {@link #BACKOFF} after the slot. By then the preferred claimer has
- * usually said, in one small write per tick ({@link ClaimedThrough}), that it decided every slot
- * preferred to it up to some slot: the others then step aside without asking the store. When it
- * has not (stopped, killed, slow, or it sees other live workers than we do), they claim the slot
- * themselves and the claim script decides as always: exactly-once never rests on this class, only
- * the cost does. A stopped or killed preferred claimer costs its slots the backoff until its
- * heartbeat ages out of the live list, never the slot. A peer that steps aside still looks at the
- * job's runs in flight once the slot's lease would have run out (a racing peer learned of the run
- * from its losing claim's answer), so a preferred claimer that dies mid-run is recovered as before.
- *
- * <p>The word is kept honest in three ways: it covers only slots from {@code since} on, where
- * {@code since} is past every slot this worker shared out under an earlier view; it covers only up
- * to the first slot of its own not yet decided and before the first slot not yet shared out (every
- * job always has its next slot queued, so nothing unseen lies below that); and a peer trusts it
- * only for a slot it gave to this worker under the same view.
+ * time (a staged claim, started at the slot: see {@link Starter}); the others wait until
+ * {@link #BACKOFF} after the slot and then read what the store's records say of the slots they
+ * stepped aside for, in one round trip ({@link LockProvider#slotStates}): evidence, not a word.
+ * <ul>
+ *   <li>decided: nothing to do;</li>
+ *   <li>claimed ahead, or running: nothing to do now, but look at the job's runs once that lease
+ *       would have run out, so that a claim whose worker died before its start (a short lease), or
+ *       a run whose worker died (the job's lease), is recovered as when we had raced it;</li>
+ *   <li>no record (the preferred claimer is stopped, killed, slow, or sees other live workers than
+ *       we do): claim it ourselves, and the claim script decides as always.</li>
+ * </ul>
+ * Exactly-once never rests on this class, only the cost does: a stopped or killed preferred
+ * claimer costs its slots the backoff until its heartbeat ages out of the live list, never the
+ * slot. It works the same on every store, Redlock included (its records count by majority).
  *
  * <p>Called only from the tick thread.
  */
@@ -54,13 +51,6 @@ final class Preference {
     private String view;
     private List<String> workers = List.of();
     private long[] workerHashes = new long[0];
-    /** The first slot the word covers; under the first view, the earliest slot shared. */
-    private long since = Long.MAX_VALUE;
-    private boolean firstView;
-    private long latestShared = Long.MIN_VALUE;
-    /** Own slots not decided yet: slot millis to how many. */
-    private final TreeMap<Long, Integer> pending = new TreeMap<>();
-    private ClaimedThrough said;
 
     Preference(LockProvider provider, String workerId, Supplier<List<WorkerInfo>> live, Supplier<String> configHash, Events events) {
         this.provider = provider;
@@ -73,8 +63,9 @@ final class Preference {
     /**
      * Of the due slots, those to claim now. Scheduled slots due for the first time are shared out:
      * ours are claimed now (ahead of their slot), a peer's are queued again for {@link #BACKOFF}
-     * after their slot. A peer's slot due again is claimed unless that peer said it decided it;
-     * then it is settled here ({@code decided}) without a word to the store.
+     * after their slot. A peer's slot due again is claimed when the store has no record of it, and
+     * settled here ({@code decided}) when it has one, with a look at the job's runs when a lease
+     * holds it.
      */
     List<DueSlot> sift(List<DueSlot> due, SlotQueue queue, Instant now) {
         List<DueSlot> claimNow = new ArrayList<>(due.size());
@@ -99,86 +90,52 @@ final class Preference {
             }
         }
         if (recheck != null) {
-            Map<String, ClaimedThrough> words = words(recheck);
-            for (DueSlot d : recheck) {
-                ClaimedThrough word = words.get(d.preferred);
-                if (word != null && word.covers(d.view, d.slot.toEpochMilli())) {
-                    events.debug("slot_stepped_aside").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
-                            .addKeyValue("preferred", d.preferred).log("the slot's preferred claimer decided it");
-                    queue.decided(d, now);
-                    // We never asked the store, so it never told us of the run: look for it dead
-                    // once its lease would have run out, as a peer that raced it would have.
-                    queue.lookNoLaterThan(d.definition().name(), d.slot.plus(d.definition().lease()).plus(Recovery.LOOK_MARGIN));
-                } else {
+            List<SlotState> states = states(recheck);
+            for (int i = 0; i < recheck.size(); i++) {
+                DueSlot d = recheck.get(i);
+                SlotState state = states == null ? SlotState.NONE : states.get(i);
+                if (state.kind() == SlotState.Kind.NONE) {
                     d.standing = DueSlot.Standing.NONE; // claim it like any slot from now on
                     claimNow.add(d);
+                    continue;
+                }
+                events.debug("slot_stepped_aside").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
+                        .addKeyValue("preferred", d.preferred).addKeyValue("record", state.kind().name().toLowerCase(java.util.Locale.ROOT))
+                        .log("the slot's record shows it claimed or decided");
+                queue.decided(d, now);
+                if (state.kind() != SlotState.Kind.DECIDED) {
+                    // We never raced it, so no claim answer told us of its run: look for it dead once
+                    // its lease (short, while it is not started) would have run out.
+                    queue.lookNoLaterThan(d.definition().name(), Instant.ofEpochMilli(state.leaseEndMillis()).plus(Recovery.LOOK_MARGIN));
                 }
             }
         }
         return claimNow;
     }
 
-    /** A slot of ours was decided. */
-    void decided(DueSlot d) {
-        if (d.standing == DueSlot.Standing.OWN) {
-            d.standing = DueSlot.Standing.NONE;
-            pending.computeIfPresent(d.slot.toEpochMilli(), (k, n) -> n == 1 ? null : n - 1);
-        }
-    }
-
-    /**
-     * After a tick (the followers queued): tells the peers up to which slot ours are decided, when
-     * that moved. Nothing before the earliest slot still queued unshared is left unseen.
-     */
-    void tell(SlotQueue queue) {
-        if (view == null || workers.size() < 2) {
-            return; // alone: nobody waits for our word (and the queue is not scanned)
-        }
-        Instant firstUnshared = queue.earliestUnshared();
-        long through = Long.MAX_VALUE;
-        if (!pending.isEmpty()) {
-            through = pending.firstKey() - 1;
-        }
-        if (firstUnshared != null) {
-            through = Math.min(through, firstUnshared.toEpochMilli() - 1);
-        }
-        through = Math.min(through, latestShared);
-        if (through < since) {
-            return;
-        }
-        ClaimedThrough word = new ClaimedThrough(view, since, through);
-        if (word.equals(said)) {
-            return;
-        }
+    /** The records' states of these slots, or null when the store cannot be read (then they are all claimed). */
+    private List<SlotState> states(List<DueSlot> slots) {
         try {
-            provider.claimedThrough(workerId, word, WorkerInfo.HEARTBEAT_TTL);
-            said = word;
+            return provider.slotStates(slots.stream().map(d -> new SlotState.Ref(d.definition().name(), d.slot)).toList());
         } catch (LockException e) {
-            // The peers then claim our slots themselves after the backoff: it costs work, never a slot.
-            events.debug("claimed_through_failed").addKeyValue("error", Events.describe(e)).log("could not tell peers which slots are decided");
+            return null;
         }
     }
 
     private void share(DueSlot d, SlotQueue queue, List<DueSlot> claimNow) {
         long slot = d.slot.toEpochMilli();
         String preferred = workers.size() < 2 ? workerId : preferred(d.definition().name(), slot);
-        latestShared = Math.max(latestShared, slot);
-        if (firstView) {
-            since = Math.min(since, slot);
-        }
         if (preferred.equals(workerId)) {
             d.standing = DueSlot.Standing.OWN;
-            pending.merge(slot, 1, Integer::sum);
             claimNow.add(d);
         } else {
             d.standing = DueSlot.Standing.PEER;
             d.preferred = preferred;
-            d.view = view;
             queue.requeue(d, d.slot.plus(BACKOFF));
         }
     }
 
-    /** Reads the live workers that run our config; a new view starts a new word past every slot shared so far. */
+    /** Reads the live workers that run our config (the view the rendezvous hash is taken over). */
     private void look() {
         String ours = configHash.get();
         List<String> ids = new ArrayList<>();
@@ -195,10 +152,6 @@ final class Preference {
         if (next.equals(view)) {
             return;
         }
-        // The first view covers what this process shared (all of it after its start); a later one
-        // starts past every slot shared before, which peers may have been given under the old view.
-        firstView = view == null;
-        since = firstView ? Long.MAX_VALUE : latestShared + 1;
         view = next;
         workers = List.copyOf(ids);
         workerHashes = new long[ids.size()];
@@ -220,15 +173,6 @@ final class Preference {
             }
         }
         return workers.get(best);
-    }
-
-    private Map<String, ClaimedThrough> words(List<DueSlot> slots) {
-        List<String> ids = slots.stream().map(d -> d.preferred).distinct().toList();
-        try {
-            return provider.claimedThrough(ids);
-        } catch (LockException e) {
-            return new HashMap<>(); // no word: claim them all
-        }
     }
 
     private static long hash(String s) {

@@ -105,7 +105,7 @@ public final class Scheduler implements AutoCloseable {
         this.starter = new Starter(provider, runner, events, outage);
         Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, starter, preference);
         Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, Map.copyOf(byName));
-        this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery, preference);
+        this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery);
         metrics.bindDrift(() -> membership.drift().size());
     }
 

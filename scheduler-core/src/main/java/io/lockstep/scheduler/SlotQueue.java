@@ -302,22 +302,6 @@ final class SlotQueue {
         }
     }
 
-    /** The earliest slot queued that was never shared out to its preferred claimer, or null. */
-    Instant earliestUnshared() {
-        lock.lock();
-        try {
-            Instant first = null;
-            for (DueSlot d : queue) {
-                if (d.standing == DueSlot.Standing.UNSHARED && (first == null || d.slot.isBefore(first))) {
-                    first = d.slot;
-                }
-            }
-            return first;
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /** The earliest moment some job's runs in flight are due a look, or null. Under {@link #lock}. */
     private Instant earliestLook() {
         Instant first = null;

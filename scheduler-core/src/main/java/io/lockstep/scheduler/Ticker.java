@@ -24,13 +24,11 @@ final class Ticker {
     private final SlotQueue queue;
     private final Claimer claimer;
     private final Recovery recovery;
-    private final Preference preference;
     private final Thread thread;
     private volatile boolean running = true;
 
     Ticker(LockProvider provider, ClusterClock clock, Events events, Outage outage, JobThreads threads,
-            SlotQueue queue, Claimer claimer, Recovery recovery, Preference preference) {
-        this.preference = preference;
+            SlotQueue queue, Claimer claimer, Recovery recovery) {
         this.provider = provider;
         this.clock = clock;
         this.events = events;
@@ -90,16 +88,17 @@ final class Ticker {
             running = false;
             return;
         }
-        claimer.claimInRounds(due); // first: the claims are what is late; the next fire times can wait a moment
-        Instant now = clock.now();
-        for (DueSlot d : due) {
-            if (!d.followerQueued) {
-                d.followerQueued = true;
-                queueFollowing(d, now);
+        try {
+            claimer.claimInRounds(due); // first: the claims are what is late; the next fire times can wait a moment
+        } finally {
+            // Even when the claims threw: every job's next slot is queued, or the job would stop here.
+            Instant now = clock.now();
+            for (DueSlot d : due) {
+                if (!d.followerQueued) {
+                    d.followerQueued = true;
+                    queueFollowing(d, now);
+                }
             }
-        }
-        if (!due.isEmpty()) {
-            preference.tell(queue); // after the followers: every job's next slot is queued
         }
         recovery.lookAtRuns();
         if (clock.syncDue()) {

@@ -151,6 +151,12 @@ final class FaultyStore implements LockProvider {
     }
 
     @Override
+    public List<io.lockstep.scheduler.lock.SlotState> slotStates(List<io.lockstep.scheduler.lock.SlotState.Ref> slots) {
+        check();
+        return store.slotStates(slots);
+    }
+
+    @Override
     public List<RunsInFlight> runsInFlight(List<String> jobs) {
         check();
         return store.runsInFlight(jobs);

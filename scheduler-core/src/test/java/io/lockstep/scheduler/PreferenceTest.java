@@ -3,7 +3,11 @@ package io.lockstep.scheduler;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.lockstep.scheduler.cron.CronSchedule;
-import io.lockstep.scheduler.lock.ClaimedThrough;
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.Completion;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.Outcome;
+import io.lockstep.scheduler.lock.StartRequest;
 import io.lockstep.scheduler.lock.InMemoryLockProvider;
 import io.lockstep.scheduler.lock.WorkerInfo;
 import java.time.Duration;
@@ -16,9 +20,10 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
- * The preferred claimer's bookkeeping, on a fixed instant, without threads: who gets which slot,
- * and when a peer may trust a worker's word that its slots are decided. The store is the
- * in-memory one (it keeps the words like Redis does); the live workers are given.
+ * The preferred claimer, on a fixed instant, without threads: who gets which slot, and what a peer
+ * does after the backoff with the evidence of the slot records (claim a slot without one, step
+ * aside for one that has one, and look at the runs once a lease that holds it would have run out).
+ * The store is the in-memory one (same records as Redis); the live workers are given.
  */
 class PreferenceTest {
 
@@ -82,64 +87,49 @@ class PreferenceTest {
     }
 
     @Test
-    void aPeerStepsAsideOnlyOnceThePreferredClaimerSaysItsSlotsAreDecided() {
+    void aPeerClaimsASlotWithoutARecordAndStepsAsideForOneThatHasOne() {
         Worker a = new Worker("a", "a", "b");
         Worker b = new Worker("b", "a", "b");
         List<DueSlot> ownOfA = a.share(T);
         b.share(T); // b's copies of a's slots wait for the backoff
-        tell(a, T.plusSeconds(1));
-        assertThat(store.claimedThrough(List.of("a"))).as("nothing said while a's slots are undecided").isEmpty();
-
         assertThat(b.preference.sift(dueAgain(b), b.queue, T.plus(Preference.BACKOFF)))
-                .as("without a's word, b claims a's slots itself").hasSize(ownOfA.size());
+                .as("no record yet (a is slow or gone): b claims a's slots itself").hasSize(ownOfA.size());
 
-        ownOfA.forEach(a.preference::decided);
-        tell(a, T.plusSeconds(1));
+        List<ClaimRequest> claims = ownOfA.stream().map(PreferenceTest::stagedClaim).toList();
+        assertThat(store.claim(claims)).allSatisfy(r -> assertThat(r.status()).isEqualTo(io.lockstep.scheduler.lock.ClaimResult.Status.CLAIMED));
         Worker b2 = new Worker("b", "a", "b");
         b2.share(T);
         assertThat(b2.preference.sift(dueAgain(b2), b2.queue, T.plus(Preference.BACKOFF)))
-                .as("with it, b steps aside for every one of them").isEmpty();
-        // It never asked the store, so it looks for those runs dead once their lease would have run out.
-        Instant leaseOut = T.plus(Duration.ofSeconds(5)).plus(Recovery.LOOK_MARGIN);
-        assertThat(b2.queue.looksDue(leaseOut.minusMillis(1))).isEmpty();
-        assertThat(b2.queue.looksDue(leaseOut)).containsExactlyInAnyOrderElementsOf(
+                .as("claimed ahead by a: b steps aside for every one").isEmpty();
+        // Not started yet: b looks for those claims dead once their short lease would have run out.
+        Instant shortLeaseOut = T.plus(ClaimRequest.STAGED_MARGIN).plus(Recovery.LOOK_MARGIN);
+        assertThat(b2.queue.looksDue(shortLeaseOut.minusMillis(1))).isEmpty();
+        assertThat(b2.queue.looksDue(shortLeaseOut)).containsExactlyInAnyOrderElementsOf(
                 ownOfA.stream().map(d -> d.definition().name()).toList());
     }
 
     @Test
-    void aWordNeverCoversASlotNotSharedOutYet() {
+    void aPeerStepsAsideForADecidedSlotWithoutALook() {
         Worker a = new Worker("a", "a", "b");
         List<DueSlot> ownOfA = a.share(T);
-        ownOfA.forEach(a.preference::decided);
-        tell(a, T); // the job's next slots are queued, but one is due at T itself: not shared yet
-        ClaimedThrough word = store.claimedThrough(List.of("a")).get("a");
-        assertThat(word == null || word.through() < T.toEpochMilli()).isTrue();
+        List<ClaimRequest> claims = ownOfA.stream().map(PreferenceTest::stagedClaim).toList();
+        store.claim(claims);
+        store.start(claims.stream().map(c -> new StartRequest(c.lease(), c.misfireGrace())).toList());
+        store.complete(claims.stream().map(c -> new Completion(c.lease(), Outcome.SUCCEEDED)).toList());
+        Worker b = new Worker("b", "a", "b");
+        b.share(T);
+        assertThat(b.preference.sift(dueAgain(b), b.queue, T.plus(Preference.BACKOFF))).isEmpty();
+        assertThat(b.queue.looksDue(T.plusSeconds(60))).as("nothing in flight to look at").isEmpty();
     }
 
-    @Test
-    void afterTheViewChangesAWordCoversNoSlotSharedUnderTheOldOne() {
-        Worker a = new Worker("a", "a", "b");
-        a.share(T).forEach(a.preference::decided);
-        tell(a, T.plusSeconds(2));
-        assertThat(store.claimedThrough(List.of("a")).get("a").through()).isGreaterThanOrEqualTo(T.toEpochMilli());
-
-        a.live.set(List.of("a", "b", "c")); // c joins: a and b may now see different views for a while
-        a.share(T.plusSeconds(1)).forEach(a.preference::decided);
-        tell(a, T.plusSeconds(2));
-        ClaimedThrough word = store.claimedThrough(List.of("a")).get("a");
-        assertThat(word.since()).as("the new word starts past every slot shared under the old view")
-                .isGreaterThan(T.toEpochMilli());
-        assertThat(word.covers(word.view(), T.plusSeconds(1).toEpochMilli())).isTrue();
+    private static ClaimRequest stagedClaim(DueSlot d) {
+        JobDefinition def = d.definition();
+        return new ClaimRequest(new Lease(def.name(), d.slot, "token-" + def.name(), def.lease(), true), "a", def.misfireGrace(),
+                ClaimRequest.Mode.CLAIM, false, false, Preference.AHEAD);
     }
 
-    /** Ends a tick of {@code w} whose followers were queued, the earliest of them at {@code nextUnshared}. */
-    private void tell(Worker w, Instant nextUnshared) {
-        w.queue.addAll(List.of(DueSlot.scheduled(jobs.get(0), nextUnshared)));
-        w.preference.tell(w.queue);
-    }
-
-    /** The slots a worker left to a peer, as they fall due again after the backoff. */
+    /** The peer's copies of the slots it stepped aside for, due again after the backoff. */
     private static List<DueSlot> dueAgain(Worker w) {
-        return w.shared.stream().filter(d -> d.standing == DueSlot.Standing.PEER).toList();
+        return new ArrayList<>(w.shared.stream().filter(d -> d.standing == DueSlot.Standing.PEER).toList());
     }
 }

@@ -5,6 +5,7 @@ import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.RunsInFlight;
+import io.lockstep.scheduler.lock.SlotState;
 import io.lockstep.scheduler.lock.StartAnswer;
 import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Instant;
@@ -30,6 +31,7 @@ final class ClaimScripts {
     private static final LuaScript UNCLAIM = LuaScript.load("unclaim.lua");
     private static final LuaScript RUNS = LuaScript.load("runs.lua");
     private static final LuaScript START = LuaScript.load("start.lua");
+    private static final LuaScript STATES = LuaScript.load("states.lua");
     /** At most this many expired runs per job per look; the rest come with the next one. */
     private static final int EXPIRED_PER_JOB = 16;
 
@@ -157,6 +159,34 @@ final class ClaimScripts {
             }
         }
         return new Started(List.of(answers), answered.acknowledged());
+    }
+
+    /** {@link io.lockstep.scheduler.lock.LockProvider#slotStates} on this server ({@code states.lua}, many slots to a call). */
+    List<SlotState> slotStates(List<SlotState.Ref> refs) {
+        List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, refs.size()).boxed().toList(),
+                i -> refs.get(i).job());
+        List<Object> replies = calls.batch("states", groups, group -> {
+            List<String> callKeys = new ArrayList<>(group.size() * 2);
+            List<String> args = new ArrayList<>(group.size());
+            for (int i : group) {
+                SlotState.Ref r = refs.get(i);
+                long slot = r.slot().toEpochMilli();
+                callKeys.addAll(List.of(keys.slot(r.job(), slot), keys.running(r.job())));
+                args.add(Long.toString(slot));
+            }
+            return new RedisCalls.Call(STATES, callKeys, args);
+        });
+        SlotState[] states = new SlotState[refs.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            List<Integer> group = groups.get(g);
+            if (!(replies.get(g) instanceof List<?> list) || list.size() != 2 * group.size()) {
+                throw new LockException(target, "states: unexpected reply " + replies.get(g), null);
+            }
+            for (int j = 0; j < group.size(); j++) {
+                states[group.get(j)] = SlotState.of(RedisCalls.asString(list.get(2 * j)), calls.asLong("states", list.get(2 * j + 1)));
+            }
+        }
+        return List.of(states);
     }
 
     /**

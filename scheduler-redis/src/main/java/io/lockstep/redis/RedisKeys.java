@@ -98,10 +98,6 @@ public record RedisKeys(String prefix, boolean cluster) {
         return prefix + ":{workers}:triggers";
     }
 
-    String claimedThrough(String workerId) {
-        return prefix + ":{workers}:claimed:" + workerId;
-    }
-
     String config(String hash) {
         return prefix + ":{workers}:config:" + hash;
     }

@@ -2,7 +2,6 @@ package io.lockstep.redis;
 
 import io.lockstep.scheduler.config.RedisSettings;
 import io.lockstep.scheduler.lock.ClaimRequest;
-import io.lockstep.scheduler.lock.ClaimedThrough;
 import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.Lease;
@@ -11,6 +10,7 @@ import io.lockstep.scheduler.lock.Heartbeat;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.WorkerInfo;
 import io.lockstep.scheduler.lock.RunsInFlight;
+import io.lockstep.scheduler.lock.SlotState;
 import io.lockstep.scheduler.lock.StartAnswer;
 import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Duration;
@@ -204,6 +204,14 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
+    public List<SlotState> slotStates(List<SlotState.Ref> slots) {
+        if (redlock != null) {
+            return redlock.slotStates(slots);
+        }
+        return slots.isEmpty() ? List.of() : claims.slotStates(slots);
+    }
+
+    @Override
     public List<Boolean> renew(List<Lease> leases) {
         if (redlock != null) {
             return redlock.renew(leases);
@@ -332,22 +340,6 @@ public final class RedisLockProvider implements LockProvider {
             return;
         }
         members.leave(workerId);
-    }
-
-    /**
-     * Redlock keeps no word (peers then claim after the backoff, which also keeps them from
-     * splitting the masters' votes with the preferred claimer).
-     */
-    @Override
-    public void claimedThrough(String workerId, ClaimedThrough word, Duration ttl) {
-        if (redlock == null) {
-            members.claimedThrough(workerId, word, ttl);
-        }
-    }
-
-    @Override
-    public Map<String, ClaimedThrough> claimedThrough(List<String> workerIds) {
-        return redlock == null ? members.claimedThrough(workerIds) : Map.of();
     }
 
     /** The live workers (for {@code status}): who heartbeat within {@code ttl}. */

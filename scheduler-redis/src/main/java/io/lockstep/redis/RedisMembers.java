@@ -3,7 +3,6 @@ package io.lockstep.redis;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.lockstep.scheduler.lock.ClaimedThrough;
 import io.lockstep.scheduler.lock.Heartbeat;
 import io.lockstep.scheduler.lock.WorkerInfo;
 import java.time.Duration;
@@ -104,35 +103,6 @@ final class RedisMembers {
             return jedis.hgetAll(keys.config(configHash));
         } catch (JedisException e) {
             throw calls.wrap("read config", e);
-        }
-    }
-
-    /** {@link io.lockstep.scheduler.lock.LockProvider#claimedThrough(String, ClaimedThrough, Duration)}: one {@code SET PX}. */
-    void claimedThrough(String workerId, ClaimedThrough word, Duration ttl) {
-        try {
-            jedis.set(keys.claimedThrough(workerId), word.encode(), SetParams.setParams().px(ttl.toMillis()));
-        } catch (JedisException e) {
-            throw calls.wrap("claimed", e);
-        }
-    }
-
-    /** The words of these workers: one {@code MGET} (the keys share the {@code {workers}} tag). */
-    Map<String, ClaimedThrough> claimedThrough(List<String> workerIds) {
-        Map<String, ClaimedThrough> words = new HashMap<>();
-        if (workerIds.isEmpty()) {
-            return words;
-        }
-        try {
-            List<String> values = jedis.mget(workerIds.stream().map(keys::claimedThrough).toArray(String[]::new));
-            for (int i = 0; i < workerIds.size(); i++) {
-                ClaimedThrough word = ClaimedThrough.decode(values.get(i));
-                if (word != null) {
-                    words.put(workerIds.get(i), word);
-                }
-            }
-            return words;
-        } catch (JedisException e) {
-            throw calls.wrap("claimed", e);
         }
     }
 

@@ -8,6 +8,7 @@ import io.lockstep.scheduler.lock.Heartbeat;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.RunsInFlight;
+import io.lockstep.scheduler.lock.SlotState;
 import io.lockstep.scheduler.lock.StartAnswer;
 import io.lockstep.scheduler.lock.StartRequest;
 import io.lockstep.scheduler.lock.Watchdog;
@@ -248,6 +249,37 @@ final class RedlockStore {
     }
 
     // ---------------------------------------------------------------- leases
+
+    /**
+     * A slot's state counts when a majority of the masters say the same kind (the latest lease end
+     * of those); any split reads as undecided, so the worker claims the slot and the claim decides.
+     */
+    List<SlotState> slotStates(List<SlotState.Ref> refs) {
+        if (refs.isEmpty()) {
+            return List.of();
+        }
+        List<Quorum.Vote<List<SlotState>>> votes = everywhere("states", p -> p.slotStates(refs));
+        List<SlotState> states = new ArrayList<>(refs.size());
+        for (int i = 0; i < refs.size(); i++) {
+            Map<SlotState.Kind, Integer> counts = new java.util.EnumMap<>(SlotState.Kind.class);
+            Map<SlotState.Kind, Long> ends = new java.util.EnumMap<>(SlotState.Kind.class);
+            for (Quorum.Vote<List<SlotState>> v : votes) {
+                if (v.counts()) {
+                    SlotState s = v.answer().get(i);
+                    counts.merge(s.kind(), 1, Integer::sum);
+                    ends.merge(s.kind(), s.leaseEndMillis(), Math::max);
+                }
+            }
+            SlotState decided = SlotState.NONE;
+            for (Map.Entry<SlotState.Kind, Integer> e : counts.entrySet()) {
+                if (e.getValue() >= nodes.quorum()) {
+                    decided = new SlotState(e.getKey(), ends.get(e.getKey()));
+                }
+            }
+            states.add(decided);
+        }
+        return states;
+    }
 
     /**
      * A start counts when a majority of the masters answer the same (started, late, paused); any

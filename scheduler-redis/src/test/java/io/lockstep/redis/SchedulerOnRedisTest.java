@@ -11,7 +11,6 @@ import io.lockstep.scheduler.Scheduler;
 import io.lockstep.scheduler.cron.CronSchedule;
 import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.ClaimResult;
-import io.lockstep.scheduler.lock.ClaimedThrough;
 import io.lockstep.scheduler.lock.Completion;
 import io.lockstep.scheduler.lock.Heartbeat;
 import io.lockstep.scheduler.lock.Lease;
@@ -317,13 +316,8 @@ class SchedulerOnRedisTest {
         }
 
         @Override
-        public void claimedThrough(String workerId, ClaimedThrough word, Duration ttl) {
-            store.claimedThrough(workerId, word, ttl);
-        }
-
-        @Override
-        public Map<String, ClaimedThrough> claimedThrough(List<String> workerIds) {
-            return store.claimedThrough(workerIds);
+        public List<io.lockstep.scheduler.lock.SlotState> slotStates(List<io.lockstep.scheduler.lock.SlotState.Ref> slots) {
+            return store.slotStates(slots);
         }
 
         @Override

@@ -495,21 +495,17 @@ public final class InMemoryLockProvider implements LockProvider {
         return record == null || record.expiresAt() <= now ? null : record;
     }
 
-    private final Map<String, ClaimedThrough> words = new HashMap<>();
-
     @Override
-    public synchronized void claimedThrough(String workerId, ClaimedThrough word, java.time.Duration ttl) {
-        words.put(workerId, word);
-    }
-
-    @Override
-    public synchronized Map<String, ClaimedThrough> claimedThrough(List<String> workerIds) {
-        Map<String, ClaimedThrough> found = new HashMap<>();
-        for (String id : workerIds) {
-            if (words.containsKey(id)) {
-                found.put(id, words.get(id));
-            }
+    public synchronized List<SlotState> slotStates(List<SlotState.Ref> refs) {
+        long now = clockMillis.getAsLong();
+        List<SlotState> states = new ArrayList<>(refs.size());
+        for (SlotState.Ref ref : refs) {
+            long slot = ref.slot().toEpochMilli();
+            SlotRecord record = live(slotKey(ref.job(), slot), now);
+            Long end = running.getOrDefault(ref.job(), new TreeMap<>()).get(slot);
+            String state = record == null ? null : record.state().startsWith("done:") ? "done" : record.state();
+            states.add(SlotState.of(state, end == null ? 0 : end));
         }
-        return found;
+        return states;
     }
 }

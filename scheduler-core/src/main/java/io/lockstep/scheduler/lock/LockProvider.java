@@ -36,6 +36,17 @@ public interface LockProvider extends AutoCloseable {
     List<RunsInFlight> runsInFlight(List<String> jobs);
 
     /**
+     * What the records of these slots say: nobody decided it, it is claimed ahead and not started,
+     * a run holds it (with the lease end of each), or it is decided. One round trip; on Redlock a
+     * kind counts when a majority of the masters agree, else the slot reads as undecided (a claim
+     * then decides it).
+     *
+     * @return one state per slot, in order
+     * @throws LockException when the store could not be reached
+     */
+    List<SlotState> slotStates(List<SlotState.Ref> slots);
+
+    /**
      * The latest slot of each job that the cluster decided (claimed, skipped or recorded as missed),
      * kept for {@link ClaimRequest#LAST_SLOT_TTL}; a job the store knows nothing of is absent.
      *
@@ -125,24 +136,6 @@ public interface LockProvider extends AutoCloseable {
      * @throws LockException when the store could not be reached
      */
     default java.util.Map<String, String> config(String configHash) {
-        return java.util.Map.of();
-    }
-
-    /**
-     * Records {@code workerId}'s word that it decided the slots preferred to it ({@link ClaimedThrough}),
-     * kept for {@code ttl}. One small write per tick with peers. A store without membership keeps nothing.
-     *
-     * @throws LockException when the store could not be reached
-     */
-    default void claimedThrough(String workerId, ClaimedThrough word, java.time.Duration ttl) {}
-
-    /**
-     * The words of these workers ({@link #claimedThrough(String, ClaimedThrough, java.time.Duration)})
-     * still kept; a worker without one is absent. One round trip.
-     *
-     * @throws LockException when the store could not be reached
-     */
-    default java.util.Map<String, ClaimedThrough> claimedThrough(List<String> workerIds) {
         return java.util.Map.of();
     }
 
