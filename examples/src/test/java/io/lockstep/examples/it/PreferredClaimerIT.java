@@ -16,8 +16,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The preferred claimer: each slot is claimed first by one worker (rendezvous hashing over the live
- * workers), ahead of its time; the others step aside on its word, or claim it themselves
- * {@code Preference.BACKOFF} (100 ms) after the slot when the word does not come. In steady state
+ * workers), ahead of its time; {@code Preference.BACKOFF} (100 ms) after the slot the others read
+ * its record and step aside when it has one, or claim it themselves when it has none. In steady state
  * the others do not race at all; a preferred claimer SIGSTOPped or SIGKILLed costs its slots the
  * backoff (while its heartbeat still counts it live, as {@code status} shows), never the slot.
  */
@@ -58,8 +58,8 @@ class PreferredClaimerIT {
             WorkerProcess victim = w2;
             victim.signal(signal);
             Instant at = Instant.now();
-            // Slots it may have claimed ahead before the signal are a paused holder's (RecoveryIT's
-            // subject); from the next whole second past AHEAD on, it claimed nothing.
+            // Slots it claimed ahead before the signal are ClaimAheadIT's subject (a peer takes each over
+            // once its short lease runs out); from the next whole second past AHEAD on, it claimed nothing.
             Instant first = at.plusMillis(AHEAD_MS).truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);
             Instant last = first.plusSeconds(5); // well within the heartbeat ttl (10 s): still counted live
             // The moment a peer starts one of the victim's slots after the backoff, status (what an

@@ -95,6 +95,44 @@ class ShutdownIT {
         }
     }
 
+    /**
+     * A rolling deploy under {@code recover: rerun}: SIGTERM the worker in the middle of a long run
+     * with a short {@code shutdownTimeout}. The run it cuts off is handed over (its outcome in the
+     * history, the slot left recoverable), and a peer reruns it under a higher token within a few
+     * seconds of the interrupt, not after the lease (20 s) runs out, and not never.
+     */
+    @Test
+    void aRunCutOffByAGracefulStopIsRerunByAPeerAtOnceUnderAHigherToken() throws IOException {
+        String yaml = "defaults:\n  lease: 20s\n  misfireGrace: 5s\n  recover: rerun\njobs:\n"
+                + "  - { name: batch, cron: \"*/10 * * * * *\", class: io.lockstep.examples.HeartbeatJob, params: { workMillis: 60000 } }\n";
+        try (Cluster cluster = new Cluster(dir, yaml)) {
+            cluster.editConfig("shutdownTimeout: 10s", "shutdownTimeout: 2s");
+            cluster.start("w1");
+            cluster.start("w2");
+            cluster.awaitStarted();
+            JsonNode first = await().atMost(Duration.ofSeconds(30)).until(() -> cluster.events("job_started").stream().findFirst(),
+                    java.util.Optional::isPresent).orElseThrow();
+            WorkerProcess stopped = cluster.workers.stream().filter(w -> w.id.equals(first.path("worker").asText())).findFirst().orElseThrow();
+            WorkerProcess peer = cluster.workers.stream().filter(w -> w != stopped).findFirst().orElseThrow();
+            stopped.signal("TERM");
+            assertThat(stopped.waitForExit()).as("a drained worker exits 0").isZero();
+            JsonNode cut = single(stopped.events("job_failed"), first);
+            assertThat(cut.path("reason").asText()).isEqualTo("interrupted by shutdown");
+            assertThat(single(stopped.events("slot_released"), first).path("outcome").asText()).isEqualTo("interrupted");
+
+            JsonNode rerun = await().atMost(Duration.ofSeconds(15)).until(() -> peer.events("job_started").stream()
+                    .filter(e -> WorkerProcess.same(e, first)).findFirst(), java.util.Optional::isPresent).orElseThrow();
+            long afterCut = Duration.between(WorkerProcess.ts(cut), WorkerProcess.ts(rerun)).toMillis();
+            assertThat(afterCut).as("rerun within a few seconds of the interrupt (heartbeats every 3 s), well before the 20 s lease")
+                    .isLessThan(8_000);
+            assertThat(rerun.path("fencing_token").asLong()).isGreaterThan(first.path("fencing_token").asLong());
+            assertThat(single(peer.events("slot_recovered"), first)).isNotNull();
+            assertThat(cluster.startEventsBySlot().get(WorkerProcess.key(first))).as("the cut-off run and its one rerun").hasSize(2);
+            System.out.printf("%nShutdownIT: a run cut off by SIGTERM (shutdownTimeout 2 s) was rerun by the peer %d ms after the"
+                    + " interrupt, under a higher token%n", afterCut);
+        }
+    }
+
     private static JsonNode single(List<JsonNode> events, JsonNode start) {
         List<JsonNode> same = events.stream().filter(e -> WorkerProcess.same(e, start)).toList();
         assertThat(same).as("events about %s", WorkerProcess.key(start)).hasSize(1);

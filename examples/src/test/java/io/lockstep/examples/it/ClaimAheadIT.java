@@ -1,0 +1,142 @@
+package io.lockstep.examples.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Claims made ahead are staged: a worker that dies or stalls between claiming a slot ahead (250 ms
+ * before it) and starting it never strands the slot. With the defaults' shape ({@code overlap:
+ * skip}, {@code recover: none}, a lease far longer than a slot), a peer runs every slot whose run
+ * never started, once, within its grace, and no later slot of the job is skipped for the dead
+ * claim's lease; a worker stalled past the grace after claiming ahead never starts the slot late.
+ */
+class ClaimAheadIT {
+
+    private static final int JOBS = 12;
+    private static final long GRACE_MS = 5_000;
+    private static final String JOBS_YAML = Cluster.perSecondJobs(JOBS, 50, "20s", "5s");
+
+    @TempDir
+    Path dir;
+
+    /**
+     * SIGKILL a worker 100-150 ms before a whole second, three times (a new worker replaces each
+     * victim): the victim's claims made ahead for that second never started, and each of those
+     * slots runs once on a peer within its grace.
+     */
+    @Test
+    void aWorkerKilledJustBeforeASlotStrandsNoneOfTheSlotsItClaimedAhead() {
+        try (Cluster cluster = new Cluster(dir, JOBS_YAML)) {
+            cluster.start("w1");
+            cluster.start("w2");
+            cluster.start("w3");
+            cluster.awaitStarted();
+            int stranded = 0;
+            List<Instant> kills = new ArrayList<>();
+            for (int round = 0; round < 3; round++) {
+                // Steady state: every live worker has heard the others (heartbeats every 3 s).
+                Instant settled = Instant.now().plusSeconds(4);
+                await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, settled));
+                WorkerProcess victim = liveWorkers(cluster).get(round % 3);
+                Instant slot = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
+                long before = 100 + (round * 25) % 50; // 100, 125, 100 ms before the slot
+                sleepUntil(slot.minusMillis(before));
+                victim.signal("KILL");
+                Instant killedAt = Instant.now();
+                kills.add(killedAt);
+                victim.waitForExit();
+                // The slots the victim had claimed ahead and never started (its last events say so).
+                final WorkerProcess dead = victim;
+                List<String> claimedAhead = dead.events("slot_claimed").stream()
+                        .filter(e -> e.has("ahead_ms") && WorkerProcess.slot(e).isAfter(killedAt.minusMillis(1)))
+                        .map(WorkerProcess::key).toList();
+                stranded += claimedAhead.size();
+                cluster.start("w" + (4 + round));
+                Instant to = slot.plusSeconds(3);
+                await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, to.plusSeconds(1)));
+                Map<String, List<JsonNode>> starts = cluster.startEventsBySlot();
+                for (String key : claimedAhead) {
+                    assertThat(starts.get(key)).as("%s, claimed ahead by %s killed %d ms before it", key, dead.id, before).hasSize(1)
+                            .allSatisfy(e -> assertThat(e.path("lateness_ms").asLong()).as("within the grace").isLessThan(GRACE_MS));
+                }
+                assertThat(cluster.slotsNeverStarted(JOBS, slot, to)).as("every slot from the kill on ran").isEmpty();
+            }
+            Instant from = kills.get(0).truncatedTo(ChronoUnit.SECONDS);
+            Instant to = kills.get(kills.size() - 1).truncatedTo(ChronoUnit.SECONDS).plusSeconds(3);
+            assertThat(cluster.events("slot_skipped")).as("no job skipped for a dead claim's lease").isEmpty();
+            assertThat(cluster.events("slot_abandoned")).as("nothing abandoned: no run that started died").isEmpty();
+            Map<String, List<JsonNode>> starts = cluster.startEventsBySlot();
+            assertThat(starts).allSatisfy((key, runs) -> assertThat(runs).as(key).hasSize(1));
+            assertThat(cluster.silentSlots(JOBS, from, to)).isEmpty();
+            assertThat(stranded).as("the victims had claimed slots ahead when they were killed (else this proves nothing)").isPositive();
+            System.out.printf("%nClaimAheadIT: 3 workers killed 100-150 ms before a slot; %d slots they had claimed ahead each ran"
+                    + " once on a peer%n", stranded);
+        }
+    }
+
+    /**
+     * SIGSTOP a worker right after it claimed slots ahead, for longer than the grace: when it
+     * resumes it starts none of them late (the store's start refuses: a peer took the slot over, or
+     * the grace passed), and every slot ran once.
+     */
+    @Test
+    void aWorkerStalledPastTheGraceAfterClaimingAheadNeverStartsTheSlotLate() {
+        try (Cluster cluster = new Cluster(dir, JOBS_YAML)) {
+            WorkerProcess victim = cluster.start("w1");
+            cluster.start("w2");
+            cluster.start("w3");
+            cluster.awaitStarted();
+            Instant settled = Instant.now().plusSeconds(4);
+            await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, settled));
+            Instant slot = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
+            sleepUntil(slot.minusMillis(150)); // after the claims ahead (250 ms before), before the start
+            victim.signal("STOP");
+            Instant stoppedAt = Instant.now();
+            sleepUntil(stoppedAt.plusMillis(GRACE_MS + 2_000));
+            victim.signal("CONT");
+            Instant to = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(3);
+            await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, to.plusSeconds(1)));
+            List<String> claimedAhead = victim.events("slot_claimed").stream()
+                    .filter(e -> e.has("ahead_ms") && !WorkerProcess.slot(e).isBefore(slot)
+                            && WorkerProcess.slot(e).isBefore(stoppedAt.plusSeconds(1)))
+                    .map(WorkerProcess::key).toList();
+            assertThat(claimedAhead).as("the victim had claimed slots ahead when it stopped (else this proves nothing)").isNotEmpty();
+            assertThat(cluster.events("job_started")).as("no run started later than the grace")
+                    .allSatisfy(e -> assertThat(e.path("lateness_ms").asLong()).as(WorkerProcess.key(e)).isLessThan(GRACE_MS));
+            Map<String, List<JsonNode>> starts = cluster.startEventsBySlot();
+            for (String key : claimedAhead) {
+                assertThat(starts.get(key)).as("%s, claimed ahead by the stalled worker", key).hasSize(1)
+                        .allSatisfy(e -> assertThat(e.path("worker").asText()).isNotEqualTo(victim.id));
+            }
+            assertThat(starts).allSatisfy((key, runs) -> assertThat(runs).as(key).hasSize(1));
+            assertThat(cluster.silentSlots(JOBS, slot, to)).isEmpty();
+            System.out.printf("%nClaimAheadIT: a worker stalled %d ms after claiming %d slots ahead started none of them;"
+                    + " peers ran each once%n", GRACE_MS + 2_000, claimedAhead.size());
+        }
+    }
+
+    /** The workers still running, in the order they were started. */
+    private static List<WorkerProcess> liveWorkers(Cluster cluster) {
+        return cluster.workers.stream().filter(WorkerProcess::isAlive).toList();
+    }
+
+    /** Waits until the wall clock reaches {@code at}: the faults are aimed at an instant, not at a condition. */
+    private static void sleepUntil(Instant at) {
+        long nanos;
+        while ((nanos = Duration.between(Instant.now(), at).toNanos()) > 0) {
+            LockSupport.parkNanos(nanos);
+        }
+    }
+}
