@@ -40,4 +40,9 @@ public final class ItKeys {
         }
         return job + "@" + Instant.ofEpochMilli(millis);
     }
+
+    /** The key of a job's marks on a Redis Cluster (with its hash tag): the shard that holds it holds all of the job's keys. */
+    public static String clusterMarks(String job) {
+        return new RedisKeys(RedisLockProvider.DEFAULT_KEY_PREFIX, true).marks(job);
+    }
 }

@@ -209,11 +209,11 @@ final class Claimer {
         String lockName = provider.lockName(lease);
         long lateness = result.serverTimeMillis() - d.slot.toEpochMilli();
         ClaimRequest.Mode mode = request.mode();
-        if (result.status() != ClaimResult.Status.EARLY) {
+        if (result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.UNANSWERED) {
             queue.noteRuns(def.name(), result.runningUntilMillis());
         }
         if (d.reported && result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.BUSY
-                && result.status() != ClaimResult.Status.NO_QUORUM) {
+                && result.status() != ClaimResult.Status.NO_QUORUM && result.status() != ClaimResult.Status.UNANSWERED) {
             // Reported missed while the store was unreachable; this answer only settles the record.
             events.debug("slot_settled").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("outcome", result.status().name().toLowerCase(java.util.Locale.ROOT))
@@ -305,6 +305,12 @@ final class Claimer {
             case BUSY -> {
                 // Another run of the job holds its exclusive lease: ask again shortly.
                 queue.requeue(d, clock.now().plus(RETRY_DELAY));
+                return;
+            }
+            case UNANSWERED -> {
+                // Its master alone failed (the others answered): as an outage, for this slot only.
+                unanswered(List.of(d), new LockException(provider.describe(), "the master that holds job " + def.name()
+                        + "'s keys did not answer", null));
                 return;
             }
             case NO_QUORUM -> {

@@ -142,6 +142,25 @@ final class Completer {
         try {
             owned = provider.complete(completions);
             outage.succeeded();
+        } catch (io.lockstep.scheduler.lock.PartiallyConfirmed e) {
+            // Some shards confirmed their outcomes: settle those now; only the rest (this list, from
+            // now on) is written again.
+            outage.failed("complete", e);
+            List<Pending> confirmed = new ArrayList<>();
+            List<Boolean> answers = new ArrayList<>();
+            List<Pending> again = new ArrayList<>();
+            for (int i = 0; i < batch.size(); i++) {
+                if (e.answers().get(i) == null) {
+                    again.add(batch.get(i));
+                } else {
+                    confirmed.add(batch.get(i));
+                    answers.add(e.answers().get(i));
+                }
+            }
+            settle(confirmed, answers, (System.nanoTime() - sent) / 1_000_000);
+            batch.clear();
+            batch.addAll(again);
+            return false;
         } catch (LockException e) {
             outage.failed("complete", e);
             return false;
@@ -150,26 +169,33 @@ final class Completer {
                     .log("unexpected failure writing outcomes; retrying");
             return false;
         }
-        long durationMs = (System.nanoTime() - sent) / 1_000_000;
-        for (int i = 0; i < batch.size(); i++) {
-            SlotRun run = batch.get(i).run();
+        settle(batch, owned, (System.nanoTime() - sent) / 1_000_000);
+        return true;
+    }
+
+    /** Outcomes the store confirmed: the leases are no longer watched, each is reported once. */
+    private void settle(List<Pending> written, List<Boolean> owned, long durationMs) {
+        for (int i = 0; i < written.size(); i++) {
+            Pending p = written.get(i);
+            SlotRun run = p.run();
             run.watch().stop();
             unwritten.remove(key(run.definition.name(), run.scheduledTime()));
             boolean ours = owned.get(i);
+            boolean handedBack = handOver(run, p.outcome()) || p.outcome() == Outcome.NOT_STARTED;
             events.info("slot_released").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
                     .addKeyValue("action", "release").addKeyValue("identifier", run.lease.token())
                     .addKeyValue("duration_ms", durationMs).addKeyValue("success", ours)
-                    .addKeyValue("outcome", batch.get(i).outcome().label())
-                    .log(ours ? "slot released" : "slot no longer ours; outcome not recorded");
+                    .addKeyValue("outcome", p.outcome().label())
+                    .log(!ours ? "slot no longer ours; outcome not recorded"
+                            : handedBack ? "slot handed back: it is run again (on a peer, or here)" : "slot released");
             if (ours) {
                 events.metrics().leaseHeld(run.definition.name(), System.nanoTime() - run.claimSentNanos);
-                if (completions.get(i).handOver() || batch.get(i).outcome() == Outcome.NOT_STARTED) {
+                if (handedBack) {
                     handedOver.accept(run.definition.name());
                 }
             }
         }
-        return true;
     }
 
     /**

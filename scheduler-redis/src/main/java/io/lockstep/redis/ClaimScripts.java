@@ -49,9 +49,10 @@ final class ClaimScripts {
 
     /**
      * This server's answers to a batch of claims, and for each {@code taken} the token whose record
-     * holds the slot (Redlock counts a {@code taken} by it); {@code acknowledged}: replicas that have it.
+     * holds the slot (Redlock counts a {@code taken} by it); {@code confirmed}: per request, whether
+     * the replicas required acknowledged its call.
      */
-    record Decided(ClaimResult[] results, String[] holders, long acknowledged) {}
+    record Decided(ClaimResult[] results, String[] holders, boolean[] confirmed) {}
 
     Decided decide(List<ClaimRequest> requests) {
         // Claims go many to a script call (see claim.lua); recoveries, rare, one each.
@@ -102,8 +103,20 @@ final class ClaimScripts {
         List<Object> replies = answered.replies();
         ClaimResult[] results = new ClaimResult[requests.size()];
         String[] holders = new String[requests.size()];
+        boolean[] confirmed = new boolean[requests.size()];
         for (int g = 0; g < groups.size(); g++) {
             List<Integer> group = groups.get(g);
+            for (int i : group) {
+                confirmed[i] = answered.confirmed(g, replicas);
+            }
+            if (replies.get(g) instanceof RedisCalls.CallFailed) {
+                // Its master alone failed: nothing is known of these requests (asked again, same tokens).
+                for (int i : group) {
+                    results[i] = new ClaimResult(ClaimResult.Status.UNANSWERED, 0, 0, 0);
+                    holders[i] = "";
+                }
+                continue;
+            }
             ClaimRequest first = requests.get(group.get(0));
             if (first.mode() == ClaimRequest.Mode.RECOVER || first.mode() == ClaimRequest.Mode.ABANDON) {
                 results[group.get(0)] = calls.claimResult(replies.get(g));
@@ -118,14 +131,14 @@ final class ClaimScripts {
                 holders[group.get(j)] = RedisCalls.holder(list.get(j));
             }
         }
-        return new Decided(results, holders, answered.acknowledged());
+        return new Decided(results, holders, confirmed);
     }
 
     /**
      * This server's answers to a batch of starts ({@code start.lua}, many runs to a call), and how
      * many replicas have them.
      */
-    record Started(List<StartAnswer> answers, long acknowledged) {}
+    record Started(List<StartAnswer> answers) {}
 
     Started start(List<StartRequest> requests) {
         List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, requests.size()).boxed().toList(),
@@ -146,19 +159,28 @@ final class ClaimScripts {
         List<Object> replies = answered.replies();
         StartAnswer[] answers = new StartAnswer[requests.size()];
         for (int g = 0; g < groups.size(); g++) {
+            if (replies.get(g) instanceof RedisCalls.CallFailed) {
+                for (int i : groups.get(g)) {
+                    answers[i] = StartAnswer.LOST; // its master alone failed: not started, handed back
+                }
+                continue;
+            }
             if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
                 throw new LockException(target, "start: unexpected reply " + replies.get(g), null);
             }
             for (int j = 0; j < list.size(); j++) {
                 String status = RedisCalls.asString(list.get(j));
                 try {
-                    answers[groups.get(g).get(j)] = StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
+                    StartAnswer a = StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
+                    // A start fewer replicas than waitReplicas acknowledged could be lost in a
+                    // failover (a peer would then run the slot again): it must not start.
+                    answers[groups.get(g).get(j)] = a == StartAnswer.STARTED && !answered.confirmed(g, replicas) ? StartAnswer.LOST : a;
                 } catch (IllegalArgumentException e) {
                     throw new LockException(target, "start: unexpected status " + status, null);
                 }
             }
         }
-        return new Started(List.of(answers), answered.acknowledged());
+        return new Started(List.of(answers));
     }
 
     /** {@link io.lockstep.scheduler.lock.LockProvider#slotStates} on this server ({@code states.lua}, many slots to a call). */

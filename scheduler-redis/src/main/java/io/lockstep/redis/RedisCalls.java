@@ -37,8 +37,17 @@ final class RedisCalls {
         static final Replicas NONE = new Replicas(0, java.time.Duration.ZERO);
     }
 
-    /** A batch's replies, and how many replicas acknowledged its writes (the fewest of its WAITs). */
-    record Replies(List<Object> replies, long acknowledged) {}
+    /**
+     * A batch's replies, and per call how many replicas acknowledged its writes (its own WAIT, on
+     * the node that ran it; {@link Long#MAX_VALUE} without waiting). Judged per call, so that a
+     * shard that cannot reach {@code waitReplicas} costs only its own calls (a bulkhead per master).
+     */
+    record Replies(List<Object> replies, long[] acknowledgedPerCall) {
+        /** Whether call {@code i} reached {@code replicas}. */
+        boolean confirmed(int i, Replicas replicas) {
+            return !(replies.get(i) instanceof CallFailed) && acknowledgedPerCall[i] >= replicas.count();
+        }
+    }
 
     /**
      * A Redlock node's answers that must not count: it has not been up for the restart quarantine,
@@ -132,10 +141,18 @@ final class RedisCalls {
      * the others already ran, and running a script twice is not a retry we need to make.
      */
     <T> List<Object> batch(String operation, List<T> items, Function<T, Call> toCall) {
-        return batch(operation, items, toCall, Replicas.NONE).replies();
+        List<Object> replies = batch(operation, items, toCall, Replicas.NONE).replies();
+        for (Object reply : replies) {
+            answered(operation, reply); // a master that failed fails the whole batch here
+        }
+        return replies;
     }
 
-    /** {@link #batch}, then a {@code WAIT} for {@code replicas} after each call, in the same round trip. */
+
+    /**
+     * {@link #batch}, then a {@code WAIT} for {@code replicas} after each call, in the same round
+     * trip; a call whose master failed while others answered is answered {@link CallFailed}.
+     */
     <T> Replies batch(String operation, List<T> items, Function<T, Call> toCall, Replicas replicas) {
         return guarded(operation, () -> unguardedBatch(operation, items, toCall, replicas));
     }
@@ -153,8 +170,9 @@ final class RedisCalls {
             calls.add(toCall.apply(item));
         }
         try {
-            long[] acknowledged = {Long.MAX_VALUE};
-            List<Object> replies = pipeline(calls, true, replicas, acknowledged);
+            long[] acknowledged = new long[calls.size()];
+            java.util.Arrays.fill(acknowledged, Long.MAX_VALUE);
+            List<Object> replies = pipeline(calls, true, replicas, acknowledged, null);
             List<Integer> unknown = new ArrayList<>();
             for (int i = 0; i < replies.size(); i++) {
                 if (replies.get(i) == NOSCRIPT) {
@@ -162,7 +180,7 @@ final class RedisCalls {
                 }
             }
             if (!unknown.isEmpty()) {
-                List<Object> again = pipeline(unknown.stream().map(calls::get).toList(), false, replicas, acknowledged);
+                List<Object> again = pipeline(unknown.stream().map(calls::get).toList(), false, replicas, acknowledged, unknown);
                 for (int j = 0; j < unknown.size(); j++) {
                     replies.set(unknown.get(j), again.get(j));
                 }
@@ -172,8 +190,9 @@ final class RedisCalls {
                 if (!pastQuarantine(seconds, quarantine)) {
                     throw new Quarantined(target, seconds, (quarantine + 999) / 1000);
                 }
+                acknowledged = java.util.Arrays.copyOfRange(acknowledged, 1, acknowledged.length);
             }
-            return new Replies(replies, acknowledged[0]);
+            return new Replies(replies, acknowledged);
         } catch (JedisException e) {
             throw wrap(operation, e);
         } catch (LockException e) {
@@ -207,27 +226,71 @@ final class RedisCalls {
     /** Marks a reply the server gave as NOSCRIPT. */
     private static final Object NOSCRIPT = new Object();
 
-    /** @return the replies in order; with {@code bySha}, {@link #NOSCRIPT} where the server did not know the script */
-    private List<Object> pipeline(List<Call> calls, boolean bySha, Replicas replicas, long[] acknowledged) {
+    /**
+     * @param acknowledged per call of the whole batch, set here from each call's WAIT
+     * @param at the index in the whole batch of each of {@code calls} (null: the same)
+     * @return the replies in order; with {@code bySha}, {@link #NOSCRIPT} where the server did not know the script
+     */
+    private List<Object> pipeline(List<Call> calls, boolean bySha, Replicas replicas, long[] acknowledged, List<Integer> at) {
         List<Response<Object>> responses = new ArrayList<>(calls.size());
         List<Response<Long>> waits = new ArrayList<>();
+        List<Integer> waited = new ArrayList<>();
+        // On a Redis Cluster one pipeline spans the masters: a master that cannot be reached fails
+        // only its own calls (a bulkhead per master). A call that could not be sent, or whose reply
+        // never came while others did, is answered CallFailed; when every call failed, the batch
+        // fails as a whole, as on one server.
+        JedisException failure = null;
         try (AbstractPipeline p = jedis.pipelined()) {
             for (Call call : calls) {
-                responses.add(bySha ? p.evalsha(call.script().sha(), call.keys(), call.args())
-                        : p.eval(call.script().source(), call.keys(), call.args()));
+                int i = responses.size();
+                try {
+                    responses.add(bySha ? p.evalsha(call.script().sha(), call.keys(), call.args())
+                            : p.eval(call.script().source(), call.keys(), call.args()));
+                } catch (JedisDataException e) {
+                    throw e;
+                } catch (JedisException e) {
+                    failure = e;
+                    responses.add(null);
+                    continue;
+                }
                 if (replicas.count() > 0 && !call.keys().isEmpty()) {
                     // Same connection as the write (on Cluster: routed by the call's first key, so
                     // the node that ran it): WAIT counts the replicas that have this client's writes.
                     waits.add(p.waitReplicas(call.keys().get(0), replicas.count(), replicas.timeout().toMillis()));
+                    waited.add(at == null ? i : at.get(i));
                 }
             }
-            p.sync();
+            try {
+                p.sync();
+            } catch (JedisDataException e) {
+                throw e;
+            } catch (JedisException e) {
+                failure = e;
+            }
+        } catch (JedisDataException e) {
+            throw e;
+        } catch (JedisException e) {
+            failure = failure == null ? e : failure; // closing the pipeline syncs what is left
         }
-        for (Response<Long> wait : waits) {
-            acknowledged[0] = Math.min(acknowledged[0], wait.get());
+        for (int k = 0; k < waits.size(); k++) {
+            long acks = 0;
+            try {
+                acks = waits.get(k).get();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    throw e;
+                }
+            }
+            acknowledged[waited.get(k)] = acks;
         }
         List<Object> replies = new ArrayList<>(responses.size());
+        int failed = 0;
         for (Response<Object> response : responses) {
+            if (response == null) {
+                replies.add(new CallFailed(failure));
+                failed++;
+                continue;
+            }
             try {
                 replies.add(response.get());
             } catch (JedisDataException e) {
@@ -236,9 +299,32 @@ final class RedisCalls {
                     continue;
                 }
                 throw e;
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    throw e;
+                }
+                replies.add(new CallFailed(failure));
+                failed++;
             }
         }
+        if (failure != null && failed == responses.size()) {
+            throw failure;
+        }
         return replies;
+    }
+
+    /**
+     * The reply of a call whose master could not be reached while others in the same batch were
+     * ({@link #pipeline}); nothing is known of what it did.
+     */
+    record CallFailed(JedisException cause) {}
+
+    /** {@code reply}, or a {@link LockException} when it is a {@link CallFailed}. */
+    Object answered(String operation, Object reply) {
+        if (reply instanceof CallFailed f) {
+            throw wrap(operation, f.cause());
+        }
+        return reply;
     }
 
     private static boolean isNoScript(JedisDataException e) {

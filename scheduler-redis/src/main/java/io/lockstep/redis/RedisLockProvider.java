@@ -151,23 +151,22 @@ public final class RedisLockProvider implements LockProvider {
         }
         ClaimScripts.Decided decided = claims.decide(requests);
         ClaimResult[] results = decided.results();
-        if (decided.acknowledged() < replicas.count()) {
-            unconfirmed(requests, results);
-        }
+        unconfirmed(requests, results, decided.confirmed());
         return List.of(results);
     }
 
     /**
-     * Fewer replicas than {@code waitReplicas} acknowledged the batch: a failover now could lose
-     * these claims and let another worker run the slots. Each claim won is disowned (the same token
-     * asks to record the slot as missed) and answered {@link ClaimResult.Status#UNCONFIRMED}: it
-     * never runs. If the disown fails too, the claim's lease runs out and recovery applies.
+     * Fewer replicas than {@code waitReplicas} acknowledged some calls (each judged on its own
+     * shard): a failover now could lose those claims and let another worker run the slots. Each
+     * claim won in such a call is disowned (the same token asks to record the slot as missed) and
+     * answered {@link ClaimResult.Status#UNCONFIRMED}: it never runs. If the disown fails too, the
+     * claim's lease runs out and recovery applies. Claims on healthy shards are not touched.
      */
-    private void unconfirmed(List<ClaimRequest> requests, ClaimResult[] results) {
+    private void unconfirmed(List<ClaimRequest> requests, ClaimResult[] results, boolean[] confirmed) {
         List<ClaimRequest> disown = new ArrayList<>();
         for (int i = 0; i < results.length; i++) {
             ClaimResult r = results[i];
-            if (r.status() == ClaimResult.Status.CLAIMED) {
+            if (r.status() == ClaimResult.Status.CLAIMED && !confirmed[i]) {
                 ClaimRequest q = requests.get(i);
                 disown.add(new ClaimRequest(q.lease(), q.workerId(), q.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false, q.manual()));
                 results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(),
@@ -196,11 +195,7 @@ public final class RedisLockProvider implements LockProvider {
         if (requests.isEmpty()) {
             return List.of();
         }
-        ClaimScripts.Started started = claims.start(requests);
-        if (started.acknowledged() < replicas.count()) {
-            return started.answers().stream().map(a -> a == StartAnswer.STARTED ? StartAnswer.LOST : a).toList();
-        }
-        return started.answers();
+        return claims.start(requests).answers();
     }
 
     @Override
@@ -223,10 +218,19 @@ public final class RedisLockProvider implements LockProvider {
             long slot = lease.slot().toEpochMilli();
             return new RedisCalls.Call(RENEW, List.of(keys.lease(lease), keys.slot(lease.job(), slot), keys.running(lease.job())),
                     List.of(lease.token(), Long.toString(lease.ttl().toMillis()), Long.toString(slot)));
-        });
+        }, RedisCalls.Replicas.NONE).replies();
         List<Boolean> owned = new ArrayList<>(replies.size());
+        boolean partial = false;
         for (Object reply : replies) {
-            owned.add(calls.asLong("renew", reply) == 1L);
+            if (reply instanceof RedisCalls.CallFailed) {
+                owned.add(null); // its master failed: sent again soon, the lease's deadline unchanged
+                partial = true;
+            } else {
+                owned.add(calls.asLong("renew", reply) == 1L);
+            }
+        }
+        if (partial) {
+            throw new io.lockstep.scheduler.lock.PartiallyConfirmed(target, target + ": renew: a master did not answer", owned);
         }
         return owned;
     }
@@ -255,21 +259,29 @@ public final class RedisLockProvider implements LockProvider {
             }
             return new RedisCalls.Call(COMPLETE, callKeys, args);
         }, replicas);
-        if (answered.acknowledged() < replicas.count()) {
-            // Written, but a failover now could lose it: the caller writes it again (it is retry-safe).
-            throw new LockException(target, target + ": complete: fewer than " + replicas.count()
-                    + " replica(s) acknowledged the outcome within " + replicas.timeout().toMillis() + " ms (redis.waitReplicas: "
-                    + replicas.count() + "; are that many replicas connected and in sync?)", null);
-        }
         List<Object> replies = answered.replies();
         Boolean[] owned = new Boolean[completions.size()];
+        boolean allConfirmed = true;
         for (int g = 0; g < groups.size(); g++) {
+            if (replies.get(g) instanceof RedisCalls.CallFailed) {
+                allConfirmed = false; // its master failed: written again (retry-safe)
+                continue;
+            }
             if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
                 throw new LockException(target, "complete: unexpected reply " + replies.get(g), null);
             }
+            boolean confirmed = answered.confirmed(g, replicas);
+            allConfirmed &= confirmed;
             for (int j = 0; j < list.size(); j++) {
-                owned[groups.get(g).get(j)] = calls.asLong("complete", list.get(j)) == 1L;
+                // Written, but unconfirmed: a failover now could lose it; the caller writes it again (retry-safe).
+                owned[groups.get(g).get(j)] = confirmed ? calls.asLong("complete", list.get(j)) == 1L : null;
             }
+        }
+        if (!allConfirmed) {
+            throw new io.lockstep.scheduler.lock.PartiallyConfirmed(target, target + ": complete: a master did not answer, or fewer than "
+                    + replicas.count() + " replica(s) acknowledged some outcomes within " + replicas.timeout().toMillis()
+                    + " ms (redis.waitReplicas: " + replicas.count() + "; are that many replicas connected and in sync?)",
+                    java.util.Arrays.asList(owned));
         }
         return List.of(owned);
     }

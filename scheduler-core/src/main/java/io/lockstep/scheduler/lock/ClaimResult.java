@@ -70,6 +70,12 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
          */
         UNCONFIRMED,
         /**
+         * The master that holds this slot's keys could not be reached (one shard of a Redis Cluster
+         * failing while the others answered): nothing is known of this request, so nothing starts
+         * and it is asked again with the same token, as when the whole store is unreachable.
+         */
+        UNANSWERED,
+        /**
          * Redlock: the masters did not agree (no majority for any answer, say two workers won two
          * masters each), or the claim took longer than its lease's validity. What this request wrote
          * was given back on every master; nothing runs. Ask again after a short random delay.

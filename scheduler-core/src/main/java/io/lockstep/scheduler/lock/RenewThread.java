@@ -96,6 +96,11 @@ final class RenewThread<L> {
         try {
             owned = renewer.renew(leases);
             Watchdog.guard(listener::roundSucceeded);
+        } catch (PartiallyConfirmed e) {
+            // Some shards answered: apply their answers; the rest (null) are sent again soon, their
+            // deadlines unchanged (a shard that cannot be reached costs only its own leases).
+            Watchdog.guard(() -> listener.roundFailed(e));
+            owned = e.answers();
         } catch (LockException e) {
             Watchdog.guard(() -> listener.roundFailed(e));
             synchronized (watchdog) {
@@ -114,7 +119,9 @@ final class RenewThread<L> {
                 if (!watchdog.watches.contains(w)) {
                     continue; // stopped while we were renewing
                 }
-                if (owned.get(i)) {
+                if (owned.get(i) == null) {
+                    w.nextRenewNanos = sent + Math.min(Watchdog.RETRY_NANOS, w.ttlNanos / 10);
+                } else if (owned.get(i)) {
                     w.renewed(sent);
                     w.nextRenewNanos = sent + w.ttlNanos / 3;
                     confirmed.add(w);

@@ -8,6 +8,9 @@ public enum StartAnswer {
     LATE,
     /** The job was paused since the claim: recorded as skipped, as a claim at the slot would be; it must not start. */
     PAUSED,
-    /** The claim is no longer this token's (its short lease ran out and a peer took the slot over): it must not start. */
+    /**
+     * The claim is no longer this token's (its short lease ran out and a peer took the slot over),
+     * or the master that holds it did not answer while others did: it must not start.
+     */
     LOST
 }
