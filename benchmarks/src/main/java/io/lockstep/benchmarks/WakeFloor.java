@@ -12,11 +12,12 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Collectors;
 
 /**
- * The machine's floor for a burst: what starting N things at the same instant costs with nothing
- * else in the way. {@code workers} JVMs each hold {@code N / workers} platform threads parked until
- * the top of the same second, as the scheduler's job threads are for a claim made ahead, and each
- * thread notes how late it woke, {@code rounds} seconds in a row. No Redis, no scheduler: the
- * lateness a scale run adds on top of this is the scheduler's own.
+ * The machine's floor for a burst: what starting N runs at the same instant costs with nothing
+ * else in the way, the way the scheduler starts them. {@code workers} JVMs each have a pool of
+ * {@link RunAll#THREADS} job threads and one timer thread that parks until the top of the second
+ * and hands its {@code N / workers} runs to the pool, as the scheduler's start timer does with
+ * the runs it claimed ahead; each run notes how late it began, {@code rounds} seconds in a row.
+ * No Redis, no scheduler: the lateness a scale run adds on top of this is the scheduler's own.
  */
 final class WakeFloor {
 
@@ -57,29 +58,30 @@ final class WakeFloor {
         int threads = Integer.parseInt(args[0]);
         int rounds = Integer.parseInt(args[1]);
         long[] lateness = new long[threads * rounds];
-        // Warm up the threads once (created, started, parked) like a worker's pool in its steady state.
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(RunAll.THREADS);
+        // One round first to warm up (threads created, code compiled), like a worker in its steady state.
         for (int r = -1; r < rounds; r++) {
             Instant second = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);
             long deadline = System.nanoTime() + (second.toEpochMilli() - System.currentTimeMillis()) * 1_000_000L;
             CountDownLatch done = new CountDownLatch(threads);
+            long wait;
+            while ((wait = deadline - System.nanoTime()) > 0) {
+                LockSupport.parkNanos(wait);
+            }
             final int round = r;
             for (int i = 0; i < threads; i++) {
                 final int index = i;
-                Thread t = new Thread(() -> {
-                    long wait;
-                    while ((wait = deadline - System.nanoTime()) > 0) {
-                        LockSupport.parkNanos(wait);
-                    }
+                pool.execute(() -> {
                     long late = (System.nanoTime() - deadline) / 1_000;
                     if (round >= 0) {
                         lateness[round * threads + index] = late;
                     }
                     done.countDown();
                 });
-                t.start();
             }
             done.await();
         }
+        pool.shutdown();
         Files.writeString(Path.of(args[2]), java.util.Arrays.stream(lateness).mapToObj(Long::toString).collect(Collectors.joining("\n")));
     }
 }

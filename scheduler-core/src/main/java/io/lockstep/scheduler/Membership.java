@@ -48,6 +48,7 @@ final class Membership {
         return t;
     });
     private volatile Instant started;
+    private volatile boolean draining;
     private volatile List<WorkerInfo> live = List.of();
     private volatile List<Drift> drift = List.of();
     /** Manual runs already handed on (job + slot), so each is queued once per worker. */
@@ -94,6 +95,17 @@ final class Membership {
         timer.scheduleWithFixedDelay(this::beatQuietly, INTERVAL.toMillis(), INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
     }
 
+    /**
+     * The worker is stopping: from now on its heartbeat says so, and peers stop preferring it for
+     * slots (it claims nothing new) while it drains; one heartbeat goes out at once (best effort).
+     */
+    void drain() {
+        draining = true;
+        if (started != null) {
+            beatQuietly();
+        }
+    }
+
     /** Stops beating and leaves the cluster's list at once. */
     void stop() {
         timer.shutdownNow();
@@ -122,9 +134,10 @@ final class Membership {
         }
     }
 
-    private void beat() {
+    /** One heartbeat; synchronized: the timer's and {@link #drain()}'s may meet. */
+    private synchronized void beat() {
         WorkerInfo self = new WorkerInfo(workerId, host, ProcessHandle.current().pid(), version, started, threads.size,
-                threads.busy(), configHash, clock.now());
+                threads.busy(), configHash, clock.now(), draining);
         long sent = System.nanoTime();
         Heartbeat reply = provider.heartbeat(self, TTL);
         if (!reply.configPublished()) {

@@ -140,7 +140,7 @@ final class Preference {
         String ours = configHash.get();
         List<String> ids = new ArrayList<>();
         for (WorkerInfo w : live.get()) {
-            if (w.configHash().equals(ours)) {
+            if (w.configHash().equals(ours) && !w.draining()) { // a stopping worker claims nothing new
                 ids.add(w.id());
             }
         }

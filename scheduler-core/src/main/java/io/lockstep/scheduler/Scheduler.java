@@ -200,6 +200,7 @@ public final class Scheduler implements AutoCloseable {
                 .log(threads.busy() == 0 ? "stopping: no new claims; nothing is running"
                         : "stopping: no new claims; letting " + threads.busy() + " running job(s) finish within the shutdown "
                         + "timeout, then interrupting the rest and writing every outcome");
+        membership.drain(); // peers stop preferring this worker for slots while it drains
         ticker.stop();
         starter.close(); // claims made ahead not started yet go back to the peers now
         boolean drained = runner.drain(shutdownTimeout, INTERRUPT_GRACE);

@@ -167,6 +167,9 @@ final class RedisMembers {
         m.put("threads", w.threads());
         m.put("busy", w.busy());
         m.put("configHash", w.configHash());
+        if (w.draining()) {
+            m.put("draining", true);
+        }
         try {
             return JSON.writeValueAsString(m);
         } catch (JsonProcessingException e) {
@@ -180,7 +183,7 @@ final class RedisMembers {
             JsonNode n = JSON.readTree(json);
             return java.util.Optional.of(new WorkerInfo(n.path("id").asText(), n.path("host").asText(), n.path("pid").asLong(),
                     n.path("version").asText(), Instant.ofEpochMilli(n.path("started").asLong()), n.path("threads").asInt(),
-                    n.path("busy").asInt(), n.path("configHash").asText(), lastSeen));
+                    n.path("busy").asInt(), n.path("configHash").asText(), lastSeen, n.path("draining").asBoolean(false)));
         } catch (JsonProcessingException | RuntimeException e) {
             return java.util.Optional.empty();
         }

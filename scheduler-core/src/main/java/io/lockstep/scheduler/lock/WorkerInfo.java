@@ -15,9 +15,17 @@ import java.util.Objects;
  * @param busy how many of them run a job now
  * @param configHash the fingerprint of its job definitions, all jobs together (equal hashes: the same jobs)
  * @param lastSeen when the store last heard from it (the store's clock; set by the store)
+ * @param draining whether it is stopping: it claims nothing new, so peers no longer prefer it
+ *     for slots, though it still runs (and heartbeats) until its runs drained
  */
 public record WorkerInfo(String id, String host, long pid, String version, Instant started, int threads, int busy,
-        String configHash, Instant lastSeen) {
+        String configHash, Instant lastSeen, boolean draining) {
+
+    /** A worker that is not draining. */
+    public WorkerInfo(String id, String host, long pid, String version, Instant started, int threads, int busy,
+            String configHash, Instant lastSeen) {
+        this(id, host, pid, version, started, threads, busy, configHash, lastSeen, false);
+    }
 
     /** How often a worker heartbeats. */
     public static final java.time.Duration HEARTBEAT_INTERVAL = java.time.Duration.ofSeconds(3);
@@ -31,10 +39,5 @@ public record WorkerInfo(String id, String host, long pid, String version, Insta
         Objects.requireNonNull(started, "started");
         Objects.requireNonNull(configHash, "configHash");
         Objects.requireNonNull(lastSeen, "lastSeen");
-    }
-
-    /** The same worker as last heard from at {@code at}. */
-    public WorkerInfo seenAt(Instant at) {
-        return new WorkerInfo(id, host, pid, version, started, threads, busy, configHash, at);
     }
 }
