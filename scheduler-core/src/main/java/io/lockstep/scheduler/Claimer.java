@@ -255,8 +255,10 @@ final class Claimer {
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
                 if (request.staged()) {
                     // Staged: a short lease, until the slot plus STAGED_MARGIN by the store's clock; counted
-                    // from our send against the store's time at the reply, so never longer than it is.
+                    // from our send against the store's time at the reply, so never longer than it is (the
+                    // store's clock read at most serverTime when we sent). The grace's end, the same way.
                     long leaseMillis = d.slot.toEpochMilli() + ClaimRequest.STAGED_MARGIN.toMillis() - result.serverTimeMillis();
+                    run.graceEndsNanos = sentNanos + (d.slot.toEpochMilli() + d.grace().toMillis() - result.serverTimeMillis()) * 1_000_000;
                     runner.staged(run);
                     starter.submit(run, sentNanos + Watchdog.validity(Duration.ofMillis(Math.max(0, leaseMillis))).toNanos());
                 } else {

@@ -139,11 +139,13 @@ final class DueSlot implements Comparable<DueSlot> {
     }
 
     /**
-     * Whether winning it starts a run, so that it needs a free job thread (an abandonment may too:
-     * a claim that never started is run whatever the policy).
+     * Whether winning it starts a run, so that it needs a free job thread. An abandonment reserves
+     * none (abandoning a dead run must not wait for a thread): when it wins a claim that never
+     * started, the run takes a thread then.
      */
     boolean needsThread() {
-        return mode != ClaimRequest.Mode.MISS_ONLY;
+        return mode == ClaimRequest.Mode.CLAIM || mode == ClaimRequest.Mode.CATCH_UP
+                || mode == ClaimRequest.Mode.RECOVER;
     }
 
     String key() {

@@ -66,12 +66,16 @@ final class Runner {
      * lease, sent (by the claim, or by the start of a claim made ahead) at {@code leaseSentNanos}.
      */
     void start(SlotRun run, long leaseSentNanos) {
-        run.watchedBy(watchdog.watch(run, run.lease.ttl(), leaseSentNanos, true));
-        active.add(Completer.key(run.definition.name(), run.scheduledTime()));
         try {
+            run.watchedBy(watchdog.watch(run, run.lease.ttl(), leaseSentNanos, true));
+            active.add(Completer.key(run.definition.name(), run.scheduledTime()));
             executor.execute(() -> execute(run));
-        } catch (RejectedExecutionException e) {
-            run.watch().stop();
+        } catch (RejectedExecutionException | IllegalStateException | OutOfMemoryError e) {
+            // The pool is shut down (or cannot make a thread), or the watchdog is closed: the run never
+            // starts and goes back unstarted.
+            if (run.watch() != null) {
+                run.watch().stop();
+            }
             ended(run, Outcome.NOT_STARTED);
         }
     }

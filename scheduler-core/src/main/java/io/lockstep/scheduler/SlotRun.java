@@ -25,6 +25,12 @@ final class SlotRun implements JobContext {
      * for a claim made ahead ({@link io.lockstep.scheduler.lock.ClaimResult#startDelayMillis}).
      */
     volatile long startAtNanos;
+    /**
+     * Past this moment (monotonic nanos) the slot's grace has certainly begun to pass by the store's
+     * clock, so a run claimed ahead that has not started yet must not start (a stall between the
+     * store's start and ours); {@link Long#MAX_VALUE} for runs without one (recoveries, catch-up).
+     */
+    volatile long graceEndsNanos = Long.MAX_VALUE;
     /** A manual run ({@code trigger}); its events carry {@code manual: true}. */
     final boolean manual;
     /** The watchdog's view of the lease; set once, before the run is handed to a job thread. */

@@ -56,6 +56,8 @@ final class Starter {
         long atNanos;
         boolean started;
         long startSentNanos;
+        /** Dealt with for good (handed to the pool, reported, or handed back): never touched again. */
+        boolean done;
 
         Staged(SlotRun run, long leaseEndsNanos) {
             this.run = run;
@@ -150,10 +152,15 @@ final class Starter {
             try {
                 act(due);
             } catch (RuntimeException | Error e) {
+                // Only what act() had not dealt with yet (not requeued either) goes back, each once.
                 events.error("tick_failed").addKeyValue("error", Events.describe(e)).setCause(e)
-                        .log("unexpected failure starting runs claimed ahead; handing them back");
-                due.stream().filter(s -> !s.started).forEach(s -> notStarted(s.run, true));
-                due.stream().filter(s -> s.started).forEach(s -> runner.start(s.run, s.startSentNanos));
+                        .log("unexpected failure starting runs claimed ahead; handing the rest back unstarted");
+                for (Staged s : due) {
+                    if (!s.done && !queued(s)) {
+                        s.done = true;
+                        guarded(() -> notStarted(s.run, true));
+                    }
+                }
             }
         }
     }
@@ -205,8 +212,9 @@ final class Starter {
         List<Staged> toStart = new ArrayList<>();
         for (Staged s : due) {
             if (s.started) {
-                runner.start(s.run, s.startSentNanos);
+                run(s);
             } else if (closingNow()) {
+                s.done = true;
                 handOver(s.run);
             } else {
                 toStart.add(s);
@@ -230,11 +238,7 @@ final class Starter {
             outage.failed("start", failure);
             long retryAt = System.nanoTime() + RETRY_NANOS;
             for (Staged s : toStart) {
-                if (retryAt - s.leaseEndsNanos < 0) {
-                    requeue(s, retryAt); // the start may or may not have landed: asking again gets the same answer
-                } else {
-                    leaseLost(s.run, "the claim's short lease ran out before its start could be recorded (" + failure.getMessage() + ")");
-                }
+                retryOrGiveUp(s, retryAt, failure.getMessage());
             }
             return;
         }
@@ -248,12 +252,14 @@ final class Starter {
                     s.started = true;
                     s.startSentNanos = sent;
                     if (run.startAtNanos - now <= 0) {
-                        runner.start(run, sent);
+                        run(s);
                     } else {
                         requeue(s, run.startAtNanos);
                     }
                 }
+                case UNANSWERED -> retryOrGiveUp(s, now + RETRY_NANOS, "the master that holds the claim did not answer");
                 case LATE -> {
+                    s.done = true;
                     events.metrics().missed(job, "late_start", 1);
                     events.warn("slot_missed").addKeyValue("job", job).addKeyValue("slot", run.scheduledTime().toString())
                             .addKeyValue("lock_name", run.lockName)
@@ -263,14 +269,66 @@ final class Starter {
                     notStarted(run, false);
                 }
                 case PAUSED -> {
+                    s.done = true;
                     events.metrics().skipped(job, "paused");
                     events.info("slot_skipped").addKeyValue("job", job).addKeyValue("slot", run.scheduledTime().toString())
                             .addKeyValue("lock_name", run.lockName).addKeyValue("reason", "paused")
                             .log("slot skipped: the job was paused before its start");
                     notStarted(run, false);
                 }
-                case LOST -> leaseLost(run, "the claim made ahead was no longer ours at its start (its short lease ran out)");
+                case LOST -> {
+                    s.done = true;
+                    leaseLost(run, "the claim made ahead was no longer ours at its start (its short lease ran out)");
+                }
             }
+        }
+    }
+
+    /** Sends the start again at {@code retryAtNanos} while the short lease lasts; past it, the claim is lost. */
+    private void retryOrGiveUp(Staged s, long retryAtNanos, String why) {
+        if (retryAtNanos - s.leaseEndsNanos < 0) {
+            requeue(s, retryAtNanos); // the start may or may not have landed: asking again gets the same answer
+        } else {
+            s.done = true;
+            leaseLost(s.run, "the claim's short lease ran out before its start could be recorded (" + why + ")");
+        }
+    }
+
+    /**
+     * Hands a run the store started to the pool, unless this worker stalled (GC, a pause) past the
+     * slot's grace since the store's answer: then it goes back unstarted (a peer records the miss).
+     */
+    private void run(Staged s) {
+        s.done = true;
+        SlotRun run = s.run;
+        if (System.nanoTime() - run.graceEndsNanos > 0) {
+            events.metrics().missed(run.definition.name(), "late_start", 1);
+            events.warn("slot_missed").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
+                    .addKeyValue("lock_name", run.lockName)
+                    .addKeyValue("reason", "started too late: this worker stalled past the slot's misfireGrace before the start")
+                    .log("slot missed");
+            notStarted(run, true);
+            return;
+        }
+        runner.start(run, s.startSentNanos);
+    }
+
+    /** Whether {@code s} waits in the queue again (requeued for its start instant or a retry). */
+    private boolean queued(Staged s) {
+        lock.lock();
+        try {
+            return queue.contains(s);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void guarded(Runnable action) {
+        try {
+            action.run();
+        } catch (RuntimeException | Error e) {
+            events.error("tick_failed").addKeyValue("error", Events.describe(e)).setCause(e)
+                    .log("unexpected failure handing a run claimed ahead back");
         }
     }
 

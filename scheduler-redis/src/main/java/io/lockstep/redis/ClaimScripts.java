@@ -161,7 +161,7 @@ final class ClaimScripts {
         for (int g = 0; g < groups.size(); g++) {
             if (replies.get(g) instanceof RedisCalls.CallFailed) {
                 for (int i : groups.get(g)) {
-                    answers[i] = StartAnswer.LOST; // its master alone failed: not started, handed back
+                    answers[i] = StartAnswer.UNANSWERED; // its master alone failed: asked again while the short lease lasts
                 }
                 continue;
             }

@@ -186,7 +186,7 @@ final class RedisCalls {
                 }
             }
             if (uptime) {
-                long seconds = asLong("uptime", replies.remove(0));
+                long seconds = asLong("uptime", answered("uptime", replies.remove(0)));
                 if (!pastQuarantine(seconds, quarantine)) {
                     throw new Quarantined(target, seconds, (quarantine + 999) / 1000);
                 }
@@ -277,14 +277,13 @@ final class RedisCalls {
             try {
                 acks = waits.get(k).get();
             } catch (RuntimeException e) {
-                if (failure == null) {
-                    throw e;
-                }
+                // No answer from its master (Jedis leaves a failed node's replies unset): none acknowledged.
             }
             acknowledged[waited.get(k)] = acks;
         }
         List<Object> replies = new ArrayList<>(responses.size());
         int failed = 0;
+        JedisException first = failure;
         for (Response<Object> response : responses) {
             if (response == null) {
                 replies.add(new CallFailed(failure));
@@ -298,17 +297,23 @@ final class RedisCalls {
                     replies.add(NOSCRIPT);
                     continue;
                 }
-                throw e;
+                // An error reply to this call alone (MOVED, BUSY, LOADING, NOPERM, a script error): what
+                // it did is unknown (a script's earlier writes are not rolled back), so it is a failed call.
+                first = first == null ? e : first;
+                replies.add(new CallFailed(e));
+                failed++;
             } catch (RuntimeException e) {
-                if (failure == null) {
-                    throw e;
-                }
-                replies.add(new CallFailed(failure));
+                // Never answered: Jedis's cluster pipeline logs a node's connection failure and leaves
+                // that node's replies unset. Only this master's calls fail.
+                JedisException unanswered = failure != null ? failure
+                        : new redis.clients.jedis.exceptions.JedisConnectionException("no reply from the master for this call: " + e.getMessage(), e);
+                first = first == null ? unanswered : first;
+                replies.add(new CallFailed(unanswered));
                 failed++;
             }
         }
-        if (failure != null && failed == responses.size()) {
-            throw failure;
+        if (failed > 0 && failed == responses.size()) {
+            throw first; // nothing answered: the batch fails as a whole, as on one server
         }
         return replies;
     }

@@ -284,7 +284,9 @@ final class RedlockStore {
     /**
      * A start counts when a majority of the masters answer the same (started, late, paused); any
      * other split is {@link StartAnswer#LOST}: the run does not start, and the scheduler hands the
-     * claim back unstarted on every master.
+     * claim back unstarted on every master. (A minority that answered otherwise keeps what it
+     * wrote until that hand-back, or its short lease, ends it; cleaning up after split decisions on
+     * Redlock is issue 20's.)
      */
     List<StartAnswer> start(List<StartRequest> requests) {
         if (requests.isEmpty()) {
@@ -301,7 +303,7 @@ final class RedlockStore {
             }
             StartAnswer decided = StartAnswer.LOST;
             for (Map.Entry<StartAnswer, Integer> e : counts.entrySet()) {
-                if (e.getValue() >= nodes.quorum()) {
+                if (e.getValue() >= nodes.quorum() && e.getKey() != StartAnswer.UNANSWERED) {
                     decided = e.getKey();
                 }
             }

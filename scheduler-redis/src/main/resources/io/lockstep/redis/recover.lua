@@ -5,7 +5,7 @@
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
 -- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)  ARGV[8] misfire grace (ms)
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
--- (server ms, 0 if none)}; status is claimed|abandoned|missed|taken|busy. Retry-safe: a request
+-- (server ms, 0 if none)}; status is claimed|abandoned|missed|early|taken|busy. Retry-safe: a request
 -- repeated with the same token (its reply was lost) gets the same decision.
 --
 -- A run that never started is always safe to run, whatever the policy: a staged claim (record
@@ -50,6 +50,9 @@ if holder == record[2] then
   return reply('taken', 0) -- the run's lease is still alive
 end
 local unstarted = record[1] == 'claimed'
+if unstarted and now < tonumber(ARGV[2]) then
+  return reply('early', 0) -- handed back before its slot: it may run, but never before the slot
+end
 if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) then
   redis.call('HSET', KEYS[1], 'state', 'missed', 'why', 'not_started', 'token', ARGV[1], 'at', now)
   redis.call('ZREM', KEYS[4], ARGV[2])

@@ -50,7 +50,7 @@ class WaitReplicasTest {
                     plain.claim(List.of(run));
                 }
                 assertThatThrownBy(() -> provider.complete(run.lease(), Outcome.SUCCEEDED)).isInstanceOf(LockException.class)
-                        .hasMessageContaining("fewer than 1 replica(s) acknowledged the outcome");
+                        .hasMessageContaining("fewer than 1 replica(s) acknowledged some outcomes");
             } finally {
                 replica.resume();
             }

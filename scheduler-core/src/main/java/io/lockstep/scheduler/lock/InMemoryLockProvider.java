@@ -264,6 +264,9 @@ public final class InMemoryLockProvider implements LockProvider {
         }
         // As recover.lua: a run that never started is run whatever the policy, within its grace.
         boolean unstarted = record.state().equals("claimed");
+        if (unstarted && now < slot) {
+            return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // never before the slot
+        }
         if (unstarted && now > slot + request.misfireGrace().toMillis()) {
             slots.put(slotKey, new SlotRecord("missed", lease.token(), 0, record.expiresAt(), "not_started"));
             runs.remove(slot);

@@ -8,9 +8,11 @@ public enum StartAnswer {
     LATE,
     /** The job was paused since the claim: recorded as skipped, as a claim at the slot would be; it must not start. */
     PAUSED,
+    /** The claim is no longer this token's (its short lease ran out and a peer took the slot over): it must not start. */
+    LOST,
     /**
-     * The claim is no longer this token's (its short lease ran out and a peer took the slot over),
-     * or the master that holds it did not answer while others did: it must not start.
+     * The master that holds the claim did not answer while others did (one shard of a Redis
+     * Cluster failing): nothing is known; ask again while the claim's short lease lasts.
      */
-    LOST
+    UNANSWERED
 }
