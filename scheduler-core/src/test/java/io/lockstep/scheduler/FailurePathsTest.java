@@ -157,6 +157,39 @@ class FailurePathsTest {
         assertThat(harness.events().named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("client bug"));
     }
 
+    // ---------------------------------------------------------------- a bulkhead per master
+
+    /**
+     * One shard down while the rest answer: its job's slots are each reported (never run, never
+     * silent), and the other job keeps every slot on time. Without the per-request answer the
+     * whole batch would fail and both jobs would stop.
+     */
+    @Test
+    void aShardThatDoesNotAnswerCostsOnlyItsOwnJobs() {
+        FaultyStore store = new FaultyStore();
+        Map<String, Integer> runs = new ConcurrentHashMap<>();
+        harness.start(Scheduler.builder(store).workerId("w")
+                .job(job("healthy", Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.SKIP))
+                .job(job("degraded", Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.SKIP))
+                .jobFactory(d -> ctx -> runs.merge(d.name() + "@" + ctx.scheduledTime(), 1, Integer::sum)));
+        await().atMost(Duration.ofSeconds(5)).until(() -> runs.keySet().stream().anyMatch(k -> k.startsWith("degraded@")));
+        store.shardDown.add("degraded");
+        Instant from = nextWholeSecond().plusSeconds(1);
+        Instant to = from.plusSeconds(4);
+        await().atMost(Duration.ofSeconds(15)).until(() -> harness.events().named("slot_missed").stream()
+                .anyMatch(e -> "degraded".equals(e.get("job")) && !Instant.parse((String) e.get("slot")).isBefore(to)));
+        for (Instant slot = from; !slot.isAfter(to); slot = slot.plusSeconds(1)) {
+            assertThat(runs).as("healthy@%s ran once", slot).containsEntry("healthy@" + slot, 1);
+            assertThat(runs).as("degraded@%s never ran", slot).doesNotContainKey("degraded@" + slot);
+            Instant s = slot;
+            assertThat(harness.events().named("slot_missed")).as("degraded@%s reported", slot)
+                    .anySatisfy(e -> assertThat(e).containsEntry("job", "degraded").containsEntry("slot", s.toString()));
+        }
+        assertThat(harness.events().named("job_started")).filteredOn(e -> "healthy".equals(e.get("job")))
+                .filteredOn(e -> !Instant.parse((String) e.get("slot")).isBefore(from))
+                .allSatisfy(e -> assertThat(((Number) e.get("lateness_ms")).longValue()).as("on time").isLessThan(300));
+    }
+
     // ---------------------------------------------------------------- Redlock without a majority
 
     @Test

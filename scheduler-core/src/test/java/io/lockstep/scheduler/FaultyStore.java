@@ -61,8 +61,37 @@ final class FaultyStore implements LockProvider {
         this.store = store;
     }
 
+    /**
+     * The jobs whose master is down while the rest answer (one Redis Cluster shard failing): their
+     * claims are answered UNANSWERED, their starts UNANSWERED, their renewals and outcomes left
+     * unconfirmed (PartiallyConfirmed), none reaching the store; the others go through.
+     */
+    final java.util.Set<String> shardDown = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
+        if (!shardDown.isEmpty()) {
+            ClaimResult[] answers = new ClaimResult[requests.size()];
+            List<ClaimRequest> passed = new java.util.ArrayList<>();
+            List<Integer> at = new java.util.ArrayList<>();
+            for (int i = 0; i < requests.size(); i++) {
+                if (shardDown.contains(requests.get(i).lease().job())) {
+                    answers[i] = new ClaimResult(ClaimResult.Status.UNANSWERED, 0, 0);
+                } else {
+                    passed.add(requests.get(i));
+                    at.add(i);
+                }
+            }
+            List<ClaimResult> decided = claimThrough(passed);
+            for (int k = 0; k < at.size(); k++) {
+                answers[at.get(k)] = decided.get(k);
+            }
+            return List.of(answers);
+        }
+        return claimThrough(requests);
+    }
+
+    private List<ClaimResult> claimThrough(List<ClaimRequest> requests) {
         claimCalls++;
         if (down) {
             requests.forEach(r -> askedWhileDown.add(r.lease().slot()));
@@ -109,7 +138,10 @@ final class FaultyStore implements LockProvider {
         if (loseStarts) {
             return Collections.nCopies(requests.size(), io.lockstep.scheduler.lock.StartAnswer.LOST);
         }
-        return store.start(requests);
+        List<io.lockstep.scheduler.lock.StartRequest> passed = requests.stream().filter(r -> !shardDown.contains(r.lease().job())).toList();
+        java.util.Iterator<io.lockstep.scheduler.lock.StartAnswer> answered = store.start(passed).iterator();
+        return requests.stream().map(r -> shardDown.contains(r.lease().job()) ? io.lockstep.scheduler.lock.StartAnswer.UNANSWERED
+                : answered.next()).toList();
     }
 
     @Override
@@ -142,6 +174,13 @@ final class FaultyStore implements LockProvider {
         check();
         if (failCompletes) {
             throw new LockException("faulty in-memory", "write failed", null);
+        }
+        if (!shardDown.isEmpty() && completions.stream().anyMatch(c -> shardDown.contains(c.lease().job()))) {
+            java.util.Iterator<Boolean> written = store.complete(completions.stream()
+                    .filter(c -> !shardDown.contains(c.lease().job())).toList()).iterator();
+            List<Boolean> answers = new java.util.ArrayList<>();
+            completions.forEach(c -> answers.add(shardDown.contains(c.lease().job()) ? null : written.next()));
+            throw new io.lockstep.scheduler.lock.PartiallyConfirmed("faulty in-memory", "a shard is down", answers);
         }
         List<Boolean> owned = store.complete(completions);
         if (loseCompleteReplies) {
