@@ -312,8 +312,8 @@ final class RedisCalls {
                 failed++;
             }
         }
-        if (failed > 0 && failed == responses.size()) {
-            throw first; // nothing answered: the batch fails as a whole, as on one server
+        if (failed == responses.size() && first != null) {
+            throw first; // nothing answered (or nothing could be sent): the batch fails as a whole, as on one server
         }
         return replies;
     }
