@@ -6,8 +6,6 @@ import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.RunsInFlight;
 import io.lockstep.scheduler.lock.SlotState;
-import io.lockstep.scheduler.lock.StartAnswer;
-import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -20,9 +18,11 @@ import redis.clients.jedis.exceptions.JedisException;
 /**
  * The claim side of one server's store: {@code claim.lua} (many slots to a call) and
  * {@code recover.lua} batched into one round trip, their answers parsed; and, for Redlock, the
- * fence raise and the give-back of a claim that reached no majority. {@link RedisLockProvider}
- * adds the replicas' acknowledgement on top; {@link RedlockStore} counts these answers over its
- * masters. Thread-safe.
+ * fence raise and the give-back of a claim that reached no majority; on one server also the
+ * replicas' acknowledgement ({@link #claim}: an unacknowledged win is disowned).
+ * {@link RedisLockProvider} delegates to it; {@link RedlockStore} counts these answers over its
+ * masters. What happens to a claim once won (start, renewals, the outcome) is
+ * {@link LeaseScripts}'. Thread-safe.
  */
 final class ClaimScripts {
 
@@ -30,7 +30,6 @@ final class ClaimScripts {
     private static final LuaScript RECOVER = LuaScript.load("recover.lua");
     private static final LuaScript UNCLAIM = LuaScript.load("unclaim.lua");
     private static final LuaScript RUNS = LuaScript.load("runs.lua");
-    private static final LuaScript START = LuaScript.load("start.lua");
     private static final LuaScript STATES = LuaScript.load("states.lua");
     /** At most this many expired runs per job per look; the rest come with the next one. */
     private static final int EXPIRED_PER_JOB = 16;
@@ -53,6 +52,46 @@ final class ClaimScripts {
      * the replicas required acknowledged its call.
      */
     record Decided(ClaimResult[] results, String[] holders, boolean[] confirmed) {}
+
+    /**
+     * {@link io.lockstep.scheduler.lock.LockProvider#claim} on this server: {@link #decide}, then
+     * the replicas' acknowledgement. Fewer replicas than {@code waitReplicas} acknowledged some
+     * calls (each judged on its own shard): a failover now could lose those claims and let another
+     * worker run the slots. Each claim won in such a call is disowned (the same token asks to
+     * record the slot as missed) and answered {@link ClaimResult.Status#UNCONFIRMED}: it never
+     * runs. If the disown fails too, the claim's lease runs out and recovery applies. Claims on
+     * healthy shards are not touched. (Redlock's masters never wait for replicas: {@link RedlockStore}
+     * calls {@link #decide} itself.)
+     */
+    List<ClaimResult> claim(List<ClaimRequest> requests) {
+        if (requests.isEmpty()) {
+            return List.of();
+        }
+        Decided decided = decide(requests);
+        ClaimResult[] results = decided.results();
+        unconfirmed(requests, results, decided.confirmed());
+        return List.of(results);
+    }
+
+    private void unconfirmed(List<ClaimRequest> requests, ClaimResult[] results, boolean[] confirmed) {
+        List<ClaimRequest> disown = new ArrayList<>();
+        for (int i = 0; i < results.length; i++) {
+            ClaimResult r = results[i];
+            if (r.status() == ClaimResult.Status.CLAIMED && !confirmed[i]) {
+                ClaimRequest q = requests.get(i);
+                disown.add(new ClaimRequest(q.lease(), q.workerId(), q.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false, q.manual()));
+                results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(),
+                        r.runningUntilMillis());
+            }
+        }
+        if (!disown.isEmpty()) {
+            try {
+                claim(disown);
+            } catch (LockException e) {
+                // The claims never start either way; their leases run out and the job's recover policy applies.
+            }
+        }
+    }
 
     Decided decide(List<ClaimRequest> requests) {
         // Claims go many to a script call (see claim.lua); recoveries, rare, one each.
@@ -134,57 +173,11 @@ final class ClaimScripts {
         return new Decided(results, holders, confirmed);
     }
 
-    /**
-     * This server's answers to a batch of starts ({@code start.lua}, many runs to a call), and how
-     * many replicas have them.
-     */
-    record Started(List<StartAnswer> answers) {}
-
-    Started start(List<StartRequest> requests) {
-        List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, requests.size()).boxed().toList(),
-                i -> requests.get(i).lease().job());
-        RedisCalls.Replies answered = calls.batch("start", groups, group -> {
-            List<String> callKeys = new ArrayList<>(group.size() * 4);
-            List<String> args = new ArrayList<>(group.size() * 4);
-            for (int i : group) {
-                StartRequest r = requests.get(i);
-                Lease l = r.lease();
-                long slot = l.slot().toEpochMilli();
-                callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.paused(l.job())));
-                args.addAll(List.of(l.token(), Long.toString(slot), Long.toString(l.ttl().toMillis()),
-                        Long.toString(r.misfireGrace().toMillis())));
-            }
-            return new RedisCalls.Call(START, callKeys, args);
-        }, replicas);
-        List<Object> replies = answered.replies();
-        StartAnswer[] answers = new StartAnswer[requests.size()];
-        for (int g = 0; g < groups.size(); g++) {
-            if (replies.get(g) instanceof RedisCalls.CallFailed) {
-                for (int i : groups.get(g)) {
-                    answers[i] = StartAnswer.UNANSWERED; // its master alone failed: asked again while the short lease lasts
-                }
-                continue;
-            }
-            if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
-                throw new LockException(target, "start: unexpected reply " + replies.get(g), null);
-            }
-            for (int j = 0; j < list.size(); j++) {
-                String status = RedisCalls.asString(list.get(j));
-                try {
-                    StartAnswer a = StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
-                    // A start fewer replicas than waitReplicas acknowledged could be lost in a
-                    // failover (a peer would then run the slot again): it must not start.
-                    answers[groups.get(g).get(j)] = a == StartAnswer.STARTED && !answered.confirmed(g, replicas) ? StartAnswer.LOST : a;
-                } catch (IllegalArgumentException e) {
-                    throw new LockException(target, "start: unexpected status " + status, null);
-                }
-            }
-        }
-        return new Started(List.of(answers));
-    }
-
     /** {@link io.lockstep.scheduler.lock.LockProvider#slotStates} on this server ({@code states.lua}, many slots to a call). */
     List<SlotState> slotStates(List<SlotState.Ref> refs) {
+        if (refs.isEmpty()) {
+            return List.of();
+        }
         List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, refs.size()).boxed().toList(),
                 i -> refs.get(i).job());
         List<Object> replies = calls.batch("states", groups, group -> {

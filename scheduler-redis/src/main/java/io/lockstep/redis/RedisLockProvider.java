@@ -15,7 +15,6 @@ import io.lockstep.scheduler.lock.StartAnswer;
 import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -27,7 +26,12 @@ import redis.clients.jedis.exceptions.JedisException;
  * The Redis lock store of the scheduler: claims, renewals and completions as owner-checked Lua
  * scripts, every batch in one pipelined round trip.
  *
- * <p>The keys are {@link RedisKeys}'.
+ * <p>The keys are {@link RedisKeys}'. On one server (or Sentinel, or Cluster) the work is done by
+ * package-private helpers this class delegates to: {@link ClaimScripts} (claims, recoveries, slot
+ * states, runs in flight), {@link LeaseScripts} (starts, renewals, completions), {@link RedisMembers}
+ * (heartbeats, published configs) and {@link RedisCalls} (the pipelines, NOSCRIPT, the wrapping of
+ * failures). With {@code redis.redlock} every operation goes to {@link RedlockStore} instead, which
+ * asks each master's own provider and counts their answers.
  *
  * <p>Scripts are sent by {@code EVALSHA}, and again by {@code EVAL} to a server that forgot them
  * (only the calls it answered NOSCRIPT; every script is retry-safe per token anyway). Every Jedis failure is wrapped once, at this
@@ -40,28 +44,22 @@ public final class RedisLockProvider implements LockProvider {
     public static final String DEFAULT_KEY_PREFIX = "lockstep";
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 
-    private static final LuaScript RENEW = LuaScript.load("renew.lua");
-    private static final LuaScript COMPLETE = LuaScript.load("complete.lua");
     /**
      * At most this many slots (or completions) per script call: enough that a script's own cost is
      * spread thin, few enough that one call blocks the server for well under a millisecond.
      */
     static final int PER_CALL = RedisKeys.PER_CALL;
-    /** The longest error text kept in the run history. */
-    private static final int MAX_ERROR = 500;
     public static final int DEFAULT_HISTORY_KEEP = 100;
 
     private final UnifiedJedis jedis;
     private final RedisCalls calls;
-    /** How many replicas must acknowledge claims and outcomes ({@code waitReplicas}). */
-    private final RedisCalls.Replicas replicas;
     private final boolean ownsClient;
     private final RedisKeys keys;
-    /** How many runs each job's history keeps ({@code history.keep}). */
-    private final int historyKeep;
     private final RedisMembers members;
     /** The claim scripts on this server; null for the Redlock facade. */
     private final ClaimScripts claims;
+    /** The start, renew and complete scripts on this server; null for the Redlock facade. */
+    private final LeaseScripts leaseScripts;
     private final String target;
     /** Redlock over several masters ({@code redis.redlock}); null otherwise. Every operation then goes there. */
     private final RedlockStore redlock;
@@ -69,8 +67,6 @@ public final class RedisLockProvider implements LockProvider {
     /** One server (or Sentinel, or Cluster); {@code quarantineMillis}: a Redlock master's restart quarantine, else 0. */
     RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
             int historyKeep, java.util.function.LongSupplier quarantineMillis) {
-        this.historyKeep = historyKeep;
-        this.replicas = replicas;
         this.jedis = jedis;
         this.calls = new RedisCalls(jedis, target, null, quarantineMillis);
         this.ownsClient = ownsClient;
@@ -78,20 +74,20 @@ public final class RedisLockProvider implements LockProvider {
                 jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster);
         this.members = new RedisMembers(jedis, calls, keys);
         this.claims = new ClaimScripts(calls, keys, replicas, target);
+        this.leaseScripts = new LeaseScripts(calls, keys, replicas, target, historyKeep);
         this.target = target;
         this.redlock = null;
     }
 
     /** The Redlock facade over its masters' providers. */
-    private RedisLockProvider(RedlockStore redlock, String prefix, int historyKeep) {
-        this.historyKeep = historyKeep;
-        this.replicas = RedisCalls.Replicas.NONE;
+    private RedisLockProvider(RedlockStore redlock, String prefix) {
         this.jedis = null;
         this.calls = null;
         this.ownsClient = true;
         this.keys = new RedisKeys(prefix, false);
         this.members = null;
         this.claims = null;
+        this.leaseScripts = null;
         this.target = redlock.describe();
         this.redlock = redlock;
     }
@@ -140,46 +136,12 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     // ---------------------------------------------------------------- operations
+    // Each goes to Redlock's quorum when there is one (RedlockStore, which asks every master's own
+    // provider), else to this server's scripts (ClaimScripts, LeaseScripts, RedisMembers).
 
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
-        if (redlock != null) {
-            return redlock.claim(requests);
-        }
-        if (requests.isEmpty()) {
-            return List.of();
-        }
-        ClaimScripts.Decided decided = claims.decide(requests);
-        ClaimResult[] results = decided.results();
-        unconfirmed(requests, results, decided.confirmed());
-        return List.of(results);
-    }
-
-    /**
-     * Fewer replicas than {@code waitReplicas} acknowledged some calls (each judged on its own
-     * shard): a failover now could lose those claims and let another worker run the slots. Each
-     * claim won in such a call is disowned (the same token asks to record the slot as missed) and
-     * answered {@link ClaimResult.Status#UNCONFIRMED}: it never runs. If the disown fails too, the
-     * claim's lease runs out and recovery applies. Claims on healthy shards are not touched.
-     */
-    private void unconfirmed(List<ClaimRequest> requests, ClaimResult[] results, boolean[] confirmed) {
-        List<ClaimRequest> disown = new ArrayList<>();
-        for (int i = 0; i < results.length; i++) {
-            ClaimResult r = results[i];
-            if (r.status() == ClaimResult.Status.CLAIMED && !confirmed[i]) {
-                ClaimRequest q = requests.get(i);
-                disown.add(new ClaimRequest(q.lease(), q.workerId(), q.misfireGrace(), ClaimRequest.Mode.MISS_ONLY, false, q.manual()));
-                results[i] = new ClaimResult(ClaimResult.Status.UNCONFIRMED, r.fencingToken(), r.serverTimeMillis(),
-                        r.runningUntilMillis());
-            }
-        }
-        if (!disown.isEmpty()) {
-            try {
-                claim(disown);
-            } catch (LockException e) {
-                // The claims never start either way; their leases run out and the job's recover policy applies.
-            }
-        }
+        return redlock != null ? redlock.claim(requests) : claims.claim(requests);
     }
 
     /**
@@ -189,120 +151,32 @@ public final class RedisLockProvider implements LockProvider {
      */
     @Override
     public List<StartAnswer> start(List<StartRequest> requests) {
-        if (redlock != null) {
-            return redlock.start(requests);
-        }
-        if (requests.isEmpty()) {
-            return List.of();
-        }
-        return claims.start(requests).answers();
+        return redlock != null ? redlock.start(requests) : leaseScripts.start(requests).answers();
     }
 
     @Override
     public List<SlotState> slotStates(List<SlotState.Ref> slots) {
-        if (redlock != null) {
-            return redlock.slotStates(slots);
-        }
-        return slots.isEmpty() ? List.of() : claims.slotStates(slots);
+        return redlock != null ? redlock.slotStates(slots) : claims.slotStates(slots);
     }
 
     @Override
     public List<Boolean> renew(List<Lease> leases) {
-        if (redlock != null) {
-            return redlock.renew(leases);
-        }
-        if (leases.isEmpty()) {
-            return List.of();
-        }
-        List<Object> replies = calls.batch("renew", leases, lease -> {
-            long slot = lease.slot().toEpochMilli();
-            return new RedisCalls.Call(RENEW, List.of(keys.lease(lease), keys.slot(lease.job(), slot), keys.running(lease.job())),
-                    List.of(lease.token(), Long.toString(lease.ttl().toMillis()), Long.toString(slot)));
-        }, RedisCalls.Replicas.NONE).replies();
-        List<Boolean> owned = new ArrayList<>(replies.size());
-        boolean partial = false;
-        for (Object reply : replies) {
-            if (reply instanceof RedisCalls.CallFailed) {
-                owned.add(null); // its master failed: sent again soon, the lease's deadline unchanged
-                partial = true;
-            } else {
-                owned.add(calls.asLong("renew", reply) == 1L);
-            }
-        }
-        if (partial) {
-            throw new io.lockstep.scheduler.lock.PartiallyConfirmed(target, target + ": renew: a master did not answer", owned);
-        }
-        return owned;
+        return redlock != null ? redlock.renew(leases) : leaseScripts.renew(leases);
     }
 
     @Override
     public List<Boolean> complete(List<Completion> completions) {
-        if (redlock != null) {
-            return redlock.complete(completions);
-        }
-        if (completions.isEmpty()) {
-            return List.of();
-        }
-        List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, completions.size()).boxed().toList(),
-                i -> completions.get(i).lease().job());
-        RedisCalls.Replies answered = calls.batch("complete", groups, group -> {
-            List<String> callKeys = new ArrayList<>(group.size() * 4);
-            List<String> args = new ArrayList<>(group.size() * 8);
-            for (int i : group) {
-                Completion c = completions.get(i);
-                Lease l = c.lease();
-                long slot = l.slot().toEpochMilli();
-                callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.history(l.job())));
-                String error = c.error().length() > MAX_ERROR ? c.error().substring(0, MAX_ERROR) + "..." : c.error();
-                args.addAll(List.of(l.token(), c.outcome().label(), Long.toString(slot), Integer.toString(c.attempt()),
-                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep), c.handOverMode()));
-            }
-            return new RedisCalls.Call(COMPLETE, callKeys, args);
-        }, replicas);
-        List<Object> replies = answered.replies();
-        Boolean[] owned = new Boolean[completions.size()];
-        boolean allConfirmed = true;
-        for (int g = 0; g < groups.size(); g++) {
-            if (replies.get(g) instanceof RedisCalls.CallFailed) {
-                allConfirmed = false; // its master failed: written again (retry-safe)
-                continue;
-            }
-            if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
-                throw new LockException(target, "complete: unexpected reply " + replies.get(g), null);
-            }
-            boolean confirmed = answered.confirmed(g, replicas);
-            allConfirmed &= confirmed;
-            for (int j = 0; j < list.size(); j++) {
-                // Written, but unconfirmed: a failover now could lose it; the caller writes it again (retry-safe).
-                owned[groups.get(g).get(j)] = confirmed ? calls.asLong("complete", list.get(j)) == 1L : null;
-            }
-        }
-        if (!allConfirmed) {
-            throw new io.lockstep.scheduler.lock.PartiallyConfirmed(target, target + ": complete: a master did not answer, or fewer than "
-                    + replicas.count() + " replica(s) acknowledged some outcomes within " + replicas.timeout().toMillis()
-                    + " ms (redis.waitReplicas: " + replicas.count() + "; are that many replicas connected and in sync?)",
-                    java.util.Arrays.asList(owned));
-        }
-        return List.of(owned);
+        return redlock != null ? redlock.complete(completions) : leaseScripts.complete(completions);
     }
 
     @Override
     public List<RunsInFlight> runsInFlight(List<String> jobs) {
-        if (redlock != null) {
-            return redlock.runsInFlight(jobs);
-        }
-        if (jobs.isEmpty()) {
-            return List.of();
-        }
-        return claims.runsInFlight(jobs);
+        return redlock != null ? redlock.runsInFlight(jobs) : claims.runsInFlight(jobs);
     }
 
     @Override
     public Map<String, Instant> lastSlots(List<String> jobs) {
-        if (redlock != null) {
-            return redlock.lastSlots(jobs);
-        }
-        return claims.lastSlots(jobs);
+        return redlock != null ? redlock.lastSlots(jobs) : claims.lastSlots(jobs);
     }
 
     /** The server's clock; on Redis Cluster the latest of the masters' clocks ({@link ServerClock}). */
@@ -322,10 +196,7 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
-        if (redlock != null) {
-            return redlock.heartbeat(self, ttl);
-        }
-        return members.heartbeat(self, ttl);
+        return redlock != null ? redlock.heartbeat(self, ttl) : members.heartbeat(self, ttl);
     }
 
     @Override
@@ -339,10 +210,7 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public Map<String, String> config(String configHash) {
-        if (redlock != null) {
-            return redlock.config(configHash);
-        }
-        return members.config(configHash);
+        return redlock != null ? redlock.config(configHash) : members.config(configHash);
     }
 
     @Override
@@ -356,10 +224,7 @@ public final class RedisLockProvider implements LockProvider {
 
     /** The live workers (for {@code status}): who heartbeat within {@code ttl}. */
     public List<WorkerInfo> liveWorkers(Duration ttl) {
-        if (redlock != null) {
-            return redlock.liveWorkers(ttl);
-        }
-        return members.live(ttl);
+        return redlock != null ? redlock.liveWorkers(ttl) : members.live(ttl);
     }
 
     /** Where the store is; through Sentinel, with the master it follows now (it changes with a failover). */
@@ -515,7 +380,7 @@ public final class RedisLockProvider implements LockProvider {
                     timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF, waitReplicas,
                     waitTimeout);
             if (effective.endpoint() instanceof RedisSettings.Redlock r) {
-                return new RedisLockProvider(RedlockStore.create(effective, r, historyKeep), keyPrefix, historyKeep);
+                return new RedisLockProvider(RedlockStore.create(effective, r, historyKeep), keyPrefix);
             }
             RedisClients.Built built = RedisClients.create(effective);
             return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas, historyKeep, () -> 0);
