@@ -148,7 +148,7 @@ final class ClaimScripts {
             for (int i : group) {
                 confirmed[i] = answered.confirmed(g, replicas);
             }
-            if (replies.get(g) instanceof RedisCalls.CallFailed) {
+            if (replies.get(g) instanceof ScriptPipeline.CallFailed) {
                 // Its master alone failed: nothing is known of these requests (asked again, same tokens).
                 for (int i : group) {
                     results[i] = new ClaimResult(ClaimResult.Status.UNANSWERED, 0, 0, 0);

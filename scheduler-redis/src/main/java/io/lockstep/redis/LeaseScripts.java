@@ -14,7 +14,7 @@ import java.util.List;
  * claim once won. {@code start.lua} turns a staged claim into a running one, {@code renew.lua}
  * extends a run's lease, {@code complete.lua} writes its outcome (or hands it over); each many
  * runs to a call, batched into one round trip, their answers parsed. A call whose master failed
- * while others answered ({@link RedisCalls.CallFailed}) costs only its own runs: starts are
+ * while others answered ({@link ScriptPipeline.CallFailed}) costs only its own runs: starts are
  * answered {@link StartAnswer#UNANSWERED}, renewals and outcomes null inside a
  * {@link PartiallyConfirmed}. The replicas' acknowledgement ({@code waitReplicas}) is judged per
  * call here too. {@link RedisLockProvider} delegates to it on one server (or Sentinel, or
@@ -73,7 +73,7 @@ final class LeaseScripts {
         List<Object> replies = answered.replies();
         StartAnswer[] answers = new StartAnswer[requests.size()];
         for (int g = 0; g < groups.size(); g++) {
-            if (replies.get(g) instanceof RedisCalls.CallFailed) {
+            if (replies.get(g) instanceof ScriptPipeline.CallFailed) {
                 for (int i : groups.get(g)) {
                     answers[i] = StartAnswer.UNANSWERED; // its master alone failed: asked again while the short lease lasts
                 }
@@ -116,7 +116,7 @@ final class LeaseScripts {
         List<Boolean> owned = new ArrayList<>(replies.size());
         boolean partial = false;
         for (Object reply : replies) {
-            if (reply instanceof RedisCalls.CallFailed) {
+            if (reply instanceof ScriptPipeline.CallFailed) {
                 owned.add(null); // its master failed: sent again soon, the lease's deadline unchanged
                 partial = true;
             } else {
@@ -161,7 +161,7 @@ final class LeaseScripts {
         Boolean[] owned = new Boolean[completions.size()];
         boolean allConfirmed = true;
         for (int g = 0; g < groups.size(); g++) {
-            if (replies.get(g) instanceof RedisCalls.CallFailed) {
+            if (replies.get(g) instanceof ScriptPipeline.CallFailed) {
                 allConfirmed = false; // its master failed: written again (retry-safe)
                 continue;
             }

@@ -9,9 +9,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.exceptions.JedisConnectionException;
@@ -23,6 +21,11 @@ import redis.clients.jedis.exceptions.JedisException;
  * sends again with {@code EVAL} only the calls the server answered NOSCRIPT (a restart flushed its
  * script cache), and wraps every Jedis failure
  * once in a one-line {@link LockException} naming the server. Thread-safe.
+ *
+ * <p>This class keeps the policy around a batch: the circuit breaker, a Redlock node's restart
+ * quarantine (the uptime read first on the same connection), the wrapping of failures and the
+ * parsing of replies. The pipeline itself (the EVALSHA then EVAL round trips, each call's WAIT, a
+ * failed master's calls answered {@link ScriptPipeline.CallFailed}) is {@link ScriptPipeline}'s.
  */
 final class RedisCalls {
 
@@ -45,7 +48,7 @@ final class RedisCalls {
     record Replies(List<Object> replies, long[] acknowledgedPerCall) {
         /** Whether call {@code i} reached {@code replicas}. */
         boolean confirmed(int i, Replicas replicas) {
-            return !(replies.get(i) instanceof CallFailed) && acknowledgedPerCall[i] >= replicas.count();
+            return !(replies.get(i) instanceof ScriptPipeline.CallFailed) && acknowledgedPerCall[i] >= replicas.count();
         }
     }
 
@@ -151,7 +154,7 @@ final class RedisCalls {
 
     /**
      * {@link #batch}, then a {@code WAIT} for {@code replicas} after each call, in the same round
-     * trip; a call whose master failed while others answered is answered {@link CallFailed}.
+     * trip; a call whose master failed while others answered is answered {@link ScriptPipeline.CallFailed}.
      */
     <T> Replies batch(String operation, List<T> items, Function<T, Call> toCall, Replicas replicas) {
         return guarded(operation, () -> unguardedBatch(operation, items, toCall, replicas));
@@ -172,19 +175,7 @@ final class RedisCalls {
         try {
             long[] acknowledged = new long[calls.size()];
             java.util.Arrays.fill(acknowledged, Long.MAX_VALUE);
-            List<Object> replies = pipeline(calls, true, replicas, acknowledged, null);
-            List<Integer> unknown = new ArrayList<>();
-            for (int i = 0; i < replies.size(); i++) {
-                if (replies.get(i) == NOSCRIPT) {
-                    unknown.add(i);
-                }
-            }
-            if (!unknown.isEmpty()) {
-                List<Object> again = pipeline(unknown.stream().map(calls::get).toList(), false, replicas, acknowledged, unknown);
-                for (int j = 0; j < unknown.size(); j++) {
-                    replies.set(unknown.get(j), again.get(j));
-                }
-            }
+            List<Object> replies = ScriptPipeline.run(jedis, calls, replicas, acknowledged);
             if (uptime) {
                 long seconds = asLong("uptime", answered("uptime", replies.remove(0)));
                 if (!pastQuarantine(seconds, quarantine)) {
@@ -213,7 +204,7 @@ final class RedisCalls {
             try {
                 return jedis.evalsha(call.script().sha(), call.keys(), call.args());
             } catch (JedisDataException e) {
-                if (isNoScript(e)) {
+                if (ScriptPipeline.isNoScript(e)) {
                     return jedis.eval(call.script().source(), call.keys(), call.args());
                 }
                 throw e;
@@ -223,117 +214,12 @@ final class RedisCalls {
         }
     }
 
-    /** Marks a reply the server gave as NOSCRIPT. */
-    private static final Object NOSCRIPT = new Object();
-
-    /**
-     * @param acknowledged per call of the whole batch, set here from each call's WAIT
-     * @param at the index in the whole batch of each of {@code calls} (null: the same)
-     * @return the replies in order; with {@code bySha}, {@link #NOSCRIPT} where the server did not know the script
-     */
-    private List<Object> pipeline(List<Call> calls, boolean bySha, Replicas replicas, long[] acknowledged, List<Integer> at) {
-        List<Response<Object>> responses = new ArrayList<>(calls.size());
-        List<Response<Long>> waits = new ArrayList<>();
-        List<Integer> waited = new ArrayList<>();
-        // On a Redis Cluster one pipeline spans the masters: a master that cannot be reached fails
-        // only its own calls (a bulkhead per master). A call that could not be sent, or whose reply
-        // never came while others did, is answered CallFailed; when every call failed, the batch
-        // fails as a whole, as on one server.
-        JedisException failure = null;
-        try (AbstractPipeline p = jedis.pipelined()) {
-            for (Call call : calls) {
-                int i = responses.size();
-                try {
-                    responses.add(bySha ? p.evalsha(call.script().sha(), call.keys(), call.args())
-                            : p.eval(call.script().source(), call.keys(), call.args()));
-                } catch (JedisDataException e) {
-                    throw e;
-                } catch (JedisException e) {
-                    failure = e;
-                    responses.add(null);
-                    continue;
-                }
-                if (replicas.count() > 0 && !call.keys().isEmpty()) {
-                    // Same connection as the write (on Cluster: routed by the call's first key, so
-                    // the node that ran it): WAIT counts the replicas that have this client's writes.
-                    waits.add(p.waitReplicas(call.keys().get(0), replicas.count(), replicas.timeout().toMillis()));
-                    waited.add(at == null ? i : at.get(i));
-                }
-            }
-            try {
-                p.sync();
-            } catch (JedisDataException e) {
-                throw e;
-            } catch (JedisException e) {
-                failure = e;
-            }
-        } catch (JedisDataException e) {
-            throw e;
-        } catch (JedisException e) {
-            failure = failure == null ? e : failure; // closing the pipeline syncs what is left
-        }
-        for (int k = 0; k < waits.size(); k++) {
-            long acks = 0;
-            try {
-                acks = waits.get(k).get();
-            } catch (RuntimeException e) {
-                // No answer from its master (Jedis leaves a failed node's replies unset): none acknowledged.
-            }
-            acknowledged[waited.get(k)] = acks;
-        }
-        List<Object> replies = new ArrayList<>(responses.size());
-        int failed = 0;
-        JedisException first = failure;
-        for (Response<Object> response : responses) {
-            if (response == null) {
-                replies.add(new CallFailed(failure));
-                failed++;
-                continue;
-            }
-            try {
-                replies.add(response.get());
-            } catch (JedisDataException e) {
-                if (bySha && isNoScript(e)) {
-                    replies.add(NOSCRIPT);
-                    continue;
-                }
-                // An error reply to this call alone (MOVED, BUSY, LOADING, NOPERM, a script error): what
-                // it did is unknown (a script's earlier writes are not rolled back), so it is a failed call.
-                first = first == null ? e : first;
-                replies.add(new CallFailed(e));
-                failed++;
-            } catch (RuntimeException e) {
-                // Never answered: Jedis's cluster pipeline logs a node's connection failure and leaves
-                // that node's replies unset. Only this master's calls fail.
-                JedisException unanswered = failure != null ? failure
-                        : new redis.clients.jedis.exceptions.JedisConnectionException("no reply from the master for this call: " + e.getMessage(), e);
-                first = first == null ? unanswered : first;
-                replies.add(new CallFailed(unanswered));
-                failed++;
-            }
-        }
-        if (failed == responses.size() && first != null) {
-            throw first; // nothing answered (or nothing could be sent): the batch fails as a whole, as on one server
-        }
-        return replies;
-    }
-
-    /**
-     * The reply of a call whose master could not be reached while others in the same batch were
-     * ({@link #pipeline}); nothing is known of what it did.
-     */
-    record CallFailed(JedisException cause) {}
-
-    /** {@code reply}, or a {@link LockException} when it is a {@link CallFailed}. */
+    /** {@code reply}, or a {@link LockException} when it is a {@link ScriptPipeline.CallFailed}. */
     Object answered(String operation, Object reply) {
-        if (reply instanceof CallFailed f) {
+        if (reply instanceof ScriptPipeline.CallFailed f) {
             throw wrap(operation, f.cause());
         }
         return reply;
-    }
-
-    private static boolean isNoScript(JedisDataException e) {
-        return e.getMessage() != null && e.getMessage().startsWith("NOSCRIPT");
     }
 
     /** A key prefix: non-empty, and without braces (they would break the hash tags). */
