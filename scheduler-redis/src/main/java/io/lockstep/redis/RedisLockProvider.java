@@ -136,8 +136,8 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     // ---------------------------------------------------------------- operations
-    // Each goes to Redlock's quorum when there is one (RedlockStore, which asks every master's own
-    // provider), else to this server's scripts (ClaimScripts, LeaseScripts, RedisMembers).
+    // Each goes to Redlock's quorum when there is one (RedlockStore, RedlockMembers: they ask every
+    // master's own provider), else to this server's scripts (ClaimScripts, LeaseScripts, RedisMembers).
 
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
@@ -196,13 +196,13 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
-        return redlock != null ? redlock.heartbeat(self, ttl) : members.heartbeat(self, ttl);
+        return redlock != null ? redlock.members().heartbeat(self, ttl) : members.heartbeat(self, ttl);
     }
 
     @Override
     public void publishConfig(String configHash, Map<String, String> jobs) {
         if (redlock != null) {
-            redlock.publishConfig(configHash, jobs);
+            redlock.members().publishConfig(configHash, jobs);
             return;
         }
         members.publish(configHash, jobs);
@@ -210,13 +210,13 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public Map<String, String> config(String configHash) {
-        return redlock != null ? redlock.config(configHash) : members.config(configHash);
+        return redlock != null ? redlock.members().config(configHash) : members.config(configHash);
     }
 
     @Override
     public void leave(String workerId) {
         if (redlock != null) {
-            redlock.leave(workerId);
+            redlock.members().leave(workerId);
             return;
         }
         members.leave(workerId);
@@ -224,7 +224,7 @@ public final class RedisLockProvider implements LockProvider {
 
     /** The live workers (for {@code status}): who heartbeat within {@code ttl}. */
     public List<WorkerInfo> liveWorkers(Duration ttl) {
-        return redlock != null ? redlock.liveWorkers(ttl) : members.live(ttl);
+        return redlock != null ? redlock.members().liveWorkers(ttl) : members.live(ttl);
     }
 
     /** Where the store is; through Sentinel, with the master it follows now (it changes with a failover). */

@@ -4,7 +4,6 @@ import io.lockstep.scheduler.config.RedisSettings;
 import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Completion;
-import io.lockstep.scheduler.lock.Heartbeat;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.RunsInFlight;
@@ -12,12 +11,10 @@ import io.lockstep.scheduler.lock.SlotState;
 import io.lockstep.scheduler.lock.StartAnswer;
 import io.lockstep.scheduler.lock.StartRequest;
 import io.lockstep.scheduler.lock.Watchdog;
-import io.lockstep.scheduler.lock.WorkerInfo;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
@@ -47,8 +44,8 @@ import java.util.function.Function;
  *       count. The quarantine grows to the longest record ttl of any claim made.</li>
  * </ul>
  *
- * Membership, triggers and config go to every master; reads merge what the masters answer.
- * Thread-safe.
+ * Membership, triggers and config go to every master; reads merge what the masters answer
+ * ({@link RedlockMembers}, reached through {@link #members()}). Thread-safe.
  */
 final class RedlockStore {
 
@@ -58,6 +55,8 @@ final class RedlockStore {
     private final AtomicLong quarantineMillis;
     /** Whether the quarantine grows with the record ttls of the claims made (not set in the config). */
     private final boolean auto;
+    /** Heartbeats, configs and leaving, on every master. */
+    private final RedlockMembers members;
 
     /**
      * @param quarantineMillis shared with the masters' calls (each reads it per batch); -1 turns the
@@ -69,6 +68,7 @@ final class RedlockStore {
         this.nodeWait = nodeWait;
         this.quarantineMillis = quarantineMillis;
         this.auto = auto;
+        this.members = new RedlockMembers(nodes, nodeWait);
     }
 
     /**
@@ -100,6 +100,11 @@ final class RedlockStore {
 
     Quorum<RedisLockProvider> quorum() {
         return nodes;
+    }
+
+    /** Membership over the masters: heartbeats, published configs, leaving, the live workers. */
+    RedlockMembers members() {
+        return members;
     }
 
     String describe() {
@@ -369,75 +374,5 @@ final class RedlockStore {
         }
         times.sort(java.util.Comparator.reverseOrder());
         return times.get(nodes.quorum() - 1);
-    }
-
-    // ---------------------------------------------------------------- membership
-
-    Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
-        List<Quorum.Vote<Heartbeat>> votes = nodes.ask(p -> p.members().heartbeat(self, ttl), nodeWait);
-        Map<String, WorkerInfo> workers = new LinkedHashMap<>();
-        java.util.Set<Heartbeat.Trigger> triggers = new java.util.LinkedHashSet<>();
-        List<Long> times = new ArrayList<>();
-        boolean published = true;
-        for (Quorum.Vote<Heartbeat> v : votes) {
-            if (v.kind() == Quorum.Kind.FAILED) {
-                continue;
-            }
-            Heartbeat h = v.answer();
-            for (WorkerInfo w : h.workers()) {
-                workers.merge(w.id(), w, (a, b) -> a.lastSeen().isAfter(b.lastSeen()) ? a : b);
-            }
-            triggers.addAll(h.triggers());
-            times.add(h.serverTimeMillis());
-            published &= h.configPublished();
-        }
-        if (times.size() < nodes.quorum()) {
-            throw nodes.tooFew("heartbeat", votes, Quorum.describe(votes, h -> "answered"));
-        }
-        times.sort(java.util.Comparator.reverseOrder());
-        return new Heartbeat(workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList(),
-                List.copyOf(triggers), times.get(nodes.quorum() - 1), published);
-    }
-
-    void publishConfig(String configHash, Map<String, String> jobs) {
-        everywhereOrFail("publish config", p -> {
-            p.members().publish(configHash, jobs);
-            return true;
-        });
-    }
-
-    Map<String, String> config(String configHash) {
-        for (Quorum.Vote<Map<String, String>> v : nodes.ask(p -> p.members().config(configHash), nodeWait)) {
-            if (v.kind() != Quorum.Kind.FAILED && !v.answer().isEmpty()) {
-                return v.answer();
-            }
-        }
-        return Map.of();
-    }
-
-    void leave(String workerId) {
-        nodes.ask(p -> {
-            p.members().leave(workerId);
-            return true;
-        }, nodeWait);
-    }
-
-    List<WorkerInfo> liveWorkers(Duration ttl) {
-        Map<String, WorkerInfo> workers = new LinkedHashMap<>();
-        for (Quorum.Vote<List<WorkerInfo>> v : nodes.ask(p -> p.members().live(ttl), nodeWait)) {
-            if (v.kind() != Quorum.Kind.FAILED) {
-                v.answer().forEach(w -> workers.merge(w.id(), w, (a, b) -> a.lastSeen().isAfter(b.lastSeen()) ? a : b));
-            }
-        }
-        return workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList();
-    }
-
-    /** A write that must reach a majority of the masters (quarantined ones included: it is not a vote). */
-    <T> List<Quorum.Vote<T>> everywhereOrFail(String operation, Function<RedisLockProvider, T> action) {
-        List<Quorum.Vote<T>> votes = nodes.ask(action, nodeWait);
-        if (Quorum.written(votes) < nodes.quorum()) {
-            throw nodes.tooFew(operation, votes, Quorum.describe(votes, a -> "done"));
-        }
-        return votes;
     }
 }

@@ -1,0 +1,108 @@
+package io.lockstep.redis;
+
+import io.lockstep.scheduler.lock.Heartbeat;
+import io.lockstep.scheduler.lock.WorkerInfo;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * The membership side of the Redlock store ({@link RedlockStore}): each worker's heartbeat, the
+ * published job definitions of a config hash, a worker leaving, and the live workers, sent to
+ * every master at once through each master's own {@link RedisMembers} (each answer awaited at
+ * most {@code nodeWait}). None of it is a vote on a slot:
+ *
+ * <ul>
+ *   <li>a heartbeat needs answers from a majority of the masters (quarantined ones included),
+ *       else it fails with a {@link io.lockstep.scheduler.lock.LockException}; the workers and
+ *       triggers are merged from every master that answered, a worker's latest sighting winning,
+ *       and the server time is the one a majority of the masters' clocks had passed;</li>
+ *   <li>a published config must be written on a majority (quarantined masters included);</li>
+ *   <li>reads take what the masters that answered have (a config: the first that has it; the
+ *       live workers: merged); leaving is sent everywhere and its answers are not counted.</li>
+ * </ul>
+ *
+ * Split from {@link RedlockStore}, which keeps the claims and leases and hands this out through
+ * {@link RedlockStore#members()}. Thread-safe.
+ */
+final class RedlockMembers {
+
+    private final Quorum<RedisLockProvider> nodes;
+    private final Duration nodeWait;
+
+    RedlockMembers(Quorum<RedisLockProvider> nodes, Duration nodeWait) {
+        this.nodes = nodes;
+        this.nodeWait = nodeWait;
+    }
+
+    Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
+        List<Quorum.Vote<Heartbeat>> votes = nodes.ask(p -> p.members().heartbeat(self, ttl), nodeWait);
+        Map<String, WorkerInfo> workers = new LinkedHashMap<>();
+        java.util.Set<Heartbeat.Trigger> triggers = new java.util.LinkedHashSet<>();
+        List<Long> times = new ArrayList<>();
+        boolean published = true;
+        for (Quorum.Vote<Heartbeat> v : votes) {
+            if (v.kind() == Quorum.Kind.FAILED) {
+                continue;
+            }
+            Heartbeat h = v.answer();
+            for (WorkerInfo w : h.workers()) {
+                workers.merge(w.id(), w, (a, b) -> a.lastSeen().isAfter(b.lastSeen()) ? a : b);
+            }
+            triggers.addAll(h.triggers());
+            times.add(h.serverTimeMillis());
+            published &= h.configPublished();
+        }
+        if (times.size() < nodes.quorum()) {
+            throw nodes.tooFew("heartbeat", votes, Quorum.describe(votes, h -> "answered"));
+        }
+        times.sort(java.util.Comparator.reverseOrder());
+        return new Heartbeat(workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList(),
+                List.copyOf(triggers), times.get(nodes.quorum() - 1), published);
+    }
+
+    void publishConfig(String configHash, Map<String, String> jobs) {
+        everywhereOrFail("publish config", p -> {
+            p.members().publish(configHash, jobs);
+            return true;
+        });
+    }
+
+    Map<String, String> config(String configHash) {
+        for (Quorum.Vote<Map<String, String>> v : nodes.ask(p -> p.members().config(configHash), nodeWait)) {
+            if (v.kind() != Quorum.Kind.FAILED && !v.answer().isEmpty()) {
+                return v.answer();
+            }
+        }
+        return Map.of();
+    }
+
+    void leave(String workerId) {
+        nodes.ask(p -> {
+            p.members().leave(workerId);
+            return true;
+        }, nodeWait);
+    }
+
+    List<WorkerInfo> liveWorkers(Duration ttl) {
+        Map<String, WorkerInfo> workers = new LinkedHashMap<>();
+        for (Quorum.Vote<List<WorkerInfo>> v : nodes.ask(p -> p.members().live(ttl), nodeWait)) {
+            if (v.kind() != Quorum.Kind.FAILED) {
+                v.answer().forEach(w -> workers.merge(w.id(), w, (a, b) -> a.lastSeen().isAfter(b.lastSeen()) ? a : b));
+            }
+        }
+        return workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList();
+    }
+
+    /** A write that must reach a majority of the masters (quarantined ones included: it is not a vote). */
+    private <T> List<Quorum.Vote<T>> everywhereOrFail(String operation, Function<RedisLockProvider, T> action) {
+        List<Quorum.Vote<T>> votes = nodes.ask(action, nodeWait);
+        if (Quorum.written(votes) < nodes.quorum()) {
+            throw nodes.tooFew(operation, votes, Quorum.describe(votes, a -> "done"));
+        }
+        return votes;
+    }
+}
