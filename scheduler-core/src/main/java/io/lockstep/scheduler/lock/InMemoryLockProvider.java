@@ -14,41 +14,13 @@ import java.util.function.LongSupplier;
  * same answers, same expiries): for tests and for running several schedulers in one process. It
  * coordinates nothing across processes.
  *
- * <p>Thread-safe (every operation holds one monitor).
+ * <p>Thread-safe (every operation holds one monitor: this object's). The records, and the helpers
+ * that read and write them, are in the package-private base {@link InMemoryRecords}, which locks
+ * nothing and is used only under that monitor; what each operation decides stays here.
  */
-public final class InMemoryLockProvider implements LockProvider {
-
-    /** A slot record; {@code note} is why a miss was recorded, or the token that abandoned the run. */
-    private record SlotRecord(String state, String token, long fence, long expiresAt, String note) {
-        SlotRecord(String state, String token, long fence, long expiresAt) {
-            this(state, token, fence, expiresAt, null);
-        }
-
-        SlotRecord with(String newState) {
-            return new SlotRecord(newState, token, fence, expiresAt, note);
-        }
-
-        SlotRecord with(String newState, String newNote) {
-            return new SlotRecord(newState, token, fence, expiresAt, newNote);
-        }
-    }
-
-    private record LeaseEntry(String token, long expiresAt) {}
+public final class InMemoryLockProvider extends InMemoryRecords implements LockProvider {
 
     private final LongSupplier clockMillis;
-    private final Map<String, SlotRecord> slots = new HashMap<>();
-    private final Map<String, LeaseEntry> leases = new HashMap<>();
-    private final Map<String, Long> fences = new HashMap<>();
-    /** Per job: slot millis of runs in flight, to the store time their lease ends. */
-    private final Map<String, TreeMap<Long, Long>> running = new HashMap<>();
-    /** Per job, the latest slot the cluster decided. */
-    private final Map<String, Long> lastSlots = new HashMap<>();
-    /** Per job, the latest slot that started a run. */
-    private final Map<String, Long> startedSlots = new HashMap<>();
-    /** Slot records handed over by a completion (complete.lua's 'handed'): slot key to the token. */
-    private final Map<String, String> handed = new HashMap<>();
-    /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */
-    private final java.util.Set<String> paused = new java.util.HashSet<>();
 
     private InMemoryLockProvider(LongSupplier clockMillis) {
         this.clockMillis = clockMillis;
@@ -97,9 +69,7 @@ public final class InMemoryLockProvider implements LockProvider {
                     boolean ours = held == null || held.token().equals(lease.token());
                     if (request.mode() == ClaimRequest.Mode.MISS_ONLY) {
                         // Given up on and never started: disown it, so the record says what the events say.
-                        if (held != null && held.token().equals(lease.token())) {
-                            leases.remove(leaseKey(lease));
-                        }
+                        releaseLease(lease, now);
                         running.getOrDefault(lease.job(), new TreeMap<>()).remove(slot);
                         slots.put(slotKey, existing.with("missed", "disowned"));
                         return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
@@ -171,11 +141,6 @@ public final class InMemoryLockProvider implements LockProvider {
         }
         takeLease(lease, now, request.staged() ? stagedTtl(request, now) : lease.ttl().toMillis());
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
-    }
-
-    /** A staged claim's short lease, as claim.lua: until the slot plus {@link ClaimRequest#STAGED_MARGIN}. */
-    private static long stagedTtl(ClaimRequest request, long now) {
-        return Math.max(request.lease().slot().toEpochMilli() - now, 0) + ClaimRequest.STAGED_MARGIN.toMillis();
     }
 
     @Override
@@ -306,11 +271,6 @@ public final class InMemoryLockProvider implements LockProvider {
         return result;
     }
 
-    /** The earliest lease end among the job's runs in flight, 0 if none (the fourth part of every answer). */
-    private long runningUntil(String job) {
-        return running.getOrDefault(job, new TreeMap<>()).values().stream().mapToLong(Long::longValue).min().orElse(0);
-    }
-
     @Override
     public synchronized Map<String, Instant> lastSlots(List<String> jobs) {
         Map<String, Instant> result = new HashMap<>();
@@ -332,10 +292,7 @@ public final class InMemoryLockProvider implements LockProvider {
             boolean owned = entry != null && entry.token().equals(lease.token());
             if (!owned) {
                 // As in Redis: a renewal that crossed its own run's completion finds it done under its token.
-                SlotRecord record = live(slotKey(lease.job(), lease.slot().toEpochMilli()), now);
-                String slotKey = slotKey(lease.job(), lease.slot().toEpochMilli());
-                results.add(record != null && record.token().equals(lease.token())
-                        && (record.state().startsWith("done:") || lease.token().equals(handed.get(slotKey))));
+                results.add(completedBy(lease, now));
                 continue;
             }
             extendLease(lease, now);
@@ -368,10 +325,7 @@ public final class InMemoryLockProvider implements LockProvider {
         long slot = lease.slot().toEpochMilli();
         String slotKey = slotKey(lease.job(), slot);
         SlotRecord record = live(slotKey, now);
-        LeaseEntry entry = liveLease(leaseKey(lease), now);
-        if (entry != null && entry.token().equals(lease.token())) {
-            leases.remove(leaseKey(lease));
-        }
+        releaseLease(lease, now);
         if (record == null || !record.token().equals(lease.token())) {
             return false;
         }
@@ -427,75 +381,6 @@ public final class InMemoryLockProvider implements LockProvider {
      */
     public synchronized Optional<String> slotState(String job, Instant slot) {
         return Optional.ofNullable(live(slotKey(job, slot.toEpochMilli()), clockMillis.getAsLong())).map(SlotRecord::state);
-    }
-
-    // ---------------------------------------------------------------- helpers
-
-    /** Writes the deciding record of a slot and, unless it is a manual run's, moves the job's last decided slot forward. */
-    private void decide(Lease lease, SlotRecord record, boolean manual) {
-        long slot = lease.slot().toEpochMilli();
-        slots.put(slotKey(lease.job(), slot), record);
-        if (!manual) {
-            lastSlots.merge(lease.job(), slot, Math::max);
-        }
-    }
-
-    /** As in Redis: max(counter + 1, store time in microseconds), so tokens never go back. */
-    private long nextFence(String job, long nowMillis) {
-        long fence = Math.max(fences.getOrDefault(job, 0L) + 1, nowMillis * 1_000);
-        fences.put(job, fence);
-        return fence;
-    }
-
-    private void takeLease(Lease lease, long now, long ttlMillis) {
-        long end = now + ttlMillis;
-        leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
-        running.computeIfAbsent(lease.job(), j -> new TreeMap<>()).put(lease.slot().toEpochMilli(), end);
-    }
-
-    /**
-     * A renewal's extension, as renew.lua: the lease runs {@code ttl} from now, and the run's entry in
-     * the running index moves only if it is still there (ZADD XX). A run that left the index (replaced,
-     * disowned, dealt with) is never put back: it would come back to be recovered.
-     */
-    private void extendLease(Lease lease, long now) {
-        long end = now + lease.ttl().toMillis();
-        leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
-        TreeMap<Long, Long> runs = running.get(lease.job());
-        if (runs != null) {
-            runs.computeIfPresent(lease.slot().toEpochMilli(), (slot, old) -> end);
-        }
-    }
-
-    /** Marks the run of {@code job} holding {@code token} as replaced; it no longer counts as running. */
-    private void revoke(String job, String token, long now) {
-        TreeMap<Long, Long> runs = running.getOrDefault(job, new TreeMap<>());
-        for (Long slot : new ArrayList<>(runs.keySet())) {
-            String key = slotKey(job, slot);
-            SlotRecord record = live(key, now);
-            if (record != null && record.token().equals(token)) {
-                slots.put(key, record.with("replaced"));
-                runs.remove(slot);
-            }
-        }
-    }
-
-    private static String slotKey(String job, long slot) {
-        return job + ":" + slot;
-    }
-
-    private static String leaseKey(Lease lease) {
-        return lease.exclusive() ? lease.job() : lease.job() + ":" + lease.slot().toEpochMilli();
-    }
-
-    private LeaseEntry liveLease(String key, long now) {
-        LeaseEntry entry = leases.get(key);
-        return entry == null || entry.expiresAt() <= now ? null : entry;
-    }
-
-    private SlotRecord live(String key, long now) {
-        SlotRecord record = slots.get(key);
-        return record == null || record.expiresAt() <= now ? null : record;
     }
 
     @Override

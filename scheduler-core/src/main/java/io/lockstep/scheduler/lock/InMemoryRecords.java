@@ -1,0 +1,154 @@
+package io.lockstep.scheduler.lock;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The state of {@link InMemoryLockProvider} and the small steps its operations are made of: the
+ * records (as Redis's keys: slot records, leases, fence counters, the running index, the marks,
+ * hand-overs, pauses) and the helpers that read and write them the way the Lua scripts do (a slot
+ * decided, a fencing token handed out, a lease taken, extended, released or revoked, a record or
+ * lease read only while it lives, a run found completed under its token). {@link InMemoryLockProvider}
+ * keeps the operations themselves -- what a claim, start, recovery, renewal or completion decides --
+ * and every public method.
+ *
+ * <p>Not thread-safe by itself, and not meant to be: nothing here locks. Every member must be used
+ * while holding this object's monitor, which every method of {@link InMemoryLockProvider} that
+ * touches the records does (they are {@code synchronized}, on the same object). Only that class
+ * extends it; nothing else in the package touches it.
+ */
+abstract class InMemoryRecords {
+
+    /** A slot record; {@code note} is why a miss was recorded, or the token that abandoned the run. */
+    record SlotRecord(String state, String token, long fence, long expiresAt, String note) {
+        SlotRecord(String state, String token, long fence, long expiresAt) {
+            this(state, token, fence, expiresAt, null);
+        }
+
+        SlotRecord with(String newState) {
+            return new SlotRecord(newState, token, fence, expiresAt, note);
+        }
+
+        SlotRecord with(String newState, String newNote) {
+            return new SlotRecord(newState, token, fence, expiresAt, newNote);
+        }
+    }
+
+    /** A lease: who holds it, until when (store time, epoch ms). */
+    record LeaseEntry(String token, long expiresAt) {}
+
+    /** Slot records, by {@link #slotKey}. */
+    final Map<String, SlotRecord> slots = new HashMap<>();
+    /** Leases, by {@link #leaseKey}: per job when exclusive, else per slot. */
+    final Map<String, LeaseEntry> leases = new HashMap<>();
+    /** Per job, the last fencing token handed out. */
+    final Map<String, Long> fences = new HashMap<>();
+    /** Per job: slot millis of runs in flight, to the store time their lease ends. */
+    final Map<String, TreeMap<Long, Long>> running = new HashMap<>();
+    /** Per job, the latest slot the cluster decided. */
+    final Map<String, Long> lastSlots = new HashMap<>();
+    /** Per job, the latest slot that started a run. */
+    final Map<String, Long> startedSlots = new HashMap<>();
+    /** Slot records handed over by a completion (complete.lua's 'handed'): slot key to the token. */
+    final Map<String, String> handed = new HashMap<>();
+    /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */
+    final java.util.Set<String> paused = new java.util.HashSet<>();
+
+    /** Writes the deciding record of a slot and, unless it is a manual run's, moves the job's last decided slot forward. */
+    final void decide(Lease lease, SlotRecord record, boolean manual) {
+        long slot = lease.slot().toEpochMilli();
+        slots.put(slotKey(lease.job(), slot), record);
+        if (!manual) {
+            lastSlots.merge(lease.job(), slot, Math::max);
+        }
+    }
+
+    /** As in Redis: max(counter + 1, store time in microseconds), so tokens never go back. */
+    final long nextFence(String job, long nowMillis) {
+        long fence = Math.max(fences.getOrDefault(job, 0L) + 1, nowMillis * 1_000);
+        fences.put(job, fence);
+        return fence;
+    }
+
+    final void takeLease(Lease lease, long now, long ttlMillis) {
+        long end = now + ttlMillis;
+        leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
+        running.computeIfAbsent(lease.job(), j -> new TreeMap<>()).put(lease.slot().toEpochMilli(), end);
+    }
+
+    /**
+     * A renewal's extension, as renew.lua: the lease runs {@code ttl} from now, and the run's entry in
+     * the running index moves only if it is still there (ZADD XX). A run that left the index (replaced,
+     * disowned, dealt with) is never put back: it would come back to be recovered.
+     */
+    final void extendLease(Lease lease, long now) {
+        long end = now + lease.ttl().toMillis();
+        leases.put(leaseKey(lease), new LeaseEntry(lease.token(), end));
+        TreeMap<Long, Long> runs = running.get(lease.job());
+        if (runs != null) {
+            runs.computeIfPresent(lease.slot().toEpochMilli(), (slot, old) -> end);
+        }
+    }
+
+    /** Drops the lease of {@code lease} if its token holds it (a lease another token holds stays). */
+    final void releaseLease(Lease lease, long now) {
+        LeaseEntry held = liveLease(leaseKey(lease), now);
+        if (held != null && held.token().equals(lease.token())) {
+            leases.remove(leaseKey(lease));
+        }
+    }
+
+    /**
+     * Whether the run of {@code lease} is over under its own token: its slot record done, or handed
+     * over by it (complete.lua's 'handed').
+     */
+    final boolean completedBy(Lease lease, long now) {
+        String slotKey = slotKey(lease.job(), lease.slot().toEpochMilli());
+        SlotRecord record = live(slotKey, now);
+        return record != null && record.token().equals(lease.token())
+                && (record.state().startsWith("done:") || lease.token().equals(handed.get(slotKey)));
+    }
+
+    /** Marks the run of {@code job} holding {@code token} as replaced; it no longer counts as running. */
+    final void revoke(String job, String token, long now) {
+        TreeMap<Long, Long> runs = running.getOrDefault(job, new TreeMap<>());
+        for (Long slot : new ArrayList<>(runs.keySet())) {
+            String key = slotKey(job, slot);
+            SlotRecord record = live(key, now);
+            if (record != null && record.token().equals(token)) {
+                slots.put(key, record.with("replaced"));
+                runs.remove(slot);
+            }
+        }
+    }
+
+    static String slotKey(String job, long slot) {
+        return job + ":" + slot;
+    }
+
+    static String leaseKey(Lease lease) {
+        return lease.exclusive() ? lease.job() : lease.job() + ":" + lease.slot().toEpochMilli();
+    }
+
+    final LeaseEntry liveLease(String key, long now) {
+        LeaseEntry entry = leases.get(key);
+        return entry == null || entry.expiresAt() <= now ? null : entry;
+    }
+
+    final SlotRecord live(String key, long now) {
+        SlotRecord record = slots.get(key);
+        return record == null || record.expiresAt() <= now ? null : record;
+    }
+
+    /** A staged claim's short lease, as claim.lua: until the slot plus {@link ClaimRequest#STAGED_MARGIN}. */
+    static long stagedTtl(ClaimRequest request, long now) {
+        return Math.max(request.lease().slot().toEpochMilli() - now, 0) + ClaimRequest.STAGED_MARGIN.toMillis();
+    }
+
+    /** The earliest lease end among the job's runs in flight, 0 if none (the fourth part of every answer). */
+    final long runningUntil(String job) {
+        return running.getOrDefault(job, new TreeMap<>()).values().stream().mapToLong(Long::longValue).min().orElse(0);
+    }
+}
