@@ -22,6 +22,11 @@ import java.util.concurrent.ThreadLocalRandom;
  * Races the other workers for due slots: one batch per round trip, no more slots than this worker
  * has free job threads, and the store's answer to each slot turned into its event (and, for a win,
  * a run handed to the {@link Runner}). Called only from the tick thread.
+ *
+ * <p>This class makes the decisions: which slots are asked for and with which threads, what is
+ * started, asked again, or decided and forgotten. The events and metrics of each answer
+ * ({@code slot_claimed}, {@code slot_missed}, {@code lockstep.claims}, ...) are built by
+ * {@link ClaimEvents}.
  */
 final class Claimer {
 
@@ -39,6 +44,8 @@ final class Claimer {
     private final JobThreads threads;
     private final ClusterClock clock;
     private final Events events;
+    /** The events and metrics of the store's answers. */
+    private final ClaimEvents claimEvents;
     private final Outage outage;
     private final SlotQueue queue;
     private final Runner runner;
@@ -54,6 +61,7 @@ final class Claimer {
         this.threads = threads;
         this.clock = clock;
         this.events = events;
+        this.claimEvents = new ClaimEvents(events);
         this.outage = outage;
         this.queue = queue;
         this.runner = runner;
@@ -179,9 +187,7 @@ final class Claimer {
     private void unanswered(List<DueSlot> batch, LockException e) {
         Instant after = clock.now();
         for (DueSlot d : batch) {
-            if (d.mode != ClaimRequest.Mode.RECOVER && d.mode != ClaimRequest.Mode.ABANDON) {
-                events.metrics().claim(d.definition().name(), SchedulerMetrics.ERROR);
-            }
+            claimEvents.unanswered(d);
             if (d.mode != ClaimRequest.Mode.MISS_ONLY && after.isBefore(d.startDeadline())) {
                 queue.requeue(d, SlotQueue.earliest(after.plus(RETRY_DELAY), d.startDeadline()));
                 continue;
@@ -189,7 +195,7 @@ final class Claimer {
             if (!d.reported && d.mode != ClaimRequest.Mode.RECOVER && d.mode != ClaimRequest.Mode.ABANDON) {
                 d.reported = true;
                 String unreachable = "lock store unreachable: " + e.getMessage();
-                missed(d, Duration.between(d.slot, after).toMillis(),
+                claimEvents.missed(d, Duration.between(d.slot, after).toMillis(),
                         d.missReason == null ? unreachable : d.missReason + "; " + unreachable, null,
                         d.missCode == null ? "outage" : d.missCode);
                 d.missOnly("lock store unreachable", "outage");
@@ -215,42 +221,13 @@ final class Claimer {
         if (d.reported && result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.BUSY
                 && result.status() != ClaimResult.Status.NO_QUORUM && result.status() != ClaimResult.Status.UNANSWERED) {
             // Reported missed while the store was unreachable; this answer only settles the record.
-            events.debug("slot_settled").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                    .addKeyValue("lock_name", lockName).addKeyValue("outcome", result.status().name().toLowerCase(java.util.Locale.ROOT))
-                    .log("slot reported missed during an outage is settled in the store");
+            claimEvents.settled(d, result, lockName);
             decided(d, clock.now());
             return;
         }
-        count(def.name(), mode, result.status());
+        claimEvents.answered(d, request, result, lockName, lateness, durationMs); // counted, and told when decided
         switch (result.status()) {
             case CLAIMED -> {
-                if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
-                    events.warn("slot_recovered").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                            .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
-                            .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
-                            .addKeyValue("success", true).addKeyValue("fencing_token", result.fencingToken())
-                            .addKeyValue("lateness_ms", lateness)
-                            .addKeyValue("reason", mode == ClaimRequest.Mode.ABANDON
-                                    ? "its claim was never started (its worker stopped or stalled first); a run that never started is always safe to run"
-                                    : "the run's lease ran out without an outcome (or it never started); recover: rerun")
-                            .log("slot recovered; running it again under a higher fencing token");
-                } else {
-                    var event = events.info("slot_claimed").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                            .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
-                            .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
-                            .addKeyValue("success", true).addKeyValue("fencing_token", result.fencingToken())
-                            .addKeyValue("lateness_ms", Math.max(0, lateness));
-                    if (lateness < 0) {
-                        event = event.addKeyValue("ahead_ms", -lateness); // claimed ahead; the run starts at the slot
-                    }
-                    if (mode == ClaimRequest.Mode.CATCH_UP) {
-                        event = event.addKeyValue("catch_up", true);
-                    }
-                    if (d.manual) {
-                        event = event.addKeyValue("manual", true);
-                    }
-                    event.log("slot claimed");
-                }
                 SlotRun run = new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
                 if (request.staged()) {
@@ -265,45 +242,6 @@ final class Claimer {
                     runner.start(run, sentNanos);
                 }
             }
-            case TAKEN -> {
-                if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
-                    events.debug("slot_recovery_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                            .log("nothing to recover: the run renewed, finished, or another worker took it");
-                } else {
-                    events.info("slot_contended").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                            .addKeyValue("lock_name", lockName).addKeyValue("action", "acquire")
-                            .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
-                            .addKeyValue("success", false).log("slot taken by another worker");
-                }
-            }
-            case SKIPPED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                    .addKeyValue("lock_name", lockName).addKeyValue("reason", "overlap: an earlier run still holds the lease")
-                    .log("slot skipped");
-            case PAUSED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                    .addKeyValue("lock_name", lockName).addKeyValue("reason", "paused")
-                    .log("slot skipped: the job is paused");
-            case MISSED -> {
-                if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
-                    missed(d, lateness, "its claim was never started (its worker stopped or stalled first), and misfireGrace has passed",
-                            lockName, "not_started");
-                } else {
-                    missed(d, lateness, d.missReason != null ? d.missReason : "later than misfireGrace", lockName,
-                            d.missCode != null ? d.missCode : "late");
-                }
-            }
-            case SUPERSEDED -> missed(d, lateness, "a later slot of the job already started; slots start in order", lockName, "order");
-            case UNCONFIRMED -> missed(d, lateness, "claim not acknowledged by the replicas within waitTimeout (redis.waitReplicas); "
-                    + "disowned so that a failover cannot run it twice", lockName, "unconfirmed");
-            case STALE -> events.info("slot_stale").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                    .addKeyValue("lock_name", lockName).addKeyValue("lateness_ms", lateness)
-                    .addKeyValue("reason", "the slot's record may have expired and a slot as late was decided: "
-                            + "what became of it can no longer be known, so it is neither run nor reported again")
-                    .log("slot too old to decide");
-            case ABANDONED -> events.warn("slot_abandoned").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                    .addKeyValue("lock_name", lockName).addKeyValue("fencing_token", result.fencingToken())
-                    .addKeyValue("lateness_ms", lateness)
-                    .addKeyValue("reason", "the run's lease ran out without an outcome; recover: none")
-                    .log("slot abandoned: its run lost its lease without an outcome");
             case BUSY -> {
                 // Another run of the job holds its exclusive lease: ask again shortly.
                 queue.requeue(d, clock.now().plus(RETRY_DELAY));
@@ -329,6 +267,7 @@ final class Claimer {
                 queue.requeue(d, clock.now().plusMillis(Math.max(1, at - result.serverTimeMillis())));
                 return;
             }
+            default -> { } // taken, skipped, paused, missed, superseded, unconfirmed, stale, abandoned: told above
         }
         decided(d, clock.now());
     }
@@ -363,7 +302,7 @@ final class Claimer {
         if (!d.reported) {
             d.reported = true;
             String reason = "no majority of the redlock masters agreed on the slot within misfireGrace";
-            missed(d, lateness, d.missReason == null ? reason : d.missReason + "; " + reason, lockName,
+            claimEvents.missed(d, lateness, d.missReason == null ? reason : d.missReason + "; " + reason, lockName,
                     d.missCode == null ? "no_quorum" : d.missCode);
             d.missOnly(reason, "no_quorum");
         }
@@ -372,36 +311,6 @@ final class Claimer {
         } else {
             decided(d, now);
         }
-    }
-
-    /** Counts a claim's result ({@code lockstep.claims}) and a skipped slot; recoveries are not claims. */
-    private void count(String job, ClaimRequest.Mode mode, ClaimResult.Status status) {
-        if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
-            return;
-        }
-        SchedulerMetrics m = events.metrics();
-        switch (status) {
-            case CLAIMED -> m.claim(job, SchedulerMetrics.WON);
-            case TAKEN -> m.claim(job, SchedulerMetrics.CONTENDED);
-            case STALE -> m.claim(job, SchedulerMetrics.DONE);
-            case SKIPPED, PAUSED -> {
-                m.claim(job, SchedulerMetrics.SKIPPED);
-                m.skipped(job, status == ClaimResult.Status.PAUSED ? "paused" : "overlap");
-            }
-            case MISSED, SUPERSEDED, UNCONFIRMED -> m.claim(job, SchedulerMetrics.MISSED);
-            default -> { } // early, busy: asked again; abandoned: a recovery
-        }
-    }
-
-    private void missed(DueSlot d, long latenessMs, String reason, String lockName, String code) {
-        events.metrics().missed(d.definition().name(), code, 1);
-        var event = events.warn("slot_missed").addKeyValue("job", d.definition().name())
-                .addKeyValue("slot", d.slot.toString()).addKeyValue("lateness_ms", latenessMs)
-                .addKeyValue("reason", reason);
-        if (lockName != null) {
-            event = event.addKeyValue("lock_name", lockName);
-        }
-        event.log("slot missed");
     }
 
     /** A few milliseconds, more when busier, so that wins spread over the free workers. */
