@@ -15,12 +15,14 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.exceptions.JedisDataException;
 
 /**
  * Worker JVMs on Redis the way production runs it: through Sentinel while the master is SIGKILLed
@@ -106,12 +108,12 @@ class ProductionRedisIT {
                      + "  timeout: 500ms\n  waitReplicas: 1\n  waitTimeout: 200ms\n", Cluster.perSecondJobs(jobs, 50, "2s", "2s"))) {
             LocalRedisServer victim = redis.masters().get(0);
             java.util.Set<String> degraded = new java.util.TreeSet<>();
-            try (redis.clients.jedis.RedisClient direct = redis.clients.jedis.RedisClient.create(victim.host(), victim.port())) {
+            try (RedisClient direct = RedisClient.create(victim.host(), victim.port())) {
                 for (String job : Cluster.jobNames(jobs)) {
                     try {
                         direct.exists(io.lockstep.redis.ItKeys.clusterMarks(job));
                         degraded.add(job); // answered: the victim holds the job's keys
-                    } catch (redis.clients.jedis.exceptions.JedisDataException moved) {
+                    } catch (JedisDataException moved) {
                         // MOVED: another master holds them
                     }
                 }
