@@ -86,7 +86,10 @@ final class ClaimScripts {
         }
         if (!disown.isEmpty()) {
             try {
-                claim(disown);
+                // Without waiting for replicas: a master that cannot reach them would make the disown
+                // wait waitTimeout again, and every other shard's answers with it. If a failover loses
+                // the disown, it loses the claim with it, and this worker never runs the slot either way.
+                decide(disown, RedisCalls.Replicas.NONE);
             } catch (LockException e) {
                 // The claims never start either way; their leases run out and the job's recover policy applies.
             }
@@ -94,6 +97,10 @@ final class ClaimScripts {
     }
 
     Decided decide(List<ClaimRequest> requests) {
+        return decide(requests, replicas);
+    }
+
+    private Decided decide(List<ClaimRequest> requests, RedisCalls.Replicas replicas) {
         // Claims go many to a script call (see claim.lua); recoveries, rare, one each.
         List<List<Integer>> groups = new ArrayList<>();
         List<Integer> claims = new ArrayList<>();
@@ -135,7 +142,9 @@ final class ClaimScripts {
                         },
                         request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
                         request.manual() ? "1" : "0", Long.toString(request.ahead().toMillis()),
-                        Long.toString(ClaimRequest.STAGED_MARGIN.toMillis())));
+                        // The staged lease also covers the replicas' wait: the reply (and so the start)
+                        // can come that much later.
+                        Long.toString(ClaimRequest.STAGED_MARGIN.plus(replicas.timeout()).toMillis())));
             }
             return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);

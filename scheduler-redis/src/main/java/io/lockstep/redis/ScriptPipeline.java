@@ -61,15 +61,61 @@ final class ScriptPipeline {
     }
 
     /**
-     * @param acknowledged per call of the whole batch, set here from each call's WAIT
+     * The master each call goes to (host:port on a Redis Cluster, by its first key's hash slot; one
+     * and the same otherwise). A slot whose master cannot be looked up gets a name of its own, so
+     * its calls are acknowledged apart.
+     */
+    private static String[] nodes(UnifiedJedis jedis, List<RedisCalls.Call> calls) {
+        String[] nodes = new String[calls.size()];
+        java.util.function.IntFunction<redis.clients.jedis.Connection> connection;
+        if (jedis instanceof redis.clients.jedis.RedisClusterClient cluster) {
+            connection = cluster::getConnectionFromSlot;
+        } else if (jedis instanceof redis.clients.jedis.JedisCluster cluster) {
+            connection = cluster::getConnectionFromSlot;
+        } else {
+            java.util.Arrays.fill(nodes, "");
+            return nodes;
+        }
+        java.util.Map<Integer, String> bySlot = new java.util.HashMap<>();
+        for (int i = 0; i < calls.size(); i++) {
+            if (calls.get(i).keys().isEmpty()) {
+                nodes[i] = "";
+                continue;
+            }
+            int slot = redis.clients.jedis.util.JedisClusterCRC16.getSlot(calls.get(i).keys().get(0));
+            nodes[i] = bySlot.computeIfAbsent(slot, s -> {
+                try (redis.clients.jedis.Connection c = connection.apply(s)) {
+                    return c.getHostAndPort().toString();
+                } catch (RuntimeException e) {
+                    return "slot " + s;
+                }
+            });
+        }
+        return nodes;
+    }
+
+    /**
+     * @param acknowledged per call of the whole batch, set here from its master's WAIT
      * @param at the index in the whole batch of each of {@code calls} (null: the same)
      * @return the replies in order; with {@code bySha}, {@link #NOSCRIPT} where the server did not know the script
      */
     private static List<Object> pipeline(UnifiedJedis jedis, List<RedisCalls.Call> calls, boolean bySha, RedisCalls.Replicas replicas,
             long[] acknowledged, List<Integer> at) {
         List<Response<Object>> responses = new ArrayList<>(calls.size());
-        List<Response<Long>> waits = new ArrayList<>();
-        List<Integer> waited = new ArrayList<>();
+        // One WAIT per master, after its last call of the batch: WAIT covers every write made
+        // before it on the same connection, and the pipeline sends each master's calls in order
+        // on one connection. (A WAIT after each call would make a master that cannot reach its
+        // replicas block waitTimeout once per call, and every other master's answers wait for it.)
+        String[] nodes = replicas.count() > 0 ? nodes(jedis, calls) : null;
+        java.util.Map<String, Integer> lastOf = new java.util.HashMap<>();
+        if (nodes != null) {
+            for (int i = 0; i < calls.size(); i++) {
+                if (!calls.get(i).keys().isEmpty()) {
+                    lastOf.put(nodes[i], i);
+                }
+            }
+        }
+        java.util.Map<String, Response<Long>> waits = new java.util.HashMap<>();
         // On a Redis Cluster one pipeline spans the masters: a master that cannot be reached fails
         // only its own calls (a bulkhead per master). A call that could not be sent, or whose reply
         // never came while others did, is answered CallFailed; when every call failed, the batch
@@ -88,11 +134,15 @@ final class ScriptPipeline {
                     responses.add(null);
                     continue;
                 }
-                if (replicas.count() > 0 && !call.keys().isEmpty()) {
-                    // Same connection as the write (on Cluster: routed by the call's first key, so
-                    // the node that ran it): WAIT counts the replicas that have this client's writes.
-                    waits.add(p.waitReplicas(call.keys().get(0), replicas.count(), replicas.timeout().toMillis()));
-                    waited.add(at == null ? i : at.get(i));
+                if (nodes != null && lastOf.getOrDefault(nodes[i], -1) == i) {
+                    // Routed by the call's first key: the same master, the same connection as its writes.
+                    try {
+                        waits.put(nodes[i], p.waitReplicas(call.keys().get(0), replicas.count(), replicas.timeout().toMillis()));
+                    } catch (JedisDataException e) {
+                        throw e;
+                    } catch (JedisException e) {
+                        failure = e; // not acknowledged (0, below)
+                    }
                 }
             }
             try {
@@ -107,14 +157,20 @@ final class ScriptPipeline {
         } catch (JedisException e) {
             failure = failure == null ? e : failure; // closing the pipeline syncs what is left
         }
-        for (int k = 0; k < waits.size(); k++) {
-            long acks = 0;
-            try {
-                acks = waits.get(k).get();
-            } catch (RuntimeException e) {
-                // No answer from its master (Jedis leaves a failed node's replies unset): none acknowledged.
+        if (nodes != null) {
+            java.util.Map<String, Long> acks = new java.util.HashMap<>();
+            waits.forEach((node, wait) -> {
+                try {
+                    acks.put(node, wait.get());
+                } catch (RuntimeException e) {
+                    acks.put(node, 0L); // no answer from its master (Jedis leaves a failed node's replies unset)
+                }
+            });
+            for (int i = 0; i < calls.size(); i++) {
+                if (!calls.get(i).keys().isEmpty()) {
+                    acknowledged[at == null ? i : at.get(i)] = acks.getOrDefault(nodes[i], 0L);
+                }
             }
-            acknowledged[waited.get(k)] = acks;
         }
         List<Object> replies = new ArrayList<>(responses.size());
         int failed = 0;

@@ -99,6 +99,46 @@ class ClusterTest {
         }
     }
 
+    /**
+     * A bulkhead per master: with waitReplicas 1, a master whose replica was promoted (and has
+     * none of its own) cannot acknowledge anything; claims made ahead of jobs on the healthy
+     * masters, in the same batches, still win, start and complete.
+     */
+    @Test
+    void aMasterThatCannotReachWaitReplicasCostsOnlyItsOwnJobs() {
+        Assumptions.assumeTrue(LocalCluster.unavailable().isEmpty(), () -> LocalCluster.unavailable().orElse(""));
+        try (LocalCluster cluster = LocalCluster.start();
+             RedisLockProvider provider = RedisLockProvider.builder().settings(new RedisSettings(
+                     new RedisSettings.Cluster(cluster.nodes()), "lockstep", Duration.ofSeconds(2),
+                     Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 1, Duration.ofMillis(200))).build()) {
+            List<ClaimRequest> probe = requests(provider, "probe", 30);
+            cluster.masters().get(0).kill();
+            // Once the failover is done, every call is answered: the promoted master's claims unconfirmed.
+            List<ClaimResult> settled = org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(30))
+                    .ignoreException(io.lockstep.scheduler.lock.LockException.class).until(() -> provider.claim(requests(provider,
+                            "settle-" + System.nanoTime(), 30)), r -> r.stream().noneMatch(c -> c.status() == ClaimResult.Status.UNANSWERED));
+            assertThat(settled).extracting(ClaimResult::status).contains(ClaimResult.Status.UNCONFIRMED, ClaimResult.Status.CLAIMED);
+            Instant slot = Instant.ofEpochMilli(provider.serverTimeMillis()).plusSeconds(2);
+            List<ClaimRequest> ahead = new ArrayList<>();
+            for (int i = 0; i < 30; i++) {
+                ahead.add(new ClaimRequest(new Lease("ahead-" + i, slot, "a" + i, Duration.ofSeconds(10), true), "w",
+                        Duration.ofSeconds(10), ClaimRequest.Mode.CLAIM, false, false, Duration.ofSeconds(5)));
+            }
+            List<ClaimResult> claimed = provider.claim(ahead);
+            List<io.lockstep.scheduler.lock.StartRequest> starts = new ArrayList<>();
+            for (int i = 0; i < ahead.size(); i++) {
+                if (claimed.get(i).status() == ClaimResult.Status.CLAIMED) {
+                    starts.add(new io.lockstep.scheduler.lock.StartRequest(ahead.get(i).lease(), Duration.ofSeconds(10)));
+                }
+            }
+            assertThat(starts).as("claims on the healthy masters won").isNotEmpty().hasSizeLessThan(30);
+            assertThat(provider.start(starts)).as("and start").containsOnly(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+            assertThat(provider.complete(starts.stream().map(s -> new io.lockstep.scheduler.lock.Completion(s.lease(),
+                    io.lockstep.scheduler.lock.Outcome.SUCCEEDED)).toList())).containsOnly(true);
+            assertThat(probe).isNotEmpty();
+        }
+    }
+
     private static List<ClaimRequest> requests(RedisLockProvider provider, String name, int jobs) {
         Instant slot = Instant.ofEpochMilli(provider.serverTimeMillis()).minusMillis(5);
         List<ClaimRequest> requests = new ArrayList<>();
