@@ -103,9 +103,10 @@ final class Report {
     private static void scaleTable(StringBuilder md, RunAll.Scale scale) {
         md.append("### Scheduler at scale: every job due every second, all at the top of the second\n\n");
         md.append("Lateness: the job's first line (this machine's clock) minus its slot. p99/s: the p99 of each second of the window, "
-                + "min / median / max over the window's seconds (the spread of one run). Wake floor: the same number of threads, "
-                + "spread over the same number of JVMs, parked to the same instants with nothing else running (`WakeFloor`): what "
-                + "starting that many things at once costs on this machine.\n\n");
+                + "min / median / max over the window's seconds (the spread of one run). Wake floor: the same number of runs, "
+                + "spread over the same number of JVMs, each JVM's handed by one timer thread to a pool of " + RunAll.THREADS
+                + " threads at the same instants, with nothing else running (`WakeFloor`): what starting that many runs at once "
+                + "the way the scheduler does costs on this machine.\n\n");
         md.append("| setup | load | window | started once | twice | not started: skipped / missed / no record | lateness p50 / p99 / max ms | "
                 + "p99/s min / median / max ms | wake floor p50 / p99 ms | commands executed per slot | Redis µs per slot | "
                 + "CPU per worker (cores) | worker heap after GC |\n");

@@ -30,10 +30,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <ul>
  *   <li>{@link SlotQueue}: what is due when (slots by fire time, retries, slots waiting for a thread);
  *   <li>{@link Ticker}: the {@code lockstep-tick} thread that sleeps until something is due;
+ *   <li>{@link Preference}: which worker claims a slot first (ahead of its time), and what the others
+ *       read of its record after the backoff;
  *   <li>{@link Claimer}: one batch of claims per round trip, only as many as there are free threads;
+ *   <li>{@link Starter}: the {@code lockstep-start} timer thread that starts the runs claimed ahead at
+ *       their slot (Redis checks the claim, the grace and the pause first), so no job thread waits;
  *   <li>{@link Runner}: job threads ({@code lockstep-job-N}) with attempts, retries, timeouts and lease
  *       loss, under a {@link Watchdog};
- *   <li>{@link Completer}: outcomes written in batches;
+ *   <li>{@link Completer}: outcomes written in batches; a run that lost its lease or was cut off by a
+ *       stop under {@code recover: rerun}, or never started, is handed over instead of closed;
  *   <li>{@link Recovery}: runs whose lease ran out without an outcome ({@link Recover});
  *   <li>{@link CatchUpPlan}: slots the whole cluster missed while it was down ({@link CatchUp}).
  * </ul>
