@@ -296,17 +296,16 @@ final class Starter {
 
     /**
      * Hands a run the store started to the pool, unless this worker stalled (GC, a pause) past the
-     * slot's grace since the store's answer: then it goes back unstarted (a peer records the miss).
+     * slot's grace since the store's answer: then it goes back unstarted, and the recovery that
+     * finds it (a peer's, or ours) records and reports the slot as missed, once.
      */
     private void run(Staged s) {
         s.done = true;
         SlotRun run = s.run;
         if (System.nanoTime() - run.graceEndsNanos > 0) {
-            events.metrics().missed(run.definition.name(), "late_start", 1);
-            events.warn("slot_missed").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
-                    .addKeyValue("lock_name", run.lockName)
-                    .addKeyValue("reason", "started too late: this worker stalled past the slot's misfireGrace before the start")
-                    .log("slot missed");
+            events.debug("slot_start_refused").addKeyValue("job", run.definition.name())
+                    .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
+                    .log("past the slot's misfireGrace before the run could start; handed back unstarted (reported missed by its recovery)");
             notStarted(run, true);
             return;
         }
