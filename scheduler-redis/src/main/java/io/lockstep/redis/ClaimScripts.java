@@ -144,7 +144,8 @@ final class ClaimScripts {
                         request.manual() ? "1" : "0", Long.toString(request.ahead().toMillis()),
                         // The staged lease also covers the replicas' wait: the reply (and so the start)
                         // can come that much later.
-                        Long.toString(ClaimRequest.STAGED_MARGIN.plus(replicas.timeout()).toMillis())));
+                        Long.toString(ClaimRequest.STAGED_MARGIN.plus(replicas.count() > 0 ? replicas.timeout()
+                                : java.time.Duration.ZERO).toMillis())));
             }
             return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);
