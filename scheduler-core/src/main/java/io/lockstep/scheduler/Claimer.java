@@ -215,7 +215,12 @@ final class Claimer {
         String lockName = provider.lockName(lease);
         long lateness = result.serverTimeMillis() - d.slot.toEpochMilli();
         ClaimRequest.Mode mode = request.mode();
-        if (result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.UNANSWERED) {
+        // A staged claim we just won is itself the job's earliest lease end (its short lease, past the
+        // slot): no look at it is needed, its start or its hand-back settles it. Any other answer tells
+        // us when to look for a run that died.
+        boolean ownStaged = result.status() == ClaimResult.Status.CLAIMED && request.staged()
+                && result.runningUntilMillis() >= d.slot.toEpochMilli();
+        if (result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.UNANSWERED && !ownStaged) {
             queue.noteRuns(def.name(), result.runningUntilMillis());
         }
         if (d.reported && result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.BUSY

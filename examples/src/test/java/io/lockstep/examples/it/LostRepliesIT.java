@@ -85,6 +85,12 @@ class LostRepliesIT {
                         assertThat(starts.getOrDefault(k, 0L)).as("%s skipped: never started", k).isZero();
                         assertThat(skips.getOrDefault(k, 0L)).as("%s skipped: reported once", k).isEqualTo(1);
                     }
+                    case "claimed" -> {
+                        // claimed ahead when the worker stopped: handed back unstarted for a peer to run
+                        assertThat(starts.getOrDefault(k, 0L)).as("%s handed back: never started", k).isZero();
+                        assertThat(count(a.events("slot_handed_over")).getOrDefault(k, 0L)).as("%s handed back: reported once", k)
+                                .isEqualTo(1);
+                    }
                     default -> throw new AssertionError(k + " ended as " + record.getValue());
                 }
             }
@@ -169,7 +175,7 @@ class LostRepliesIT {
     private static Set<String> claimedButNotStarted(RedisClient redis, WorkerProcess a) {
         Set<String> started = a.events("job_started").stream().map(WorkerProcess::key).collect(Collectors.toSet());
         return records(redis).entrySet().stream()
-                .filter(e -> "running".equals(e.getValue()) && !started.contains(e.getKey()))
+                .filter(e -> ("running".equals(e.getValue()) || "claimed".equals(e.getValue())) && !started.contains(e.getKey()))
                 .map(Map.Entry::getKey).collect(Collectors.toSet());
     }
 
