@@ -26,7 +26,7 @@ public final class RunAll {
      * slot (the start timer hands each run to the pool at its instant), so a modest pool carries
      * thousands of short runs per second.
      */
-    static final int THREADS = 64;
+    static final int THREADS = 512;
 
     private RunAll() {}
 
@@ -34,21 +34,27 @@ public final class RunAll {
         boolean quick = false;
         Path out = Path.of("docs");
         String only = null;
+        int jobs = 1_000;
+        boolean onCluster = false;
         for (int i = 0; i < args.length; i++) {
             if (args[i].equals("--quick")) {
                 quick = true;
             } else if (args[i].equals("--out") && i + 1 < args.length) {
                 out = Path.of(args[++i]);
-            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "scale", "idle", "memory").contains(args[i + 1])) {
+            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "scale", "load", "idle", "memory").contains(args[i + 1])) {
                 only = args[++i];
+            } else if (args[i].equals("--jobs") && i + 1 < args.length && args[i + 1].matches("[1-9][0-9]{0,5}")) {
+                jobs = Integer.parseInt(args[++i]);
+            } else if (args[i].equals("--cluster")) {
+                onCluster = true;
             } else {
                 System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR] "
-                        + "[--only lock|scale|idle|memory]");
+                        + "[--only lock|scale|load|idle|memory] [--jobs N] [--cluster]");
                 System.exit(2);
             }
         }
         if (only != null) {
-            runOnly(only, quick);
+            runOnly(only, quick, jobs, onCluster);
             return;
         }
         System.setProperty("java.awt.headless", "true");
@@ -117,7 +123,7 @@ public final class RunAll {
     }
 
     /** {@code --only}: one part, its figures printed, no report written. */
-    private static void runOnly(String part, boolean quick) throws Exception {
+    private static void runOnly(String part, boolean quick, int jobs, boolean onCluster) throws Exception {
         Path work = Files.createTempDirectory("lockstep-bench-");
         try (LocalRedisServer redis = LocalRedisServer.start()) {
             Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
@@ -127,6 +133,7 @@ public final class RunAll {
                         "%-10s %d threads: %,.0f ± %,.0f cycles/s, p50 %.0f µs, p99 %.0f µs", r.impl(), r.threads(), r.opsPerSecond(),
                         r.opsError(), r.p50Micros(), r.p99Micros())));
                 case "scale" -> scale(redis, work, quick);
+                case "load" -> load(redis, work, jobs, onCluster, quick);
                 case "idle" -> log("  " + ScaleRun.run("idle", ScaleRun.Target.of(redis), work.resolve("idle"), WORKERS, 1_000, THREADS,
                         Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *"));
                 default -> log("  " + memory(redis, work.resolve("memory"), 10_000));
@@ -181,6 +188,33 @@ public final class RunAll {
             log("no Redis Cluster run: " + unavailable.get());
         }
         return new Scale(byLoad, floors, byWorkers, cluster, unavailable.orElse(null));
+    }
+
+    /**
+     * {@code --only load}: one load ({@code --jobs N} every second, 1,000 by default) on 3 workers,
+     * 30 s measured, on one Redis with its wake floor, or with {@code --cluster} on a Redis Cluster of
+     * 3 masters: to look at one figure while working on it (the full run is what gets published).
+     */
+    private static void load(LocalRedisServer redis, Path work, int jobs, boolean onCluster, boolean quick) throws Exception {
+        Duration warmup = Duration.ofSeconds(quick ? 3 : 10);
+        Duration window = Duration.ofSeconds(quick ? 10 : 30);
+        log("scheduler at scale: " + WORKERS + " worker JVMs, " + jobs + " jobs every second, " + window.toSeconds() + " s"
+                + (onCluster ? " on a Redis Cluster of 3 masters" : ""));
+        if (onCluster) {
+            java.util.Optional<String> unavailable = io.lockstep.redis.LocalCluster.unavailable();
+            if (unavailable.isPresent()) {
+                log("no Redis Cluster run: " + unavailable.get());
+                return;
+            }
+            try (io.lockstep.redis.LocalCluster c = io.lockstep.redis.LocalCluster.start(3, 0)) {
+                log("  " + ScaleRun.run("cluster " + jobs + "/s", ScaleRun.Target.of(c), work.resolve("cluster"), WORKERS, jobs, THREADS,
+                        warmup, window, "* * * * * *"));
+            }
+            return;
+        }
+        log("  " + ScaleRun.run(jobs + "/s", ScaleRun.Target.of(redis), work.resolve("load"), WORKERS, jobs, THREADS, warmup, window,
+                "* * * * * *"));
+        log("  wake floor: " + WakeFloor.run(work.resolve("floor"), jobs, WORKERS, quick ? 3 : 10));
     }
 
     /** Waits until the replica's link to its master is up (a worker with waitReplicas refuses to start before). */

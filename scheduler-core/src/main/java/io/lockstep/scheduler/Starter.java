@@ -1,7 +1,7 @@
 package io.lockstep.scheduler;
 
 import io.lockstep.scheduler.lock.LockProvider;
-import io.lockstep.scheduler.lock.StartAnswer;
+import io.lockstep.scheduler.lock.StartReply;
 import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,8 +21,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * start it, many runs to a round trip; the store checks by its own clock that the claim is still
  * ours, that the slot's grace has not passed and that the job is not paused, then records the run
  * as started under the job's full lease. Only a run the store started is handed to the pool, at
- * its start instant (counted on the monotonic clock from the claim's reply, so never before the
- * slot by the store's clock). Every other end is reported once and the job thread freed:
+ * its start instant: counted on the monotonic clock from the claim's reply, then from the start's
+ * (whichever ends first: each alone never ends before the slot by the store's clock, and the
+ * start's, its clock read last just before the slot, ends within a fraction of a millisecond of it). Every other end is reported once and the job thread freed:
  * <ul>
  *   <li>late (the worker stalled past the grace): {@code slot_missed}, recorded by the store;</li>
  *   <li>paused since the claim: {@code slot_skipped}, recorded by the store;</li>
@@ -228,7 +229,7 @@ final class Starter {
             requests.add(new StartRequest(s.run.lease, s.run.definition.misfireGrace()));
         }
         long sent = System.nanoTime();
-        List<StartAnswer> answers;
+        List<StartReply> answers;
         try {
             answers = provider.start(requests);
             outage.succeeded();
@@ -247,10 +248,18 @@ final class Starter {
             Staged s = toStart.get(i);
             SlotRun run = s.run;
             String job = run.definition.name();
-            switch (answers.get(i)) {
+            StartReply reply = answers.get(i);
+            switch (reply.answer()) {
                 case STARTED -> {
                     s.started = true;
                     s.startSentNanos = sent;
+                    // The start's reply bounds the store's clock more tightly than the claim's did (read
+                    // last, just before the slot): whichever of the two ends first still ends at or
+                    // after the slot by the store's clock, since each alone does.
+                    long delay = reply.startDelayNanos(run.scheduledTime());
+                    if (delay != Long.MAX_VALUE && now + delay - run.startAtNanos < 0) {
+                        run.startAtNanos = now + delay;
+                    }
                     if (run.startAtNanos - now <= 0) {
                         run(s);
                     } else {

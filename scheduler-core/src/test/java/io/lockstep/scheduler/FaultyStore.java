@@ -133,15 +133,15 @@ final class FaultyStore implements LockProvider {
     volatile boolean loseStarts;
 
     @Override
-    public List<io.lockstep.scheduler.lock.StartAnswer> start(List<io.lockstep.scheduler.lock.StartRequest> requests) {
+    public List<io.lockstep.scheduler.lock.StartReply> start(List<io.lockstep.scheduler.lock.StartRequest> requests) {
         check();
         if (loseStarts) {
-            return Collections.nCopies(requests.size(), io.lockstep.scheduler.lock.StartAnswer.LOST);
+            return Collections.nCopies(requests.size(), new io.lockstep.scheduler.lock.StartReply(io.lockstep.scheduler.lock.StartAnswer.LOST, 0));
         }
         List<io.lockstep.scheduler.lock.StartRequest> passed = requests.stream().filter(r -> !shardDown.contains(r.lease().job())).toList();
-        java.util.Iterator<io.lockstep.scheduler.lock.StartAnswer> answered = store.start(passed).iterator();
-        return requests.stream().map(r -> shardDown.contains(r.lease().job()) ? io.lockstep.scheduler.lock.StartAnswer.UNANSWERED
-                : answered.next()).toList();
+        java.util.Iterator<io.lockstep.scheduler.lock.StartReply> answered = store.start(passed).iterator();
+        return requests.stream().map(r -> shardDown.contains(r.lease().job())
+                ? new io.lockstep.scheduler.lock.StartReply(io.lockstep.scheduler.lock.StartAnswer.UNANSWERED, 0) : answered.next()).toList();
     }
 
     @Override

@@ -5,6 +5,7 @@ import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.PartiallyConfirmed;
 import io.lockstep.scheduler.lock.StartAnswer;
+import io.lockstep.scheduler.lock.StartReply;
 import io.lockstep.scheduler.lock.StartRequest;
 import java.util.ArrayList;
 import java.util.List;
@@ -49,7 +50,7 @@ final class LeaseScripts {
      * This server's answers to a batch of starts ({@code start.lua}, many runs to a call), and how
      * many replicas have them.
      */
-    record Started(List<StartAnswer> answers) {}
+    record Started(List<StartReply> answers) {}
 
     Started start(List<StartRequest> requests) {
         if (requests.isEmpty()) {
@@ -72,17 +73,22 @@ final class LeaseScripts {
         }, replicas);
         List<Object> replies = answered.replies();
         StartAnswer[] answers = new StartAnswer[requests.size()];
+        List<String> firstKeys = new ArrayList<>(groups.size());
+        long[] times = new long[groups.size()];
         for (int g = 0; g < groups.size(); g++) {
+            Lease first = requests.get(groups.get(g).get(0)).lease();
+            firstKeys.add(keys.slot(first.job(), first.slot().toEpochMilli()));
             if (replies.get(g) instanceof ScriptPipeline.CallFailed) {
                 for (int i : groups.get(g)) {
                     answers[i] = StartAnswer.UNANSWERED; // its master alone failed: asked again while the short lease lasts
                 }
                 continue;
             }
-            if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
+            if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size() + 1) {
                 throw new LockException(target, "start: unexpected reply " + replies.get(g), null);
             }
-            for (int j = 0; j < list.size(); j++) {
+            times[g] = calls.asLong("start", list.get(list.size() - 1)); // the server's clock, read last (µs)
+            for (int j = 0; j < list.size() - 1; j++) {
                 String status = RedisCalls.asString(list.get(j));
                 try {
                     StartAnswer a = StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
@@ -94,7 +100,18 @@ final class LeaseScripts {
                 }
             }
         }
-        return new Started(List.of(answers));
+        long[] latest = calls.latestPerMaster(firstKeys, times);
+        List<StartReply> out = new ArrayList<>(requests.size());
+        long[] timeOf = new long[requests.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            for (int i : groups.get(g)) {
+                timeOf[i] = latest[g];
+            }
+        }
+        for (int i = 0; i < requests.size(); i++) {
+            out.add(new StartReply(answers[i], answers[i] == StartAnswer.UNANSWERED ? 0 : timeOf[i]));
+        }
+        return new Started(out);
     }
 
     /**

@@ -303,6 +303,29 @@ final class RedisCalls {
         return new ClaimResult(s, fence, now, runningUntil);
     }
 
+    /**
+     * Per call of one batch, the latest of {@code times} among the calls of the batch that went to
+     * the same master (0: the call has no time, e.g. it failed; left 0). One pipeline's calls run one
+     * after another on each master and its replies arrive only after the last of them ran, so the
+     * latest time a master's clock read during the batch bounds that clock at the arrival of every
+     * reply from it: the tightest bound the batch gives. Per master, since masters' clocks are not
+     * one another's ({@code firstKeys}: each call's first key, which routes it on a Redis Cluster).
+     */
+    long[] latestPerMaster(List<String> firstKeys, long[] times) {
+        String[] masters = ScriptPipeline.mastersOf(jedis, firstKeys);
+        java.util.Map<String, Long> latest = new java.util.HashMap<>();
+        for (int g = 0; g < times.length; g++) {
+            if (times[g] > 0) {
+                latest.merge(masters[g], times[g], Math::max);
+            }
+        }
+        long[] out = new long[times.length];
+        for (int g = 0; g < times.length; g++) {
+            out[g] = times[g] > 0 ? latest.get(masters[g]) : 0;
+        }
+        return out;
+    }
+
     /** The token whose record holds the slot, from claim.lua's answer {@code taken}; empty otherwise. */
     static String holder(Object reply) {
         return reply instanceof List<?> list && list.size() > 4 ? asString(list.get(4)) : "";

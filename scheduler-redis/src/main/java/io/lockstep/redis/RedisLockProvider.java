@@ -12,6 +12,7 @@ import io.lockstep.scheduler.lock.WorkerInfo;
 import io.lockstep.scheduler.lock.RunsInFlight;
 import io.lockstep.scheduler.lock.SlotState;
 import io.lockstep.scheduler.lock.StartAnswer;
+import io.lockstep.scheduler.lock.StartReply;
 import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Duration;
 import java.time.Instant;
@@ -150,7 +151,7 @@ public final class RedisLockProvider implements LockProvider {
      * run must not start (the scheduler then hands the claim back unstarted).
      */
     @Override
-    public List<StartAnswer> start(List<StartRequest> requests) {
+    public List<StartReply> start(List<StartRequest> requests) {
         return redlock != null ? redlock.start(requests) : leaseScripts.start(requests).answers();
     }
 

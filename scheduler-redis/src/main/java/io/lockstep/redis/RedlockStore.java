@@ -293,17 +293,22 @@ final class RedlockStore {
      * wrote until that hand-back, or its short lease, ends it; cleaning up after split decisions on
      * Redlock is issue 20's.)
      */
-    List<StartAnswer> start(List<StartRequest> requests) {
+    List<io.lockstep.scheduler.lock.StartReply> start(List<StartRequest> requests) {
         if (requests.isEmpty()) {
             return List.of();
         }
-        List<Quorum.Vote<List<StartAnswer>>> votes = everywhere("start", p -> p.start(requests));
-        List<StartAnswer> answers = new ArrayList<>(requests.size());
+        List<Quorum.Vote<List<io.lockstep.scheduler.lock.StartReply>>> votes = everywhere("start", p -> p.start(requests));
+        List<io.lockstep.scheduler.lock.StartReply> answers = new ArrayList<>(requests.size());
         for (int i = 0; i < requests.size(); i++) {
             Map<StartAnswer, Integer> counts = new java.util.EnumMap<>(StartAnswer.class);
-            for (Quorum.Vote<List<StartAnswer>> v : votes) {
+            List<Long> times = new ArrayList<>();
+            for (Quorum.Vote<List<io.lockstep.scheduler.lock.StartReply>> v : votes) {
                 if (v.counts()) {
-                    counts.merge(v.answer().get(i), 1, Integer::sum);
+                    io.lockstep.scheduler.lock.StartReply r = v.answer().get(i);
+                    counts.merge(r.answer(), 1, Integer::sum);
+                    if (r.serverTimeMicros() > 0) {
+                        times.add(r.serverTimeMicros());
+                    }
                 }
             }
             StartAnswer decided = StartAnswer.LOST;
@@ -312,7 +317,9 @@ final class RedlockStore {
                     decided = e.getKey();
                 }
             }
-            answers.add(decided);
+            // A time a majority of the masters' clocks had reached when their replies arrived (as the claim's).
+            times.sort(java.util.Comparator.reverseOrder());
+            answers.add(new io.lockstep.scheduler.lock.StartReply(decided, times.size() >= nodes.quorum() ? times.get(nodes.quorum() - 1) : 0));
         }
         return answers;
     }

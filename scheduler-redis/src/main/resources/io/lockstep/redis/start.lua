@@ -8,8 +8,10 @@
 --   started the run may start at its slot.
 -- One call may carry many runs (see claim.lua). Per run i (0-based): KEYS[4i+1..4i+4] slot record,
 -- lease, running index, pause; ARGV[4i+1..4i+4] owner token, slot (epoch ms), lease ttl (ms),
--- misfire grace (ms). Returns per run the status. Retry-safe: a start repeated after its reply was
--- lost gets the same answer.
+-- misfire grace (ms). Returns per run the status, then this server's clock read last (epoch
+-- microseconds): a started run begins (slot - that time) after the reply arrives, never before the
+-- slot by this clock, and reading it last makes that as close to the slot as it can be. Retry-safe:
+-- a start repeated after its reply was lost gets the same answer.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
@@ -50,4 +52,6 @@ for i = 0, #KEYS / 4 - 1 do
   end
   replies[i + 1] = status
 end
+local last = redis.call('TIME')
+replies[#replies + 1] = tonumber(last[1]) * 1000000 + tonumber(last[2])
 return replies

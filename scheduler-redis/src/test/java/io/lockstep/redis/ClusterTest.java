@@ -132,7 +132,7 @@ class ClusterTest {
                 }
             }
             assertThat(starts).as("claims on the healthy masters won").isNotEmpty().hasSizeLessThan(30);
-            assertThat(provider.start(starts)).as("and start").containsOnly(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+            assertThat(provider.start(starts)).extracting(io.lockstep.scheduler.lock.StartReply::answer).as("and start").containsOnly(io.lockstep.scheduler.lock.StartAnswer.STARTED);
             assertThat(provider.complete(starts.stream().map(s -> new io.lockstep.scheduler.lock.Completion(s.lease(),
                     io.lockstep.scheduler.lock.Outcome.SUCCEEDED)).toList())).containsOnly(true);
             assertThat(probe).isNotEmpty();

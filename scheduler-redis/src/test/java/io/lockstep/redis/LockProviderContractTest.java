@@ -371,7 +371,44 @@ abstract class LockProviderContractTest {
     }
 
     io.lockstep.scheduler.lock.StartAnswer start(ClaimRequest request, Duration grace) {
-        return store().start(List.of(new io.lockstep.scheduler.lock.StartRequest(request.lease(), grace))).get(0);
+        return store().start(List.of(new io.lockstep.scheduler.lock.StartRequest(request.lease(), grace))).get(0).answer();
+    }
+
+    /**
+     * A batch's answers carry the store's clock as late as the store read it before they left (the
+     * latest time of the whole batch, not each call's own): a run claimed ahead starts
+     * {@code slot - serverTime} after the answer arrives, so an earlier time would only start it
+     * later than its slot. 150 claims and starts: more than one script call each on Redis.
+     */
+    @Test
+    void aBatchsAnswersCarryTheLatestTimeTheStoreReadAndAStartsTimeIsReadJustBeforeItsReply() {
+        Instant slot = now().plusSeconds(3);
+        List<ClaimRequest> claims = new java.util.ArrayList<>();
+        for (int i = 0; i < 150; i++) {
+            claims.add(request(RedisFixture.job(), slot, "t" + i, LEASE, Mode.CLAIM, false, Duration.ofSeconds(10)));
+        }
+        long before = store().serverTimeMillis();
+        List<ClaimResult> claimed = store().claim(claims);
+        assertThat(claimed).extracting(ClaimResult::status).containsOnly(Status.CLAIMED);
+        assertThat(claimed).extracting(ClaimResult::serverTimeMillis).as("one time for the batch: its latest").containsOnly(
+                claimed.stream().mapToLong(ClaimResult::serverTimeMillis).max().orElseThrow());
+        List<io.lockstep.scheduler.lock.StartReply> started = store().start(claims.stream()
+                .map(c -> new io.lockstep.scheduler.lock.StartRequest(c.lease(), GRACE)).toList());
+        long after = store().serverTimeMillis();
+        assertThat(started).extracting(io.lockstep.scheduler.lock.StartReply::answer)
+                .containsOnly(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+        long startTime = started.get(0).serverTimeMicros();
+        assertThat(started).extracting(io.lockstep.scheduler.lock.StartReply::serverTimeMicros).as("one time for the batch")
+                .containsOnly(startTime);
+        assertThat(startTime).as("read after the claims were answered and before the start's reply left")
+                .isGreaterThanOrEqualTo(claimed.get(0).serverTimeMillis() * 1_000).isLessThan((after + 1) * 1_000)
+                .isGreaterThanOrEqualTo(before * 1_000);
+        assertThat(started.get(0).startDelayNanos(slot)).as("the slot is that much after the store's time")
+                .isEqualTo((slot.toEpochMilli() * 1_000 - startTime) * 1_000);
+        assertThat(started.get(0).startDelayNanos(slot.minusSeconds(60))).as("a slot past: at once").isZero();
+        for (ClaimRequest c : claims) {
+            assertThat(complete(c)).isTrue();
+        }
     }
 
     /**

@@ -254,7 +254,7 @@ class SchedulerOnRedisTest {
     /** The real store, whose clock this worker reads {@code behind} late; every decision is still Redis's. */
     private record ClockBehind(LockProvider store, Duration behind) implements LockProvider {
         @Override
-        public List<io.lockstep.scheduler.lock.StartAnswer> start(List<io.lockstep.scheduler.lock.StartRequest> requests) {
+        public List<io.lockstep.scheduler.lock.StartReply> start(List<io.lockstep.scheduler.lock.StartRequest> requests) {
             return store.start(requests);
         }
 

@@ -48,6 +48,9 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             results.set(results.size() - 1, new ClaimResult(r.status(), r.fencingToken(), r.serverTimeMillis(),
                     runningUntil(request.lease().job())));
         }
+        // As on Redis: every answer of the batch carries the latest time the clock read (ClaimResult).
+        long latest = results.stream().mapToLong(ClaimResult::serverTimeMillis).max().orElse(0);
+        results.replaceAll(r -> new ClaimResult(r.status(), r.fencingToken(), latest, r.runningUntilMillis()));
         return results;
     }
 
@@ -144,11 +147,11 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
     }
 
     @Override
-    public synchronized List<StartAnswer> start(List<StartRequest> requests) {
+    public synchronized List<StartReply> start(List<StartRequest> requests) {
         long now = clockMillis.getAsLong();
-        List<StartAnswer> answers = new ArrayList<>(requests.size());
+        List<StartReply> answers = new ArrayList<>(requests.size());
         for (StartRequest request : requests) {
-            answers.add(startOne(request, now));
+            answers.add(new StartReply(startOne(request, now), now * 1_000));
         }
         return answers;
     }

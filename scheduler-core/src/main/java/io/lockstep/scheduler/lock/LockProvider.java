@@ -61,10 +61,11 @@ public interface LockProvider extends AutoCloseable {
      * recorded as skipped), each by the store's clock. Retry-safe: a start repeated after its reply
      * was lost gets the same answer.
      *
-     * @return one answer per request, in order
+     * @return one reply per request, in order, each with the store's clock as late as it could read
+     *     it before the reply left (a started run begins {@link StartReply#startDelayNanos} after it arrives)
      * @throws LockException when the store could not be reached or answered ambiguously
      */
-    List<StartAnswer> start(List<StartRequest> requests);
+    List<StartReply> start(List<StartRequest> requests);
 
     /**
      * Extends every lease in the batch by its ttl, each only if its token still owns it.

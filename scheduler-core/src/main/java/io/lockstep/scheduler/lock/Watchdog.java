@@ -204,6 +204,13 @@ public final class Watchdog<L> implements AutoCloseable {
     private final RenewThread<L> renewals;
     /** Guarded by {@code this}; the renew thread stops when it reads true. */
     boolean closed;
+    /**
+     * Guarded by {@code this}: until when the watchdog thread sleeps ({@code Long.MAX_VALUE}: until
+     * woken), {@code Long.MIN_VALUE} while it is not asleep (it looks at every watch before it sleeps
+     * again). A new watch wakes it only when it is due before that: starting a few hundred runs at
+     * one instant must not wake it (and make it scan every watch) a few hundred times.
+     */
+    private long sleepingUntilNanos = Long.MIN_VALUE;
 
     /**
      * @param threadName the name of the watchdog thread, for example {@code lockstep-watchdog}
@@ -242,7 +249,10 @@ public final class Watchdog<L> implements AutoCloseable {
                 renewThread.setDaemon(true);
                 renewThread.start();
             }
-            notifyAll();
+            long due = Math.min(w.nextRenewNanos - w.ttlNanos / 12, w.deadlineNanos);
+            if (sleepingUntilNanos != Long.MIN_VALUE && (sleepingUntilNanos == Long.MAX_VALUE || due - sleepingUntilNanos < 0)) {
+                notifyAll();
+            }
         }
         return w;
     }
@@ -339,11 +349,17 @@ public final class Watchdog<L> implements AutoCloseable {
             if (expired.isEmpty() && timedOut.isEmpty()) {
                 // While a round is on the wire, its leases are not due again: wait for deadlines,
                 // timeouts, or the end of the round (which notifies).
-                if (wake == Long.MAX_VALUE) {
-                    wait();
-                } else if (wake - now > 0) {
-                    long nanos = wake - now;
-                    wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+                try {
+                    if (wake == Long.MAX_VALUE) {
+                        sleepingUntilNanos = wake;
+                        wait();
+                    } else if (wake - now > 0) {
+                        sleepingUntilNanos = wake;
+                        long nanos = wake - now;
+                        wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+                    }
+                } finally {
+                    sleepingUntilNanos = Long.MIN_VALUE;
                 }
                 return true;
             }
