@@ -52,9 +52,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
                     dropped++;
                 }
             } else {
-                DueSlot due = new DueSlot(job, slot.get());
-                due.followerQueued = true; // the regular chain starts at next(now)
-                recent.add(due);
+                recent.add(DueSlot.claim(job, slot.get())); // the regular chain starts at next(now)
             }
             slot = d.schedule().next(slot.get());
         }
@@ -64,21 +62,15 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
         for (Instant m : missed) {
             boolean run = d.catchUp() == CatchUp.ALL || (d.catchUp() == CatchUp.LATEST && i == missed.size() - 1);
             i++;
-            DueSlot due = new DueSlot(job, m, run ? ClaimRequest.Mode.CATCH_UP : ClaimRequest.Mode.MISS_ONLY);
-            due.retryAt = now;
-            due.followerQueued = true;
             if (!run) {
-                due.missReason = d.catchUp() == CatchUp.LATEST
+                result.add(DueSlot.missed(job, m, d.catchUp() == CatchUp.LATEST
                         ? "no worker was running; catchUp: latest runs only the latest missed slot"
-                        : "no worker was running (catchUp: none)";
-                due.missCode = "cluster_down";
-                result.add(due);
+                        : "no worker was running (catchUp: none)", "cluster_down", now));
                 continue;
             }
-            due.catchUp = true;
-            due.catchUpDeadline = now.plus(ClaimRequest.recordTtl(d.lease(), d.misfireGrace()));
+            DueSlot due = DueSlot.catchUp(job, m, now.plus(ClaimRequest.recordTtl(d.lease(), d.misfireGrace())), now);
             if (previous != null) {
-                previous.next = due; // oldest first: each waits for the one before it to be decided
+                previous.then(due); // oldest first: each waits for the one before it to be decided
             } else {
                 result.add(due);
             }
@@ -90,6 +82,6 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
 
     /** Whether the plan holds a slot to catch up (run), so that the job's newer slots wait for it. */
     boolean catchesUp() {
-        return slots.stream().anyMatch(s -> s.catchUp);
+        return slots.stream().anyMatch(s -> s.kind() == DueSlot.Kind.CATCH_UP);
     }
 }

@@ -90,8 +90,8 @@ final class ClaimEvents {
                     missed(d, lateness, "its claim was never started (its worker stopped or stalled first), and misfireGrace has passed",
                             lockName, "not_started");
                 } else {
-                    missed(d, lateness, d.missReason != null ? d.missReason : "later than misfireGrace", lockName,
-                            d.missCode != null ? d.missCode : "late");
+                    missed(d, lateness, d.missReason() != null ? d.missReason() : "later than misfireGrace", lockName,
+                            d.missCode() != null ? d.missCode() : "late");
                 }
             }
             case SUPERSEDED -> missed(d, lateness, "a later slot of the job already started; slots start in order", lockName, "order");
@@ -120,7 +120,7 @@ final class ClaimEvents {
 
     /** The store did not answer a claim ({@code lockstep.claims} error); recoveries are not claims. */
     void unanswered(DueSlot d) {
-        if (d.mode != ClaimRequest.Mode.RECOVER && d.mode != ClaimRequest.Mode.ABANDON) {
+        if (!d.recovery()) {
             events.metrics().claim(d.definition().name(), SchedulerMetrics.ERROR);
         }
     }

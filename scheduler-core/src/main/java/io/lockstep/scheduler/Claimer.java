@@ -24,9 +24,11 @@ import java.util.concurrent.ThreadLocalRandom;
  * a run handed to the {@link Runner}). Called only from the tick thread.
  *
  * <p>This class makes the decisions: which slots are asked for and with which threads, what is
- * started, asked again, or decided and forgotten. The events and metrics of each answer
- * ({@code slot_claimed}, {@code slot_missed}, {@code lockstep.claims}, ...) are built by
- * {@link ClaimEvents}.
+ * started, asked again, or decided and forgotten. Each decision is one move of the slot's
+ * {@link DueSlot.Stage} (a transition on {@link DueSlot}); the slots of a batch then go back to the
+ * {@link SlotQueue} together, once ({@link SlotQueue#place}), which files each by its stage. The
+ * events and metrics of each answer ({@code slot_claimed}, {@code slot_missed},
+ * {@code lockstep.claims}, ...) are built by {@link ClaimEvents}.
  */
 final class Claimer {
 
@@ -77,7 +79,7 @@ final class Claimer {
         for (int round = 1; round < MAX_CLAIM_ROUNDS && !deferred.isEmpty() && threads.anyFree(); round++) {
             deferred = claim(deferred);
         }
-        queue.awaitThread(deferred);
+        queue.place(deferred, clock.now()); // each WAITING_THREAD
     }
 
     /**
@@ -86,6 +88,7 @@ final class Claimer {
      * wait (guarantee 10: a job's slots start, and take fencing tokens, in slot order).
      *
      * @return the slots that found no free thread and may still start before their deadline
+     *     ({@link DueSlot.Stage#WAITING_THREAD}); the others go back to the queue here
      */
     private List<DueSlot> claim(List<DueSlot> due) {
         List<DueSlot> deferred = new ArrayList<>();
@@ -106,20 +109,21 @@ final class Claimer {
             String job = d.definition().name();
             boolean reserves = false;
             if (d.needsThread()) {
-                boolean ordered = d.mode != ClaimRequest.Mode.RECOVER && !d.manual;
-                boolean behindOlder = ordered && (held.contains(job) || (!d.catchUp && queue.catchingUp(job)));
+                boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual;
+                boolean behindOlder = ordered && (held.contains(job) || (d.kind() != DueSlot.Kind.CATCH_UP && queue.catchingUp(job)));
                 if (!behindOlder && reserved < free) {
                     reserved++;
                     reserves = true;
                 } else if (now.isAfter(d.startDeadline())) {
                     // It cannot start any more: only make sure the miss is recorded.
                     d.missOnly(behindOlder ? "an older slot of the job had not started within misfireGrace"
-                            : d.mode == ClaimRequest.Mode.CATCH_UP ? "could not be caught up: no free job thread or the job's lease was held"
+                            : d.mode() == ClaimRequest.Mode.CATCH_UP ? "could not be caught up: no free job thread or the job's lease was held"
                             : "no free job thread on any worker within misfireGrace",
-                            behindOlder ? "order" : d.mode == ClaimRequest.Mode.CATCH_UP ? "catch_up" : "no_thread");
+                            behindOlder ? "order" : d.mode() == ClaimRequest.Mode.CATCH_UP ? "catch_up" : "no_thread");
                 } else {
                     // No thread to start it now (or an older slot of the job waits): peers may take it;
                     // try again when a thread frees up.
+                    d.awaitThread();
                     deferred.add(d);
                     if (ordered) {
                         held.add(job);
@@ -127,15 +131,13 @@ final class Claimer {
                     continue;
                 }
             }
-            if (d.token == null) {
-                d.token = newToken();
-            }
+            d.toStore();
             JobDefinition def = d.definition();
-            Lease lease = new Lease(def.name(), d.slot, d.token, def.lease(), def.exclusive());
-            boolean ahead = d.claimsAhead();
-            allOwn &= ahead;
-            requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode, def.overlap() == Overlap.REPLACE, d.manual,
-                    ahead ? Preference.AHEAD : Duration.ZERO));
+            Lease lease = new Lease(def.name(), d.slot, d.token(Claimer::newToken), def.lease(), def.exclusive());
+            Duration ahead = d.ahead(); // only a slot shared out to us, on its way to start
+            allOwn &= ahead.toMillis() > 0;
+            requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode(), def.overlap() == Overlap.REPLACE, d.manual,
+                    ahead));
             reservations.add(reserves);
             batch.add(d);
         }
@@ -159,21 +161,27 @@ final class Claimer {
             threads.release(reserved);
             outage.failed("claim", failure);
             unanswered(batch, failure);
+            queue.place(batch, clock.now());
             return deferred;
         }
         long received = System.nanoTime();
         long durationMs = (received - sent) / 1_000_000;
-        for (int i = 0; i < batch.size(); i++) {
-            DueSlot d = batch.get(i);
-            ClaimRequest request = requests.get(i);
-            ClaimResult result = results.get(i);
-            boolean claimed = result.status() == ClaimResult.Status.CLAIMED;
-            if (!claimed && reservations.get(i)) {
-                threads.release(1);
-            } else if (claimed && !reservations.get(i)) {
-                threads.take(1); // an earlier, ambiguous claim of ours had won after all
+        int handled = 0;
+        try {
+            for (; handled < batch.size(); handled++) {
+                DueSlot d = batch.get(handled);
+                ClaimRequest request = requests.get(handled);
+                ClaimResult result = results.get(handled);
+                boolean claimed = result.status() == ClaimResult.Status.CLAIMED;
+                if (!claimed && reservations.get(handled)) {
+                    threads.release(1);
+                } else if (claimed && !reservations.get(handled)) {
+                    threads.take(1); // an earlier, ambiguous claim of ours had won after all
+                }
+                handle(d, request, result, sent, received, durationMs);
             }
-            handle(d, request, result, sent, received, durationMs);
+        } finally {
+            queue.place(batch.subList(0, handled), clock.now()); // each moved on by its answer, filed once
         }
         return deferred;
     }
@@ -188,23 +196,22 @@ final class Claimer {
         Instant after = clock.now();
         for (DueSlot d : batch) {
             claimEvents.unanswered(d);
-            if (d.mode != ClaimRequest.Mode.MISS_ONLY && after.isBefore(d.startDeadline())) {
-                queue.requeue(d, SlotQueue.earliest(after.plus(RETRY_DELAY), d.startDeadline()));
+            if (d.mode() != ClaimRequest.Mode.MISS_ONLY && after.isBefore(d.startDeadline())) {
+                d.retryAt(SlotQueue.earliest(after.plus(RETRY_DELAY), d.startDeadline()));
                 continue;
             }
-            if (!d.reported && d.mode != ClaimRequest.Mode.RECOVER && d.mode != ClaimRequest.Mode.ABANDON) {
-                d.reported = true;
+            if (d.stage() != DueSlot.Stage.REPORTED && !d.recovery()) {
                 String unreachable = "lock store unreachable: " + e.getMessage();
                 claimEvents.missed(d, Duration.between(d.slot, after).toMillis(),
-                        d.missReason == null ? unreachable : d.missReason + "; " + unreachable, null,
-                        d.missCode == null ? "outage" : d.missCode);
-                d.missOnly("lock store unreachable", "outage");
+                        d.missReason() == null ? unreachable : d.missReason() + "; " + unreachable, null,
+                        d.missCode() == null ? "outage" : d.missCode());
+                d.reported("lock store unreachable", "outage");
                 queue.disowning(d);
             }
-            if (after.isBefore(d.recordDeadline()) || d.mode == ClaimRequest.Mode.RECOVER || d.mode == ClaimRequest.Mode.ABANDON) {
-                queue.requeue(d, after.plus(RETRY_DELAY));
+            if (after.isBefore(d.recordDeadline()) || d.recovery()) {
+                d.retryAt(after.plus(RETRY_DELAY));
             } else {
-                decided(d, after); // the store never answered while it could still tell
+                d.decided(); // the store never answered while it could still tell
             }
         }
     }
@@ -214,7 +221,6 @@ final class Claimer {
         Lease lease = request.lease();
         String lockName = provider.lockName(lease);
         long lateness = result.serverTimeMillis() - d.slot.toEpochMilli();
-        ClaimRequest.Mode mode = request.mode();
         // A staged claim we just won is itself the job's earliest lease end (its short lease, past the
         // slot): no look at it is needed, its start or its hand-back settles it. Any other answer tells
         // us when to look for a run that died.
@@ -223,11 +229,12 @@ final class Claimer {
         if (result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.UNANSWERED && !ownStaged) {
             queue.noteRuns(def.name(), result.runningUntilMillis());
         }
-        if (d.reported && result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.BUSY
-                && result.status() != ClaimResult.Status.NO_QUORUM && result.status() != ClaimResult.Status.UNANSWERED) {
+        if (d.stage() == DueSlot.Stage.REPORTED && result.status() != ClaimResult.Status.EARLY
+                && result.status() != ClaimResult.Status.BUSY && result.status() != ClaimResult.Status.NO_QUORUM
+                && result.status() != ClaimResult.Status.UNANSWERED) {
             // Reported missed while the store was unreachable; this answer only settles the record.
             claimEvents.settled(d, result, lockName);
-            decided(d, clock.now());
+            d.decided();
             return;
         }
         claimEvents.answered(d, request, result, lockName, lateness, durationMs); // counted, and told when decided
@@ -249,7 +256,7 @@ final class Claimer {
             }
             case BUSY -> {
                 // Another run of the job holds its exclusive lease: ask again shortly.
-                queue.requeue(d, clock.now().plus(RETRY_DELAY));
+                d.retryAt(clock.now().plus(RETRY_DELAY));
                 return;
             }
             case UNANSWERED -> {
@@ -259,7 +266,7 @@ final class Claimer {
                 return;
             }
             case NO_QUORUM -> {
-                noQuorum(d, mode, lateness, lockName);
+                noQuorum(d, lateness, lockName);
                 return;
             }
             case EARLY -> {
@@ -269,17 +276,16 @@ final class Claimer {
                 if (result.serverTimeMillis() >= at) {
                     at = d.slot.toEpochMilli(); // it could be claimed ahead but not won outright: decide it at the slot
                 }
-                queue.requeue(d, clock.now().plusMillis(Math.max(1, at - result.serverTimeMillis())));
+                d.retryAt(clock.now().plusMillis(Math.max(1, at - result.serverTimeMillis())));
                 return;
             }
             default -> { } // taken, skipped, paused, missed, superseded, unconfirmed, stale, abandoned: told above
         }
-        decided(d, clock.now());
-    }
-
-    /** A slot is decided (or given up on): the queue forgets it. */
-    private void decided(DueSlot d, Instant now) {
-        queue.decided(d, now);
+        if (result.status() == ClaimResult.Status.CLAIMED) {
+            d.won(request.staged()); // handed to the Starter or the Runner above
+        } else {
+            d.decided();
+        }
     }
 
     /**
@@ -289,32 +295,31 @@ final class Claimer {
      * worker in the same position reports it, none stays silent), and only the miss is recorded,
      * by a majority like any decision, while the slot's record could still tell.
      */
-    private void noQuorum(DueSlot d, ClaimRequest.Mode mode, long lateness, String lockName) {
+    private void noQuorum(DueSlot d, long lateness, String lockName) {
         Instant now = clock.now();
         Instant again = now.plusMillis(ThreadLocalRandom.current().nextLong(NO_QUORUM_RETRY_MIN.toMillis(),
                 NO_QUORUM_RETRY_MAX.toMillis() + 1));
         events.debug("slot_no_quorum").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
                 .addKeyValue("lock_name", lockName).addKeyValue("retry_at", again.toString())
                 .log("no majority of the redlock masters agreed; released everywhere, asking again");
-        if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
-            queue.requeue(d, again.plus(RETRY_DELAY));
+        if (d.recovery()) {
+            d.retryAt(again.plus(RETRY_DELAY));
             return;
         }
-        if (d.mode != ClaimRequest.Mode.MISS_ONLY && again.isBefore(d.startDeadline())) {
-            queue.requeue(d, again);
+        if (d.mode() != ClaimRequest.Mode.MISS_ONLY && again.isBefore(d.startDeadline())) {
+            d.retryAt(again);
             return;
         }
-        if (!d.reported) {
-            d.reported = true;
+        if (d.stage() != DueSlot.Stage.REPORTED) {
             String reason = "no majority of the redlock masters agreed on the slot within misfireGrace";
-            claimEvents.missed(d, lateness, d.missReason == null ? reason : d.missReason + "; " + reason, lockName,
-                    d.missCode == null ? "no_quorum" : d.missCode);
-            d.missOnly(reason, "no_quorum");
+            claimEvents.missed(d, lateness, d.missReason() == null ? reason : d.missReason() + "; " + reason, lockName,
+                    d.missCode() == null ? "no_quorum" : d.missCode());
+            d.reported(reason, "no_quorum");
         }
         if (again.isBefore(d.recordDeadline())) {
-            queue.requeue(d, again); // settle the record: a majority records the miss
+            d.retryAt(again); // settle the record: a majority records the miss
         } else {
-            decided(d, now);
+            d.decided();
         }
     }
 

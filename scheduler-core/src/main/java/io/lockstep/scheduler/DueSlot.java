@@ -1,103 +1,358 @@
 package io.lockstep.scheduler;
 
 import io.lockstep.scheduler.lock.ClaimRequest;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.function.Supplier;
 
 /**
- * One slot on its way to a decision: queued by its fire time, then by its retry time, until the
- * store decides it. Its token stays the same across retries, so a repeated request whose reply was
- * lost gets the same answer. Guarded by the {@link SlotQueue}'s lock while queued; owned by the
- * tick thread while it is being claimed.
+ * One slot on its way to a decision, and where it stands on that way ({@link Stage}). Its
+ * {@link Kind} (what it is: a scheduled claim, a manual run, a catch-up, a recovery) never changes;
+ * its stage changes only through the transitions below, each of which checks the stage it comes
+ * from: a move the table does not allow is a bug, and throws {@link IllegalStateException} naming
+ * the slot and both stages. Its token stays the same across retries, so a repeated request whose
+ * reply was lost gets the same answer.
+ *
+ * <p>The tick thread decides (the {@link Preference}, the {@link Claimer}) by moving the slot on;
+ * the {@link SlotQueue} then files it by its stage, once ({@link SlotQueue#place}): queued by its
+ * retry time, set aside until a job thread frees, or forgotten.
+ *
+ * <pre>
+ * from                           transition        to                    called by
+ * (birth)                        scheduled         UNSHARED              Scheduler.start, Ticker
+ * (birth)                        manual            TRIGGERED             Scheduler (a trigger)
+ * (birth)                        claim, catchUp,   QUEUED                CatchUpPlan, Recovery
+ *                                recovery
+ * (birth)                        missed            MISS_ONLY             CatchUpPlan, Ticker (fell behind)
+ * QUEUED (a catch-up)            then              CHAINED               CatchUpPlan
+ * CHAINED                        unchain           QUEUED                SlotQueue (the one before decided)
+ * UNSHARED                       ours              QUEUED (claim ahead)  Preference
+ * UNSHARED                       stepAside         STEPPED_ASIDE         Preference
+ * STEPPED_ASIDE                  takeOver          QUEUED                Preference (no record)
+ * QUEUED, TRIGGERED, WAITING_THREAD
+ *                                awaitThread       WAITING_THREAD        Claimer (no free thread)
+ *                                missOnly          MISS_ONLY             Claimer (past its start deadline)
+ *                                toStore           CLAIMING              Claimer
+ * MISS_ONLY, REPORTED            toStore           (stays)               Claimer
+ * CLAIMING                       won               STAGED or RUNNING     Claimer (claimed ahead, or not)
+ * CLAIMING                       retryAt           QUEUED                Claimer (busy, early, no quorum, unanswered)
+ * MISS_ONLY, REPORTED            retryAt           (stays)               Claimer
+ * CLAIMING, MISS_ONLY            reported          REPORTED              Claimer (unanswered, no quorum)
+ * CLAIMING, MISS_ONLY, REPORTED,
+ * STEPPED_ASIDE                  decided           DECIDED               Claimer, Preference (a record)
+ * </pre>
+ * STAGED, RUNNING and DECIDED are final: the slot has left the queue's hands.
+ *
+ * <p>Owned by the tick thread while it decides; guarded by the {@link SlotQueue}'s lock while filed there.
  */
 final class DueSlot implements Comparable<DueSlot> {
 
-    final ScheduledJob job;
-    final Instant slot;
-    /** What to ask the store; a claim becomes {@link ClaimRequest.Mode#MISS_ONLY} once it cannot start any more. */
-    ClaimRequest.Mode mode;
-    Instant retryAt;
-    /**
-     * Until when a {@link ClaimRequest.Mode#CATCH_UP} slot may still start (set when it is planned);
-     * later it is only recorded as missed.
-     */
-    Instant catchUpDeadline = Instant.MAX;
-    /**
-     * Already reported missed by this worker (the store was unreachable until it could no longer
-     * start); what is still sent for it only makes the store's record agree.
-     */
-    boolean reported;
-    /** Planned by the catch-up at start ({@code catchUp: latest | all}): newer slots of the job wait for it. */
-    boolean catchUp;
-    String token;
-    boolean followerQueued;
-    /** Why the slot is reported missed ({@link ClaimRequest.Mode#MISS_ONLY} at start). */
-    String missReason;
-    /** The same as a short code for the {@code reason} tag of {@code lockstep.slots.missed}. */
-    String missCode;
-    /** A manual run ({@code trigger}): outside the job's order of slots, with {@link #MANUAL_GRACE}. */
-    boolean manual;
-    /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
-    DueSlot next;
-    /** Where the slot stands with its preferred claimer ({@link io.lockstep.scheduler.Preference}). */
-    Standing standing = Standing.NONE;
-    /** {@link Standing#PEER}: the worker it was given to. */
-    String preferred;
-
-    /** A scheduled slot's standing with its preferred claimer. */
-    enum Standing {
-        /** Not shared out (a catch-up, a manual run, a miss to record): claimed by every worker when due. */
-        NONE,
-        /** A scheduled slot not shared out yet: due {@link io.lockstep.scheduler.Preference#AHEAD} of its time. */
+    /** Where a slot stands on its way to a decision (see the table above). */
+    enum Stage {
+        /** A scheduled slot not shared out yet: due {@link Preference#AHEAD} of its time. */
         UNSHARED,
-        /** Ours: claimed ahead of its time. */
-        OWN,
-        /** A peer's: its record is read {@link io.lockstep.scheduler.Preference#BACKOFF} after its time. */
-        PEER
+        /** A peer's slot: due {@link Preference#BACKOFF} after its time, when its record is read. */
+        STEPPED_ASIDE,
+        /** A manual run not yet due: as {@link #QUEUED}, but the job's next slot is queued when it is first due. */
+        TRIGGERED,
+        /** A catch-up slot ({@code catchUp: all}) queued once the one before it is decided. */
+        CHAINED,
+        /** Queued for its fire time or its retry time, then claimed (or, once due, on its way to the claimer). */
+        QUEUED,
+        /** Due, but no job thread was free (or an older slot of the job waits): claimed when one frees. */
+        WAITING_THREAD,
+        /** In a batch on its way to the store, to start. */
+        CLAIMING,
+        /** Can no longer start: asks the store only to record the miss; the answer reports it. */
+        MISS_ONLY,
+        /** Reported missed by this worker (the store did not answer in time): the answer only settles the record. */
+        REPORTED,
+        /** Won ahead of its time: handed to the {@link Starter}. */
+        STAGED,
+        /** Won: handed to the {@link Runner}. */
+        RUNNING,
+        /** Decided otherwise (taken, skipped, missed, ...) or given up on: forgotten. */
+        DECIDED
     }
 
-    DueSlot(ScheduledJob job, Instant slot) {
-        this(job, slot, ClaimRequest.Mode.CLAIM);
-    }
+    /** What a slot is; fixed at its birth. */
+    enum Kind {
+        /** A slot of the job's schedule. */
+        CLAIM(ClaimRequest.Mode.CLAIM),
+        /** A manual run ({@code trigger}): outside the job's order of slots, with {@link #MANUAL_GRACE}. */
+        MANUAL(ClaimRequest.Mode.CLAIM),
+        /** Planned by the catch-up at start ({@code catchUp: latest | all}): newer slots of the job wait for it. */
+        CATCH_UP(ClaimRequest.Mode.CATCH_UP),
+        /** A run whose lease ran out without an outcome, to rerun ({@code recover: rerun}). */
+        RECOVER(ClaimRequest.Mode.RECOVER),
+        /** A run whose lease ran out without an outcome, to abandon ({@code recover: none}). */
+        ABANDON(ClaimRequest.Mode.ABANDON);
 
-    DueSlot(ScheduledJob job, Instant slot, ClaimRequest.Mode mode) {
-        this.job = job;
-        this.slot = slot;
-        this.mode = mode;
-        this.retryAt = slot;
+        /** What is asked of the store while the slot may still start. */
+        final ClaimRequest.Mode mode;
+
+        Kind(ClaimRequest.Mode mode) {
+            this.mode = mode;
+        }
     }
 
     /**
      * How late a manual run may still start: workers hear of a trigger with their next heartbeat,
      * so at least a few heartbeats, and never less than the job's own grace.
      */
-    static final java.time.Duration MANUAL_GRACE = java.time.Duration.ofSeconds(30);
+    static final Duration MANUAL_GRACE = Duration.ofSeconds(30);
 
-    /**
-     * A job's next scheduled slot: due {@link io.lockstep.scheduler.Preference#AHEAD} of its time, when
-     * it is shared out to its preferred claimer.
-     */
-    static DueSlot scheduled(ScheduledJob job, Instant slot) {
-        DueSlot d = new DueSlot(job, slot);
-        d.standing = Standing.UNSHARED;
-        d.retryAt = slot.minus(io.lockstep.scheduler.Preference.AHEAD);
-        return d;
+    // Where each transition may come from (the table above).
+    private static final Set<Stage> FROM_QUEUED = EnumSet.of(Stage.QUEUED);
+    private static final Set<Stage> FROM_CHAINED = EnumSet.of(Stage.CHAINED);
+    private static final Set<Stage> FROM_UNSHARED = EnumSet.of(Stage.UNSHARED);
+    private static final Set<Stage> FROM_STEPPED_ASIDE = EnumSet.of(Stage.STEPPED_ASIDE);
+    private static final Set<Stage> FROM_CLAIMING = EnumSet.of(Stage.CLAIMING);
+    /** May still start: claimed, or set aside for a thread, or turned into a miss to record. */
+    private static final Set<Stage> TO_CLAIM = EnumSet.of(Stage.QUEUED, Stage.TRIGGERED, Stage.WAITING_THREAD);
+    /** Can no longer start: only the miss is asked for. */
+    private static final Set<Stage> MISSING = EnumSet.of(Stage.MISS_ONLY, Stage.REPORTED);
+    private static final Set<Stage> SENDABLE = EnumSet.of(Stage.QUEUED, Stage.TRIGGERED, Stage.WAITING_THREAD,
+            Stage.MISS_ONLY, Stage.REPORTED);
+    private static final Set<Stage> REPORTABLE = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY);
+    /** Sent to the store: its answer (or its silence) moves the slot on. */
+    private static final Set<Stage> ASKED = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY, Stage.REPORTED);
+    private static final Set<Stage> DECIDABLE = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY, Stage.REPORTED,
+            Stage.STEPPED_ASIDE);
+
+    final ScheduledJob job;
+    final Instant slot;
+    private final Kind kind;
+    /** A manual run ({@code trigger}): {@link Kind#MANUAL}. */
+    final boolean manual;
+    /** Until when a {@link Kind#CATCH_UP} slot may still start; later it is only recorded as missed. */
+    private final Instant catchUpDeadline;
+    private Stage stage;
+    /** When it is due (in the queue): its fire time, its retry time, or when it is shared out. */
+    private Instant retryAt;
+    /** How long before its slot the store may decide it: {@link Preference#AHEAD} once shared out to us. */
+    private Duration ahead = Duration.ZERO;
+    private String token;
+    /** Why the slot is reported missed, and the same as a short code for {@code lockstep.slots.missed}. */
+    private String missReason;
+    private String missCode;
+    /** {@link Stage#STEPPED_ASIDE}: the worker it was given to. */
+    private String preferred;
+    /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
+    private DueSlot next;
+
+    private DueSlot(ScheduledJob job, Instant slot, Kind kind, Stage stage, Instant retryAt, Instant catchUpDeadline) {
+        this.job = job;
+        this.slot = slot;
+        this.kind = kind;
+        this.manual = kind == Kind.MANUAL;
+        this.stage = stage;
+        this.retryAt = retryAt;
+        this.catchUpDeadline = catchUpDeadline;
     }
 
-    /** Whether the claim may be decided ahead of the slot: only ours, on its first way to the store. */
-    boolean claimsAhead() {
-        return standing == Standing.OWN && mode == ClaimRequest.Mode.CLAIM && !manual && !reported;
+    /** A job's next scheduled slot: due {@link Preference#AHEAD} of its time, when it is shared out. */
+    static DueSlot scheduled(ScheduledJob job, Instant slot) {
+        return new DueSlot(job, slot, Kind.CLAIM, Stage.UNSHARED, slot.minus(Preference.AHEAD), Instant.MAX);
+    }
+
+    /** A slot of the job's schedule claimed by every worker at its time (not shared out). */
+    static DueSlot claim(ScheduledJob job, Instant slot) {
+        return new DueSlot(job, slot, Kind.CLAIM, Stage.QUEUED, slot, Instant.MAX);
     }
 
     /** A manual run of {@code job} requested at {@code slot}. */
     static DueSlot manual(ScheduledJob job, Instant slot) {
-        DueSlot d = new DueSlot(job, slot);
-        d.manual = true;
+        return new DueSlot(job, slot, Kind.MANUAL, Stage.TRIGGERED, slot, Instant.MAX);
+    }
+
+    /** A slot the cluster missed while down, to run until {@code deadline}; due at {@code at}. */
+    static DueSlot catchUp(ScheduledJob job, Instant slot, Instant deadline, Instant at) {
+        return new DueSlot(job, slot, Kind.CATCH_UP, Stage.QUEUED, at, deadline);
+    }
+
+    /** A slot of the job's schedule that can no longer start, due at {@code at} to be recorded as missed. */
+    static DueSlot missed(ScheduledJob job, Instant slot, String reason, String code, Instant at) {
+        DueSlot d = new DueSlot(job, slot, Kind.CLAIM, Stage.MISS_ONLY, at, Instant.MAX);
+        d.missReason = reason;
+        d.missCode = code;
         return d;
     }
 
+    /** A run of {@code job} that lost its lease without an outcome, rerun or abandoned by {@code policy}. */
+    static DueSlot recovery(ScheduledJob job, Instant slot, Recover policy) {
+        return new DueSlot(job, slot, policy == Recover.RERUN ? Kind.RECOVER : Kind.ABANDON, Stage.QUEUED, slot, Instant.MAX);
+    }
+
+    /** Chains {@code after} behind this catch-up slot: it is queued once this one is decided. */
+    void then(DueSlot after) {
+        after.move("then", Stage.CHAINED, FROM_QUEUED);
+        next = after;
+    }
+
+    /** The catch-up slot before it was decided: due at {@code at}. */
+    DueSlot unchain(Instant at) {
+        move("unchain", Stage.QUEUED, FROM_CHAINED);
+        retryAt = at;
+        return this;
+    }
+
+    /** Shared out to this worker: claimed now, {@link Preference#AHEAD} of its time. */
+    void ours() {
+        move("ours", Stage.QUEUED, FROM_UNSHARED);
+        ahead = Preference.AHEAD;
+    }
+
+    /** Shared out to the peer {@code worker}: its record is read at {@code at}. */
+    void stepAside(String worker, Instant at) {
+        move("stepAside", Stage.STEPPED_ASIDE, FROM_UNSHARED);
+        preferred = worker;
+        retryAt = at;
+    }
+
+    /** A peer's slot without a record after the backoff: claimed like any slot from now on. */
+    void takeOver() {
+        move("takeOver", Stage.QUEUED, FROM_STEPPED_ASIDE);
+    }
+
+    /** No free job thread (or an older slot of the job waits): claimed again when one frees. */
+    void awaitThread() {
+        move("awaitThread", Stage.WAITING_THREAD, TO_CLAIM);
+    }
+
+    /**
+     * Put in a batch for the store: a slot that may start is claimed; one that can no longer start
+     * goes as it is (only its miss is asked for).
+     */
+    void toStore() {
+        move("toStore", TO_CLAIM.contains(stage) ? Stage.CLAIMING : stage, SENDABLE);
+    }
+
+    /**
+     * A claim that can no longer start becomes a request that only records the miss (with the
+     * same token: if an earlier claim of ours won after all, the store disowns it).
+     */
+    void missOnly(String reason, String code) {
+        move("missOnly", Stage.MISS_ONLY, TO_CLAIM);
+        because(reason, code);
+    }
+
+    /** Reported missed by this worker (the store did not answer in time); what is still sent only settles the record. */
+    void reported(String reason, String code) {
+        move("reported", Stage.REPORTED, REPORTABLE);
+        because(reason, code);
+    }
+
+    /** Asked again at {@code at}: a claim is queued again, a miss to record stays one. */
+    void retryAt(Instant at) {
+        move("retryAt", stage == Stage.CLAIMING ? Stage.QUEUED : stage, ASKED);
+        retryAt = at;
+    }
+
+    /** Won: handed to the {@link Starter} ({@code staged}, claimed ahead) or to the {@link Runner}. */
+    void won(boolean staged) {
+        move("won", staged ? Stage.STAGED : Stage.RUNNING, FROM_CLAIMING);
+    }
+
+    /** Decided otherwise (or given up on, or a peer's record settles it): forgotten. */
+    void decided() {
+        move("decided", Stage.DECIDED, DECIDABLE);
+    }
+
+    private void move(String transition, Stage to, Set<Stage> from) {
+        if (!from.contains(stage)) {
+            throw new IllegalStateException("slot " + key() + ": " + transition + " cannot move it from " + stage + " to "
+                    + to + " (allowed from " + from + ")");
+        }
+        stage = to;
+    }
+
+    private void because(String reason, String code) {
+        if (missReason == null) {
+            missReason = reason;
+            missCode = code;
+        }
+    }
+
+    /** Where the slot stands. */
+    Stage stage() {
+        return stage;
+    }
+
+    Kind kind() {
+        return kind;
+    }
+
+    Instant retryAt() {
+        return retryAt;
+    }
+
+    /** What is asked of the store: the kind's request while the slot may start, else only the miss. */
+    ClaimRequest.Mode mode() {
+        return MISSING.contains(stage) ? ClaimRequest.Mode.MISS_ONLY : kind.mode;
+    }
+
+    /** How long before its slot the store may decide it: only a slot shared out to us, while it may start. */
+    Duration ahead() {
+        return MISSING.contains(stage) ? Duration.ZERO : ahead;
+    }
+
+    /** Whether this is a recovery (rerun or abandonment) of a run that lost its lease: not a claim. */
+    boolean recovery() {
+        return kind == Kind.RECOVER || kind == Kind.ABANDON;
+    }
+
+    /**
+     * Whether the job's next slot is queued now that this one is first due: a scheduled slot not
+     * shared out yet, and a manual run not yet looked at (as the tick has always done).
+     */
+    boolean leadsSchedule() {
+        return stage == Stage.UNSHARED || stage == Stage.TRIGGERED;
+    }
+
+    /**
+     * Whether winning it starts a run, so that it needs a free job thread. An abandonment reserves
+     * none (abandoning a dead run must not wait for a thread): when it wins a claim that never
+     * started, the run takes a thread then.
+     */
+    boolean needsThread() {
+        ClaimRequest.Mode m = mode();
+        return m == ClaimRequest.Mode.CLAIM || m == ClaimRequest.Mode.CATCH_UP || m == ClaimRequest.Mode.RECOVER;
+    }
+
+    /** The slot's token, the same on every request; drawn on its first one. */
+    String token(Supplier<String> draw) {
+        if (token == null) {
+            token = draw.get();
+        }
+        return token;
+    }
+
+    String missReason() {
+        return missReason;
+    }
+
+    String missCode() {
+        return missCode;
+    }
+
+    String preferred() {
+        return preferred;
+    }
+
+    DueSlot next() {
+        return next;
+    }
+
+    Instant catchUpDeadline() {
+        return catchUpDeadline;
+    }
+
     /** How late the store may still let this slot be claimed. */
-    java.time.Duration grace() {
-        java.time.Duration own = definition().misfireGrace();
+    Duration grace() {
+        Duration own = definition().misfireGrace();
         return manual && own.compareTo(MANUAL_GRACE) < 0 ? MANUAL_GRACE : own;
     }
 
@@ -110,7 +365,7 @@ final class DueSlot implements Comparable<DueSlot> {
      * Past it, the slot is only recorded as missed; a slot waiting for a thread is looked at then.
      */
     Instant startDeadline() {
-        return switch (mode) {
+        return switch (mode()) {
             case CLAIM -> slot.plus(grace());
             case CATCH_UP -> catchUpDeadline;
             default -> Instant.MAX;
@@ -126,28 +381,6 @@ final class DueSlot implements Comparable<DueSlot> {
         return slot.plus(ClaimRequest.recordTtl(d.lease(), grace()));
     }
 
-    /**
-     * Turns a claim that can no longer start into a request that only records the miss (with the
-     * same token: if an earlier claim of ours won after all, the store disowns it).
-     */
-    void missOnly(String reason, String code) {
-        mode = ClaimRequest.Mode.MISS_ONLY;
-        if (missReason == null) {
-            missReason = reason;
-            missCode = code;
-        }
-    }
-
-    /**
-     * Whether winning it starts a run, so that it needs a free job thread. An abandonment reserves
-     * none (abandoning a dead run must not wait for a thread): when it wins a claim that never
-     * started, the run takes a thread then.
-     */
-    boolean needsThread() {
-        return mode == ClaimRequest.Mode.CLAIM || mode == ClaimRequest.Mode.CATCH_UP
-                || mode == ClaimRequest.Mode.RECOVER;
-    }
-
     String key() {
         return definition().name() + "@" + slot.toEpochMilli();
     }
@@ -155,5 +388,10 @@ final class DueSlot implements Comparable<DueSlot> {
     @Override
     public int compareTo(DueSlot other) {
         return retryAt.compareTo(other.retryAt);
+    }
+
+    @Override
+    public String toString() {
+        return key() + " " + kind + " " + stage;
     }
 }

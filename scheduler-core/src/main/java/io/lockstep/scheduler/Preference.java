@@ -61,54 +61,61 @@ final class Preference {
     }
 
     /**
-     * Of the due slots, those to claim now. Scheduled slots due for the first time are shared out:
-     * ours are claimed now (ahead of their slot), a peer's are queued again for {@link #BACKOFF}
-     * after their slot. A peer's slot due again is claimed when the store has no record of it, and
-     * settled here ({@code decided}) when it has one, with a look at the job's runs when a lease
-     * holds it.
+     * Of the due slots, those to claim now. Scheduled slots due for the first time
+     * ({@link DueSlot.Stage#UNSHARED}) are shared out: ours are claimed now (ahead of their slot), a
+     * peer's are queued again for {@link #BACKOFF} after their slot ({@link DueSlot.Stage#STEPPED_ASIDE}).
+     * A peer's slot due again is claimed when the store has no record of it, and settled here
+     * ({@link DueSlot.Stage#DECIDED}) when it has one, with a look at the job's runs when a lease
+     * holds it. What is not claimed now goes back to the queue, once.
      */
     List<DueSlot> sift(List<DueSlot> due, SlotQueue queue, Instant now) {
         List<DueSlot> claimNow = new ArrayList<>(due.size());
-        List<DueSlot> recheck = null;
-        boolean viewed = false;
-        for (DueSlot d : due) {
-            switch (d.standing) {
-                case UNSHARED -> {
-                    if (!viewed) {
-                        look();
-                        viewed = true;
+        List<DueSlot> back = new ArrayList<>();
+        try {
+            List<DueSlot> recheck = null;
+            boolean viewed = false;
+            for (DueSlot d : due) {
+                switch (d.stage()) {
+                    case UNSHARED -> {
+                        if (!viewed) {
+                            look();
+                            viewed = true;
+                        }
+                        share(d, claimNow, back);
                     }
-                    share(d, queue, claimNow);
-                }
-                case PEER -> {
-                    if (recheck == null) {
-                        recheck = new ArrayList<>();
+                    case STEPPED_ASIDE -> {
+                        if (recheck == null) {
+                            recheck = new ArrayList<>();
+                        }
+                        recheck.add(d);
                     }
-                    recheck.add(d);
-                }
-                default -> claimNow.add(d);
-            }
-        }
-        if (recheck != null) {
-            List<SlotState> states = states(recheck);
-            for (int i = 0; i < recheck.size(); i++) {
-                DueSlot d = recheck.get(i);
-                SlotState state = states == null ? SlotState.NONE : states.get(i);
-                if (state.kind() == SlotState.Kind.NONE) {
-                    d.standing = DueSlot.Standing.NONE; // claim it like any slot from now on
-                    claimNow.add(d);
-                    continue;
-                }
-                events.debug("slot_stepped_aside").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
-                        .addKeyValue("preferred", d.preferred).addKeyValue("record", state.kind().name().toLowerCase(java.util.Locale.ROOT))
-                        .log("the slot's record shows it claimed or decided");
-                queue.decided(d, now);
-                if (state.kind() != SlotState.Kind.DECIDED) {
-                    // We never raced it, so no claim answer told us of its run: look for it dead once
-                    // its lease (short, while it is not started) would have run out.
-                    queue.lookNoLaterThan(d.definition().name(), Instant.ofEpochMilli(state.leaseEndMillis()).plus(Recovery.LOOK_MARGIN));
+                    default -> claimNow.add(d);
                 }
             }
+            if (recheck != null) {
+                List<SlotState> states = states(recheck);
+                for (int i = 0; i < recheck.size(); i++) {
+                    DueSlot d = recheck.get(i);
+                    SlotState state = states == null ? SlotState.NONE : states.get(i);
+                    if (state.kind() == SlotState.Kind.NONE) {
+                        d.takeOver(); // claim it like any slot from now on
+                        claimNow.add(d);
+                        continue;
+                    }
+                    events.debug("slot_stepped_aside").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
+                            .addKeyValue("preferred", d.preferred()).addKeyValue("record", state.kind().name().toLowerCase(java.util.Locale.ROOT))
+                            .log("the slot's record shows it claimed or decided");
+                    d.decided();
+                    back.add(d);
+                    if (state.kind() != SlotState.Kind.DECIDED) {
+                        // We never raced it, so no claim answer told us of its run: look for it dead once
+                        // its lease (short, while it is not started) would have run out.
+                        queue.lookNoLaterThan(d.definition().name(), Instant.ofEpochMilli(state.leaseEndMillis()).plus(Recovery.LOOK_MARGIN));
+                    }
+                }
+            }
+        } finally {
+            queue.place(back, now); // even when the store threw: what was moved on is filed
         }
         return claimNow;
     }
@@ -122,16 +129,15 @@ final class Preference {
         }
     }
 
-    private void share(DueSlot d, SlotQueue queue, List<DueSlot> claimNow) {
+    private void share(DueSlot d, List<DueSlot> claimNow, List<DueSlot> back) {
         long slot = d.slot.toEpochMilli();
         String preferred = workers.size() < 2 ? workerId : preferred(d.definition().name(), slot);
         if (preferred.equals(workerId)) {
-            d.standing = DueSlot.Standing.OWN;
+            d.ours();
             claimNow.add(d);
         } else {
-            d.standing = DueSlot.Standing.PEER;
-            d.preferred = preferred;
-            queue.requeue(d, d.slot.plus(BACKOFF));
+            d.stepAside(preferred, d.slot.plus(BACKOFF));
+            back.add(d);
         }
     }
 

@@ -1,6 +1,5 @@
 package io.lockstep.scheduler;
 
-import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.RunsInFlight;
@@ -73,9 +72,7 @@ final class Recovery {
                 if (runner.handling(runs.job(), slot)) {
                     continue; // our own run, still executing or its outcome not written yet: not dead to us
                 }
-                DueSlot d = new DueSlot(job, slot, job.definition().recover() == Recover.RERUN
-                        ? ClaimRequest.Mode.RECOVER : ClaimRequest.Mode.ABANDON);
-                d.followerQueued = true;
+                DueSlot d = DueSlot.recovery(job, slot, job.definition().recover());
                 if (queue.startRecovery(d)) {
                     due.add(d);
                 }

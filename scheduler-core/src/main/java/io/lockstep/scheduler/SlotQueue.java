@@ -17,7 +17,9 @@ import java.util.concurrent.locks.ReentrantLock;
 /**
  * What the tick thread waits for: slots by fire (or retry) time, slots waiting for a free job
  * thread, and per job the moment to look at its runs in flight. The tick thread sleeps in
- * {@link #awaitDue} until one of them is due; job threads wake it when they free a thread. Thread-safe.
+ * {@link #awaitDue} until one of them is due; job threads wake it when they free a thread. The due
+ * slots it takes out it moves on to their next {@link DueSlot.Stage} and gives back through
+ * {@link #place}, which files each by its stage, once. Thread-safe.
  */
 final class SlotQueue {
 
@@ -59,7 +61,7 @@ final class SlotQueue {
             while (!closed) {
                 Instant now = clock.now();
                 DueSlot head = queue.peek();
-                if (head != null && !head.retryAt.isAfter(now)) {
+                if (head != null && !head.retryAt().isAfter(now)) {
                     break;
                 }
                 if (!waiting.isEmpty() && threadFreed && threads.anyFree()) {
@@ -72,7 +74,7 @@ final class SlotQueue {
                 if (clock.syncDue()) {
                     break; // the store's clock is read again on a timer, idle or not
                 }
-                Instant until = head == null ? now.plusSeconds(1) : head.retryAt;
+                Instant until = head == null ? now.plusSeconds(1) : head.retryAt();
                 if (look != null) {
                     until = earliest(until, look);
                 }
@@ -91,7 +93,7 @@ final class SlotQueue {
             threadFreed = false;
             Instant now = clock.now();
             List<DueSlot> due = new ArrayList<>();
-            while (!queue.isEmpty() && !queue.peek().retryAt.isAfter(now)) {
+            while (!queue.isEmpty() && !queue.peek().retryAt().isAfter(now)) {
                 due.add(queue.poll());
             }
             due.addAll(waiting);
@@ -103,6 +105,7 @@ final class SlotQueue {
         }
     }
 
+    /** New slots (a job's next, a catch-up plan, a manual run), each due at its {@link DueSlot#retryAt()}. */
     void addAll(Collection<DueSlot> slots) {
         lock.lock();
         try {
@@ -113,28 +116,53 @@ final class SlotQueue {
         }
     }
 
-    /** Queues {@code d} again, due at {@code at}. */
-    void requeue(DueSlot d, Instant at) {
-        lock.lock();
-        try {
-            d.retryAt = at;
-            queue.add(d);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Slots that found no free thread: claimed again when one frees, or when their grace ends. */
-    void awaitThread(List<DueSlot> slots) {
+    /**
+     * Takes back slots the tick thread has moved on ({@link DueSlot}'s transitions), each filed
+     * where its stage says, once: queued again by its {@link DueSlot#retryAt()}; set aside until a
+     * job thread frees (claimed again then, or when its start deadline passes); or, once it has
+     * left our hands (decided, staged or running), forgotten: a recovery of it is forgotten, the
+     * next catch-up slot is queued (due {@code now}), and after the last one the job's newer slots
+     * may go.
+     *
+     * @throws IllegalStateException for a slot still on its way to the store, or chained: nowhere to file it (a bug)
+     */
+    void place(Collection<DueSlot> slots, Instant now) {
         if (slots.isEmpty()) {
             return;
         }
         lock.lock();
         try {
-            waiting.addAll(slots);
-            anyWaiting = true;
+            for (DueSlot d : slots) {
+                switch (d.stage()) {
+                    case UNSHARED, STEPPED_ASIDE, TRIGGERED, QUEUED, MISS_ONLY, REPORTED -> queue.add(d);
+                    case WAITING_THREAD -> {
+                        waiting.add(d);
+                        anyWaiting = true;
+                    }
+                    case STAGED, RUNNING, DECIDED -> forget(d, now);
+                    default -> throw new IllegalStateException("slot " + d.key() + " cannot be placed while " + d.stage());
+                }
+            }
+            wake.signalAll();
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** {@link #place(Collection, Instant)} for one slot. */
+    void place(DueSlot d, Instant now) {
+        place(List.of(d), now);
+    }
+
+    /** A slot left our hands: see {@link #place}. Under {@link #lock}. */
+    private void forget(DueSlot d, Instant now) {
+        recovering.remove(d.key());
+        disowning.remove(d.key());
+        DueSlot next = d.next();
+        if (next != null) {
+            queue.add(next.unchain(now));
+        } else if (d.kind() == DueSlot.Kind.CATCH_UP && catchingUp.remove(d.definition().name())) {
+            threadFreed = true;
         }
     }
 
@@ -275,28 +303,6 @@ final class SlotQueue {
         lock.lock();
         try {
             return catchingUp.contains(job);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /**
-     * A slot is decided: forget a recovery of it, queue the next catch-up slot (due {@code now}),
-     * and after the last one let the job's newer slots go.
-     */
-    void decided(DueSlot d, Instant now) {
-        lock.lock();
-        try {
-            recovering.remove(d.key());
-            disowning.remove(d.key());
-            if (d.next != null) {
-                d.next.retryAt = now;
-                queue.add(d.next);
-                wake.signalAll();
-            } else if (d.catchUp && catchingUp.remove(d.definition().name())) {
-                threadFreed = true;
-                wake.signalAll();
-            }
         } finally {
             lock.unlock();
         }

@@ -88,16 +88,19 @@ final class Ticker {
             running = false;
             return;
         }
+        List<DueSlot> leading = new ArrayList<>(); // due for the first time: the job's next slot follows them
+        for (DueSlot d : due) {
+            if (d.leadsSchedule()) { // read before the claims move the slots on
+                leading.add(d);
+            }
+        }
         try {
             claimer.claimInRounds(due); // first: the claims are what is late; the next fire times can wait a moment
         } finally {
             // Even when the claims threw: every job's next slot is queued, or the job would stop here.
             Instant now = clock.now();
-            for (DueSlot d : due) {
-                if (!d.followerQueued) {
-                    d.followerQueued = true;
-                    queueFollowing(d, now);
-                }
+            for (DueSlot d : leading) {
+                queueFollowing(d, now);
             }
         }
         recovery.lookAtRuns();
@@ -133,12 +136,7 @@ final class Ticker {
             next = d.schedule().next(knowable);
         }
         while (next.isPresent() && !next.get().isAfter(horizon) && behind.size() < CatchUpPlan.MAX_CATCH_UP_SLOTS) {
-            DueSlot missed = new DueSlot(fired.job, next.get(), ClaimRequest.Mode.MISS_ONLY);
-            missed.missReason = "this worker fell behind its schedule";
-            missed.missCode = "fell_behind";
-            missed.retryAt = now;
-            missed.followerQueued = true;
-            behind.add(missed);
+            behind.add(DueSlot.missed(fired.job, next.get(), "this worker fell behind its schedule", "fell_behind", now));
             next = d.schedule().next(next.get());
         }
         next.ifPresent(slot -> behind.add(DueSlot.scheduled(fired.job, slot)));

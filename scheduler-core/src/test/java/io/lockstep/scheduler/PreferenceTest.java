@@ -79,7 +79,10 @@ class PreferenceTest {
         List<String> own = new ArrayList<>();
         for (Worker w : List.of(a, b, c)) {
             List<DueSlot> mine = w.share(T);
-            assertThat(mine).allSatisfy(d -> assertThat(d.standing).isEqualTo(DueSlot.Standing.OWN));
+            assertThat(mine).allSatisfy(d -> {
+                assertThat(d.stage()).isEqualTo(DueSlot.Stage.QUEUED);
+                assertThat(d.ahead()).as("ours: claimed ahead").isEqualTo(Preference.AHEAD);
+            });
             assertThat(mine).as("worker %s gets a share", w.id).isNotEmpty();
             mine.forEach(d -> own.add(d.definition().name()));
         }
@@ -130,6 +133,6 @@ class PreferenceTest {
 
     /** The peer's copies of the slots it stepped aside for, due again after the backoff. */
     private static List<DueSlot> dueAgain(Worker w) {
-        return new ArrayList<>(w.shared.stream().filter(d -> d.standing == DueSlot.Standing.PEER).toList());
+        return new ArrayList<>(w.shared.stream().filter(d -> d.stage() == DueSlot.Stage.STEPPED_ASIDE).toList());
     }
 }
