@@ -22,7 +22,7 @@ import java.util.function.Supplier;
  * <pre>
  * from                           transition        to                    called by
  * (birth)                        scheduled         UNSHARED              Scheduler.start, Ticker
- * (birth)                        manual            TRIGGERED             Scheduler (a trigger)
+ * (birth)                        manual            QUEUED                Scheduler (a trigger)
  * (birth)                        claim, catchUp,   QUEUED                CatchUpPlan, Recovery
  *                                recovery
  * (birth)                        missed            MISS_ONLY             CatchUpPlan, Ticker (fell behind)
@@ -31,7 +31,7 @@ import java.util.function.Supplier;
  * UNSHARED                       ours              QUEUED (claim ahead)  Preference
  * UNSHARED                       stepAside         STEPPED_ASIDE         Preference
  * STEPPED_ASIDE                  takeOver          QUEUED                Preference (no record)
- * QUEUED, TRIGGERED, WAITING_THREAD
+ * QUEUED, WAITING_THREAD
  *                                awaitThread       WAITING_THREAD        Claimer (no free thread)
  *                                missOnly          MISS_ONLY             Claimer (past its start deadline)
  *                                toStore           CLAIMING              Claimer
@@ -55,8 +55,6 @@ final class DueSlot implements Comparable<DueSlot> {
         UNSHARED,
         /** A peer's slot: due {@link Preference#BACKOFF} after its time, when its record is read. */
         STEPPED_ASIDE,
-        /** A manual run not yet due: as {@link #QUEUED}, but the job's next slot is queued when it is first due. */
-        TRIGGERED,
         /** A catch-up slot ({@code catchUp: all}) queued once the one before it is decided. */
         CHAINED,
         /** Queued for its fire time or its retry time, then claimed (or, once due, on its way to the claimer). */
@@ -111,10 +109,10 @@ final class DueSlot implements Comparable<DueSlot> {
     private static final Set<Stage> FROM_STEPPED_ASIDE = EnumSet.of(Stage.STEPPED_ASIDE);
     private static final Set<Stage> FROM_CLAIMING = EnumSet.of(Stage.CLAIMING);
     /** May still start: claimed, or set aside for a thread, or turned into a miss to record. */
-    private static final Set<Stage> TO_CLAIM = EnumSet.of(Stage.QUEUED, Stage.TRIGGERED, Stage.WAITING_THREAD);
+    private static final Set<Stage> TO_CLAIM = EnumSet.of(Stage.QUEUED, Stage.WAITING_THREAD);
     /** Can no longer start: only the miss is asked for. */
     private static final Set<Stage> MISSING = EnumSet.of(Stage.MISS_ONLY, Stage.REPORTED);
-    private static final Set<Stage> SENDABLE = EnumSet.of(Stage.QUEUED, Stage.TRIGGERED, Stage.WAITING_THREAD,
+    private static final Set<Stage> SENDABLE = EnumSet.of(Stage.QUEUED, Stage.WAITING_THREAD,
             Stage.MISS_ONLY, Stage.REPORTED);
     private static final Set<Stage> REPORTABLE = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY);
     /** Sent to the store: its answer (or its silence) moves the slot on. */
@@ -165,7 +163,7 @@ final class DueSlot implements Comparable<DueSlot> {
 
     /** A manual run of {@code job} requested at {@code slot}. */
     static DueSlot manual(ScheduledJob job, Instant slot) {
-        return new DueSlot(job, slot, Kind.MANUAL, Stage.TRIGGERED, slot, Instant.MAX);
+        return new DueSlot(job, slot, Kind.MANUAL, Stage.QUEUED, slot, Instant.MAX);
     }
 
     /** A slot the cluster missed while down, to run until {@code deadline}; due at {@code at}. */
@@ -305,11 +303,12 @@ final class DueSlot implements Comparable<DueSlot> {
     }
 
     /**
-     * Whether the job's next slot is queued now that this one is first due: a scheduled slot not
-     * shared out yet, and a manual run not yet looked at (as the tick has always done).
+     * Whether the job's next slot is queued now that this one is first due: only a scheduled slot
+     * not shared out yet. (A manual run is outside the job's schedule: queueing a slot after it
+     * would start a second copy of the schedule, every later slot claimed twice by this worker.)
      */
     boolean leadsSchedule() {
-        return stage == Stage.UNSHARED || stage == Stage.TRIGGERED;
+        return stage == Stage.UNSHARED;
     }
 
     /**

@@ -134,7 +134,7 @@ final class SlotQueue {
         try {
             for (DueSlot d : slots) {
                 switch (d.stage()) {
-                    case UNSHARED, STEPPED_ASIDE, TRIGGERED, QUEUED, MISS_ONLY, REPORTED -> queue.add(d);
+                    case UNSHARED, STEPPED_ASIDE, QUEUED, MISS_ONLY, REPORTED -> queue.add(d);
                     case WAITING_THREAD -> {
                         waiting.add(d);
                         anyWaiting = true;

@@ -108,9 +108,10 @@ class DueSlotTest {
     @Test
     void whatEachKindIsAtBirth() {
         DueSlot manual = DueSlot.manual(JOB, T);
-        assertThat(manual.stage()).isEqualTo(Stage.TRIGGERED);
+        assertThat(manual.stage()).isEqualTo(Stage.QUEUED);
         assertThat(manual.manual).isTrue();
-        assertThat(manual.leadsSchedule()).isTrue();
+        assertThat(manual.leadsSchedule()).as("a trigger is outside the schedule: no second copy of it").isFalse();
+        assertThat(DueSlot.scheduled(JOB, T).leadsSchedule()).as("a scheduled slot queues the next").isTrue();
         assertThat(manual.grace()).isEqualTo(DueSlot.MANUAL_GRACE);
 
         DueSlot abandon = DueSlot.recovery(JOB, T, Recover.NONE);
@@ -137,7 +138,7 @@ class DueSlotTest {
     void everyMoveOutsideTheTableThrowsNamingTheSlotAndBothStages() {
         Map<String, Consumer<DueSlot>> moves = new LinkedHashMap<>();
         Map<String, Set<Stage>> allowed = new LinkedHashMap<>();
-        Set<Stage> toClaim = EnumSet.of(Stage.QUEUED, Stage.TRIGGERED, Stage.WAITING_THREAD);
+        Set<Stage> toClaim = EnumSet.of(Stage.QUEUED, Stage.WAITING_THREAD);
         Set<Stage> asked = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY, Stage.REPORTED);
         move(moves, allowed, "then", d -> DueSlot.catchUp(JOB, T.minusSeconds(1), T, T).then(d), EnumSet.of(Stage.QUEUED));
         move(moves, allowed, "unchain", d -> d.unchain(T), EnumSet.of(Stage.CHAINED));
@@ -228,7 +229,6 @@ class DueSlotTest {
         Instant slot = T.plusSeconds(SLOTS.incrementAndGet());
         DueSlot d = switch (stage) {
             case UNSHARED, STEPPED_ASIDE, STAGED -> DueSlot.scheduled(JOB, slot);
-            case TRIGGERED -> DueSlot.manual(JOB, slot);
             case MISS_ONLY -> DueSlot.missed(JOB, slot, "late", "late", slot);
             case CHAINED -> DueSlot.catchUp(JOB, slot, slot.plusSeconds(60), slot);
             default -> DueSlot.claim(JOB, slot);

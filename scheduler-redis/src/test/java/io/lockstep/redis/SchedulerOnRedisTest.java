@@ -234,6 +234,43 @@ class SchedulerOnRedisTest {
         }
     }
 
+    /**
+     * Every second, each slot under a lease of its own ({@code overlap: allow}): a manual run never
+     * waits for, or is skipped for, the lease of a scheduled slot (with {@code overlap: skip} it is
+     * skipped when it lands while the next slot's claim, made ahead, holds the job's lease).
+     */
+    private static JobDefinition overlapping(String job) {
+        return new JobDefinition(job, CronSchedule.of("* * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(1), Duration.ofSeconds(2), Overlap.ALLOW, Duration.ZERO, true);
+    }
+
+    /**
+     * A trigger runs the job once, outside its schedule, and leaves the schedule as it was: before
+     * the fix, the manual slot queued "the next slot" after it as well, a second copy of the job's
+     * schedule, so that the lone worker claimed each later slot twice and lost one race to itself
+     * ({@code slot_contended}) every second from then on.
+     */
+    @Test
+    void aTriggerRunsTheJobOnceAndLeavesItsScheduleAsItWas() {
+        try (LocalRedisServer server = LocalRedisServer.start();
+             RedisLockProvider provider = RedisLockProvider.builder().uri(server.uri()).build();
+             CapturedEvents events = new CapturedEvents()) {
+            String job = RedisFixture.job();
+            List<Instant> ran = new CopyOnWriteArrayList<>();
+            try (Scheduler scheduler = Scheduler.builder(provider).workerId("w").job(overlapping(job))
+                    .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
+                scheduler.start();
+                await().atMost(Duration.ofSeconds(15)).until(() -> ran.size() >= 2);
+                Instant manual = RedisAdmin.of(provider).trigger(job);
+                await().atMost(Duration.ofSeconds(15)).until(() -> ran.contains(manual));
+                int after = ran.size();
+                await().atMost(Duration.ofSeconds(15)).until(() -> ran.size() >= after + 4);
+            }
+            assertThat(ran).as("each slot, and the manual run, once").doesNotHaveDuplicates();
+            assertThat(events.named("slot_contended", job)).as("races the lone worker lost to itself").isEmpty();
+        }
+    }
+
     /** Whether Redis decided the slot's record before the slot (a claim made ahead). */
     private static boolean decidedAhead(RedisClient raw, RedisLockProvider provider, String job, Instant slot) {
         String at = raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "at");
