@@ -124,7 +124,7 @@ final class ScaleRun {
         try {
             for (int w = 1; w <= workers; w++) {
                 Path out = dir.resolve("w" + w);
-                processes.add(new ProcessBuilder(Bench.java(), "-Xmx1g", "-Dprobe.out=" + out,
+                processes.add(new ProcessBuilder(Bench.java(), "-Xmx1g", System.getProperty("bench.gc", "-XX:+UseG1GC"), "-Dprobe.out=" + out,
                         "-Dlogback.configurationFile=" + logback, "-cp", Bench.jar(),
                         "io.lockstep.examples.cli.WorkerMain", "run", "--config", config.toString(), "--worker-id", "w" + w)
                         .redirectOutput(dir.resolve("w" + w + ".log").toFile()).redirectErrorStream(true).start());
@@ -299,9 +299,13 @@ final class ScaleRun {
         String info = run(Bench.jcmd(), Long.toString(pid), "GC.heap_info");
         for (String line : info.split("\n")) {
             int used = line.indexOf("used ");
-            if (used >= 0 && line.contains("total")) {
+            if (used >= 0 && line.contains("total")) { // G1: "garbage-first heap total 393216K, used 17628K"
                 String n = line.substring(used + 5).trim();
                 return Long.parseLong(n.substring(0, n.indexOf('K')));
+            }
+            java.util.regex.Matcher z = java.util.regex.Pattern.compile("ZHeap\\s+used (\\d+)M").matcher(line);
+            if (z.find()) { // ZGC: "ZHeap used 50M, capacity 378M, max capacity 1024M"
+                return Long.parseLong(z.group(1)) * 1024;
             }
         }
         throw new IllegalStateException("cannot read the heap from jcmd: " + info);

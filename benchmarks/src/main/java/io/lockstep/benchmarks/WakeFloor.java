@@ -58,7 +58,11 @@ final class WakeFloor {
         int threads = Integer.parseInt(args[0]);
         int rounds = Integer.parseInt(args[1]);
         long[] lateness = new long[threads * rounds];
-        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(RunAll.THREADS);
+        java.util.concurrent.ThreadPoolExecutor pool =
+                (java.util.concurrent.ThreadPoolExecutor) java.util.concurrent.Executors.newFixedThreadPool(RunAll.THREADS);
+        // A worker's pool is at its full size after its first bursts (its threads never time out):
+        // so is this one from the start, or the rounds would time the creation of threads.
+        pool.prestartAllCoreThreads();
         // One round first to warm up (threads created, code compiled), like a worker in its steady state.
         for (int r = -1; r < rounds; r++) {
             Instant second = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);

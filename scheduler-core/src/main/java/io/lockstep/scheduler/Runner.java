@@ -63,21 +63,41 @@ final class Runner {
 
     /**
      * Starts a claimed run on a job thread (reserved for it by the claim), under the job's full
-     * lease, sent (by the claim, or by the start of a claim made ahead) at {@code leaseSentNanos}.
+     * lease, sent (by the claim) at {@code leaseSentNanos}.
      */
     void start(SlotRun run, long leaseSentNanos) {
-        try {
-            run.watchedBy(watchdog.watch(run, run.lease.ttl(), leaseSentNanos, true));
-            active.add(Completer.key(run.definition.name(), run.scheduledTime()));
-            executor.execute(() -> execute(run));
-        } catch (RejectedExecutionException | IllegalStateException | OutOfMemoryError e) {
-            // The pool is shut down (or cannot make a thread), or the watchdog is closed: the run never
-            // starts and goes back unstarted.
-            if (run.watch() != null) {
-                run.watch().stop();
+        startAll(java.util.List.of(run), new long[] {leaseSentNanos});
+    }
+
+    /**
+     * Starts runs due at one instant, each on a job thread reserved for it, under the job's full
+     * lease sent at {@code leaseSentNanos[i]} (by its claim, or by the start of its claim made
+     * ahead). The job threads are woken as a tree ({@link FanOut}), not one by one from this thread.
+     * A run that cannot start (the pool is shut down or cannot make a thread, or the watchdog is
+     * closed) goes back unstarted.
+     */
+    void startAll(java.util.List<SlotRun> runs, long[] leaseSentNanos) {
+        java.util.List<SlotRun> ready = new java.util.ArrayList<>(runs.size());
+        for (int i = 0; i < runs.size(); i++) {
+            SlotRun run = runs.get(i);
+            try {
+                run.watchedBy(watchdog.watch(run, run.lease.ttl(), leaseSentNanos[i], true));
+            } catch (IllegalStateException e) {
+                refused(run);
+                continue;
             }
-            ended(run, Outcome.NOT_STARTED);
+            active.add(Completer.key(run.definition.name(), run.scheduledTime()));
+            ready.add(run);
         }
+        FanOut.start(ready, executor, this::execute, this::refused);
+    }
+
+    /** A run that could not be handed to a job thread: it never starts and goes back unstarted. */
+    private void refused(SlotRun run) {
+        if (run.watch() != null) {
+            run.watch().stop();
+        }
+        ended(run, Outcome.NOT_STARTED);
     }
 
     /**

@@ -210,10 +210,25 @@ final class Starter {
     }
 
     private void act(List<Staged> due) {
+        List<Staged> ready = new ArrayList<>();
+        try {
+            actOn(due, ready);
+        } finally {
+            // Every run found ready goes to the pool together, even when act failed part way.
+            long[] sent = new long[ready.size()];
+            for (int i = 0; i < sent.length; i++) {
+                sent[i] = ready.get(i).startSentNanos;
+            }
+            runner.startAll(ready.stream().map(s -> s.run).toList(), sent);
+        }
+    }
+
+    /** Acts on the runs due; those to hand to the pool now go to {@code ready}. */
+    private void actOn(List<Staged> due, List<Staged> ready) {
         List<Staged> toStart = new ArrayList<>();
         for (Staged s : due) {
             if (s.started) {
-                run(s);
+                ready(s, ready);
             } else if (closingNow()) {
                 s.done = true;
                 handOver(s.run);
@@ -261,7 +276,7 @@ final class Starter {
                         run.startAtNanos = now + delay;
                     }
                     if (run.startAtNanos - now <= 0) {
-                        run(s);
+                        ready(s, ready);
                     } else {
                         requeue(s, run.startAtNanos);
                     }
@@ -304,11 +319,11 @@ final class Starter {
     }
 
     /**
-     * Hands a run the store started to the pool, unless this worker stalled (GC, a pause) past the
-     * slot's grace since the store's answer: then it goes back unstarted, and the recovery that
-     * finds it (a peer's, or ours) records and reports the slot as missed, once.
+     * A run the store started is ready for the pool ({@code ready}), unless this worker stalled (GC,
+     * a pause) past the slot's grace since the store's answer: then it goes back unstarted, and the
+     * recovery that finds it (a peer's, or ours) records and reports the slot as missed, once.
      */
-    private void run(Staged s) {
+    private void ready(Staged s, List<Staged> ready) {
         s.done = true;
         SlotRun run = s.run;
         if (System.nanoTime() - run.graceEndsNanos > 0) {
@@ -318,7 +333,7 @@ final class Starter {
             notStarted(run, true);
             return;
         }
-        runner.start(run, s.startSentNanos);
+        ready.add(s);
     }
 
     /** Whether {@code s} waits in the queue again (requeued for its start instant or a retry). */

@@ -118,7 +118,7 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
 
     /** {@link #recordTtl()} of a job with this lease and grace. */
     public static Duration recordTtl(Duration lease, Duration misfireGrace) {
-        Duration beyond = lease.multipliedBy(2);
+        Duration beyond = lease.plus(lease); // twice the lease (multipliedBy goes through BigDecimal: once per slot)
         return misfireGrace.plus(beyond.compareTo(RECORD_BEYOND_GRACE) > 0 ? beyond : RECORD_BEYOND_GRACE);
     }
 }
