@@ -156,10 +156,8 @@ final class Claimer {
         } catch (RuntimeException e) {
             // A LockException, or anything else the store threw (a client bug): either way nobody
             // knows what happened, so nothing starts and every slot is asked again, never dropped.
-            LockException failure = e instanceof LockException le ? le
-                    : new LockException(provider.describe(), "claim failed: " + Events.describe(e), e);
             threads.release(reserved);
-            outage.failed("claim", failure);
+            LockException failure = outage.failedCall("claim", e);
             unanswered(batch, failure);
             queue.place(batch, clock.now());
             return deferred;

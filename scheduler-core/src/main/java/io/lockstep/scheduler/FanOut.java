@@ -2,7 +2,6 @@ package io.lockstep.scheduler;
 
 import java.util.List;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
@@ -56,6 +55,17 @@ final class FanOut<T> implements Runnable {
     }
 
     /**
+     * This task was taken off the pool before it ran ({@code shutdownNow}): its run, and those it
+     * would have handed on, never start; each is handed to {@code refused}, once.
+     */
+    void dropped() {
+        refused.accept(runs.get(taken.getAndIncrement()));
+        while (handed.getAndIncrement() < runs.size()) {
+            refused.accept(runs.get(taken.getAndIncrement()));
+        }
+    }
+
+    /**
      * Hands one more task to the pool while some run has none. A refused task's run is handed to
      * {@code refused} here, and the next task is tried (a pool that refuses one refuses them all:
      * each run left is then handed back by this thread, none is stranded).
@@ -65,7 +75,7 @@ final class FanOut<T> implements Runnable {
             try {
                 executor.execute(this);
                 return;
-            } catch (RejectedExecutionException | OutOfMemoryError e) {
+            } catch (RuntimeException | Error e) { // refused (shut down), no thread to be had, or any other failure
                 refused.accept(runs.get(taken.getAndIncrement())); // that task never runs: its run never starts
             }
         }

@@ -20,6 +20,20 @@ final class Outage {
         this.target = target;
     }
 
+    /**
+     * {@link #failed} for a call to the store that threw: a {@link LockException} of the store's, or
+     * anything else it threw (a client bug) wrapped into one that names the store. Either way nobody
+     * knows what the call did.
+     *
+     * @return the failure, as a {@link LockException}
+     */
+    LockException failedCall(String operation, RuntimeException e) {
+        LockException failure = e instanceof LockException le ? le
+                : new LockException(target.get(), operation + " failed: " + Events.describe(e), e);
+        failed(operation, failure);
+        return failure;
+    }
+
     /** Records a failure of {@code operation}; warns only on the first failure of an outage. */
     synchronized void failed(String operation, RuntimeException e) {
         String where = e instanceof LockException le ? le.target() : target.get();

@@ -82,11 +82,11 @@ final class Runner {
             SlotRun run = runs.get(i);
             try {
                 run.watchedBy(watchdog.watch(run, run.lease.ttl(), leaseSentNanos[i], true));
-            } catch (IllegalStateException e) {
+                active.add(Completer.key(run.definition.name(), run.scheduledTime()));
+            } catch (RuntimeException | Error e) { // the watchdog is closed (or cannot start its thread)
                 refused(run);
                 continue;
             }
-            active.add(Completer.key(run.definition.name(), run.scheduledTime()));
             ready.add(run);
         }
         FanOut.start(ready, executor, this::execute, this::refused);
@@ -123,7 +123,11 @@ final class Runner {
         executor.shutdown();
         boolean drained = await(timeout);
         if (!drained) {
-            executor.shutdownNow();
+            for (Runnable never : executor.shutdownNow()) {
+                if (never instanceof FanOut<?> f) {
+                    f.dropped(); // runs handed to the pool that never got a thread go back unstarted
+                }
+            }
             drained = await(interruptGrace);
         }
         completer.close();

@@ -22,8 +22,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * ours, that the slot's grace has not passed and that the job is not paused, then records the run
  * as started under the job's full lease. Only a run the store started is handed to the pool, at
  * its start instant: counted on the monotonic clock from the claim's reply, then from the start's
- * (whichever ends first: each alone never ends before the slot by the store's clock, and the
- * start's, its clock read last just before the slot, ends within a fraction of a millisecond of it). Every other end is reported once and the job thread freed:
+ * (the store's clock read last, just before the slot), so never before the slot by the store's
+ * clock and within a fraction of a millisecond of it. The runs due at one instant go to the pool
+ * together ({@link Runner#startAll}); runs already started are handed over before the next start
+ * round trip, never after it. Every other end is reported once and the job thread freed:
  * <ul>
  *   <li>late (the worker stalled past the grace): {@code slot_missed}, recorded by the store;</li>
  *   <li>paused since the claim: {@code slot_skipped}, recorded by the store;</li>
@@ -70,6 +72,7 @@ final class Starter {
     private final LockProvider provider;
     private final Runner runner;
     private final Events events;
+    private final StartEvents startEvents;
     private final Outage outage;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition wake = lock.newCondition();
@@ -81,6 +84,7 @@ final class Starter {
         this.provider = provider;
         this.runner = runner;
         this.events = events;
+        this.startEvents = new StartEvents(events);
         this.outage = outage;
         this.thread = new Thread(this::loop, "lockstep-start");
         this.thread.setDaemon(true);
@@ -214,13 +218,22 @@ final class Starter {
         try {
             actOn(due, ready);
         } finally {
-            // Every run found ready goes to the pool together, even when act failed part way.
-            long[] sent = new long[ready.size()];
-            for (int i = 0; i < sent.length; i++) {
-                sent[i] = ready.get(i).startSentNanos;
-            }
-            runner.startAll(ready.stream().map(s -> s.run).toList(), sent);
+            handToPool(ready); // even when act failed part way
         }
+    }
+
+    /** Hands the runs found ready to the pool together, and forgets them. */
+    private void handToPool(List<Staged> ready) {
+        if (ready.isEmpty()) {
+            return;
+        }
+        long[] sent = new long[ready.size()];
+        for (int i = 0; i < sent.length; i++) {
+            sent[i] = ready.get(i).startSentNanos;
+        }
+        List<SlotRun> runs = ready.stream().map(s -> s.run).toList();
+        ready.clear();
+        runner.startAll(runs, sent);
     }
 
     /** Acts on the runs due; those to hand to the pool now go to {@code ready}. */
@@ -239,6 +252,7 @@ final class Starter {
         if (toStart.isEmpty()) {
             return;
         }
+        handToPool(ready); // the runs due now do not wait for the start round trip of others
         List<StartRequest> requests = new ArrayList<>(toStart.size());
         for (Staged s : toStart) {
             requests.add(new StartRequest(s.run.lease, s.run.definition.misfireGrace()));
@@ -249,9 +263,7 @@ final class Starter {
             answers = provider.start(requests);
             outage.succeeded();
         } catch (RuntimeException e) {
-            io.lockstep.scheduler.lock.LockException failure = e instanceof io.lockstep.scheduler.lock.LockException le ? le
-                    : new io.lockstep.scheduler.lock.LockException(provider.describe(), "start failed: " + Events.describe(e), e);
-            outage.failed("start", failure);
+            io.lockstep.scheduler.lock.LockException failure = outage.failedCall("start", e);
             long retryAt = System.nanoTime() + RETRY_NANOS;
             for (Staged s : toStart) {
                 retryOrGiveUp(s, retryAt, failure.getMessage());
@@ -262,17 +274,17 @@ final class Starter {
         for (int i = 0; i < toStart.size(); i++) {
             Staged s = toStart.get(i);
             SlotRun run = s.run;
-            String job = run.definition.name();
             StartReply reply = answers.get(i);
             switch (reply.answer()) {
                 case STARTED -> {
                     s.started = true;
                     s.startSentNanos = sent;
-                    // The start's reply bounds the store's clock more tightly than the claim's did (read
-                    // last, just before the slot): whichever of the two ends first still ends at or
-                    // after the slot by the store's clock, since each alone does.
+                    // The start's reply is the latest reading of the store's clock (read last, just
+                    // before the slot): the run begins by it, which ends at or after the slot by that
+                    // clock, and within a fraction of a millisecond of it. Not the earlier of it and
+                    // the claim's: a clock stepped back since the claim would make the claim's early.
                     long delay = reply.startDelayNanos(run.scheduledTime());
-                    if (delay != Long.MAX_VALUE && now + delay - run.startAtNanos < 0) {
+                    if (delay != Long.MAX_VALUE) {
                         run.startAtNanos = now + delay;
                     }
                     if (run.startAtNanos - now <= 0) {
@@ -284,20 +296,12 @@ final class Starter {
                 case UNANSWERED -> retryOrGiveUp(s, now + RETRY_NANOS, "the master that holds the claim did not answer");
                 case LATE -> {
                     s.done = true;
-                    events.metrics().missed(job, "late_start", 1);
-                    events.warn("slot_missed").addKeyValue("job", job).addKeyValue("slot", run.scheduledTime().toString())
-                            .addKeyValue("lock_name", run.lockName)
-                            .addKeyValue("reason", "started too late: the slot's misfireGrace had passed by the lock store's clock "
-                                    + "when its run was to start (the worker stalled after claiming it ahead)")
-                            .log("slot missed");
+                    startEvents.late(run);
                     notStarted(run, false);
                 }
                 case PAUSED -> {
                     s.done = true;
-                    events.metrics().skipped(job, "paused");
-                    events.info("slot_skipped").addKeyValue("job", job).addKeyValue("slot", run.scheduledTime().toString())
-                            .addKeyValue("lock_name", run.lockName).addKeyValue("reason", "paused")
-                            .log("slot skipped: the job was paused before its start");
+                    startEvents.paused(run);
                     notStarted(run, false);
                 }
                 case LOST -> {
@@ -376,20 +380,12 @@ final class Starter {
     }
 
     private void leaseLost(SlotRun run, String reason) {
-        events.warn("lease_lost").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
-                .addKeyValue("lock_name", run.lockName).addKeyValue("action", "expire")
-                .addKeyValue("identifier", run.lease.token()).addKeyValue("success", false)
-                .addKeyValue("reason", reason).log("lease lost before start; job not started, handed back to run on a peer");
-        events.metrics().leaseLost(run.definition.name(), "before_start");
+        startEvents.leaseLost(run, reason);
         notStarted(run, true);
     }
 
     private void handOver(SlotRun run) {
-        events.info("slot_handed_over").addKeyValue("job", run.definition.name())
-                .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
-                .addKeyValue("identifier", run.lease.token())
-                .addKeyValue("reason", "the worker is stopping before the slot's start; a peer runs it")
-                .log("slot claimed ahead handed back unstarted");
+        startEvents.handedOver(run);
         notStarted(run, true);
     }
 

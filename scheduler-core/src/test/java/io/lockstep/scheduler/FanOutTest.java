@@ -76,4 +76,28 @@ class FanOutTest {
                 r -> { throw new AssertionError("ran " + r); }, refused::add);
         assertThat(refused).containsExactlyInAnyOrderElementsOf(RUNS);
     }
+
+    @Test
+    void runsDroppedFromAPoolShutDownNowAreHandedBackOnceEach() throws InterruptedException {
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        java.util.concurrent.CountDownLatch blocker = new java.util.concurrent.CountDownLatch(1);
+        pool.execute(() -> {
+            try {
+                blocker.await(); // the only thread is busy: every fan-out task waits in the queue
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Set<Integer> ran = ConcurrentHashMap.newKeySet();
+        Set<Integer> refused = ConcurrentHashMap.newKeySet();
+        FanOut.start(RUNS, pool, ran::add, refused::add);
+        for (Runnable never : pool.shutdownNow()) {
+            if (never instanceof FanOut<?> f) {
+                f.dropped();
+            }
+        }
+        assertThat(pool.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(ran).isEmpty();
+        assertThat(refused).containsExactlyInAnyOrderElementsOf(RUNS);
+    }
 }

@@ -180,39 +180,7 @@ final class ClaimScripts {
                 holders[group.get(j)] = RedisCalls.holder(list.get(j));
             }
         }
-        latestTimes(requests, groups, replies, results);
         return new Decided(results, holders, confirmed);
-    }
-
-    /**
-     * Gives every answer of a batch the latest time its master's clock read during the batch
-     * ({@link RedisCalls#latestPerMaster}). A run claimed ahead starts {@code slot - serverTime}
-     * after the answer arrives ({@link ClaimResult#startDelayMillis}); a batch of a few hundred
-     * claims takes tens of milliseconds on a busy master, which each of its first answers would
-     * otherwise add to its run's start. (The start just before the slot narrows it further:
-     * {@link io.lockstep.scheduler.lock.StartReply}.)
-     */
-    private void latestTimes(List<ClaimRequest> requests, List<List<Integer>> groups, List<Object> replies, ClaimResult[] results) {
-        List<String> firstKeys = new ArrayList<>(groups.size());
-        long[] times = new long[groups.size()];
-        for (int g = 0; g < groups.size(); g++) {
-            Lease lease = requests.get(groups.get(g).get(0)).lease();
-            firstKeys.add(keys.slot(lease.job(), lease.slot().toEpochMilli()));
-            if (!(replies.get(g) instanceof ScriptPipeline.CallFailed)) {
-                for (int i : groups.get(g)) {
-                    times[g] = Math.max(times[g], results[i].serverTimeMillis());
-                }
-            }
-        }
-        long[] latest = calls.latestPerMaster(firstKeys, times);
-        for (int g = 0; g < groups.size(); g++) {
-            for (int i : groups.get(g)) {
-                ClaimResult r = results[i];
-                if (r.serverTimeMillis() > 0 && r.serverTimeMillis() < latest[g]) {
-                    results[i] = new ClaimResult(r.status(), r.fencingToken(), latest[g], r.runningUntilMillis());
-                }
-            }
-        }
     }
 
     /** {@link io.lockstep.scheduler.lock.LockProvider#slotStates} on this server ({@code states.lua}, many slots to a call). */

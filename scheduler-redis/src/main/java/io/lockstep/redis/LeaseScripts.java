@@ -73,11 +73,8 @@ final class LeaseScripts {
         }, replicas);
         List<Object> replies = answered.replies();
         StartAnswer[] answers = new StartAnswer[requests.size()];
-        List<String> firstKeys = new ArrayList<>(groups.size());
         long[] times = new long[groups.size()];
         for (int g = 0; g < groups.size(); g++) {
-            Lease first = requests.get(groups.get(g).get(0)).lease();
-            firstKeys.add(keys.slot(first.job(), first.slot().toEpochMilli()));
             if (replies.get(g) instanceof ScriptPipeline.CallFailed) {
                 for (int i : groups.get(g)) {
                     answers[i] = StartAnswer.UNANSWERED; // its master alone failed: asked again while the short lease lasts
@@ -100,7 +97,7 @@ final class LeaseScripts {
                 }
             }
         }
-        long[] latest = calls.latestPerMaster(firstKeys, times);
+        long[] latest = calls.latestOfBatch(times);
         List<StartReply> out = new ArrayList<>(requests.size());
         long[] timeOf = new long[requests.size()];
         for (int g = 0; g < groups.size(); g++) {

@@ -304,24 +304,25 @@ final class RedisCalls {
     }
 
     /**
-     * Per call of one batch, the latest of {@code times} among the calls of the batch that went to
-     * the same master (0: the call has no time, e.g. it failed; left 0). One pipeline's calls run one
-     * after another on each master and its replies arrive only after the last of them ran, so the
-     * latest time a master's clock read during the batch bounds that clock at the arrival of every
-     * reply from it: the tightest bound the batch gives. Per master, since masters' clocks are not
-     * one another's ({@code firstKeys}: each call's first key, which routes it on a Redis Cluster).
+     * Per call of one batch, the latest of {@code times} the server read during the batch (0: the
+     * call has no time, e.g. it failed; left 0). One pipeline's calls run one after another on one
+     * server and its replies arrive only after the last of them ran, so the latest time the server's
+     * clock read during the batch bounds that clock at the arrival of every reply: the tightest
+     * bound the batch gives. On a Redis Cluster each call keeps its own time: masters' clocks are
+     * not one another's, and telling which master a call went to would cost a lookup per call
+     * (a pooled connection each, which a master that is down makes wait its connect timeout).
      */
-    long[] latestPerMaster(List<String> firstKeys, long[] times) {
-        String[] masters = ScriptPipeline.mastersOf(jedis, firstKeys);
-        java.util.Map<String, Long> latest = new java.util.HashMap<>();
-        for (int g = 0; g < times.length; g++) {
-            if (times[g] > 0) {
-                latest.merge(masters[g], times[g], Math::max);
-            }
+    long[] latestOfBatch(long[] times) {
+        if (jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster) {
+            return times.clone();
+        }
+        long latest = 0;
+        for (long t : times) {
+            latest = Math.max(latest, t);
         }
         long[] out = new long[times.length];
         for (int g = 0; g < times.length; g++) {
-            out[g] = times[g] > 0 ? latest.get(masters[g]) : 0;
+            out[g] = times[g] > 0 ? latest : 0;
         }
         return out;
     }

@@ -66,16 +66,7 @@ final class ScriptPipeline {
      * its calls are acknowledged apart.
      */
     private static String[] nodes(UnifiedJedis jedis, List<RedisCalls.Call> calls) {
-        return mastersOf(jedis, calls.stream().map(c -> c.keys().isEmpty() ? null : c.keys().get(0)).toList());
-    }
-
-    /**
-     * The master each key lives on: host:port on a Redis Cluster, by the key's hash slot; "" on one
-     * server, and for a null key. A slot whose master cannot be looked up gets a name of its own
-     * ("slot N"), so that nothing is taken to share a master with it.
-     */
-    static String[] mastersOf(UnifiedJedis jedis, List<String> keys) {
-        String[] nodes = new String[keys.size()];
+        String[] nodes = new String[calls.size()];
         java.util.function.IntFunction<redis.clients.jedis.Connection> connection;
         if (jedis instanceof redis.clients.jedis.RedisClusterClient cluster) {
             connection = cluster::getConnectionFromSlot;
@@ -86,12 +77,12 @@ final class ScriptPipeline {
             return nodes;
         }
         java.util.Map<Integer, String> bySlot = new java.util.HashMap<>();
-        for (int i = 0; i < keys.size(); i++) {
-            if (keys.get(i) == null) {
+        for (int i = 0; i < calls.size(); i++) {
+            if (calls.get(i).keys().isEmpty()) {
                 nodes[i] = "";
                 continue;
             }
-            int slot = redis.clients.jedis.util.JedisClusterCRC16.getSlot(keys.get(i));
+            int slot = redis.clients.jedis.util.JedisClusterCRC16.getSlot(calls.get(i).keys().get(0));
             nodes[i] = bySlot.computeIfAbsent(slot, s -> {
                 try (redis.clients.jedis.Connection c = connection.apply(s)) {
                     return c.getHostAndPort().toString();

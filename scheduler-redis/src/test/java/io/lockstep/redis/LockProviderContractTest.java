@@ -375,13 +375,13 @@ abstract class LockProviderContractTest {
     }
 
     /**
-     * A batch's answers carry the store's clock as late as the store read it before they left (the
-     * latest time of the whole batch, not each call's own): a run claimed ahead starts
+     * A batch of starts carries the store's clock as late as the store read it before the answers
+     * left (the latest time of the whole batch, not each call's own): a started run begins
      * {@code slot - serverTime} after the answer arrives, so an earlier time would only start it
-     * later than its slot. 150 claims and starts: more than one script call each on Redis.
+     * later than its slot. 150 starts: more than one script call on Redis.
      */
     @Test
-    void aBatchsAnswersCarryTheLatestTimeTheStoreReadAndAStartsTimeIsReadJustBeforeItsReply() {
+    void aBatchOfStartsCarriesTheLatestTimeTheStoreReadJustBeforeItsReply() {
         Instant slot = now().plusSeconds(3);
         List<ClaimRequest> claims = new java.util.ArrayList<>();
         for (int i = 0; i < 150; i++) {
@@ -390,8 +390,6 @@ abstract class LockProviderContractTest {
         long before = store().serverTimeMillis();
         List<ClaimResult> claimed = store().claim(claims);
         assertThat(claimed).extracting(ClaimResult::status).containsOnly(Status.CLAIMED);
-        assertThat(claimed).extracting(ClaimResult::serverTimeMillis).as("one time for the batch: its latest").containsOnly(
-                claimed.stream().mapToLong(ClaimResult::serverTimeMillis).max().orElseThrow());
         List<io.lockstep.scheduler.lock.StartReply> started = store().start(claims.stream()
                 .map(c -> new io.lockstep.scheduler.lock.StartRequest(c.lease(), GRACE)).toList());
         long after = store().serverTimeMillis();

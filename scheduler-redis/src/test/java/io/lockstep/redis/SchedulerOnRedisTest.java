@@ -102,8 +102,17 @@ class SchedulerOnRedisTest {
 
     /** A per-second job whose runs are counted; lease 1 s, grace 2 s, overlap skip. */
     private static JobDefinition perSecond(String job) {
+        return perSecond(job, Overlap.SKIP);
+    }
+
+    /**
+     * Every second. With {@code overlap: allow} each slot holds a lease of its own: a manual run then
+     * never meets a scheduled slot's lease (with {@code skip} it is skipped when it lands while the
+     * next slot's claim, made ahead, holds the job's lease).
+     */
+    private static JobDefinition perSecond(String job, Overlap overlap) {
         return new JobDefinition(job, CronSchedule.of("* * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
-                Duration.ofSeconds(1), Duration.ofSeconds(2), Overlap.SKIP, Duration.ZERO, true);
+                Duration.ofSeconds(1), Duration.ofSeconds(2), overlap, Duration.ZERO, true);
     }
 
     /**
@@ -235,16 +244,6 @@ class SchedulerOnRedisTest {
     }
 
     /**
-     * Every second, each slot under a lease of its own ({@code overlap: allow}): a manual run never
-     * waits for, or is skipped for, the lease of a scheduled slot (with {@code overlap: skip} it is
-     * skipped when it lands while the next slot's claim, made ahead, holds the job's lease).
-     */
-    private static JobDefinition overlapping(String job) {
-        return new JobDefinition(job, CronSchedule.of("* * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
-                Duration.ofSeconds(1), Duration.ofSeconds(2), Overlap.ALLOW, Duration.ZERO, true);
-    }
-
-    /**
      * A trigger runs the job once, outside its schedule, and leaves the schedule as it was: before
      * the fix, the manual slot queued "the next slot" after it as well, a second copy of the job's
      * schedule, so that the lone worker claimed each later slot twice and lost one race to itself
@@ -257,7 +256,7 @@ class SchedulerOnRedisTest {
              CapturedEvents events = new CapturedEvents()) {
             String job = RedisFixture.job();
             List<Instant> ran = new CopyOnWriteArrayList<>();
-            try (Scheduler scheduler = Scheduler.builder(provider).workerId("w").job(overlapping(job))
+            try (Scheduler scheduler = Scheduler.builder(provider).workerId("w").job(perSecond(job, Overlap.ALLOW))
                     .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
                 scheduler.start();
                 await().atMost(Duration.ofSeconds(15)).until(() -> ran.size() >= 2);

@@ -7,9 +7,8 @@ package io.lockstep.scheduler.lock;
  * @param fencingToken the job's fence value taken by this claim; 0 unless {@link Status#CLAIMED} (for
  *     {@link Status#ABANDONED}, the token of the abandoned run)
  * @param serverTimeMillis the store's clock when it answered (at or after it decided), in epoch
- *     milliseconds: a run claimed ahead starts {@link #startDelayMillis} after the answer arrives.
- *     A store that answers many claims in one round trip may give each the latest time its clock
- *     read before the whole answer left (the tighter bound: the runs then start closer to the slot)
+ *     milliseconds: a run claimed ahead starts {@link #startDelayMillis} after the answer arrives
+ *     (until the start's reply, read just before the slot, gives a tighter bound: {@link StartReply})
  * @param runningUntilMillis when, by the store's clock, the earliest lease among the job's runs in
  *     flight ends unless renewed (epoch ms); 0 when none is in flight. Every worker that races a slot
  *     learns from it when to look for a run that died (see {@link LockProvider#runsInFlight})

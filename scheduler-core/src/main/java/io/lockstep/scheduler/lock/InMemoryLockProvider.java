@@ -48,9 +48,6 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             results.set(results.size() - 1, new ClaimResult(r.status(), r.fencingToken(), r.serverTimeMillis(),
                     runningUntil(request.lease().job())));
         }
-        // As on Redis: every answer of the batch carries the latest time the clock read (ClaimResult).
-        long latest = results.stream().mapToLong(ClaimResult::serverTimeMillis).max().orElse(0);
-        results.replaceAll(r -> new ClaimResult(r.status(), r.fencingToken(), latest, r.runningUntilMillis()));
         return results;
     }
 

@@ -8,9 +8,9 @@ import java.util.Objects;
  *
  * @param answer what the store did
  * @param serverTimeMicros the clock of the store that holds the claim (epoch microseconds), read at
- *     or before its answer left it, and as late as the store could read it (on Redis, at the end of
- *     the last call of the batch on the same master; on Redlock, a time a majority of the masters'
- *     clocks had reached); 0 when unknown ({@link StartAnswer#UNANSWERED})
+ *     or before its answer left it, and as late as the store could read it (on one Redis server, at
+ *     the end of the batch's last call; on a Redis Cluster, at the end of its own call; on Redlock, a
+ *     time a majority of the masters' clocks had reached); 0 when unknown ({@link StartAnswer#UNANSWERED})
  */
 public record StartReply(StartAnswer answer, long serverTimeMicros) {
 
