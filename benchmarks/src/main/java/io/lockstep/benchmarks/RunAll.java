@@ -212,8 +212,12 @@ public final class RunAll {
             }
             return;
         }
-        log("  " + ScaleRun.run(jobs + "/s", ScaleRun.Target.of(redis), work.resolve("load"), WORKERS, jobs, THREADS, warmup, window,
-                "* * * * * *"));
+        ScaleRun.Result r = ScaleRun.run(jobs + "/s", ScaleRun.Target.of(redis), work.resolve("load"), WORKERS, jobs, THREADS, warmup,
+                window, "* * * * * *");
+        log("  " + r);
+        log(String.format(java.util.Locale.ROOT, "  lateness p50 %.1f, p99 %.1f, max %.1f ms; p99 of each second: %s", r.p50Ms(), r.p99Ms(),
+                r.maxMs(), java.util.Arrays.stream(r.p99PerSecond()).mapToObj(v -> String.format(java.util.Locale.ROOT, "%.1f", v))
+                        .collect(java.util.stream.Collectors.joining(" "))));
         log("  wake floor: " + WakeFloor.run(work.resolve("floor"), jobs, WORKERS, quick ? 3 : 10));
     }
 
