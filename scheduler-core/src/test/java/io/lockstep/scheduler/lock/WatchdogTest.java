@@ -56,6 +56,24 @@ class WatchdogTest {
         assertThat(lost).isEmpty();
     }
 
+    /**
+     * A new lease wakes the watchdog only when it is due before the watchdog's sleep ends: a short
+     * lease watched while the watchdog sleeps for a long one's renewal is still renewed in time.
+     */
+    @Test
+    void aLeaseDueBeforeTheWatchdogsSleepEndsWakesIt() {
+        owned.addAll(List.of("long", "short"));
+        watchdog.watch("long", Duration.ofSeconds(60), System.nanoTime(), true); // next renewal in about 20 s
+        await().atMost(Duration.ofSeconds(5)).until(() -> Thread.getAllStackTraces().keySet().stream()
+                .anyMatch(t -> t.getName().equals("test-watchdog") && t.getState() == Thread.State.TIMED_WAITING));
+        Watchdog<String>.Watch shortLease = watchdog.watch("short", Duration.ofSeconds(1), System.nanoTime(), true);
+        await().atMost(Duration.ofSeconds(10)).until(() -> rounds.stream().filter(r -> r.contains("short")).count() >= 3);
+        assertThat(shortLease.isLost()).as("renewed within its 1 s lease, not at the long lease's renewal").isFalse();
+        assertThat(rounds).allSatisfy(r -> assertThat(r).doesNotContain("long"));
+
+        assertThat(lost).isEmpty();
+    }
+
     @Test
     void aRefusedRenewalIsReportedOnceAndNotRenewedAgain() {
         owned.add("mine");
