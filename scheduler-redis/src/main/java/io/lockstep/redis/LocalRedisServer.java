@@ -176,6 +176,7 @@ public final class LocalRedisServer implements AutoCloseable {
                 "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
                 "--dir", workDir.toString()));
         command.addAll(extraArgs);
+        long readyBefore = readyLines();
         try {
             process = new ProcessBuilder(command)
                     .redirectErrorStream(true)
@@ -191,7 +192,9 @@ public final class LocalRedisServer implements AutoCloseable {
             if (!process.isAlive()) {
                 throw new IllegalStateException("redis-server on port " + port + " exited at start: " + log());
             }
-            if (answers()) {
+            // Our own process must say it is ready: a PONG alone may come from another server that
+            // holds the port (ours then fails to bind and exits a moment later).
+            if (readyLines() > readyBefore && answers() && process.isAlive()) {
                 return;
             }
             try {
@@ -219,6 +222,15 @@ public final class LocalRedisServer implements AutoCloseable {
             return n > 0 && (buffer[0] == '+' || buffer[0] == '-');
         } catch (IOException e) {
             return false;
+        }
+    }
+
+    /** How often the log (appended to by every launch) says "Ready to accept connections". */
+    private long readyLines() {
+        try (java.util.stream.Stream<String> lines = Files.lines(workDir.resolve("redis.log"))) {
+            return lines.filter(l -> l.contains("Ready to accept connections")).count();
+        } catch (IOException e) {
+            return 0; // no log yet
         }
     }
 

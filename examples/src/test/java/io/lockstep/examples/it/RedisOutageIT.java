@@ -39,6 +39,7 @@ class RedisOutageIT {
             // Down long enough for slots to pass their grace while every claim fails.
             await().atMost(Duration.ofSeconds(20)).until(() -> List.of(a, b).stream().allMatch(w -> w.events("slot_missed").stream()
                     .anyMatch(e -> e.path("reason").asText().contains("unreachable"))));
+            Instant restarting = Instant.now();
             cluster.redis.restart();
             Instant restartedAt = Instant.now();
             await().atMost(Duration.ofSeconds(10)).until(() -> cluster.events("job_started").stream()
@@ -56,8 +57,8 @@ class RedisOutageIT {
                 // No job runs without a claim: every start follows this worker's own claim of that slot.
                 Set<String> claimed = w.events("slot_claimed").stream().map(WorkerProcess::key).collect(Collectors.toSet());
                 assertThat(w.events("job_started")).allSatisfy(e -> assertThat(claimed).contains(WorkerProcess.key(e)));
-                assertThat(w.events("slot_claimed")).noneMatch(e -> WorkerProcess.ts(e).isAfter(killedAt.plusMillis(100))
-                        && WorkerProcess.ts(e).isBefore(restartedAt));
+                assertThat(w.events("slot_claimed")).as("claims of %s between the kill (%s) and the restart (%s)", w.id, killedAt, restarting)
+                        .noneMatch(e -> WorkerProcess.ts(e).isAfter(killedAt.plusMillis(100)) && WorkerProcess.ts(e).isBefore(restarting));
                 // One warning per outage; the rest of the failures only at DEBUG.
                 List<JsonNode> warnings = w.events("redis_error").stream().filter(e -> "WARN".equals(e.path("level").asText())).toList();
                 assertThat(warnings).as("redis_error warnings of %s", w.id).hasSize(1);
