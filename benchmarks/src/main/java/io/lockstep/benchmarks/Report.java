@@ -25,7 +25,7 @@ final class Report {
 
     private Report() {}
 
-    static void write(Path dir, LocalRedisServer redis, List<LockCycles.Row> locks, RunAll.Scale scale,
+    static void write(Path dir, LocalRedisServer redis, List<LockCycles.Row> locks, RunAll.Scale scale, List<RunAll.Steady> steady,
             ScaleRun.Result replicated, ScaleRun.Result idle, RunAll.Memory memory, Duration took, boolean quick) throws IOException {
         Charts.lateness(dir.resolve("lateness.png"), scale);
         Charts.redisTime(dir.resolve("redis-time.png"), scale);
@@ -36,10 +36,11 @@ final class Report {
         machine(md, redis);
         lockTable(md, locks);
         scaleTable(md, scale);
+        steadyTable(md, steady);
         waitReplicas(md, scale.byLoad().get(0), replicated);
         idle(md, idle);
         memory(md, memory);
-        targets(md, locks, scale, idle);
+        targets(md, locks, scale, steady, idle);
         md.append(END).append('\n');
 
         Path file = dir.resolve("BENCHMARKS.md");
@@ -148,6 +149,31 @@ final class Report {
                 r.cpuCoresPerWorker(), r.heapAfterGcKb() / 1024));
     }
 
+    private static double median(List<RunAll.Steady> steady) {
+        double[] ratios = steady.stream().mapToDouble(RunAll.Steady::ratio).sorted().toArray();
+        return ratios.length % 2 == 1 ? ratios[ratios.length / 2] : (ratios[ratios.length / 2 - 1] + ratios[ratios.length / 2]) / 2;
+    }
+
+    private static void steadyTable(StringBuilder md, List<RunAll.Steady> steady) {
+        md.append("### Start lateness in the steady state: 1,000 slots/s, 3 workers, one Redis\n\n");
+        md.append("Each worker runs 45 s before a 30 s window (the JIT has compiled the run path, the start-up's objects are tenured, "
+                + "as in a worker that has run for minutes); the wake floor is measured right after each run over as many instants "
+                + "as the window has. A worker's first minute is in the 1,000 slots/s row above.\n\n");
+        md.append("| run | started once | lateness p50 / p99 / max ms | p99/s min / median / max ms | wake floor p50 / p99 ms | p99 against the floor |\n"
+                + "|---|---|---|---|---|---|\n");
+        for (int i = 0; i < steady.size(); i++) {
+            ScaleRun.Result r = steady.get(i).run();
+            WakeFloor.Result f = steady.get(i).floor();
+            double[] spread = r.p99Spread();
+            md.append(String.format(Locale.ROOT, "| %d | %,d of %,d | %.1f / %.1f / %.1f | %.1f / %.1f / %.1f | %.1f / %.1f | %.2fx |%n", i + 1,
+                    r.started() - r.duplicates(), r.expected(), r.p50Ms(), r.p99Ms(), r.maxMs(), spread[0], spread[1], spread[2],
+                    f.p50Ms(), f.p99Ms(), steady.get(i).ratio()));
+        }
+        double[] ratios = steady.stream().mapToDouble(RunAll.Steady::ratio).sorted().toArray();
+        md.append(String.format(Locale.ROOT, "%np99 against the floor: median %.2fx, min %.2fx, max %.2fx over %d runs.%n%n", median(steady),
+                ratios[0], ratios[ratios.length - 1], ratios.length));
+    }
+
     /** The same load with and without {@code waitReplicas: 1}: what a replica's acknowledgement costs. */
     private static void waitReplicas(StringBuilder md, ScaleRun.Result plain, ScaleRun.Result replicated) {
         md.append(String.format(Locale.ROOT, "### What `waitReplicas: 1` costs: %,d jobs/s, one replica in sync%n%n", plain.jobs()));
@@ -182,7 +208,8 @@ final class Report {
                 (m.heapAfterKb() - m.heapBeforeKb()) * 1024 / m.jobs(), m.loadMs(), m.startMs(), m.sinceJvmStartMs()));
     }
 
-    private static void targets(StringBuilder md, List<LockCycles.Row> locks, RunAll.Scale scale, ScaleRun.Result idle) {
+    private static void targets(StringBuilder md, List<LockCycles.Row> locks, RunAll.Scale scale, List<RunAll.Steady> steady,
+            ScaleRun.Result idle) {
         md.append("### Targets\n\n| target | measured | met |\n|---|---|---|\n");
         target(md, "Lockstep ≥ 0.9x the floor, 1 thread", ops(locks, "lockstep", 1) / ops(locks, "floor", 1), 0.9);
         target(md, "Lockstep ≥ 0.9x the floor, 8 threads", ops(locks, "lockstep", 8) / ops(locks, "floor", 8), 0.9);
@@ -204,6 +231,9 @@ final class Report {
                     + "%,d without a record) | %s |%n", r.jobs(), r.duplicates(), r.missing(), r.notStarted().skipped(), r.notStarted().missed(),
                     r.notStarted().unrecorded(), once ? "yes" : "**no**"));
         }
+        double median = median(steady);
+        md.append(String.format(Locale.ROOT, "| p99 lateness ≤ 1.25x the wake floor at 1,000 slots/s, steady state (median of %d runs) | "
+                + "%.2fx | %s |%n", steady.size(), median, median <= 1.25 ? "yes" : "**no**"));
         // Idle workers send their heartbeat (one script call every 3 s each) and nothing else.
         Map<String, Long> other = new TreeMap<>(idle.sentByCommand());
         long heartbeats = other.getOrDefault("evalsha", 0L) + other.getOrDefault("eval", 0L);

@@ -41,7 +41,7 @@ public final class RunAll {
                 quick = true;
             } else if (args[i].equals("--out") && i + 1 < args.length) {
                 out = Path.of(args[++i]);
-            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "scale", "load", "idle", "memory").contains(args[i + 1])) {
+            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "scale", "load", "steady", "idle", "memory").contains(args[i + 1])) {
                 only = args[++i];
             } else if (args[i].equals("--jobs") && i + 1 < args.length && args[i + 1].matches("[1-9][0-9]{0,5}")) {
                 jobs = Integer.parseInt(args[++i]);
@@ -67,6 +67,7 @@ public final class RunAll {
             List<LockCycles.Row> locks = lockCycles(redis, quick);
 
             Scale scale = scale(redis, work, quick);
+            List<Steady> steady = steady(redis, work, quick);
             Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
             Duration window = Duration.ofSeconds(quick ? 10 : 60);
 
@@ -90,7 +91,7 @@ public final class RunAll {
             log("  " + memory);
 
             Duration took = Duration.ofNanos(System.nanoTime() - started);
-            Report.write(out, redis, locks, scale, replicated, idle, memory, took, quick);
+            Report.write(out, redis, locks, scale, steady, replicated, idle, memory, took, quick);
             log("wrote " + out.resolve("BENCHMARKS.md") + " and " + out.resolve("lateness.png") + " in " + took.toSeconds() + " s");
         }
     }
@@ -134,6 +135,7 @@ public final class RunAll {
                         r.opsError(), r.p50Micros(), r.p99Micros())));
                 case "scale" -> scale(redis, work, quick);
                 case "load" -> load(redis, work, jobs, onCluster, quick);
+                case "steady" -> steady(redis, work, quick);
                 case "idle" -> log("  " + ScaleRun.run("idle", ScaleRun.Target.of(redis), work.resolve("idle"), WORKERS, 1_000, THREADS,
                         Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *"));
                 default -> log("  " + memory(redis, work.resolve("memory"), 10_000));
@@ -188,6 +190,39 @@ public final class RunAll {
             log("no Redis Cluster run: " + unavailable.get());
         }
         return new Scale(byLoad, floors, byWorkers, cluster, unavailable.orElse(null));
+    }
+
+    /** One steady-state run at 1,000 slots/s and the wake floor measured right after it. */
+    record Steady(ScaleRun.Result run, WakeFloor.Result floor) {
+        double ratio() {
+            return run.p99Ms() / floor.p99Ms();
+        }
+    }
+
+    /**
+     * Start lateness at 1,000 slots/s on 3 workers in their steady state, against the wake floor,
+     * three times over (the spread): each worker runs 45 s before the 30 s window, long enough for
+     * the JIT to compile the run path (a run's code reaches C2 after some 10,000 runs, 30 s at 333
+     * runs a second per worker) and for the start-up's objects to be tenured, as in a worker that
+     * has run for minutes; the floor is measured over as many instants as the window has, right
+     * after it. The first seconds of a worker are in the scale table's 1,000 slots/s row.
+     */
+    private static List<Steady> steady(LocalRedisServer redis, Path work, boolean quick) throws Exception {
+        int reps = quick ? 1 : 3;
+        Duration warmup = Duration.ofSeconds(quick ? 5 : 45);
+        Duration window = Duration.ofSeconds(quick ? 10 : 30);
+        List<Steady> runs = new ArrayList<>();
+        for (int rep = 1; rep <= reps; rep++) {
+            log("steady state " + rep + " of " + reps + ": " + WORKERS + " worker JVMs, 1000 jobs every second, " + warmup.toSeconds()
+                    + " s warm-up, " + window.toSeconds() + " s");
+            ScaleRun.Result r = ScaleRun.run("steady 1000/s", ScaleRun.Target.of(redis), work.resolve("steady-" + rep), WORKERS, 1_000,
+                    THREADS, warmup, window, "* * * * * *");
+            WakeFloor.Result floor = WakeFloor.run(work.resolve("steady-floor-" + rep), 1_000, WORKERS, (int) window.toSeconds());
+            runs.add(new Steady(r, floor));
+            log(String.format(java.util.Locale.ROOT, "  lateness p50 %.1f, p99 %.1f ms; wake floor p50 %.1f, p99 %.1f ms: %.2fx; %d of %d started",
+                    r.p50Ms(), r.p99Ms(), floor.p50Ms(), floor.p99Ms(), r.p99Ms() / floor.p99Ms(), r.started(), r.expected()));
+        }
+        return runs;
     }
 
     /**

@@ -124,9 +124,11 @@ final class ScaleRun {
         try {
             for (int w = 1; w <= workers; w++) {
                 Path out = dir.resolve("w" + w);
-                processes.add(new ProcessBuilder(Bench.java(), "-Xmx1g", System.getProperty("bench.gc", "-XX:+UseG1GC"), "-Dprobe.out=" + out,
-                        "-Dlogback.configurationFile=" + logback, "-cp", Bench.jar(),
-                        "io.lockstep.examples.cli.WorkerMain", "run", "--config", config.toString(), "--worker-id", "w" + w)
+                List<String> command = new ArrayList<>(List.of(Bench.java(), "-Xmx1g"));
+                command.addAll(List.of(System.getProperty("bench.gc", "-XX:+UseG1GC").trim().split("\\s+")));
+                command.addAll(List.of("-Dprobe.out=" + out, "-Dlogback.configurationFile=" + logback, "-cp", Bench.jar(),
+                        "io.lockstep.examples.cli.WorkerMain", "run", "--config", config.toString(), "--worker-id", "w" + w));
+                processes.add(new ProcessBuilder(command)
                         .redirectOutput(dir.resolve("w" + w + ".log").toFile()).redirectErrorStream(true).start());
             }
             for (int w = 1; w <= workers; w++) {

@@ -32,6 +32,14 @@ final class Completer {
 
     private record Pending(SlotRun run, Outcome outcome, long endedNanos) {}
 
+    /**
+     * How long the outcomes of runs that end together are gathered before they are written: the
+     * runs of one instant end within a few milliseconds of each other, and their outcome writes
+     * (encoding, a round trip) would otherwise compete for the CPU with the runs of that instant
+     * still starting. An outcome is not urgent: the run's lease stays held and renewed until it is
+     * written.
+     */
+    static final long GATHER_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
     private static final Pending STOP = new Pending(null, null, 0);
 
     private final LockProvider provider;
@@ -105,6 +113,9 @@ final class Completer {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
+            }
+            if (!batch.isEmpty() && batch.get(0) != STOP && !stopping) {
+                java.util.concurrent.locks.LockSupport.parkNanos(GATHER_NANOS);
             }
             queue.drainTo(batch, MAX_BATCH - 1);
             stopping |= batch.remove(STOP);

@@ -37,8 +37,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * </ul>
  * A crash of the worker before the start leaves the staged claim to run out (at most the slot
  * plus {@link io.lockstep.scheduler.lock.ClaimRequest#STAGED_MARGIN}), after which a peer runs it.
- * Between the store's start and the run's start (at most {@link #LEAD} plus a round trip) a crash
- * costs the slot as a crash mid-run does: the recover policy applies. Thread-safe.
+ * Between the store's start and the run's start (at most {@link #LEAD} plus {@link #JOIN_NANOS} plus
+ * a round trip) a crash costs the slot as a crash mid-run does: the recover policy applies.
+ * Thread-safe.
  */
 final class Starter {
 
@@ -48,6 +49,11 @@ final class Starter {
      * start and the run's is unlikely.
      */
     static final Duration LEAD = Duration.ofMillis(40);
+    /**
+     * Starts due within this much after the first one due go with it, in the same round trip: the
+     * claims of one instant made in several script calls carry store times some milliseconds apart.
+     */
+    private static final long JOIN_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
     /** How soon a start that could not reach the store is sent again (while the short lease lasts). */
     private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
 
@@ -58,6 +64,8 @@ final class Starter {
         final long leaseEndsNanos;
         long atNanos;
         boolean started;
+        /** Its start was sent at least once: a retry waits for its own time, never joins earlier. */
+        boolean tried;
         long startSentNanos;
         /** Dealt with for good (handed to the pool, reported, or handed back): never touched again. */
         boolean done;
@@ -203,6 +211,17 @@ final class Starter {
                     while (!queue.isEmpty() && queue.peek().atNanos - now <= 0) {
                         due.add(queue.poll());
                     }
+                    // The starts of the same instant go in one round trip: claims made in several
+                    // rounds would otherwise be started in as many, one after the other, the last
+                    // of them landing after the slot. A start sent a little early only records it
+                    // sooner; its run still begins at its own instant.
+                    queue.removeIf(s -> {
+                        boolean join = !s.started && !s.tried && s.atNanos - now <= JOIN_NANOS;
+                        if (join) {
+                            due.add(s);
+                        }
+                        return join;
+                    });
                     return due;
                 } else {
                     wake.awaitNanos(head.atNanos - now);
@@ -255,6 +274,7 @@ final class Starter {
         handToPool(ready); // the runs due now do not wait for the start round trip of others
         List<StartRequest> requests = new ArrayList<>(toStart.size());
         for (Staged s : toStart) {
+            s.tried = true;
             requests.add(new StartRequest(s.run.lease, s.run.definition.misfireGrace()));
         }
         long sent = System.nanoTime();

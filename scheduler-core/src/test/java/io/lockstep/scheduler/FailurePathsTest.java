@@ -190,6 +190,44 @@ class FailurePathsTest {
                 .allSatisfy(e -> assertThat(((Number) e.get("lateness_ms")).longValue()).as("on time").isLessThan(300));
     }
 
+    // ---------------------------------------------------------------- one start round trip per instant
+
+    /**
+     * Claims of one instant answered with store times up to 20 ms apart (as a pipeline of several
+     * script calls answers) are still started in one round trip, not one per distinct time, the
+     * last of them landing after the slot; and the outcomes of runs that end up to 10 ms apart are
+     * written in one round trip too, after the instant's runs have started.
+     */
+    @Test
+    void theStartsAndTheOutcomesOfOneInstantGoInOneRoundTripEach() {
+        FaultyStore store = new FaultyStore();
+        store.claimTimeSpreadMillis = 20;
+        Map<String, Integer> runs = new ConcurrentHashMap<>();
+        Scheduler.Builder builder = Scheduler.builder(store).workerId("w").threads(64).jobFactory(d -> ctx -> {
+            java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(Integer.parseInt(d.name().substring(1)) % 10).toNanos());
+            runs.merge(d.name() + "@" + ctx.scheduledTime(), 1, Integer::sum);
+        });
+        int jobs = 40;
+        for (int i = 0; i < jobs; i++) {
+            builder = builder.job(job("j" + i, Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP));
+        }
+        harness.start(builder);
+        Instant from = nextWholeSecond().plusSeconds(1); // the first slot after the start may be claimed in two rounds
+        Instant to = from.plusSeconds(2);
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.completeBatchSizes.stream().mapToInt(Integer::intValue).sum() >= jobs
+                && java.util.stream.IntStream.range(0, jobs).allMatch(i -> runs.containsKey("j" + i + "@" + from)));
+        int startsBefore = store.startBatchSizes.size();
+        int completesBefore = store.completeBatchSizes.size();
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.completeBatchSizes.size() >= completesBefore + 2
+                && java.util.stream.IntStream.range(0, jobs).allMatch(i -> runs.containsKey("j" + i + "@" + to)));
+        List<Integer> starts = store.startBatchSizes.subList(startsBefore, store.startBatchSizes.size());
+        assertThat(starts.stream().filter(n -> n == jobs).count()).as("instants started in one call each, in %s", starts)
+                .isGreaterThanOrEqualTo(2);
+        assertThat(starts).as("no instant's starts split over several calls").allMatch(n -> n == jobs);
+        List<Integer> outcomes = store.completeBatchSizes.subList(completesBefore, store.completeBatchSizes.size());
+        assertThat(outcomes).as("no instant's outcomes split over several calls").allMatch(n -> n == jobs);
+    }
+
     // ---------------------------------------------------------------- Redlock without a majority
 
     @Test

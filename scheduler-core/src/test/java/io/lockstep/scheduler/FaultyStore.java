@@ -126,14 +126,37 @@ final class FaultyStore implements LockProvider {
             }
             return List.of(answers);
         }
-        return store.claim(requests);
+        List<ClaimResult> answers = store.claim(requests);
+        if (claimTimeSpreadMillis > 0 && answers.size() > 1) {
+            // As a pipeline of several script calls answers: the store read its clock earlier for
+            // the first answers than for the last, all of which arrive together.
+            List<ClaimResult> spread = new java.util.ArrayList<>(answers.size());
+            for (int i = 0; i < answers.size(); i++) {
+                ClaimResult a = answers.get(i);
+                long earlier = claimTimeSpreadMillis * (answers.size() - 1 - i) / (answers.size() - 1);
+                spread.add(new ClaimResult(a.status(), a.fencingToken(), a.serverTimeMillis() - earlier, a.runningUntilMillis()));
+            }
+            return spread;
+        }
+        return answers;
     }
+
+    /**
+     * The answers of one claim batch carry store times this far apart, the first the earliest (a
+     * pipeline of several script calls, each reading the clock as it runs).
+     */
+    volatile long claimTimeSpreadMillis;
+    /** How many outcomes each call to {@link #complete} carried, in order. */
+    final List<Integer> completeBatchSizes = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** How many starts each call to {@link #start} carried, in order. */
+    final List<Integer> startBatchSizes = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     /** Starts of runs claimed ahead are refused (as when the claim's short lease ran out and a peer took it). */
     volatile boolean loseStarts;
 
     @Override
     public List<io.lockstep.scheduler.lock.StartReply> start(List<io.lockstep.scheduler.lock.StartRequest> requests) {
+        startBatchSizes.add(requests.size());
         check();
         if (loseStarts) {
             return Collections.nCopies(requests.size(), new io.lockstep.scheduler.lock.StartReply(io.lockstep.scheduler.lock.StartAnswer.LOST, 0));
@@ -170,6 +193,7 @@ final class FaultyStore implements LockProvider {
     @Override
     public List<Boolean> complete(List<Completion> completions) {
         completeCallNanos.add(System.nanoTime());
+        completeBatchSizes.add(completions.size());
         completeCalls++;
         check();
         if (failCompletes) {
