@@ -156,8 +156,8 @@ final class Report {
 
     private static void steadyTable(StringBuilder md, List<RunAll.Steady> steady) {
         md.append("### Start lateness in the steady state: 1,000 slots/s, 3 workers, one Redis\n\n");
-        md.append("Each worker runs 45 s before a 30 s window (the JIT has compiled the run path, the start-up's objects are tenured, "
-                + "as in a worker that has run for minutes); the wake floor is measured right after each run over as many instants "
+        md.append("Each worker runs 45 s before a 30 s window (the JIT has compiled the run path: a run's code reaches its "
+                + "last compilation after some 10,000 runs); the wake floor is measured right after each run over as many instants "
                 + "as the window has. A worker's first minute is in the 1,000 slots/s row above.\n\n");
         md.append("| run | started once | lateness p50 / p99 / max ms | p99/s min / median / max ms | wake floor p50 / p99 ms | p99 against the floor |\n"
                 + "|---|---|---|---|---|---|\n");

@@ -203,13 +203,12 @@ public final class RunAll {
      * Start lateness at 1,000 slots/s on 3 workers in their steady state, against the wake floor,
      * three times over (the spread): each worker runs 45 s before the 30 s window, long enough for
      * the JIT to compile the run path (a run's code reaches C2 after some 10,000 runs, 30 s at 333
-     * runs a second per worker) and for the start-up's objects to be tenured, as in a worker that
-     * has run for minutes; the floor is measured over as many instants as the window has, right
-     * after it. The first seconds of a worker are in the scale table's 1,000 slots/s row.
+     * runs a second per worker); the floor is measured over as many instants as the window has,
+     * right after it. The first seconds of a worker are in the scale table's 1,000 slots/s row.
      */
     private static List<Steady> steady(LocalRedisServer redis, Path work, boolean quick) throws Exception {
-        int reps = quick ? 1 : 3;
-        Duration warmup = Duration.ofSeconds(quick ? 5 : 45);
+        int reps = Integer.getInteger("bench.steadyRuns", quick ? 1 : 3);
+        Duration warmup = Duration.ofSeconds(Long.getLong("bench.steadyWarmup", quick ? 5 : 45));
         Duration window = Duration.ofSeconds(quick ? 10 : 30);
         List<Steady> runs = new ArrayList<>();
         for (int rep = 1; rep <= reps; rep++) {
