@@ -11,8 +11,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Writes outcomes into slot records and gives leases back, on its own thread
- * ({@code lockstep-complete}), in one batch per round trip: whatever runs ended while the last
- * batch was on the wire go together. A job thread hands its run over and is free at once.
+ * ({@code lockstep-complete}), in one batch per round trip: the runs that ended within
+ * {@link #GATHER_NANOS} of the first one waiting, and whatever ended while the last batch was on
+ * the wire, go together. A job thread hands its run over and is free at once.
  *
  * <p>A run's lease stays watched, and renewed, until its outcome is confirmed: when a write fails
  * the batch is sent again with backoff (the write is retry-safe: a completion repeated after its
@@ -114,7 +115,7 @@ final class Completer {
                 Thread.currentThread().interrupt();
                 return;
             }
-            if (!batch.isEmpty() && batch.get(0) != STOP && !stopping) {
+            if (!batch.isEmpty() && batch.get(0) != STOP && !stopping && queue.size() < MAX_BATCH - 1) {
                 java.util.concurrent.locks.LockSupport.parkNanos(GATHER_NANOS);
             }
             queue.drainTo(batch, MAX_BATCH - 1);

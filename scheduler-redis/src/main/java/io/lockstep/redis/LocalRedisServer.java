@@ -227,7 +227,7 @@ public final class LocalRedisServer implements AutoCloseable {
 
     /** How often the log (appended to by every launch) says "Ready to accept connections". */
     private long readyLines() {
-        try (java.util.stream.Stream<String> lines = Files.lines(workDir.resolve("redis.log"))) {
+        try (java.util.stream.Stream<String> lines = Files.lines(workDir.resolve("redis.log"), StandardCharsets.ISO_8859_1)) {
             return lines.filter(l -> l.contains("Ready to accept connections")).count();
         } catch (IOException e) {
             return 0; // no log yet
