@@ -44,6 +44,34 @@ public interface JobFactory {
      * the class must load, implement {@link Job}, be concrete and have a public no-arg constructor.
      */
     static Optional<String> problemWith(String className) {
+        Optional<String> problem = typeProblem(className);
+        if (problem.isPresent()) {
+            return problem;
+        }
+        Class<?> type;
+        try {
+            type = Class.forName(className, false, loader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            return Optional.of("class " + className + " not found on the class path");
+        }
+        try {
+            Constructor<?> constructor = type.getConstructor();
+            if (!Modifier.isPublic(type.getModifiers())) {
+                return Optional.of("class " + className + " is not public");
+            }
+            return constructor == null ? Optional.of("no constructor") : Optional.empty();
+        } catch (NoSuchMethodException e) {
+            return Optional.of("class " + className + " has no public no-arg constructor");
+        }
+    }
+
+    /**
+     * Why {@code className} cannot be a job class whatever factory builds it, or empty when it can:
+     * the class must load (without being initialized), implement {@link Job} and be concrete. A
+     * factory of the application's may build it however it likes; {@link #reflective()} also needs
+     * a public no-arg constructor ({@link #problemWith}).
+     */
+    static Optional<String> typeProblem(String className) {
         Class<?> type;
         try {
             type = Class.forName(className, false, loader());
@@ -56,15 +84,7 @@ public interface JobFactory {
         if (type.isInterface() || Modifier.isAbstract(type.getModifiers())) {
             return Optional.of("class " + className + " is abstract");
         }
-        try {
-            Constructor<?> constructor = type.getConstructor();
-            if (!Modifier.isPublic(type.getModifiers())) {
-                return Optional.of("class " + className + " is not public");
-            }
-            return constructor == null ? Optional.of("no constructor") : Optional.empty();
-        } catch (NoSuchMethodException e) {
-            return Optional.of("class " + className + " has no public no-arg constructor");
-        }
+        return Optional.empty();
     }
 
     /**

@@ -65,6 +65,7 @@ public final class Scheduler implements AutoCloseable {
     private final String workerId;
     private final Duration shutdownTimeout;
     private final List<ScheduledJob> jobs;
+    private final CreatedJobs created;
     private final JobThreads threads;
     private final ClusterClock clock;
     private final Events events;
@@ -88,16 +89,12 @@ public final class Scheduler implements AutoCloseable {
         Outage outage = new Outage(events, provider::describe);
         this.outage = outage;
         metrics.bind(threads, outage::up);
-        List<ScheduledJob> entries = new ArrayList<>();
+        this.created = CreatedJobs.create(b.jobs, b.jobFactory, b.closeJobs, events);
         Map<String, ScheduledJob> byName = new HashMap<>();
-        for (JobDefinition definition : b.jobs) {
-            if (definition.enabled()) {
-                ScheduledJob job = new ScheduledJob(definition, b.jobFactory.create(definition));
-                entries.add(job);
-                byName.put(definition.name(), job);
-            }
+        for (ScheduledJob job : created.jobs()) {
+            byName.put(job.definition().name(), job);
         }
-        this.jobs = List.copyOf(entries);
+        this.jobs = created.jobs();
         ExecutorService executor = b.executor != null ? b.executor : defaultExecutor(b.threads);
         this.runner = new Runner(provider, executor, threads, clock, events, outage, queue);
         this.membership = new Membership(provider, events, workerId, threads, clock, b.jobs, t -> {
@@ -192,8 +189,9 @@ public final class Scheduler implements AutoCloseable {
 
     /**
      * Stops claiming, lets running jobs finish up to the shutdown timeout, interrupts the rest and
-     * records their outcomes, then stops the watchdog. Does not close the provider: whoever built it
-     * closes it.
+     * records their outcomes, then stops the watchdog, then closes the job instances that are
+     * {@link AutoCloseable} (newest first, each once; see {@link Builder#closeJobs}). Does not close
+     * the provider or the job factory: whoever built them closes them, after this.
      */
     @Override
     public void close() {
@@ -210,6 +208,7 @@ public final class Scheduler implements AutoCloseable {
         starter.close(); // claims made ahead not started yet go back to the peers now
         boolean drained = runner.drain(shutdownTimeout, INTERRUPT_GRACE);
         membership.stop();
+        created.close(); // every run has ended and its outcome is written: the jobs' resources may go
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", threads.busy())
                 .log("worker stopped");
     }
@@ -243,6 +242,7 @@ public final class Scheduler implements AutoCloseable {
         private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
         private Clock clock = Clock.systemUTC();
         private JobFactory jobFactory = JobFactory.reflective();
+        private boolean closeJobs = true;
         private ExecutorService executor;
         private final List<JobDefinition> jobs = new ArrayList<>();
         private io.micrometer.core.instrument.MeterRegistry meterRegistry =
@@ -291,6 +291,15 @@ public final class Scheduler implements AutoCloseable {
          */
         public Builder clock(Clock clock) {
             this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /**
+         * Whether {@link #close()} closes the job instances that are {@link AutoCloseable} (default:
+         * yes). Off when something else owns them, a dependency-injection container for example.
+         */
+        public Builder closeJobs(boolean close) {
+            this.closeJobs = close;
             return this;
         }
 

@@ -18,7 +18,9 @@ import picocli.CommandLine.Spec;
  * What the operator commands ({@code status}, {@code history}, {@code trigger}, {@code pause},
  * {@code resume}) share: they read the same YAML as the workers (for Redis and the job list), need
  * no worker of their own, and fail with one line: exit 2 for a bad config or usage (an unknown
- * job), 1 when Redis cannot be reached.
+ * job), 1 when Redis cannot be reached. They never load a job class (nor run its constructor): an
+ * operator's machine needs Lockstep, the YAML and Redis, not the application; {@code validate}
+ * and {@code run} check the classes.
  */
 abstract class AdminCommand implements Callable<Integer> {
 
@@ -34,7 +36,7 @@ abstract class AdminCommand implements Callable<Integer> {
     @Override
     public final Integer call() {
         PrintWriter err = spec.commandLine().getErr();
-        Optional<LockstepConfig> loaded = Configs.load(config, err);
+        Optional<LockstepConfig> loaded = Configs.load(config, err, false, false);
         if (loaded.isEmpty()) {
             return WorkerMain.BAD_INPUT;
         }

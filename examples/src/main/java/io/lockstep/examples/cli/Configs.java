@@ -1,23 +1,32 @@
 package io.lockstep.examples.cli;
 
 import io.lockstep.redis.RedisLockProvider;
+import io.lockstep.scheduler.JobFactory;
 import io.lockstep.scheduler.config.ConfigException;
 import io.lockstep.scheduler.config.ConfigLoader;
 import io.lockstep.scheduler.config.ConfigProblem;
 import io.lockstep.scheduler.config.LockstepConfig;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
+import java.util.ServiceConfigurationError;
+import java.util.ServiceLoader;
 
 /** What {@code run} and {@code validate} share: loading a file and printing its problems. */
 final class Configs {
 
     private Configs() {}
 
-    /** The config, or empty after printing one line per problem to {@code err}. */
-    static Optional<LockstepConfig> load(Path file, PrintWriter err) {
+    /**
+     * The config, or empty after printing one line per problem to {@code err}. With
+     * {@code checkClasses} every job class must load and be a concrete {@code Job}, and, unless the
+     * application brings a {@link JobFactory} ({@code factory}), have a public no-arg constructor,
+     * which is run once; without, no job class is loaded at all.
+     */
+    static Optional<LockstepConfig> load(Path file, PrintWriter err, boolean checkClasses, boolean factory) {
         try {
-            return Optional.of(ConfigLoader.defaults().load(file));
+            return Optional.of(ConfigLoader.defaults().checkingClasses(checkClasses).builtByReflection(!factory).load(file));
         } catch (ConfigException e) {
             for (ConfigProblem problem : e.problems()) {
                 err.println(problem);
@@ -25,6 +34,29 @@ final class Configs {
             err.println(e.problems().size() + (e.problems().size() == 1 ? " problem" : " problems") + " in " + file);
             return Optional.empty();
         }
+    }
+
+    /**
+     * The application's {@link JobFactory}, found with {@link ServiceLoader} (a jobs JAR names its
+     * class in {@code META-INF/services/io.lockstep.scheduler.JobFactory}): empty when there is none,
+     * and one line on {@code err} with a null answer when there are several (keep one) or one cannot
+     * be loaded. Not instantiated here: {@link ServiceLoader.Provider#get()} does that.
+     */
+    static Optional<ServiceLoader.Provider<JobFactory>> factory(PrintWriter err) {
+        List<ServiceLoader.Provider<JobFactory>> found;
+        try {
+            found = ServiceLoader.load(JobFactory.class, Thread.currentThread().getContextClassLoader()).stream().toList();
+        } catch (ServiceConfigurationError e) {
+            err.println("error: a job factory named in META-INF/services/" + JobFactory.class.getName() + " cannot be loaded: "
+                    + e.getMessage());
+            return null;
+        }
+        if (found.size() > 1) {
+            err.println("error: more than one job factory on the class path (" + String.join(", ", found.stream()
+                    .map(p -> p.type().getName()).toList()) + "); keep one");
+            return null;
+        }
+        return found.stream().findFirst();
     }
 
     /** A provider for the config's redis section (one server, Sentinel or Cluster; ACL; TLS); it owns its client. */

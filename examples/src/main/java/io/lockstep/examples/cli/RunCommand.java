@@ -10,6 +10,7 @@ import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.function.Supplier;
+import io.lockstep.scheduler.JobFactory;
 import io.lockstep.scheduler.LockstepException;
 import io.lockstep.scheduler.Scheduler;
 import io.lockstep.scheduler.config.LockstepConfig;
@@ -19,6 +20,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.Optional;
+import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.LoggerFactory;
@@ -55,7 +57,11 @@ final class RunCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter err = spec.commandLine().getErr();
-        Optional<LockstepConfig> loaded = Configs.load(config, err);
+        Optional<ServiceLoader.Provider<JobFactory>> factoryType = Configs.factory(err);
+        if (factoryType == null) {
+            return WorkerMain.BAD_INPUT;
+        }
+        Optional<LockstepConfig> loaded = Configs.load(config, err, true, factoryType.isPresent());
         if (loaded.isEmpty()) {
             return WorkerMain.BAD_INPUT;
         }
@@ -80,6 +86,7 @@ final class RunCommand implements Callable<Integer> {
         Signal.handle(new Signal("TERM"), s -> stop.countDown());
         Signal.handle(new Signal("INT"), s -> stop.countDown());
         Scheduler scheduler;
+        JobFactory factory = null;
         WorkerHttp http = null;
         // Meters only when something can read them (worker.http); otherwise they cost the slot path for nothing.
         PrometheusMeterRegistry registry = c.worker().httpPort() > 0 ? new PrometheusMeterRegistry(PrometheusConfig.DEFAULT) : null;
@@ -87,6 +94,10 @@ final class RunCommand implements Callable<Integer> {
             provider.ping();
             String id = workerId != null ? workerId : c.worker().id();
             Scheduler.Builder builder = Scheduler.builder(provider);
+            if (factoryType.isPresent()) {
+                factory = newFactory(factoryType.get());
+                builder.jobFactory(factory);
+            }
             if (registry != null) {
                 builder.meterRegistry(registry);
             }
@@ -115,6 +126,7 @@ final class RunCommand implements Callable<Integer> {
             if (http != null) {
                 http.close();
             }
+            close(factory, err);
             provider.close();
             return WorkerMain.RUNTIME_FAILURE;
         }
@@ -123,12 +135,39 @@ final class RunCommand implements Callable<Integer> {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        scheduler.close();
+        scheduler.close(); // drains, writes every outcome, then closes the jobs that are AutoCloseable
+        close(factory, err);
         if (http != null) {
             http.close();
         }
         provider.close();
         return WorkerMain.OK;
+    }
+
+    /** The application's factory; a constructor that throws is the worker's start failing, in one line. */
+    private static JobFactory newFactory(ServiceLoader.Provider<JobFactory> type) {
+        try {
+            return type.get();
+        } catch (java.util.ServiceConfigurationError e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            throw new LockstepException("the job factory " + type.type().getName() + " could not be created: " + cause, cause);
+        }
+    }
+
+    /** Closes the application's factory when it is {@link AutoCloseable}: after the jobs, before Redis. */
+    private static void close(JobFactory factory, PrintWriter err) {
+        if (factory instanceof AutoCloseable closeable) {
+            try {
+                closeable.close();
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                LoggerFactory.getLogger("io.lockstep.events").atError().addKeyValue("event", "job_factory_close_failed")
+                        .addKeyValue("factory", factory.getClass().getName()).addKeyValue("error", String.valueOf(e))
+                        .log("closing the job factory failed");
+            }
+        }
     }
 
     /** {@code /metrics}, health and the status page ({@code worker.http}); the status read at most every 2 s. */

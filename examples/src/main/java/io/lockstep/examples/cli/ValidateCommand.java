@@ -1,6 +1,7 @@
 package io.lockstep.examples.cli;
 
 import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.JobFactory;
 import io.lockstep.scheduler.config.LockstepConfig;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -9,6 +10,7 @@ import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -31,13 +33,17 @@ final class ValidateCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        Optional<LockstepConfig> loaded = Configs.load(config, err);
+        Optional<ServiceLoader.Provider<JobFactory>> factory = Configs.factory(err);
+        if (factory == null) {
+            return WorkerMain.BAD_INPUT;
+        }
+        Optional<LockstepConfig> loaded = Configs.load(config, err, true, factory.isPresent());
         if (loaded.isEmpty()) {
             return WorkerMain.BAD_INPUT;
         }
         LockstepConfig c = loaded.get();
         out.println(config + ": valid, " + c.jobs().size() + (c.jobs().size() == 1 ? " job" : " jobs")
-                + ", redis " + c.redis().describe());
+                + ", redis " + c.redis().describe() + factory.map(f -> ", jobs built by " + f.type().getName()).orElse(""));
         Instant now = Instant.now();
         for (JobDefinition job : c.jobs()) {
             List<String> next = new ArrayList<>();

@@ -129,6 +129,54 @@ class ValidateCommandTest {
         assertThat(out.toString()).contains("valid, 2 jobs").contains("daily-report").contains("reserve-stock");
     }
 
+    /** Validates {@code yaml} with a class loader that sees these factory registrations (a jobs JAR's). */
+    private Result withFactories(List<String> factories, String yaml) throws IOException {
+        Path services = dir.resolve("jobs-jar");
+        Files.createDirectories(services.resolve("META-INF/services"));
+        Files.writeString(services.resolve("META-INF/services/io.lockstep.scheduler.JobFactory"), String.join("\n", factories) + "\n");
+        Thread thread = Thread.currentThread();
+        ClassLoader before = thread.getContextClassLoader();
+        try (java.net.URLClassLoader loader = new java.net.URLClassLoader(new java.net.URL[] {services.toUri().toURL()}, before)) {
+            thread.setContextClassLoader(loader);
+            return validate(yaml);
+        } finally {
+            thread.setContextClassLoader(before);
+        }
+    }
+
+    @Test
+    void withTheApplicationsFactoryAJobClassNeedsNoNoArgConstructorButMustStillBeAJob() throws IOException {
+        String pooled = "io.lockstep.examples.it.LifecycleFactory$PooledJob";
+        Result ok = withFactories(List.of("io.lockstep.examples.it.LifecycleFactory"),
+                "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: " + pooled + "\n");
+        assertThat(ok.exit()).as(ok.err()).isZero();
+        assertThat(ok.out()).contains("valid, 1 job").contains("jobs built by io.lockstep.examples.it.LifecycleFactory");
+        Result notAJob = withFactories(List.of("io.lockstep.examples.it.LifecycleFactory"),
+                "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: java.lang.String\n");
+        assertThat(notAJob.exit()).isEqualTo(2);
+        assertThat(notAJob.err()).contains("jobs[0].class").contains("does not implement io.lockstep.scheduler.Job");
+        Result withoutFactory = validate("jobs:\n  - name: a\n    cron: \"@daily\"\n    class: " + pooled + "\n");
+        assertThat(withoutFactory.exit()).isEqualTo(2);
+        assertThat(withoutFactory.err()).contains("has no public no-arg constructor");
+    }
+
+    @Test
+    void twoFactoriesOnTheClassPathAreOneLineAndExitTwo() throws IOException {
+        Result r = withFactories(List.of("io.lockstep.examples.it.LifecycleFactory", "io.lockstep.examples.cli.ValidateCommandTest$OtherFactory"),
+                VALID_JOB);
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err().lines()).singleElement().asString().contains("more than one job factory on the class path")
+                .contains("LifecycleFactory").contains("OtherFactory").contains("keep one");
+    }
+
+    /** A second factory, for the test above. */
+    public static final class OtherFactory implements io.lockstep.scheduler.JobFactory {
+        @Override
+        public io.lockstep.scheduler.Job create(io.lockstep.scheduler.JobDefinition definition) {
+            throw new UnsupportedOperationException();
+        }
+    }
+
     @Test
     void aUsageMistakeExitsTwo() {
         StringWriter err = new StringWriter();

@@ -96,6 +96,13 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /** Starts a worker with {@code classPath} added to its class path (a jobs JAR's, say) and JVM options. */
+    WorkerProcess startWithClassPath(String id, List<Path> classPath, String... jvmOptions) {
+        WorkerProcess w = WorkerProcess.start(dir, config, id, Map.of(), classPath, jvmOptions);
+        workers.add(w);
+        return w;
+    }
+
     /** Starts a worker with extra environment variables (libfaketime's, say). */
     WorkerProcess startWithEnv(String id, Map<String, String> env) {
         WorkerProcess w = WorkerProcess.start(dir, config, id, env);

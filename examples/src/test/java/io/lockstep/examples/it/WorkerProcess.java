@@ -51,6 +51,11 @@ final class WorkerProcess implements AutoCloseable {
      * test classes are on its class path too, so ITs can run job classes of their own.
      */
     static WorkerProcess start(Path dir, Path config, String id, Map<String, String> env, String... jvmOptions) {
+        return start(dir, config, id, env, List.of(), jvmOptions);
+    }
+
+    /** Starts a worker with {@code classPath} after the JAR and the test classes (a jobs JAR's, say). */
+    static WorkerProcess start(Path dir, Path config, String id, Map<String, String> env, List<Path> classPath, String... jvmOptions) {
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
@@ -58,7 +63,9 @@ final class WorkerProcess implements AutoCloseable {
         // The JSON events of config/logback.xml, as in the JAR (the test classes carry a logback-test.xml).
         command.add("-Dlogback.configurationFile=" + Path.of(System.getProperty("lockstep.configDir", "../config"), "logback.xml")
                 .toAbsolutePath());
-        command.addAll(List.of("-cp", jar() + java.io.File.pathSeparator + TEST_CLASSES, "io.lockstep.examples.cli.WorkerMain",
+        StringBuilder cp = new StringBuilder(jar() + java.io.File.pathSeparator + TEST_CLASSES);
+        classPath.forEach(p -> cp.append(java.io.File.pathSeparator).append(p.toAbsolutePath()));
+        command.addAll(List.of("-cp", cp.toString(), "io.lockstep.examples.cli.WorkerMain",
                 "run", "--config", config.toString(), "--worker-id", id));
         return launch(dir, id, command, env);
     }

@@ -60,6 +60,8 @@ public final class ConfigLoader {
 
     private final Function<String, String> environment;
     private final boolean checkClasses;
+    /** Job classes are built by their public no-arg constructor (no factory of the application's): check that too. */
+    private final boolean reflective;
 
     /**
      * Every key the loader accepts, by YAML path ({@code ""} the top level, {@code "jobs[]"} a job),
@@ -74,25 +76,37 @@ public final class ConfigLoader {
                 Map.entry("jobs[]", JOB_KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS));
     }
 
-    private ConfigLoader(Function<String, String> environment, boolean checkClasses) {
+    private ConfigLoader(Function<String, String> environment, boolean checkClasses, boolean reflective) {
         this.environment = environment;
         this.checkClasses = checkClasses;
+        this.reflective = reflective;
     }
 
     /** A loader that reads the process environment and checks job classes. */
     public static ConfigLoader defaults() {
-        return new ConfigLoader(System::getenv, true);
+        return new ConfigLoader(System::getenv, true, true);
     }
 
     /** A loader that reads variables from {@code environment} instead of the process. */
     public ConfigLoader withEnvironment(Map<String, String> environment) {
         Map<String, String> copy = Map.copyOf(environment);
-        return new ConfigLoader(copy::get, checkClasses);
+        return new ConfigLoader(copy::get, checkClasses, reflective);
     }
 
     /** A loader that does or does not check that job classes load and implement {@code Job}. */
     public ConfigLoader checkingClasses(boolean check) {
-        return new ConfigLoader(environment, check);
+        return new ConfigLoader(environment, check, reflective);
+    }
+
+    /**
+     * A loader for jobs built by {@link io.lockstep.scheduler.JobFactory#reflective()} (the default:
+     * a job class needs a public no-arg constructor, which the check runs once, and its params are
+     * bound to the type it declares) or, with {@code false}, by a factory of the application's: a
+     * job class must then only load, implement {@code Job} and be concrete; the factory builds it
+     * when the scheduler is built, and reports what is wrong then.
+     */
+    public ConfigLoader builtByReflection(boolean reflective) {
+        return new ConfigLoader(environment, checkClasses, reflective);
     }
 
     /**
@@ -280,9 +294,10 @@ public final class ConfigLoader {
                 }
                 Optional<String> className = required(m, "class", jobNode, path).flatMap(n -> string(n, path + ".class"));
                 if (checkClasses && className.isPresent()) {
-                    Optional<String> classProblem = JobFactory.problemWith(className.get());
+                    Optional<String> classProblem = reflective ? JobFactory.problemWith(className.get())
+                            : JobFactory.typeProblem(className.get());
                     classProblem.ifPresent(p -> problem(m.get("class"), path + ".class", p));
-                    if (classProblem.isEmpty()) {
+                    if (classProblem.isEmpty() && reflective) {
                         // Run the constructor once: one that throws is a bad config, not a runtime surprise.
                         JobFactory.constructionProblem(className.get()).ifPresent(p -> problem(m.get("class"), path + ".class", p));
                     }
@@ -298,7 +313,7 @@ public final class ConfigLoader {
                         problem(m.get("params"), path + ".params", "must be a mapping, but was " + describe(m.get("params")));
                     }
                 }
-                if (checkClasses && className.isPresent() && problems.size() == before) {
+                if (checkClasses && reflective && className.isPresent() && problems.size() == before) {
                     checkParams(className.get(), params, m.get("params"), jobNode, path);
                 }
                 boolean enabled = bool(m.get("enabled"), path + ".enabled").orElse(true);
