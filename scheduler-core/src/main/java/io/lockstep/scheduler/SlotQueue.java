@@ -96,6 +96,7 @@ final class SlotQueue {
             while (!queue.isEmpty() && !queue.peek().retryAt().isAfter(now)) {
                 due.add(queue.poll());
             }
+            withOlderRetries(due);
             due.addAll(waiting);
             waiting.clear();
             anyWaiting = false;
@@ -103,6 +104,38 @@ final class SlotQueue {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Adds to {@code due} the older slots of the same jobs that wait in the queue to be asked again
+     * (a claim the store did not answer, retried every {@link Claimer#RETRY_DELAY}): a job's slots
+     * start in slot order only when the claimer sees them in one batch, and a newer slot that falls
+     * due before an older one's retry would otherwise be claimed, and start, first. Asking the older
+     * one early asks the same question sooner. Manual runs and recoveries keep no order. Under
+     * {@link #lock}.
+     */
+    private void withOlderRetries(List<DueSlot> due) {
+        Map<String, Instant> newest = new HashMap<>();
+        for (DueSlot d : due) {
+            if (ordered(d)) {
+                newest.merge(d.definition().name(), d.slot, (a, b) -> a.isAfter(b) ? a : b);
+            }
+        }
+        if (newest.isEmpty() || queue.isEmpty()) {
+            return;
+        }
+        queue.removeIf(q -> {
+            Instant bound = newest.get(q.definition().name());
+            boolean pull = bound != null && q.stage() == DueSlot.Stage.QUEUED && ordered(q) && q.slot.isBefore(bound);
+            if (pull) {
+                due.add(q);
+            }
+            return pull;
+        });
+    }
+
+    private static boolean ordered(DueSlot d) {
+        return d.kind() != DueSlot.Kind.RECOVER && !d.manual;
     }
 
     /** New slots (a job's next, a catch-up plan, a manual run), each due at its {@link DueSlot#retryAt()}. */

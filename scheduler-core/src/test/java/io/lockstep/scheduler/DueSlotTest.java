@@ -216,6 +216,34 @@ class DueSlotTest {
                 .hasMessageContaining("CLAIMING");
     }
 
+    /**
+     * An older slot of the job waiting to be asked again (the store did not answer) goes with a
+     * newer one that falls due before its retry, so that the claimer sees both and starts them in
+     * slot order; another job's retry, a manual run's, and a newer slot's wait for their own time.
+     */
+    @Test
+    void aSlotFallingDueTakesTheOlderSlotsOfItsJobWaitingForARetryAlong() throws InterruptedException {
+        SlotQueue queue = new SlotQueue();
+        DueSlot older = DueSlot.claim(JOB, T.minusSeconds(2));
+        older.toStore();
+        older.retryAt(T.plusMillis(200)); // unanswered: asked again in 250 ms
+        ScheduledJob other = new ScheduledJob(new JobDefinition("other", CronSchedule.of("* * * * * *", ZoneOffset.UTC),
+                Job.class.getName(), Map.of(), Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP, Duration.ZERO, true), ctx -> { });
+        DueSlot otherJob = DueSlot.claim(other, T.minusSeconds(2));
+        otherJob.toStore();
+        otherJob.retryAt(T.plusMillis(200));
+        DueSlot manual = DueSlot.manual(JOB, T.minusMillis(1_500));
+        manual.toStore();
+        manual.retryAt(T.plusMillis(200));
+        DueSlot newer = DueSlot.claim(JOB, T.minusSeconds(1));
+        newer.toStore();
+        newer.retryAt(T);
+        queue.place(List.of(older, otherJob, manual, newer), T);
+
+        List<DueSlot> due = queue.awaitDue(new ClusterClock(Clock.fixed(T, ZoneOffset.UTC)), new JobThreads(1));
+        assertThat(due).containsExactlyInAnyOrder(newer, older);
+    }
+
     private static void move(Map<String, Consumer<DueSlot>> moves, Map<String, Set<Stage>> allowed, String name,
             Consumer<DueSlot> move, Set<Stage> from) {
         moves.put(name, move);

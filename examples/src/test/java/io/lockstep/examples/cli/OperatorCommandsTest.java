@@ -6,8 +6,6 @@ import io.lockstep.redis.LocalRedisServer;
 import io.lockstep.scheduler.Job;
 import io.lockstep.scheduler.JobContext;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -52,15 +50,6 @@ class OperatorCommandsTest {
         redis.close();
     }
 
-    private record Cli(int exit, String out, String err) {}
-
-    private static Cli cli(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
-        return new Cli(exit, out.toString(), err.toString());
-    }
-
     private Path config() throws IOException {
         Path file = dir.resolve("jobs.yaml");
         Files.writeString(file, "redis:\n  uri: " + redis.uri() + "\njobs:\n"
@@ -79,7 +68,7 @@ class OperatorCommandsTest {
                 List.of("pause", "--config", file, "--job", "report", "--note", "maintenance"),
                 List.of("resume", "--config", file, "--job", "report"),
                 List.of("trigger", "--config", file, "--job", "sync"))) {
-            Cli result = cli(command.toArray(String[]::new));
+            CliRun result = CliRun.of(command.toArray(String[]::new));
             assertThat(result.exit()).as("%s: %s%s", command, result.out(), result.err()).isZero();
             assertThat(result.err()).as("%s", command).doesNotContain("not found").doesNotContain("ReportJob");
         }
@@ -88,7 +77,7 @@ class OperatorCommandsTest {
 
     @Test
     void validateStillChecksTheJobClasses() throws IOException {
-        Cli result = cli("validate", "--config", config().toString());
+        CliRun result = CliRun.of("validate", "--config", config().toString());
         assertThat(result.exit()).isEqualTo(WorkerMain.BAD_INPUT);
         assertThat(result.err()).contains("jobs[0].class").contains("com.acme.jobs.ReportJob").contains("not found on the class path");
     }

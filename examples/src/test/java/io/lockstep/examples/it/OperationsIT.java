@@ -5,11 +5,9 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.lockstep.examples.cli.WorkerMain;
+import io.lockstep.examples.cli.CliRun;
 import io.lockstep.redis.RedisFixture;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -79,12 +77,12 @@ class OperationsIT {
             assertThat(status.path("drift")).isEmpty();
 
             // trigger --wait: exactly one worker runs it (by the job's own record), and the command exits by its outcome.
-            Cli trigger = cli("trigger", "--config", cluster.config.toString(), "--job", "manual", "--wait", "--timeout", "30s");
-            assertThat(trigger.exit).as(trigger.err).isZero();
-            assertThat(trigger.out).contains("succeeded on w");
-            Cli failing = cli("trigger", "--config", cluster.config.toString(), "--job", "failing", "--wait", "--timeout", "30s", "--json");
-            assertThat(failing.exit).as("a triggered run that fails exits 3").isEqualTo(3);
-            JsonNode failed = JSON.readTree(failing.out);
+            CliRun trigger = cli("trigger", "--config", cluster.config.toString(), "--job", "manual", "--wait", "--timeout", "30s");
+            assertThat(trigger.exit()).as(trigger.err()).isZero();
+            assertThat(trigger.out()).contains("succeeded on w");
+            CliRun failing = cli("trigger", "--config", cluster.config.toString(), "--job", "failing", "--wait", "--timeout", "30s", "--json");
+            assertThat(failing.exit()).as("a triggered run that fails exits 3").isEqualTo(3);
+            JsonNode failed = JSON.readTree(failing.out());
             assertThat(failed.path("state").asText()).isEqualTo("done");
             assertThat(failed.path("outcome").asText()).isEqualTo("failed");
             assertThat(failed.path("fencingToken").asLong()).isPositive();
@@ -101,14 +99,14 @@ class OperationsIT {
             assertThat(metric(scrape(ports.get(winner)), "lockstep_runs_total", "manual", "outcome=\"succeeded\"")).isEqualTo(1);
 
             // pause: no more starts of tick from the next slot on; each paused slot reported exactly once; resume restores.
-            Cli pause = cli("pause", "--config", cluster.config.toString(), "--job", "tick", "--note", "deploy");
-            assertThat(pause.exit).as(pause.err).isZero();
+            CliRun pause = cli("pause", "--config", cluster.config.toString(), "--job", "tick", "--note", "deploy");
+            assertThat(pause.exit()).as(pause.err()).isZero();
             Instant pausedAt = Instant.now();
             await().atMost(Duration.ofSeconds(15)).until(() -> pausedSlots(cluster).size() >= 3);
             Instant checked = Instant.now();
             assertThat(statusJson(cluster).path("jobs").get(0).path("paused").path("note").asText()).isEqualTo("deploy");
-            Cli resume = cli("resume", "--config", cluster.config.toString(), "--job", "tick");
-            assertThat(resume.exit).as(resume.err).isZero();
+            CliRun resume = cli("resume", "--config", cluster.config.toString(), "--job", "tick");
+            assertThat(resume.exit()).as(resume.err()).isZero();
             Instant resumedAt = Instant.now();
             await().atMost(Duration.ofSeconds(10)).until(() -> cluster.events("job_started").stream()
                     .anyMatch(e -> e.path("job").asText().equals("tick") && WorkerProcess.slot(e).isAfter(resumedAt.plusSeconds(1))));
@@ -120,14 +118,14 @@ class OperationsIT {
             assertThat(sum(ports, "lockstep_slots_skipped_total", "tick", "reason=\"paused\"")).isEqualTo(skippedBySlot.size());
 
             // history: what the job recorded itself, newest first.
-            Cli history = cli("history", "--config", cluster.config.toString(), "--job", "tick", "--limit", "5", "--json");
-            assertThat(history.exit).as(history.err).isZero();
+            CliRun history = cli("history", "--config", cluster.config.toString(), "--job", "tick", "--limit", "5", "--json");
+            assertThat(history.exit()).as(history.err()).isZero();
             Map<Long, String> recorded = new HashMap<>();
             for (String line : Files.readAllLines(dir.resolve("tick.log"))) {
                 String[] f = line.split(" ");
                 recorded.put(Long.parseLong(f[0]), f[1] + " " + f[2]);
             }
-            JsonNode runs = JSON.readTree(history.out);
+            JsonNode runs = JSON.readTree(history.out());
             assertThat(runs).hasSize(5);
             Instant previous = Instant.MAX;
             for (JsonNode run : runs) {
@@ -221,23 +219,23 @@ class OperationsIT {
     @Test
     void badUsageAndUnknownJobsExitTwoWithOneLine() throws Exception {
         try (Cluster cluster = new Cluster(dir, jobs())) {
-            Cli unknown = cli("trigger", "--config", cluster.config.toString(), "--job", "nope");
-            assertThat(unknown.exit).isEqualTo(2);
-            assertThat(unknown.err.strip()).doesNotContain("\n").contains("no job named \"nope\"").contains("tick, manual, slow, failing");
-            Cli both = cli("pause", "--config", cluster.config.toString(), "--job", "tick", "--all");
-            assertThat(both.exit).isEqualTo(2);
-            Cli help = cli("status", "--help");
-            assertThat(help.exit).isZero();
-            assertThat(help.out).contains("--config", "--json");
-            Cli empty = cli("history", "--config", cluster.config.toString(), "--job", "tick");
-            assertThat(empty.exit).isZero();
-            assertThat(empty.out).contains("no runs of tick recorded yet");
+            CliRun unknown = cli("trigger", "--config", cluster.config.toString(), "--job", "nope");
+            assertThat(unknown.exit()).isEqualTo(2);
+            assertThat(unknown.err().strip()).doesNotContain("\n").contains("no job named \"nope\"").contains("tick, manual, slow, failing");
+            CliRun both = cli("pause", "--config", cluster.config.toString(), "--job", "tick", "--all");
+            assertThat(both.exit()).isEqualTo(2);
+            CliRun help = cli("status", "--help");
+            assertThat(help.exit()).isZero();
+            assertThat(help.out()).contains("--config", "--json");
+            CliRun empty = cli("history", "--config", cluster.config.toString(), "--job", "tick");
+            assertThat(empty.exit()).isZero();
+            assertThat(empty.out()).contains("no runs of tick recorded yet");
         }
         Path nowhere = dir.resolve("down.yaml");
         Files.writeString(nowhere, "redis:\n  uri: redis://127.0.0.1:" + RedisFixture.freeLoopbackPort() + "\n  timeout: 300ms\n" + jobs());
-        Cli down = cli("status", "--config", nowhere.toString());
-        assertThat(down.exit).isEqualTo(1);
-        assertThat(down.err.strip()).doesNotContain("\n").startsWith("error: ");
+        CliRun down = cli("status", "--config", nowhere.toString());
+        assertThat(down.exit()).isEqualTo(1);
+        assertThat(down.err().strip()).doesNotContain("\n").startsWith("error: ");
     }
 
     // ------------------------------------------------------------------ helpers
@@ -276,18 +274,13 @@ class OperationsIT {
     }
 
     private JsonNode statusJson(Cluster cluster) throws IOException {
-        Cli status = cli("status", "--config", cluster.config.toString(), "--json");
-        assertThat(status.exit).as(status.err).isZero();
-        return JSON.readTree(status.out);
+        CliRun status = cli("status", "--config", cluster.config.toString(), "--json");
+        assertThat(status.exit()).as(status.err()).isZero();
+        return JSON.readTree(status.out());
     }
 
-    private record Cli(int exit, String out, String err) {}
-
-    private static Cli cli(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
-        return new Cli(exit, out.toString(), err.toString());
+    private static CliRun cli(String... args) {
+        return CliRun.of(args);
     }
 
     private static String scrape(int port) {

@@ -102,13 +102,10 @@ class PreferredClaimerIT {
 
     /** The worker ids {@code status --json} lists, as an operator would run it. */
     private static List<String> liveWorkers(Cluster cluster) {
-        java.io.StringWriter out = new java.io.StringWriter();
-        java.io.StringWriter err = new java.io.StringWriter();
-        int exit = io.lockstep.examples.cli.WorkerMain.execute(new java.io.PrintWriter(out, true), new java.io.PrintWriter(err, true),
-                "status", "--config", cluster.config.toString(), "--json");
-        assertThat(exit).as(err.toString()).isZero();
+        io.lockstep.examples.cli.CliRun status = io.lockstep.examples.cli.CliRun.of("status", "--config", cluster.config.toString(), "--json");
+        assertThat(status.exit()).as(status.err()).isZero();
         try {
-            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.toString()).path("workers").findValuesAsText("id");
+            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(status.out()).path("workers").findValuesAsText("id");
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
