@@ -11,9 +11,11 @@ import java.util.Set;
  * holds a resource (a connection pool, a client) implements {@link AutoCloseable} and is closed
  * once when the scheduler stops, after the drain (every run ended and its outcome written), in the
  * reverse order of creation; an instance the factory handed out for several jobs is closed once. A
- * close that throws is reported ({@code job_close_failed}) and the others are still closed. When
- * the factory fails part way, the instances it created so far are closed before the error
- * propagates. Not thread-safe: the scheduler builds, then closes, from one thread.
+ * close that throws is reported ({@code job_close_failed}) and the others are still closed; a job
+ * whose run ignored its interrupt and still executes is not closed under it
+ * ({@code job_close_skipped}). When the factory fails part way (an exception, or no job), the
+ * instances it created so far are closed and the failure becomes one {@link LockstepException}
+ * naming the job. Not thread-safe: the scheduler builds, then closes, from one thread.
  */
 final class CreatedJobs {
 
@@ -33,40 +35,75 @@ final class CreatedJobs {
         try {
             for (JobDefinition definition : definitions) {
                 if (definition.enabled()) {
-                    created.add(new ScheduledJob(definition, factory.create(definition)));
+                    created.add(new ScheduledJob(definition, build(factory, definition)));
                 }
             }
         } catch (RuntimeException | Error e) {
-            new CreatedJobs(created, close, events).close();
+            new CreatedJobs(created, close, events).close(Set.of());
             throw e;
         }
         return new CreatedJobs(created, close, events);
+    }
+
+    /** One job from the factory; whatever goes wrong is one {@link LockstepException} naming the job. */
+    private static Job build(JobFactory factory, JobDefinition definition) {
+        Job job;
+        try {
+            job = factory.create(definition);
+        } catch (LockstepException e) {
+            throw e;
+        } catch (RuntimeException | LinkageError e) {
+            throw new LockstepException("job " + definition.name() + ": the job factory " + factory.getClass().getName()
+                    + " failed: " + e, e);
+        }
+        if (job == null) {
+            throw new LockstepException("job " + definition.name() + ": the job factory " + factory.getClass().getName()
+                    + " returned no job");
+        }
+        return job;
     }
 
     List<ScheduledJob> jobs() {
         return jobs;
     }
 
-    /** Closes every instance that is {@link AutoCloseable}, each once, newest first (unless closing is off). */
-    void close() {
+    /**
+     * Closes every instance that is {@link AutoCloseable}, each once, newest first (unless closing
+     * is off), but not those of the jobs in {@code stillRunning}, nor an instance one of them shares.
+     */
+    void close(Set<String> stillRunning) {
         if (!close) {
             return;
+        }
+        Set<Job> inUse = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (ScheduledJob j : jobs) {
+            if (stillRunning.contains(j.definition().name())) {
+                inUse.add(j.job());
+            }
         }
         Set<Job> closed = Collections.newSetFromMap(new IdentityHashMap<>());
         List<ScheduledJob> newestFirst = new ArrayList<>(jobs);
         Collections.reverse(newestFirst);
+        boolean interrupted = false;
         for (ScheduledJob j : newestFirst) {
-            if (j.job() instanceof AutoCloseable closeable && closed.add(j.job())) {
-                try {
-                    closeable.close();
-                } catch (Exception e) {
-                    if (e instanceof InterruptedException) {
-                        Thread.currentThread().interrupt();
-                    }
-                    events.error("job_close_failed").addKeyValue("job", j.definition().name())
-                            .addKeyValue("error", String.valueOf(e)).log("closing the job failed");
-                }
+            if (!(j.job() instanceof AutoCloseable closeable) || !closed.add(j.job())) {
+                continue;
             }
+            if (inUse.contains(j.job())) {
+                events.warn("job_close_skipped").addKeyValue("job", j.definition().name())
+                        .log("not closing the job: a run of it ignored its interrupt and still executes");
+                continue;
+            }
+            try {
+                closeable.close();
+            } catch (Throwable e) { // one job's failure, whatever it is, must not keep the others open
+                interrupted |= e instanceof InterruptedException;
+                events.error("job_close_failed").addKeyValue("job", j.definition().name())
+                        .addKeyValue("error", String.valueOf(e)).log("closing the job failed");
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt(); // restored after the loop, so the later closes were not cut short
         }
     }
 }

@@ -118,6 +118,18 @@ final class Runner {
      *
      * @return whether every job finished
      */
+    /**
+     * The jobs with a run this worker has not finished: after a drain that timed out, the runs
+     * that ignored their interrupt and still execute on a job thread.
+     */
+    java.util.Set<String> jobsRunning() {
+        java.util.Set<String> jobs = new java.util.HashSet<>();
+        for (String key : active) {
+            jobs.add(key.substring(0, key.lastIndexOf('@')));
+        }
+        return jobs;
+    }
+
     boolean drain(Duration timeout, Duration interruptGrace) {
         shuttingDown = true;
         executor.shutdown();

@@ -208,9 +208,30 @@ public final class Scheduler implements AutoCloseable {
         starter.close(); // claims made ahead not started yet go back to the peers now
         boolean drained = runner.drain(shutdownTimeout, INTERRUPT_GRACE);
         membership.stop();
-        created.close(); // every run has ended and its outcome is written: the jobs' resources may go
+        closeJobs(); // every run has ended and its outcome is written: the jobs' resources may go
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", threads.busy())
                 .log("worker stopped");
+    }
+
+    /**
+     * Closes the jobs (not those with a run that ignored its interrupt), on a thread of its own and
+     * for at most the shutdown timeout: a job's close that never returns must not keep the worker
+     * from exiting ({@code job_close_timed_out}).
+     */
+    private void closeJobs() {
+        java.util.Set<String> stillRunning = runner.jobsRunning();
+        Thread closer = new Thread(() -> created.close(stillRunning), "lockstep-close-jobs");
+        closer.setDaemon(true);
+        closer.start();
+        try {
+            closer.join(Math.max(1, shutdownTimeout.toMillis()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (closer.isAlive()) {
+            events.error("job_close_timed_out").addKeyValue("timeout_ms", shutdownTimeout.toMillis())
+                    .log("closing the jobs did not end within the shutdown timeout; exiting without waiting for it");
+        }
     }
 
     private static ExecutorService defaultExecutor(int threads) {

@@ -135,7 +135,7 @@ final class SlotQueue {
     }
 
     private static boolean ordered(DueSlot d) {
-        return d.kind() != DueSlot.Kind.RECOVER && !d.manual;
+        return !d.recovery() && !d.manual;
     }
 
     /** New slots (a job's next, a catch-up plan, a manual run), each due at its {@link DueSlot#retryAt()}. */

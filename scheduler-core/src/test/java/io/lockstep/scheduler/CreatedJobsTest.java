@@ -81,6 +81,87 @@ class CreatedJobsTest {
     }
 
     @Test
+    void aFactoryThatThrowsSomethingElseOrReturnsNothingIsOneErrorNamingTheJob() {
+        assertThatThrownBy(() -> Scheduler.builder(InMemoryLockProvider.create()).workerId("w").job(job("a")).job(job("b"))
+                .jobFactory(d -> {
+                    if (d.name().equals("b")) {
+                        throw new IllegalStateException("no bean named b");
+                    }
+                    return new Closing("a", false);
+                }).build())
+                .isInstanceOf(LockstepException.class).hasMessageContaining("job b: the job factory").hasMessageContaining("no bean named b");
+        assertThat(log).containsExactly("close a");
+        assertThatThrownBy(() -> Scheduler.builder(InMemoryLockProvider.create()).workerId("w").job(job("c")).jobFactory(d -> null).build())
+                .isInstanceOf(LockstepException.class).hasMessageContaining("job c: the job factory").hasMessageContaining("returned no job");
+    }
+
+    @Test
+    void aJobWhoseCloseThrowsAnErrorDoesNotKeepTheOthersOpen() {
+        try (CapturedEvents events = new CapturedEvents()) {
+            Scheduler withError = Scheduler.builder(InMemoryLockProvider.create()).workerId("w2").job(job("x")).job(job("y"))
+                    .jobFactory(d -> d.name().equals("x") ? new Closing("x", false) : new ErrorOnClose()).build();
+            withError.start();
+            withError.close();
+            assertThat(log).containsExactly("close y (error)", "close x");
+            assertThat(events.named("job_close_failed")).singleElement().satisfies(e -> assertThat(e).containsEntry("job", "y"));
+        }
+    }
+
+    /** A job whose close fails with an Error, not an Exception. */
+    private final class ErrorOnClose implements Job, AutoCloseable {
+        @Override
+        public void execute(JobContext context) {}
+
+        @Override
+        public void close() {
+            log.add("close y (error)");
+            throw new AssertionError("pool in a broken state");
+        }
+    }
+
+    /**
+     * A run that ignores its interrupt past the shutdown timeout and its grace still executes when
+     * the scheduler closes: its job is not closed under it; the others are.
+     */
+    @Test
+    void aJobWhoseRunStillExecutesAfterTheDrainIsNotClosedUnderIt() throws InterruptedException {
+        java.util.concurrent.CountDownLatch running = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        final class Stubborn implements Job, AutoCloseable {
+            @Override
+            public void execute(JobContext context) {
+                running.countDown();
+                while (true) {
+                    try {
+                        release.await();
+                        return;
+                    } catch (InterruptedException ignored) {
+                        // ignores its interrupt, as a job stuck in a library call would
+                    }
+                }
+            }
+
+            @Override
+            public void close() {
+                log.add("close stubborn");
+            }
+        }
+        try (CapturedEvents events = new CapturedEvents()) {
+            Scheduler scheduler = Scheduler.builder(InMemoryLockProvider.create()).workerId("w")
+                    .job(JobDefinition.of("stubborn", CronSchedule.of("* * * * * *", ZoneOffset.UTC), Job.class)).job(job("quiet"))
+                    .shutdownTimeout(java.time.Duration.ofMillis(100))
+                    .jobFactory(d -> d.name().equals("stubborn") ? new Stubborn() : new Closing("quiet", false)).build();
+            scheduler.start();
+            org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5)).until(() -> running.getCount() == 0);
+            scheduler.close();
+            assertThat(log).containsExactly("close quiet");
+            assertThat(events.named("job_close_skipped")).singleElement().satisfies(e -> assertThat(e).containsEntry("job", "stubborn"));
+        } finally {
+            release.countDown();
+        }
+    }
+
+    @Test
     void jobsOwnedByTheEmbedderAreLeftOpen() {
         Scheduler scheduler = Scheduler.builder(InMemoryLockProvider.create()).workerId("w").job(job("a"))
                 .jobFactory(d -> new Closing("a", false)).closeJobs(false).build();

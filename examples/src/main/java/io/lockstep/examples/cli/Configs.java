@@ -46,7 +46,7 @@ final class Configs {
         List<ServiceLoader.Provider<JobFactory>> found;
         try {
             found = ServiceLoader.load(JobFactory.class, Thread.currentThread().getContextClassLoader()).stream().toList();
-        } catch (ServiceConfigurationError e) {
+        } catch (ServiceConfigurationError | LinkageError e) { // not found, or a class it needs is missing
             err.println("error: a job factory named in META-INF/services/" + JobFactory.class.getName() + " cannot be loaded: "
                     + e.getMessage());
             return null;

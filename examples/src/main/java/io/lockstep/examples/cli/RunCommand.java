@@ -85,7 +85,7 @@ final class RunCommand implements Callable<Integer> {
         CountDownLatch stop = new CountDownLatch(1);
         Signal.handle(new Signal("TERM"), s -> stop.countDown());
         Signal.handle(new Signal("INT"), s -> stop.countDown());
-        Scheduler scheduler;
+        Scheduler scheduler = null;
         JobFactory factory = null;
         WorkerHttp http = null;
         // Meters only when something can read them (worker.http); otherwise they cost the slot path for nothing.
@@ -126,6 +126,9 @@ final class RunCommand implements Callable<Integer> {
             if (http != null) {
                 http.close();
             }
+            if (scheduler != null) {
+                scheduler.close(); // built, maybe part started: its jobs are closed before their factory
+            }
             close(factory, err);
             provider.close();
             return WorkerMain.RUNTIME_FAILURE;
@@ -148,7 +151,7 @@ final class RunCommand implements Callable<Integer> {
     private static JobFactory newFactory(ServiceLoader.Provider<JobFactory> type) {
         try {
             return type.get();
-        } catch (java.util.ServiceConfigurationError e) {
+        } catch (java.util.ServiceConfigurationError | LinkageError e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             throw new LockstepException("the job factory " + type.type().getName() + " could not be created: " + cause, cause);
         }
