@@ -57,26 +57,6 @@ final class Starter {
     /** How soon a start that could not reach the store is sent again (while the short lease lasts). */
     private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
 
-    /** One staged run: when to act on it next, and whether the store started it. */
-    private static final class Staged {
-        final SlotRun run;
-        /** Until when the staged claim's short lease is ours for certain (monotonic nanos). */
-        final long leaseEndsNanos;
-        long atNanos;
-        boolean started;
-        /** Its start was sent at least once: a retry waits for its own time, never joins earlier. */
-        boolean tried;
-        long startSentNanos;
-        /** Dealt with for good (handed to the pool, reported, or handed back): never touched again. */
-        boolean done;
-
-        Staged(SlotRun run, long leaseEndsNanos) {
-            this.run = run;
-            this.leaseEndsNanos = leaseEndsNanos;
-            this.atNanos = run.startAtNanos - LEAD.toNanos();
-        }
-    }
-
     private final LockProvider provider;
     private final Runner runner;
     private final Events events;

@@ -149,7 +149,11 @@ class PoliciesIT {
     void aFailedRunIsRetriedWithinItsClaimUntilItSucceeds() {
         Map<Instant, List<JsonNode>> bySlot = ofJob(cluster.events("job_started"), "retry-job").stream()
                 .collect(Collectors.groupingBy(WorkerProcess::slot));
-        List<JsonNode> released = ofJob(cluster.events("slot_released"), "retry-job");
+        // A claim made ahead that could not be started in time (a worker held up past its short
+        // lease on a busy machine) is handed back unstarted, for a peer to run (ClaimAheadIT checks
+        // that): only the runs count here.
+        List<JsonNode> released = ofJob(cluster.events("slot_released"), "retry-job").stream()
+                .filter(r -> !"not_started".equals(r.path("outcome").asText())).toList();
         assertThat(released).isNotEmpty();
         for (JsonNode r : released) {
             Instant slot = WorkerProcess.slot(r);
