@@ -46,7 +46,9 @@ class PartitionIT {
             link.cut(true);
             Instant cutAt = Instant.now();
 
-            await().atMost(Duration.ofSeconds(15)).until(() -> !peer.events("slot_recovered").isEmpty());
+            // The peer logs slot_recovered, then starts the rerun: wait for both.
+            await().atMost(Duration.ofSeconds(15)).until(() -> !peer.events("slot_recovered").isEmpty()
+                    && peer.events("job_started").stream().anyMatch(e -> WorkerProcess.same(e, started)));
             JsonNode recovered = peer.events("slot_recovered").get(0);
             JsonNode lost = cutOff.events("lease_lost").stream().filter(e -> WorkerProcess.same(e, started)).findFirst().orElseThrow();
             JsonNode stopped = cutOff.events("job_failed").stream().filter(e -> WorkerProcess.same(e, started)).findFirst().orElseThrow();
