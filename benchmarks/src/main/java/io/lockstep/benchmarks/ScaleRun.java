@@ -127,7 +127,7 @@ final class ScaleRun {
                 List<String> command = new ArrayList<>(List.of(Bench.java(), "-Xmx1g"));
                 command.addAll(List.of(System.getProperty("bench.gc", "-XX:+UseG1GC").trim().split("\\s+")));
                 command.addAll(List.of("-Dprobe.out=" + out, "-Dlogback.configurationFile=" + logback, "-cp", Bench.jar(),
-                        "io.lockstep.examples.cli.WorkerMain", "run", "--config", config.toString(), "--worker-id", "w" + w));
+                        "io.lockstep.worker.WorkerMain", "run", "--config", config.toString(), "--worker-id", "w" + w));
                 processes.add(new ProcessBuilder(command)
                         .redirectOutput(dir.resolve("w" + w + ".log").toFile()).redirectErrorStream(true).start());
             }

@@ -1,5 +1,6 @@
 package io.lockstep.examples.cli;
 
+import io.lockstep.worker.WorkerMain;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 

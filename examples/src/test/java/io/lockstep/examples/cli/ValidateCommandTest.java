@@ -1,5 +1,6 @@
 package io.lockstep.examples.cli;
 
+import io.lockstep.worker.WorkerMain;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;

@@ -14,7 +14,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A worker JVM started from the built JAR ({@code lockstep-worker.jar run}), its JSON events read
+ * A worker JVM started from the built JAR ({@code lockstep-examples.jar run}), its JSON events read
  * back from its stdout, and signals to hurt it with.
  */
 final class WorkerProcess implements AutoCloseable {
@@ -34,7 +34,7 @@ final class WorkerProcess implements AutoCloseable {
     }
 
     static Path jar() {
-        Path jar = Path.of(System.getProperty("lockstep.workerJar", "target/lockstep-worker.jar"));
+        Path jar = Path.of(System.getProperty("lockstep.workerJar", "target/lockstep-examples.jar"));
         if (!Files.isRegularFile(jar)) {
             throw new IllegalStateException("worker jar " + jar + " is missing: run mvn verify (the ITs need the package phase)");
         }
@@ -65,7 +65,7 @@ final class WorkerProcess implements AutoCloseable {
                 .toAbsolutePath());
         StringBuilder cp = new StringBuilder(jar() + java.io.File.pathSeparator + TEST_CLASSES);
         classPath.forEach(p -> cp.append(java.io.File.pathSeparator).append(p.toAbsolutePath()));
-        command.addAll(List.of("-cp", cp.toString(), "io.lockstep.examples.cli.WorkerMain",
+        command.addAll(List.of("-cp", cp.toString(), "io.lockstep.worker.WorkerMain",
                 "run", "--config", config.toString(), "--worker-id", id));
         return launch(dir, id, command, env);
     }

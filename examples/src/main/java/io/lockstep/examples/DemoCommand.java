@@ -1,6 +1,5 @@
-package io.lockstep.examples.cli;
+package io.lockstep.examples;
 
-import io.lockstep.examples.HeartbeatJob;
 import io.lockstep.redis.LocalRedisServer;
 import io.lockstep.redis.RedisLockProvider;
 import io.lockstep.scheduler.Job;
@@ -9,6 +8,7 @@ import io.lockstep.scheduler.Overlap;
 import io.lockstep.scheduler.Scheduler;
 import io.lockstep.scheduler.config.ConfigLoader;
 import io.lockstep.scheduler.cron.CronSchedule;
+import io.lockstep.worker.WorkerMain;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;

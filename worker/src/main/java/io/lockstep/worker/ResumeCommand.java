@@ -1,4 +1,4 @@
-package io.lockstep.examples.cli;
+package io.lockstep.worker;
 
 import io.lockstep.redis.RedisAdmin;
 import io.lockstep.scheduler.config.LockstepConfig;

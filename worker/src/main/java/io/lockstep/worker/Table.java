@@ -1,4 +1,4 @@
-package io.lockstep.examples.cli;
+package io.lockstep.worker;
 
 import java.io.PrintWriter;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package io.lockstep.examples.cli;
+package io.lockstep.worker;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.lockstep.redis.RedisAdmin;
@@ -25,6 +25,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -54,8 +55,15 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--worker-id", paramLabel = "ID", description = "this worker's id (default: worker.id, else <hostname>-<pid>)")
     String workerId;
 
+    @Mixin
+    JobsDirectory jobs;
+
     @Override
-    public Integer call() {
+    public Integer call() throws Exception {
+        return jobs.run(spec.commandLine().getErr(), this::runWorker);
+    }
+
+    private int runWorker() {
         PrintWriter err = spec.commandLine().getErr();
         Optional<ServiceLoader.Provider<JobFactory>> factoryType = Configs.factory(err);
         if (factoryType == null) {

@@ -1,4 +1,4 @@
-package io.lockstep.examples.cli;
+package io.lockstep.worker;
 
 import io.lockstep.redis.RedisLockProvider;
 import io.lockstep.scheduler.JobFactory;

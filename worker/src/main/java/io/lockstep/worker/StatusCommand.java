@@ -1,4 +1,4 @@
-package io.lockstep.examples.cli;
+package io.lockstep.worker;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;

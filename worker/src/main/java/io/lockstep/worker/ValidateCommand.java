@@ -1,4 +1,4 @@
-package io.lockstep.examples.cli;
+package io.lockstep.worker;
 
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.JobFactory;
@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
@@ -29,8 +30,15 @@ final class ValidateCommand implements Callable<Integer> {
     @Option(names = "--config", required = true, paramLabel = "FILE", description = "the YAML file")
     Path config;
 
+    @Mixin
+    JobsDirectory jobs;
+
     @Override
-    public Integer call() {
+    public Integer call() throws Exception {
+        return jobs.run(spec.commandLine().getErr(), this::validate);
+    }
+
+    private int validate() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Optional<ServiceLoader.Provider<JobFactory>> factory = Configs.factory(err);

@@ -1,23 +1,24 @@
-package io.lockstep.examples.cli;
+package io.lockstep.worker;
 
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * The worker's command line: {@code run}, {@code validate}, {@code demo}, and the operator commands
- * {@code status}, {@code history}, {@code trigger}, {@code pause}, {@code resume}. Exit codes: 0 clean,
- * 1 runtime failure (Redis unreachable), 2 bad config or usage, 3 a triggered run did not succeed.
+ * The worker's command line, {@code bin/lockstep} in the distribution: {@code run}, {@code validate},
+ * and the operator commands {@code status}, {@code history}, {@code trigger}, {@code pause},
+ * {@code resume}. Exit codes: 0 clean, 1 runtime failure (Redis unreachable), 2 bad config or usage,
+ * 3 a triggered run did not succeed.
  */
-@Command(name = "lockstep-worker", mixinStandardHelpOptions = true, versionProvider = WorkerMain.Version.class, scope = CommandLine.ScopeType.INHERIT,
+@Command(name = "lockstep", mixinStandardHelpOptions = true, versionProvider = WorkerMain.Version.class, scope = CommandLine.ScopeType.INHERIT,
         description = "Runs cron jobs exactly once per slot across a cluster of workers coordinated through Redis.",
-        subcommands = {RunCommand.class, ValidateCommand.class, DemoCommand.class, StatusCommand.class, HistoryCommand.class,
+        subcommands = {RunCommand.class, ValidateCommand.class, StatusCommand.class, HistoryCommand.class,
                 TriggerCommand.class, PauseCommand.class, ResumeCommand.class, CommandLine.HelpCommand.class})
 public final class WorkerMain implements Runnable {
 
-    static final int OK = 0;
-    static final int RUNTIME_FAILURE = 1;
-    static final int BAD_INPUT = 2;
+    public static final int OK = 0;
+    public static final int RUNTIME_FAILURE = 1;
+    public static final int BAD_INPUT = 2;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -28,7 +29,14 @@ public final class WorkerMain implements Runnable {
 
     /** Runs a command with the given streams and answers its exit code; for tests and embedding. */
     public static int execute(PrintWriter out, PrintWriter err, String... args) {
-        CommandLine cli = new CommandLine(new WorkerMain());
+        return execute(new CommandLine(new WorkerMain()), out, err, args);
+    }
+
+    /**
+     * Runs a command of {@code cli} (this command line, maybe with more subcommands added, as the
+     * examples' {@code demo}) with the worker's exit codes and error handling.
+     */
+    public static int execute(CommandLine cli, PrintWriter out, PrintWriter err, String... args) {
         cli.setOut(out);
         cli.setErr(err);
         cli.setExitCodeExceptionMapper(e -> e instanceof CommandLine.ParameterException ? BAD_INPUT : RUNTIME_FAILURE);

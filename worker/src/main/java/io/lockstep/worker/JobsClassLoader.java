@@ -1,0 +1,72 @@
+package io.lockstep.worker;
+
+import java.io.IOException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.util.Enumeration;
+import java.util.List;
+
+/**
+ * The class loader of the jobs directory: the application's JARs (its job classes and their
+ * dependencies) see the JDK, the packages Lockstep shares on purpose, and their own JARs, and
+ * nothing else of Lockstep's class path. So a jobs JAR may bring its own Jackson, SnakeYAML,
+ * cron-utils, picocli or Micrometer registry in any version: it gets its own, and Lockstep keeps
+ * its own.
+ *
+ * <p>Shared (always Lockstep's copy, whatever the jobs bring; see {@link #SHARED}): the job API and
+ * the rest of Lockstep ({@code io.lockstep.}), SLF4J (jobs log through the worker's logging),
+ * Jedis (the lock API hands out Jedis types), and Jackson's annotations (Lockstep binds a job's
+ * {@code params} to its type, so annotations such as {@code @JsonProperty} on that type must be the
+ * ones Lockstep's Jackson reads; they are compatible across Jackson 2).
+ *
+ * <p>Everything else is looked up in the JDK first and then in the jobs' JARs, never in Lockstep's
+ * {@code lib/}. Resources likewise, except those of the shared packages: a jobs JAR's
+ * {@code META-INF/services/io.lockstep.scheduler.JobFactory} is found, Lockstep's own are not.
+ */
+final class JobsClassLoader extends URLClassLoader {
+
+    /** Package prefixes always loaded from Lockstep's class path. */
+    static final List<String> SHARED = List.of("io.lockstep.", "org.slf4j.", "redis.clients.", "com.fasterxml.jackson.annotation.");
+
+    static {
+        ClassLoader.registerAsParallelCapable();
+    }
+
+    private final ClassLoader lockstep;
+
+    JobsClassLoader(List<URL> jars, ClassLoader lockstep) {
+        super("lockstep-jobs", jars.toArray(URL[]::new), ClassLoader.getPlatformClassLoader());
+        this.lockstep = lockstep;
+    }
+
+    static boolean shared(String className) {
+        for (String prefix : SHARED) {
+            if (className.startsWith(prefix)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean sharedResource(String name) {
+        return name.endsWith(".class") && shared(name.replace('/', '.'));
+    }
+
+    @Override
+    protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+        if (shared(name)) {
+            return lockstep.loadClass(name);
+        }
+        return super.loadClass(name, resolve); // the JDK, then the jobs' JARs
+    }
+
+    @Override
+    public URL getResource(String name) {
+        return sharedResource(name) ? lockstep.getResource(name) : super.getResource(name);
+    }
+
+    @Override
+    public Enumeration<URL> getResources(String name) throws IOException {
+        return sharedResource(name) ? lockstep.getResources(name) : super.getResources(name);
+    }
+}
