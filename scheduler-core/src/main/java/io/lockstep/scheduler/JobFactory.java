@@ -52,7 +52,7 @@ public interface JobFactory {
         try {
             type = Class.forName(className, false, loader());
         } catch (ClassNotFoundException | LinkageError e) {
-            return Optional.of("class " + className + " not found on the class path");
+            return Optional.of("class " + className + " not found " + where());
         }
         try {
             Constructor<?> constructor = type.getConstructor();
@@ -76,7 +76,7 @@ public interface JobFactory {
         try {
             type = Class.forName(className, false, loader());
         } catch (ClassNotFoundException | LinkageError e) {
-            return Optional.of("class " + className + " not found on the class path");
+            return Optional.of("class " + className + " not found " + where());
         }
         if (!Job.class.isAssignableFrom(type)) {
             return Optional.of("class " + className + " does not implement " + Job.class.getName());
@@ -115,6 +115,15 @@ public interface JobFactory {
     private static String oneLine(Throwable t) {
         String message = t.getMessage();
         return t.getClass().getName() + (message == null ? "" : ": " + message.replaceAll("\\s+", " ").trim());
+    }
+
+    /**
+     * Where job classes are looked for, for a message: "on the class path", or in a class loader
+     * that names itself (the worker's jobs directory names itself "in the jobs directory DIR").
+     */
+    private static String where() {
+        String name = loader().getName();
+        return name != null && name.startsWith("in ") ? name : "on the class path";
     }
 
     private static ClassLoader loader() {

@@ -14,7 +14,8 @@ import java.util.List;
  * its own.
  *
  * <p>Shared (always Lockstep's copy, whatever the jobs bring; see {@link #SHARED}): the job API and
- * the rest of Lockstep ({@code io.lockstep.}), SLF4J (jobs log through the worker's logging),
+ * the rest of the library ({@code io.lockstep.scheduler.}, and {@code io.lockstep.redis.} for the
+ * lock API), SLF4J (jobs log through the worker's logging),
  * Jedis (the lock API hands out Jedis types), and Jackson's annotations (Lockstep binds a job's
  * {@code params} to its type, so annotations such as {@code @JsonProperty} on that type must be the
  * ones Lockstep's Jackson reads; they are compatible across Jackson 2).
@@ -26,7 +27,7 @@ import java.util.List;
 final class JobsClassLoader extends URLClassLoader {
 
     /** Package prefixes always loaded from Lockstep's class path. */
-    static final List<String> SHARED = List.of("io.lockstep.", "org.slf4j.", "redis.clients.", "com.fasterxml.jackson.annotation.");
+    static final List<String> SHARED = List.of("io.lockstep.scheduler.", "io.lockstep.redis.", "org.slf4j.", "redis.clients.", "com.fasterxml.jackson.annotation.");
 
     static {
         ClassLoader.registerAsParallelCapable();
@@ -34,8 +35,9 @@ final class JobsClassLoader extends URLClassLoader {
 
     private final ClassLoader lockstep;
 
-    JobsClassLoader(List<URL> jars, ClassLoader lockstep) {
-        super("lockstep-jobs", jars.toArray(URL[]::new), ClassLoader.getPlatformClassLoader());
+    /** {@code where} ends the name, which messages quote: "class X not found in the jobs directory DIR". */
+    JobsClassLoader(List<URL> jars, ClassLoader lockstep, String where) {
+        super("in the jobs directory " + where, jars.toArray(URL[]::new), ClassLoader.getPlatformClassLoader());
         this.lockstep = lockstep;
     }
 

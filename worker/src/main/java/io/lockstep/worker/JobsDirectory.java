@@ -54,7 +54,7 @@ final class JobsDirectory {
         }
         Thread thread = Thread.currentThread();
         ClassLoader previous = thread.getContextClassLoader();
-        try (JobsClassLoader loader = new JobsClassLoader(jars, JobsDirectory.class.getClassLoader())) {
+        try (JobsClassLoader loader = new JobsClassLoader(jars, JobsDirectory.class.getClassLoader(), dir.toString())) {
             thread.setContextClassLoader(loader);
             return command.call();
         } finally {

@@ -36,6 +36,9 @@ class JobsClassLoaderTest {
 
     static Path jobs;
 
+    /** The same JAR without the factory registration. */
+    static Path jobsWithoutFactory;
+
     @BeforeAll
     static void buildJobsJar() throws IOException {
         Path src = dir.resolve("src");
@@ -56,13 +59,18 @@ class JobsClassLoaderTest {
         int exit = javac.run(null, null, null, "-d", classes.toString(), "-cp", System.getProperty("java.class.path"),
                 src.resolve("picocli/CommandLine.java").toString(), src.resolve("acme/EchoJob.java").toString());
         assertThat(exit).as("javac").isZero();
-        try (OutputStream file = Files.newOutputStream(jobs.resolve("acme-jobs.jar"));
+        jobsWithoutFactory = dir.resolve("jobs-without-factory");
+        Files.createDirectories(jobsWithoutFactory);
+        try (OutputStream file = Files.newOutputStream(jobsWithoutFactory.resolve("acme-jobs.jar"));
                 JarOutputStream jar = new JarOutputStream(file);
                 Stream<Path> walk = Files.walk(classes)) {
             for (Path c : walk.filter(Files::isRegularFile).toList()) {
                 jar.putNextEntry(new JarEntry(classes.relativize(c).toString().replace('\\', '/')));
                 jar.write(Files.readAllBytes(c));
             }
+        }
+        Files.copy(jobsWithoutFactory.resolve("acme-jobs.jar"), jobs.resolve("acme-jobs.jar"));
+        try (OutputStream file = Files.newOutputStream(jobs.resolve("acme-factory.jar")); JarOutputStream jar = new JarOutputStream(file)) {
             jar.putNextEntry(new JarEntry("META-INF/services/" + JobFactory.class.getName()));
             jar.write("acme.NoSuchFactory\n".getBytes(StandardCharsets.UTF_8));
         }
@@ -70,7 +78,7 @@ class JobsClassLoaderTest {
     }
 
     private static JobsClassLoader loader() throws IOException {
-        return new JobsClassLoader(JobsDirectory.jars(jobs), JobsClassLoaderTest.class.getClassLoader());
+        return new JobsClassLoader(JobsDirectory.jars(jobs), JobsClassLoaderTest.class.getClassLoader(), jobs.toString());
     }
 
     @Test
@@ -109,7 +117,7 @@ class JobsClassLoaderTest {
         try (JobsClassLoader loader = loader()) {
             List<URL> found = Collections.list(loader.getResources("META-INF/services/" + JobFactory.class.getName()));
             assertThat(found).hasSize(1);
-            assertThat(found.get(0).toString()).contains("acme-jobs.jar");
+            assertThat(found.get(0).toString()).contains("acme-factory.jar");
             assertThat(loader.getResource("logback.xml")).as("Lockstep's own resources stay its own").isNull();
         }
     }
@@ -127,6 +135,28 @@ class JobsClassLoaderTest {
         assertThat(exit).isZero();
         assertThat(during[0]).isInstanceOf(JobsClassLoader.class);
         assertThat(Thread.currentThread().getContextClassLoader()).isSameAs(before);
+    }
+
+    @Test
+    void validateLoadsJobClassesFromTheJobsDirectoryAndSaysWhereOneIsMissing() throws IOException {
+        Path config = dir.resolve("jobs.yaml");
+        Files.writeString(config, "jobs:\n  - name: echo\n    cron: \"@daily\"\n    class: acme.EchoJob\n");
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(err, true), "validate", "--config", config.toString(),
+                "--jobs", jobsWithoutFactory.toString());
+        assertThat(exit).as(err.toString()).isZero();
+        assertThat(out.toString()).contains("valid, 1 job");
+
+        assertThat(WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(new StringWriter()), "validate",
+                "--config", config.toString())).as("without the jobs directory the class is not there").isEqualTo(WorkerMain.BAD_INPUT);
+
+        Files.writeString(config, "jobs:\n  - name: echo\n    cron: \"@daily\"\n    class: acme.NoSuchJob\n");
+        err.getBuffer().setLength(0);
+        exit = WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(err, true), "validate", "--config", config.toString(),
+                "--jobs", jobsWithoutFactory.toString());
+        assertThat(exit).isEqualTo(WorkerMain.BAD_INPUT);
+        assertThat(err.toString()).contains("class acme.NoSuchJob not found in the jobs directory " + jobsWithoutFactory);
     }
 
     @Test
