@@ -3,7 +3,10 @@ package io.lockstep.scheduler;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -32,16 +35,35 @@ public final class Params {
         return MAPPER.convertValue(params, type);
     }
 
-    /** Why {@code params} do not fit {@code type}: the key path (below params) and one line; empty when they do. */
+    /**
+     * Why {@code params} do not fit {@code type}: the key path (below params) and one line in the
+     * YAML's terms (a key, a list, a number), never Jackson's; empty when they do.
+     */
     public static Optional<Problem> problem(Map<String, Object> params, Class<?> type) {
+        // Unknown keys first: for a record (bound through its constructor) Jackson reports a missing
+        // primitive before a misspelt key, so "max_rows" would read as "Cannot map null into int".
+        Set<String> known = knownKeys(type);
+        for (String key : params.keySet()) {
+            if (!known.isEmpty() && !known.contains(key)) {
+                return Optional.of(new Problem(key, key, known, "unknown key \"" + key + "\""));
+            }
+        }
         try {
             bind(params, type);
             return Optional.empty();
         } catch (IllegalArgumentException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             if (cause instanceof UnrecognizedPropertyException u) {
-                Set<String> known = u.getKnownPropertyIds().stream().map(String::valueOf).collect(Collectors.toCollection(TreeSet::new));
-                return Optional.of(new Problem(path(u), u.getPropertyName(), known, "unknown key \"" + u.getPropertyName() + "\""));
+                Set<String> keys = u.getKnownPropertyIds().stream().map(String::valueOf).collect(Collectors.toCollection(TreeSet::new));
+                return Optional.of(new Problem(path(u), u.getPropertyName(), keys, "unknown key \"" + u.getPropertyName() + "\""));
+            }
+            if (cause instanceof MismatchedInputException m && m.getTargetType() != null) {
+                Object value = valueAt(params, m);
+                String wanted = kind(m.getTargetType());
+                if (value == null && m.getTargetType().isPrimitive()) {
+                    return Optional.of(new Problem(path(m), null, Set.of(), "is required (" + wanted + ")"));
+                }
+                return Optional.of(new Problem(path(m), null, Set.of(), "must be " + wanted + ", but was " + describe(value)));
             }
             if (cause instanceof JsonMappingException m) {
                 String message = m.getOriginalMessage() == null ? "does not fit" : m.getOriginalMessage().lines().findFirst().orElse("");
@@ -49,6 +71,78 @@ public final class Params {
             }
             return Optional.of(new Problem("", null, Set.of(), "do not fit " + type.getName() + ": " + cause.getMessage()));
         }
+    }
+
+    /** The keys {@code type} binds (its properties as Jackson sees them); empty when it is not a bean (a Map, say). */
+    private static Set<String> knownKeys(Class<?> type) {
+        if (Map.class.isAssignableFrom(type) || type.isPrimitive() || type.getName().startsWith("java.")) {
+            return Set.of();
+        }
+        var description = MAPPER.getDeserializationConfig().introspect(MAPPER.constructType(type));
+        if (description.findAnySetterAccessor() != null) {
+            return Set.of(); // it takes any key
+        }
+        Set<String> keys = new TreeSet<>();
+        description.findProperties().forEach(p -> keys.add(p.getName()));
+        return keys;
+    }
+
+    /** The value at the exception's path in {@code params}, or null when there is none. */
+    private static Object valueAt(Map<String, Object> params, JsonMappingException e) {
+        Object at = params;
+        for (JsonMappingException.Reference r : e.getPath()) {
+            if (r.getFieldName() != null && at instanceof Map<?, ?> map) {
+                at = map.get(r.getFieldName());
+            } else if (r.getIndex() >= 0 && at instanceof List<?> list && r.getIndex() < list.size()) {
+                at = list.get(r.getIndex());
+            } else {
+                return null;
+            }
+        }
+        return at;
+    }
+
+    /** A Java type in the YAML's words. */
+    static String kind(Class<?> type) {
+        if (type.isArray() || Collection.class.isAssignableFrom(type)) {
+            return "a list";
+        }
+        if (type == boolean.class || type == Boolean.class) {
+            return "true or false";
+        }
+        if (type == int.class || type == long.class || type == short.class || type == byte.class || type == Integer.class
+                || type == Long.class || type == Short.class || type == Byte.class || type == java.math.BigInteger.class) {
+            return "a whole number";
+        }
+        if (type.isPrimitive() || Number.class.isAssignableFrom(type)) {
+            return "a number";
+        }
+        if (type == String.class || type == char.class || type == Character.class || type.isEnum()) {
+            return type.isEnum() ? "one of " + java.util.Arrays.toString(type.getEnumConstants()) : "a string";
+        }
+        return "a mapping (" + type.getSimpleName() + ")";
+    }
+
+    /** A YAML value in the YAML's words, with the value itself when it is short. */
+    static String describe(Object value) {
+        if (value == null) {
+            return "empty";
+        }
+        if (value instanceof List<?>) {
+            return "a list";
+        }
+        if (value instanceof Map<?, ?>) {
+            return "a mapping";
+        }
+        String text = String.valueOf(value);
+        String shown = text.length() > 40 ? text.substring(0, 37) + "..." : text;
+        if (value instanceof String) {
+            return "a string (\"" + shown + "\")";
+        }
+        if (value instanceof Boolean) {
+            return shown;
+        }
+        return (value instanceof Number ? "a number" : "a value") + " (" + shown + ")";
     }
 
     /**

@@ -363,8 +363,7 @@ class ConfigLoaderTest {
         } catch (ConfigException e) {
             assertThat(e.problems()).extracting(ConfigProblem::toString).containsExactly(
                     "jobs.yaml:6: jobs[0].params.lable: unknown key \"lable\" (did you mean \"label\"?)",
-                    "jobs.yaml:11: jobs[1].params.copies: does not fit Params: Cannot deserialize value of type `int` from String "
-                            + "\"many\": not a valid `int` value");
+                    "jobs.yaml:11: jobs[1].params.copies: must be a whole number, but was a string (\"many\")");
         }
         checking.load("jobs.yaml", "jobs: [ { name: a, cron: \"@daily\", class: " + job + ", params: { label: x, copies: 2 } } ]\n");
     }

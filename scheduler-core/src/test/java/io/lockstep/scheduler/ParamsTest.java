@@ -1,0 +1,59 @@
+package io.lockstep.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** A job's params that do not fit its type are explained in the YAML's terms, never in Jackson's. */
+class ParamsTest {
+
+    public record Report(int maxRows, List<String> recipients, boolean dryRun) {}
+
+    public record Nested(Report report) {}
+
+    @Test
+    void aMisspeltKeyBesideAPrimitiveIsAnUnknownKeyNotANullPrimitive() {
+        Params.Problem p = Params.problem(Map.of("max_rows", 5, "recipients", List.of("a")), Report.class).orElseThrow();
+        assertThat(p.path()).isEqualTo("max_rows");
+        assertThat(p.unknownKey()).isEqualTo("max_rows");
+        assertThat(p.knownKeys()).contains("maxRows", "recipients", "dryRun");
+        assertThat(p.message()).isEqualTo("unknown key \"max_rows\"");
+    }
+
+    @Test
+    void aMissingPrimitiveIsRequired() {
+        Params.Problem p = Params.problem(Map.of("recipients", List.of("a"), "dryRun", true), Report.class).orElseThrow();
+        assertThat(p.path()).isEqualTo("maxRows");
+        assertThat(p.message()).isEqualTo("is required (a whole number)");
+    }
+
+    @Test
+    void aScalarWhereAListBelongsSaysSo() {
+        Params.Problem p = Params.problem(Map.of("maxRows", 5, "recipients", "ops@example.com", "dryRun", false), Report.class)
+                .orElseThrow();
+        assertThat(p.path()).isEqualTo("recipients");
+        assertThat(p.message()).isEqualTo("must be a list, but was a string (\"ops@example.com\")");
+    }
+
+    @Test
+    void aWordWhereANumberBelongsSaysSo() {
+        Params.Problem p = Params.problem(Map.of("maxRows", "five", "recipients", List.of(), "dryRun", false), Report.class).orElseThrow();
+        assertThat(p.path()).isEqualTo("maxRows");
+        assertThat(p.message()).isEqualTo("must be a whole number, but was a string (\"five\")");
+    }
+
+    @Test
+    void nestedProblemsNameTheirPath() {
+        Params.Problem p = Params.problem(Map.of("report", Map.of("maxRows", 1, "recipients", "x", "dryRun", true)), Nested.class)
+                .orElseThrow();
+        assertThat(p.path()).isEqualTo("report.recipients");
+        assertThat(p.message()).doesNotContain("Jackson").doesNotContain("java.util").doesNotContain("DeserializationConfig");
+    }
+
+    @Test
+    void paramsThatFitHaveNoProblem() {
+        assertThat(Params.problem(Map.of("maxRows", 5, "recipients", List.of("a"), "dryRun", true), Report.class)).isEmpty();
+    }
+}
