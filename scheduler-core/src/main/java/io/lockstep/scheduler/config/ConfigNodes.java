@@ -220,6 +220,11 @@ class ConfigNodes {
 
     static String suggestion(String key, Set<String> allowed) {
         String lower = key.toLowerCase(Locale.ROOT);
+        if (allowed.contains("enabled") && (lower.equals("paused") || lower.equals("pause") || lower.equals("disabled"))) {
+            // A job's state is not config: the YAML says whether it runs at all, an operator pauses it.
+            return " (a job that must not run: \"enabled: false\"; to stop it for a while without a deploy: "
+                    + "\"lockstep pause --job NAME\", then \"lockstep resume\")";
+        }
         for (String candidate : allowed) {
             if (candidate.toLowerCase(Locale.ROOT).equals(lower) || editDistance(candidate, key) <= 2) {
                 return " (did you mean \"" + candidate + "\"?)";

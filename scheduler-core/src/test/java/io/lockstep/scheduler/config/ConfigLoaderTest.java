@@ -175,6 +175,20 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void pausedInTheYamlPointsToEnabledFalseAndToThePauseCommand() {
+        List<ConfigProblem> problems = problems("""
+                jobs:
+                  - name: a
+                    cron: "@daily"
+                    class: x.A
+                    paused: true
+                """);
+        assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:5: jobs[0].paused: unknown key \"paused\" (a job that must not run: \"enabled: false\"; to stop it for a "
+                        + "while without a deploy: \"lockstep pause --job NAME\", then \"lockstep resume\")");
+    }
+
+    @Test
     void theStartCheckProbeJobNameIsReserved() {
         // Every worker claims, marks and fences a probe slot of this job at start (StartCheck in
         // scheduler-redis): a real job of this name would have its marks moved by every start.
