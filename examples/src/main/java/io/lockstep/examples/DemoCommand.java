@@ -130,17 +130,25 @@ final class DemoCommand implements Callable<Integer> {
             int duplicates = 0;
             int misses = 0;
             Map<String, Integer> perWorker = new ConcurrentHashMap<>();
+            // Every slot that ran (the log shows each), and every slot of the window, in which
+            // all workers were up: only there is a slot that did not run a miss.
+            java.util.SortedSet<Instant> all = new java.util.TreeSet<>();
+            String prefix = d.name() + "@";
+            ledger.keySet().stream().filter(k -> k.startsWith(prefix)).forEach(k -> all.add(Instant.parse(k.substring(prefix.length()))));
             Optional<Instant> slot = d.schedule().next(from.minusMillis(1));
             while (slot.isPresent() && !slot.get().isAfter(to)) {
+                all.add(slot.get());
+                slot = d.schedule().next(slot.get());
+            }
+            for (Instant s : all) {
                 slots++;
-                List<String> runs = ledger.getOrDefault(d.name() + "@" + slot.get(), List.of());
+                List<String> runs = ledger.getOrDefault(prefix + s, List.of());
                 if (runs.isEmpty()) {
                     misses++;
                 } else if (runs.size() > 1) {
                     duplicates++;
                 }
                 runs.forEach(w -> perWorker.merge(w, 1, Integer::sum));
-                slot = d.schedule().next(slot.get());
             }
             StringBuilder row = new StringBuilder(String.format("%-14s %6d", d.name(), slots));
             ids.forEach(id -> row.append(String.format(" %8d", perWorker.getOrDefault(id, 0))));
