@@ -138,8 +138,8 @@ class StartupFailureIT {
                 .isEmpty();
         // And its own verdict agrees: exit 0 and a clean table.
         assertThat(exit).isZero();
-        assertThat(out).contains("duplicates misses").contains("total: " + starts.size() + " slots, 0 duplicates, 0 misses")
-                .as("the table counts every slot that ran, as many as its job_started events");
+        assertThat(out).as("the table counts every slot that ran, as many as its job_started events")
+                .contains("duplicates misses").contains("total: " + starts.size() + " slots, 0 duplicates, 0 misses");
         System.out.printf("%nStartupFailureIT demo: %d jobs, %d starts, each slot once; window %s to %s covered%n",
                 jobs.size(), starts.size(), from, to);
     }
