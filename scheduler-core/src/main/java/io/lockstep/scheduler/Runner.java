@@ -9,6 +9,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import org.slf4j.event.Level;
 
 /**
  * Runs claimed slots: hands each to a job thread under a {@link Watchdog} that renews its lease,
@@ -235,7 +236,10 @@ final class Runner {
                 // peer took the slot over, the record is no longer ours and this outcome is refused.
                 return Outcome.SUCCEEDED;
             }
-            var event = events.error("job_failed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+            // A failure that will be retried within the claim is a WARN; the one that ends the run an ERROR.
+            boolean willRetry = !run.isLeaseLost() && !(shuttingDown && (failure instanceof InterruptedException
+                    || Thread.currentThread().isInterrupted())) && run.attempt() < retry.maxAttempts();
+            var event = events.at(willRetry ? Level.WARN : Level.ERROR, "job_failed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
                     .addKeyValue("duration_ms", durationMs).addKeyValue("error", Events.describe(failure));
             if (run.isLeaseLost()) {

@@ -94,6 +94,7 @@ public final class CapturedEvents implements AutoCloseable {
             }
         }
         map.put("level", e.getLevel().toString());
+        map.put("logger", e.getLoggerName());
         return map;
     }
 

@@ -368,7 +368,7 @@ class SchedulerTest {
         List<Map<String, Object>> failed = harness.events().named("job_failed").stream()
                 .filter(e -> slot.toString().equals(e.get("slot"))).toList();
         assertThat(failed).extracting(e -> e.get("attempt")).containsExactly(1, 2);
-        assertThat(failed).allSatisfy(e -> assertThat(e).containsEntry("will_retry", true));
+        assertThat(failed).allSatisfy(e -> assertThat(e).containsEntry("will_retry", true).containsEntry("level", "WARN"));
         assertThat(failed.get(1)).containsEntry("retry_in_ms", 80L);
         assertThat(harness.events().named("job_started").stream().filter(e -> slot.toString().equals(e.get("slot"))))
                 .extracting(e -> e.get("attempt")).containsExactly(1, 2, 3);
@@ -387,8 +387,8 @@ class SchedulerTest {
         Map<String, Object> released = harness.events().named("slot_released").get(0);
         List<Map<String, Object>> failed = harness.events().named("job_failed").stream()
                 .filter(e -> released.get("slot").equals(e.get("slot"))).toList();
-        assertThat(failed).extracting(e -> e.get("attempt"), e -> e.get("will_retry"))
-                .containsExactly(org.assertj.core.groups.Tuple.tuple(1, true), org.assertj.core.groups.Tuple.tuple(2, false));
+        assertThat(failed).extracting(e -> e.get("attempt"), e -> e.get("will_retry"), e -> e.get("level"))
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(1, true, "WARN"), org.assertj.core.groups.Tuple.tuple(2, false, "ERROR"));
         assertThat(released).containsEntry("outcome", "failed");
     }
 
