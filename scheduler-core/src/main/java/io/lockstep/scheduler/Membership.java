@@ -23,13 +23,20 @@ import java.util.concurrent.TimeUnit;
  * config drift: when a live worker's job definitions differ from ours, a {@code config_drift} WARN
  * names the job, the workers and the fields, once, and {@code config_drift_resolved} follows
  * when the cluster agrees again. The reply also carries manual runs ({@code trigger}): each new one
- * is handed to the scheduler once, and every worker then races for it like for a slot. A failed heartbeat is only retried: outages are the tick's to
- * report, and a worker that misses heartbeats for {@link #TTL} simply drops out of the list.
+ * is handed to the scheduler once, and every worker then races for it like for a slot. A failed heartbeat is retried at the next
+ * beat and told to {@link Outage} (so an idle worker's readiness follows it); a worker that misses
+ * heartbeats for {@link #TTL} simply drops out of the list.
  */
 final class Membership {
 
     static final Duration INTERVAL = WorkerInfo.HEARTBEAT_INTERVAL;
     static final Duration TTL = WorkerInfo.HEARTBEAT_TTL;
+    /**
+     * A failed heartbeat is an outage unless another call to the store succeeded this recently: a
+     * worker with per-second jobs claims every second, so one whose heartbeat's shard alone is down
+     * stays ready while it claims on the others; an idle worker is reported within a heartbeat.
+     */
+    static final Duration OTHER_CALLS_WINDOW = Duration.ofSeconds(1);
 
     private final LockProvider provider;
     private final Events events;
@@ -61,9 +68,12 @@ final class Membership {
      * every job's runs in flight are looked at now rather than at their lease end.
      */
     private final Runnable departed;
+    /** Told of each heartbeat's result: an idle worker's readiness follows its heartbeat. */
+    private final Outage outage;
 
-    Membership(LockProvider provider, Events events, String workerId, JobThreads threads, ClusterClock clock,
+    Membership(LockProvider provider, Events events, Outage outage, String workerId, JobThreads threads, ClusterClock clock,
             List<JobDefinition> definitions, java.util.function.Consumer<Heartbeat.Trigger> triggered, Runnable departed) {
+        this.outage = outage;
         this.triggered = triggered;
         this.departed = departed;
         this.provider = provider;
@@ -129,7 +139,10 @@ final class Membership {
     private void beatQuietly() {
         try {
             beat();
-        } catch (RuntimeException | Error e) {
+            outage.heartbeatSucceeded();
+        } catch (RuntimeException e) {
+            outage.heartbeatFailed(e, OTHER_CALLS_WINDOW);
+        } catch (Error e) {
             events.debug("heartbeat_failed").addKeyValue("error", Events.describe(e)).log("heartbeat not written; trying again");
         }
     }

@@ -14,6 +14,8 @@ final class Outage {
     private final java.util.function.Supplier<String> target;
     private boolean down;
     private long downSinceNanos;
+    /** When a call other than a heartbeat last succeeded (monotonic nanos; 0: never). */
+    private long lastSuccessNanos;
 
     Outage(Events events, java.util.function.Supplier<String> target) {
         this.events = events;
@@ -53,8 +55,34 @@ final class Outage {
         return !down;
     }
 
+    /**
+     * A heartbeat that failed. An idle worker's only traffic is its heartbeat, so its failure starts
+     * an outage (readiness and {@code lockstep_redis_up} follow within a heartbeat, not at the next
+     * claim). But when another call succeeded within {@code interval}, the store answers that
+     * worker's claims (a Redis Cluster whose heartbeat shard alone is down, say): it is not an
+     * outage, and this failure is only logged at DEBUG.
+     */
+    synchronized void heartbeatFailed(RuntimeException e, java.time.Duration interval) {
+        if (!down && lastSuccessNanos != 0 && System.nanoTime() - lastSuccessNanos < interval.toNanos()) {
+            events.debug("heartbeat_failed").addKeyValue("error", Events.describe(e))
+                    .log("heartbeat not written, but the store answers other calls; trying again");
+            return;
+        }
+        failedCall("heartbeat", e);
+    }
+
+    /** Records a heartbeat that went through: it ends an outage, as any call that succeeds. */
+    synchronized void heartbeatSucceeded() {
+        recovered();
+    }
+
     /** Records a success; ends an outage if one was going on. */
     synchronized void succeeded() {
+        lastSuccessNanos = System.nanoTime();
+        recovered();
+    }
+
+    private void recovered() {
         if (down) {
             down = false;
             events.info("redis_recovered").addKeyValue("target", target.get())

@@ -97,7 +97,7 @@ public final class Scheduler implements AutoCloseable {
         this.jobs = created.jobs();
         ExecutorService executor = b.executor != null ? b.executor : defaultExecutor(b.threads);
         this.runner = new Runner(provider, executor, threads, clock, events, outage, queue);
-        this.membership = new Membership(provider, events, workerId, threads, clock, b.jobs, t -> {
+        this.membership = new Membership(provider, events, outage, workerId, threads, clock, b.jobs, t -> {
             ScheduledJob job = byName.get(t.job());
             if (job != null) { // a job this worker does not run (or runs disabled) is left to those that do
                 queue.addAll(List.of(DueSlot.manual(job, t.slot())));

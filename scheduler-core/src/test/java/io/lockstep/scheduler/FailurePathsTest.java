@@ -40,6 +40,35 @@ class FailurePathsTest {
 
     // ---------------------------------------------------------------- a lost completion
 
+    /**
+     * A worker with nothing to claim for a long while still tells the truth about Redis: its
+     * heartbeat is its only traffic, and readiness and {@code lockstep.redis.up} follow it, down
+     * within a heartbeat of an outage and up again within one of its end.
+     */
+    @Test
+    void anIdleWorkersReadinessAndRedisUpFollowItsHeartbeat() {
+        FaultyStore store = new FaultyStore();
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        JobDefinition yearly = new JobDefinition("yearly", CronSchedule.of("0 0 0 1 1 *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP, Duration.ZERO, true);
+        Scheduler idle = harness.start(Scheduler.builder(store).workerId("idle").meterRegistry(meters).job(yearly).jobFactory(d -> ctx -> {}));
+        Duration withinABeat = Membership.INTERVAL.plusSeconds(2);
+        assertThat(idle.health().ready()).isTrue();
+        // The start's one look at every job's runs is over: from here its heartbeat is all it sends.
+        await().atMost(Duration.ofSeconds(5)).until(() -> store.runsCalls.get() >= 1 && idle.health().ready());
+        int claims = store.claimCalls;
+        store.down = true;
+        await().atMost(withinABeat).until(() -> !idle.health().ready());
+        assertThat(idle.health().reason()).contains("lock store unreachable");
+        assertThat(meters.get("lockstep.redis.up").gauge().value()).isZero();
+        assertThat(harness.events().named("redis_error")).singleElement().satisfies(e -> assertThat(e).containsEntry("operation", "heartbeat"));
+        assertThat(store.claimCalls).as("no claim was what noticed").isEqualTo(claims);
+        store.down = false;
+        await().atMost(withinABeat).until(() -> idle.health().ready());
+        assertThat(meters.get("lockstep.redis.up").gauge().value()).isEqualTo(1.0);
+        assertThat(harness.events().named("redis_recovered")).hasSize(1);
+    }
+
     @Test
     void aRunWhoseOutcomeWriteFailsKeepsItsLeaseAndIsNeverRecoveredByAPeer() {
         InMemoryLockProvider shared = InMemoryLockProvider.create();

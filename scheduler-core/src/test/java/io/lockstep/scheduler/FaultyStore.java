@@ -219,8 +219,12 @@ final class FaultyStore implements LockProvider {
         return store.slotStates(slots);
     }
 
+    /** How many runsInFlight calls arrived (the recovery looks). */
+    final java.util.concurrent.atomic.AtomicInteger runsCalls = new java.util.concurrent.atomic.AtomicInteger();
+
     @Override
     public List<RunsInFlight> runsInFlight(List<String> jobs) {
+        runsCalls.incrementAndGet();
         check();
         return store.runsInFlight(jobs);
     }
@@ -235,6 +239,13 @@ final class FaultyStore implements LockProvider {
     public long serverTimeMillis() {
         check();
         return store.serverTimeMillis();
+    }
+
+    /** Heartbeats fail while the store is down, as the Redis provider's do. */
+    @Override
+    public io.lockstep.scheduler.lock.Heartbeat heartbeat(io.lockstep.scheduler.lock.WorkerInfo self, java.time.Duration ttl) {
+        check();
+        return store.heartbeat(self, ttl);
     }
 
     @Override
