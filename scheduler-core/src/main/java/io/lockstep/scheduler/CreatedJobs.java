@@ -60,7 +60,29 @@ final class CreatedJobs {
             throw new LockstepException("job " + definition.name() + ": the job factory " + factory.getClass().getName()
                     + " returned no job");
         }
+        checkParams(definition, job);
         return job;
+    }
+
+    /**
+     * The definition's params must fit the type the job declares: the config loader checks that
+     * (with the YAML's line) for jobs it built itself; jobs built by an application's factory are
+     * checked here, when the scheduler is built, so a typo stops the worker before it starts.
+     */
+    private static void checkParams(JobDefinition definition, Job job) {
+        Class<?> type;
+        try {
+            type = job.paramsType();
+        } catch (RuntimeException e) {
+            throw new LockstepException("job " + definition.name() + ": paramsType() of " + job.getClass().getName() + " failed: " + e, e);
+        }
+        if (type == null) {
+            return;
+        }
+        Params.problem(definition.params(), type).ifPresent(p -> {
+            throw new LockstepException("job " + definition.name() + ": params" + (p.path().isEmpty() ? "" : "." + p.path()) + ": "
+                    + p.message() + (p.unknownKey() == null ? "" : Params.suggestion(p.unknownKey(), p.knownKeys())));
+        });
     }
 
     List<ScheduledJob> jobs() {

@@ -89,27 +89,23 @@ public interface JobFactory {
 
     /**
      * Why calling the public no-arg constructor of {@code className} fails (the class passed
-     * {@link #problemWith}), or empty when it succeeds. Runs the constructor once.
+     * {@link #problemWith}), or empty when it succeeds, after handing the job built to
+     * {@code built} (its {@link Job#paramsType()} is what the config's params are checked against).
+     * Runs the constructor once.
      */
-    static Optional<String> constructionProblem(String className) {
+    static Optional<String> constructionProblem(String className, java.util.function.Consumer<Job> built) {
+        Object job;
         try {
-            loader().loadClass(className).getConstructor().newInstance();
-            return Optional.empty();
+            job = loader().loadClass(className).getConstructor().newInstance();
         } catch (InvocationTargetException e) {
             return Optional.of("constructor of " + className + " failed: " + oneLine(e.getCause()));
         } catch (ReflectiveOperationException | LinkageError e) {
             return Optional.of("cannot create " + className + ": " + oneLine(e));
         }
-    }
-
-    /** The params type a job class declares ({@link Job#paramsType()}); empty when none or it cannot be created. */
-    static Optional<Class<?>> paramsTypeOf(String className) {
-        try {
-            Object job = loader().loadClass(className).getConstructor().newInstance();
-            return job instanceof Job j ? Optional.ofNullable(j.paramsType()) : Optional.empty();
-        } catch (ReflectiveOperationException | LinkageError | RuntimeException e) {
-            return Optional.empty(); // reported by constructionProblem
+        if (job instanceof Job j) {
+            built.accept(j);
         }
+        return Optional.empty();
     }
 
     private static String oneLine(Throwable t) {

@@ -146,6 +146,39 @@ public final class Params {
     }
 
     /**
+     * What a misspelt key may have meant: {@code (did you mean "maxRows"?)} for a key within two
+     * edits of an allowed one (or differing in case), else the allowed keys. With a leading space.
+     */
+    public static String suggestion(String key, Set<String> allowed) {
+        String lower = key.toLowerCase(java.util.Locale.ROOT);
+        for (String candidate : new TreeSet<>(allowed)) {
+            if (candidate.toLowerCase(java.util.Locale.ROOT).equals(lower) || editDistance(candidate, key) <= 2) {
+                return " (did you mean \"" + candidate + "\"?)";
+            }
+        }
+        return " (allowed: " + String.join(", ", new TreeSet<>(allowed)) + ")";
+    }
+
+    private static int editDistance(String a, String b) {
+        int[] prev = new int[b.length() + 1];
+        int[] cur = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            prev[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            cur[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+                cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
+            }
+            int[] t = prev;
+            prev = cur;
+            cur = t;
+        }
+        return prev[b.length()];
+    }
+
+    /**
      * Why params do not fit.
      *
      * @param path the key path below {@code params}, such as {@code lable} or {@code limits.max}; empty for the whole

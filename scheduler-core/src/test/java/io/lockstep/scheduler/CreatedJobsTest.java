@@ -43,6 +43,29 @@ class CreatedJobsTest {
         return JobDefinition.of(name, DAILY, Job.class);
     }
 
+    /** A job of an application's factory whose params are typed. */
+    public record Limits(int maxRows) {}
+
+    @Test
+    void paramsOfAJobBuiltByAFactoryAreCheckedWhenTheSchedulerIsBuiltAndWhatWasBuiltIsClosed() {
+        JobDefinition typo = new JobDefinition("report", DAILY, Job.class.getName(), java.util.Map.of("max_rows", 5),
+                java.time.Duration.ofSeconds(30), java.time.Duration.ofSeconds(10), Overlap.SKIP, java.time.Duration.ZERO, true);
+        class Typed implements Job {
+            @Override
+            public void execute(JobContext context) {}
+
+            @Override
+            public Class<?> paramsType() {
+                return Limits.class;
+            }
+        }
+        Scheduler.Builder builder = Scheduler.builder(InMemoryLockProvider.create()).workerId("w").job(job("a")).job(typo)
+                .jobFactory(d -> d.name().equals("a") ? new Closing("a", false) : new Typed());
+        assertThatThrownBy(builder::build).isInstanceOf(LockstepException.class)
+                .hasMessage("job report: params.max_rows: unknown key \"max_rows\" (did you mean \"maxRows\"?)");
+        assertThat(log).as("the job built before it is closed").containsExactly("close a");
+    }
+
     @Test
     void closeClosesEachJobOnceNewestFirstAndGoesOnPastOneThatThrows() {
         Closing shared = new Closing("shared", false);

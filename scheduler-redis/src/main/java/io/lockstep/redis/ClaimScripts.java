@@ -38,8 +38,11 @@ final class ClaimScripts {
     private final RedisKeys keys;
     private final RedisCalls.Replicas replicas;
     private final String target;
+    /** How many entries each job's history keeps: decisions without a run are recorded there too. */
+    private final String historyKeep;
 
-    ClaimScripts(RedisCalls calls, RedisKeys keys, RedisCalls.Replicas replicas, String target) {
+    ClaimScripts(RedisCalls calls, RedisKeys keys, RedisCalls.Replicas replicas, String target, int historyKeep) {
+        this.historyKeep = Integer.toString(historyKeep);
         this.calls = calls;
         this.keys = keys;
         this.replicas = replicas;
@@ -118,21 +121,23 @@ final class ClaimScripts {
                 long slot = lease.slot().toEpochMilli();
                 String job = lease.job();
                 return new RedisCalls.Call(RECOVER,
-                        List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job)),
+                        List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
+                                keys.history(job)),
                         List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
                         Long.toString(first.recordTtl().toMillis()), first.workerId(),
                         first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
-                        Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()), Long.toString(first.misfireGrace().toMillis())));
+                        Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()), Long.toString(first.misfireGrace().toMillis()),
+                        historyKeep));
             }
-            List<String> callKeys = new ArrayList<>(group.size() * 6);
-            List<String> args = new ArrayList<>(group.size() * 12);
+            List<String> callKeys = new ArrayList<>(group.size() * 7);
+            List<String> args = new ArrayList<>(group.size() * 13);
             for (int i : group) {
                 ClaimRequest request = requests.get(i);
                 Lease lease = request.lease();
                 long slot = lease.slot().toEpochMilli();
                 String job = lease.job();
                 callKeys.addAll(List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
-                        keys.paused(job)));
+                        keys.paused(job), keys.history(job)));
                 args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
                         Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
                         switch (request.mode()) {
@@ -145,7 +150,7 @@ final class ClaimScripts {
                         // The staged lease also covers the replicas' wait: the reply (and so the start)
                         // can come that much later.
                         Long.toString(ClaimRequest.STAGED_MARGIN.plus(replicas.count() > 0 ? replicas.timeout()
-                                : java.time.Duration.ZERO).toMillis())));
+                                : java.time.Duration.ZERO).toMillis()), historyKeep));
             }
             return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);

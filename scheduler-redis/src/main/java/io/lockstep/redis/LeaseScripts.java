@@ -59,15 +59,16 @@ final class LeaseScripts {
         List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, requests.size()).boxed().toList(),
                 i -> requests.get(i).lease().job());
         RedisCalls.Replies answered = calls.batch("start", groups, group -> {
-            List<String> callKeys = new ArrayList<>(group.size() * 4);
-            List<String> args = new ArrayList<>(group.size() * 4);
+            List<String> callKeys = new ArrayList<>(group.size() * 5);
+            List<String> args = new ArrayList<>(group.size() * 5);
             for (int i : group) {
                 StartRequest r = requests.get(i);
                 Lease l = r.lease();
                 long slot = l.slot().toEpochMilli();
-                callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.paused(l.job())));
+                callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.paused(l.job()),
+                        keys.history(l.job())));
                 args.addAll(List.of(l.token(), Long.toString(slot), Long.toString(l.ttl().toMillis()),
-                        Long.toString(r.misfireGrace().toMillis())));
+                        Long.toString(r.misfireGrace().toMillis()), Integer.toString(historyKeep)));
             }
             return new RedisCalls.Call(START, callKeys, args);
         }, replicas);

@@ -22,9 +22,23 @@ import redis.clients.jedis.resps.Tuple;
  */
 public final class RedisAdmin {
 
-    /** One run from a job's history, newest first. */
+    /**
+     * One entry of a job's history, newest first: a run's outcome ({@code succeeded}, {@code failed},
+     * {@code timed_out}, {@code lease_lost}, {@code interrupted}, {@code not_started}), or a decision
+     * about its slot without a run of its own ({@link #DECISIONS}: {@code reason} says why; for
+     * {@code recovered}, {@code error} names the run it replaced). {@code attempt} is 0 for a decision.
+     */
     public record Run(Instant slot, String worker, String outcome, int attempt, long fencingToken, long durationMs, String error,
-            boolean manual) {}
+            boolean manual, String reason) {
+
+        /** Whether this is a run's outcome, not a decision about its slot. */
+        public boolean isRun() {
+            return !DECISIONS.contains(outcome);
+        }
+    }
+
+    /** The outcomes of a slot's history entries that are decisions, not runs. */
+    public static final java.util.Set<String> DECISIONS = java.util.Set.of("missed", "skipped", "paused", "abandoned", "recovered");
 
     /** A pause: set by whom, when, with what note, and until when (empty: until resumed). */
     public record Pause(String note, String by, Instant at, Optional<Instant> until) {}
@@ -32,12 +46,12 @@ public final class RedisAdmin {
     /** A run in flight: its slot, worker, fencing token and how long its lease has left (negative: ran out). */
     public record InFlight(Instant slot, String worker, long fencingToken, Duration leaseLeft, boolean manual) {}
 
-    /** What Redis knows of one job: its pause, its latest runs (newest first) and its runs in flight. */
+    /** What Redis knows of one job: its pause, its latest history entries (newest first) and its runs in flight. */
     public record JobState(String job, Optional<Pause> pause, List<Run> recent, List<InFlight> running) {
 
-        /** The latest run recorded. */
+        /** The latest run recorded among {@code recent} (decisions without a run are passed over). */
         public Optional<Run> last() {
-            return recent.stream().findFirst();
+            return recent.stream().filter(Run::isRun).findFirst();
         }
     }
 
@@ -83,7 +97,7 @@ public final class RedisAdmin {
         Map<String, Run> runs = new java.util.LinkedHashMap<>();
         for (List<Run> history : histories) {
             for (Run r : history) {
-                runs.putIfAbsent(r.slot().toEpochMilli() + "/" + r.fencingToken() + "/" + r.attempt(), r);
+                runs.putIfAbsent(r.slot().toEpochMilli() + "/" + r.fencingToken() + "/" + r.attempt() + "/" + r.outcome(), r);
             }
         }
         return runs.values().stream().sorted(java.util.Comparator.comparing(Run::slot).reversed()).limit(limit).toList();
@@ -109,7 +123,7 @@ public final class RedisAdmin {
         return provider.config(configHash);
     }
 
-    /** The job's last {@code limit} runs, newest first. */
+    /** The job's last {@code limit} history entries (runs and decisions without a run), newest slot first. */
     public List<Run> history(String job, int limit) {
         if (redlock != null) {
             return merge(onMasters("history", a -> a.history(job, limit)), limit);
@@ -122,8 +136,11 @@ public final class RedisAdmin {
                 runs.add(new Run(Instant.ofEpochMilli(Long.parseLong(f.getOrDefault("slot", "0"))), f.getOrDefault("worker", ""),
                         f.getOrDefault("outcome", ""), Integer.parseInt(f.getOrDefault("attempt", "1")),
                         Long.parseLong(f.getOrDefault("token", "0")), Long.parseLong(f.getOrDefault("durationMs", "0")),
-                        f.getOrDefault("error", ""), "1".equals(f.get("manual"))));
+                        f.getOrDefault("error", ""), "1".equals(f.get("manual")), f.getOrDefault("reason", "")));
             }
+            // Newest slot first (a recovery is written after later slots were decided); one slot's
+            // entries keep their order, newest first.
+            runs.sort(java.util.Comparator.comparing(Run::slot).reversed());
             return runs;
         } catch (JedisException e) {
             throw calls.wrap("history", e);

@@ -74,7 +74,7 @@ public final class RedisLockProvider implements LockProvider {
         this.keys = new RedisKeys(prefix,
                 jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster);
         this.members = new RedisMembers(jedis, calls, keys);
-        this.claims = new ClaimScripts(calls, keys, replicas, target);
+        this.claims = new ClaimScripts(calls, keys, replicas, target, historyKeep);
         this.leaseScripts = new LeaseScripts(calls, keys, replicas, target, historyKeep);
         this.target = target;
         this.redlock = null;

@@ -1,14 +1,21 @@
 -- Decides slots, each atomically, by the server's clock (never the worker's). One call may carry
 -- many slots (of jobs in the same hash slot on Redis Cluster; of any jobs on a standalone server):
 -- the script's own cost is then paid once per batch instead of once per slot.
--- Per slot i (0-based), 6 keys from KEYS[6i+1]:
+-- Per slot i (0-based), 7 keys from KEYS[7i+1]:
 --   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started,
---   holder = the slot whose run last took the lease), pause (hash; exists while the job is paused)
--- and 12 arguments from ARGV[12i+1]:
+--   holder = the slot whose run last took the lease), pause (hash; exists while the job is paused),
+--   history (stream; see complete.lua)
+-- and 13 arguments from ARGV[13i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
 --   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
 --   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below),
---   how long past its slot the short lease of a claim made ahead lives (ms)
+--   how long past its slot the short lease of a claim made ahead lives (ms), how many entries the
+--   history keeps (0: none)
+-- A slot decided without a run (missed, skipped, paused) gets a history entry, as a run's outcome
+-- does: outcome missed | skipped | paused, and 'reason' (late: past misfireGrace by this server's
+-- clock; reported: its worker reported it missed, see its slot_missed event; order: a later slot
+-- already started; disowned: its claim's reply never came and its worker gave up on it; overlap:
+-- the job's previous run still held the lease; paused).
 -- Returns per slot {status, fencing token, server time ms when the call ends (a claim made ahead
 -- starts its run that long before the slot after the reply arrives: the later this time, the closer
 -- to the slot; see ClaimResult.startDelayMillis), earliest lease end among the job's runs
@@ -50,8 +57,17 @@ local function next_fence(key, ttl)
   return fence
 end
 
+-- A decision without a run, in the job's history (as complete.lua adds a run's outcome).
+local function remember(history, keep, slot_text, worker, outcome, reason, manual)
+  if tonumber(keep) > 0 then
+    redis.call('XADD', history, 'MAXLEN', '~', keep, '*', 'slot', slot_text, 'worker', worker, 'outcome', outcome,
+        'attempt', '0', 'token', '0', 'durationMs', '0', 'error', '', 'reason', reason, 'manual', manual and '1' or '0')
+    redis.call('PEXPIRE', history, 604800000)
+  end
+end
+
 local function claim(k, a)
-  local record, fence_key, lease_key, running, marks_key, pause_key = k[1], k[2], k[3], k[4], k[5], k[6]
+  local record, fence_key, lease_key, running, marks_key, pause_key, history = k[1], k[2], k[3], k[4], k[5], k[6], k[7]
   local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), tonumber(a[5])
   local slot = tonumber(slot_text)
 
@@ -91,6 +107,7 @@ local function claim(k, a)
         end
         redis.call('ZREM', running, slot_text)
         redis.call('HSET', record, 'state', 'missed', 'why', 'disowned')
+        remember(history, a[13], slot_text, a[6], 'missed', 'disowned', a[10] == '1')
         return reply('missed', 0)
       end
       if lease == false or lease == token then
@@ -150,10 +167,15 @@ local function claim(k, a)
       redis.call('HSET', marks_key, unpack(mark))
     end
     redis.call('PEXPIRE', marks_key, a[9])
+    if state == 'missed' then
+      remember(history, a[13], slot_text, a[6], 'missed', why, manual)
+    elseif state == 'skipped' then
+      remember(history, a[13], slot_text, a[6], why == 'paused' and 'paused' or 'skipped', why, manual)
+    end
   end
 
   if mode == 'miss' or (mode == 'claim' and now > slot + tonumber(a[3])) then
-    decide('missed', 0)
+    decide('missed', 0, mode == 'miss' and 'reported' or 'late')
     return reply('missed', 0)
   end
   if not manual and redis.call('EXISTS', pause_key) == 1 then
@@ -176,7 +198,7 @@ local function claim(k, a)
       return reply('busy', 0)
     end
     if a[8] ~= '1' then
-      decide('skipped', 0)
+      decide('skipped', 0, 'overlap')
       return reply('skipped', 0)
     end
     -- overlap: replace. Revoke the run holding the lease: taking the lease makes its renewal fail,
@@ -195,12 +217,16 @@ local function claim(k, a)
 end
 
 local replies = {}
-for i = 0, #KEYS / 6 - 1 do
+for i = 0, #KEYS / 7 - 1 do
   local a = {}
-  for j = 1, 12 do
-    a[j] = ARGV[12 * i + j]
+  for j = 1, 13 do
+    a[j] = ARGV[13 * i + j]
   end
-  replies[i + 1] = claim({KEYS[6 * i + 1], KEYS[6 * i + 2], KEYS[6 * i + 3], KEYS[6 * i + 4], KEYS[6 * i + 5], KEYS[6 * i + 6]}, a)
+  local k = {}
+  for j = 1, 7 do
+    k[j] = KEYS[7 * i + j]
+  end
+  replies[i + 1] = claim(k, a)
 end
 -- The server's clock as the call ends: every reply carries it (decisions used 'now', from the start).
 local e = redis.call('TIME')

@@ -2,8 +2,12 @@
 -- and the next fencing token (rerun), or records it as abandoned. Exactly one caller wins.
 -- KEYS[1] slot record  KEYS[2] fence counter  KEYS[3] lease  KEYS[4] running index (zset)
 -- KEYS[5] the job's marks (hash; 'holder' names the slot whose run took the lease, see claim.lua)
+-- KEYS[6] the job's history (stream)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
 -- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)  ARGV[8] misfire grace (ms)
+-- ARGV[9] how many entries the history keeps (0: none)
+-- Each decision goes to the history: recovered (the rerun: its worker and new token, and in
+-- 'error' the run it replaced), abandoned (the dead run's worker and token), missed (not_started).
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
 -- (server ms, 0 if none)}; status is claimed|abandoned|missed|early|taken|busy. Retry-safe: a request
 -- repeated with the same token (its reply was lost) gets the same decision.
@@ -16,6 +20,15 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+local function remember(worker, outcome, token, reason, replaced)
+  if tonumber(ARGV[9]) > 0 then
+    redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[9], '*', 'slot', ARGV[2], 'worker', worker, 'outcome', outcome,
+        'attempt', '0', 'token', token, 'durationMs', '0', 'error', replaced, 'reason', reason,
+        'manual', redis.call('HGET', KEYS[1], 'manual') or '0')
+    redis.call('PEXPIRE', KEYS[6], 604800000)
+  end
+end
 
 local function reply(status, fence)
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
@@ -40,7 +53,7 @@ local score = redis.call('ZSCORE', KEYS[4], ARGV[2])
 if not score or tonumber(score) > now then
   return reply('taken', 0) -- renewed, finished, or already dealt with
 end
-local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence')
+local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'worker')
 if record[1] ~= 'running' and record[1] ~= 'claimed' then
   redis.call('ZREM', KEYS[4], ARGV[2])
   return reply('taken', 0)
@@ -56,11 +69,13 @@ end
 if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) then
   redis.call('HSET', KEYS[1], 'state', 'missed', 'why', 'not_started', 'token', ARGV[1], 'at', now)
   redis.call('ZREM', KEYS[4], ARGV[2])
+  remember(ARGV[5], 'missed', '0', 'not_started', '')
   return reply('missed', 0)
 end
 if ARGV[6] == 'abandon' and not unstarted then
   redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'abandoned_token', ARGV[1], 'at', now)
   redis.call('ZREM', KEYS[4], ARGV[2])
+  remember(record[4] or '', 'abandoned', record[3] or '0', 'lease_lost', '')
   return reply('abandoned', tonumber(record[3]))
 end
 if holder then
@@ -74,6 +89,8 @@ end
 redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ARGV[7])
 redis.call('HSET', KEYS[1], 'state', 'running', 'token', ARGV[1], 'worker', ARGV[5], 'fence', fence, 'at', now)
 redis.call('HINCRBY', KEYS[1], 'recoveries', 1)
+remember(ARGV[5], 'recovered', string.format('%.0f', fence), unstarted and 'not_started' or 'lease_lost',
+    (unstarted and 'claim' or 'run') .. ' of ' .. (record[4] or '?') .. ' (token ' .. (record[3] or '0') .. ')')
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end

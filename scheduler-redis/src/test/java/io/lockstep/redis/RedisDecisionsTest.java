@@ -62,6 +62,58 @@ class RedisDecisionsTest {
         assertThat(claim(request(job, running.lease().slot(), "other", true, Mode.ABANDON))).isEqualTo(Status.TAKEN);
     }
 
+    /**
+     * A slot decided without a run is in the job's history beside the runs (what {@code history}
+     * and the status page show), once, with why: missed late, missed as reported, skipped for an
+     * overlap, paused, abandoned, and a recovery naming the run it replaced.
+     */
+    @Test
+    void everyDecisionWithoutARunIsInTheHistoryOnceWithItsReason() {
+        String job = RedisFixture.job();
+        RedisAdmin admin = RedisAdmin.of(redis.provider());
+        Instant now = redis.serverNow();
+        ClaimRequest late = request(job, now.minus(GRACE).minusSeconds(9), "late", true, Mode.CLAIM);
+        assertThat(claim(late)).isEqualTo(Status.MISSED);
+        assertThat(claim(late)).as("repeated after a lost reply: no second entry").isEqualTo(Status.MISSED);
+        assertThat(claim(request(job, now.minusSeconds(8), "gave-up", true, Mode.MISS_ONLY))).isEqualTo(Status.MISSED);
+        ClaimRequest running = request(job, now.minusSeconds(7), "r", true, Mode.CLAIM);
+        assertThat(claim(running)).isEqualTo(Status.CLAIMED);
+        assertThat(claim(request(job, now.minusSeconds(6), "s", true, Mode.CLAIM))).isEqualTo(Status.SKIPPED);
+        redis.raw().del(redis.provider().keys().lease(running.lease())); // its worker died
+        redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
+        ClaimResult recovered = redis.provider().claim(List.of(request(job, running.lease().slot(), "rescuer", true, Mode.RECOVER))).get(0);
+        assertThat(recovered.status()).isEqualTo(Status.CLAIMED);
+        admin.pause(job, "deploy", java.util.Optional.empty(), "test");
+        redis.raw().del(redis.provider().keys().lease(new Lease(job, running.lease().slot(), "rescuer", LEASE, true)));
+        assertThat(claim(request(job, now.minusSeconds(5), "p", true, Mode.CLAIM))).isEqualTo(Status.PAUSED);
+
+        List<RedisAdmin.Run> history = admin.history(job, 50);
+        assertThat(history).extracting(RedisAdmin.Run::slot, RedisAdmin.Run::outcome, RedisAdmin.Run::reason).containsExactly(
+                org.assertj.core.groups.Tuple.tuple(now.minusSeconds(5), "paused", "paused"),
+                org.assertj.core.groups.Tuple.tuple(now.minusSeconds(6), "skipped", "overlap"),
+                org.assertj.core.groups.Tuple.tuple(now.minusSeconds(7), "recovered", "lease_lost"),
+                org.assertj.core.groups.Tuple.tuple(now.minusSeconds(8), "missed", "reported"),
+                org.assertj.core.groups.Tuple.tuple(now.minus(GRACE).minusSeconds(9), "missed", "late"));
+        RedisAdmin.Run rerun = history.get(2);
+        assertThat(rerun.worker()).isEqualTo("w-rescuer");
+        assertThat(rerun.fencingToken()).isEqualTo(recovered.fencingToken());
+        assertThat(rerun.error()).as("the run it replaced").startsWith("run of w-r (token ");
+        assertThat(history).noneMatch(RedisAdmin.Run::isRun);
+
+        String other = RedisFixture.job();
+        ClaimRequest dead = request(other, now.minusSeconds(3), "dead", true, Mode.CLAIM);
+        ClaimResult deadClaim = redis.provider().claim(List.of(dead)).get(0);
+        redis.raw().del(redis.provider().keys().lease(dead.lease()));
+        redis.raw().zadd(redis.provider().keys().running(other), 1, Long.toString(dead.lease().slot().toEpochMilli()));
+        assertThat(claim(request(other, dead.lease().slot(), "a", true, Mode.ABANDON))).isEqualTo(Status.ABANDONED);
+        assertThat(admin.history(other, 10)).singleElement().satisfies(r -> {
+            assertThat(r.outcome()).isEqualTo("abandoned");
+            assertThat(r.reason()).isEqualTo("lease_lost");
+            assertThat(r.worker()).as("the dead run's worker").isEqualTo("w-dead");
+            assertThat(r.fencingToken()).isEqualTo(deadClaim.fencingToken());
+        });
+    }
+
     @Test
     void aRepeatedRecoveryWinsAgainWithTheSameFence() {
         String job = RedisFixture.job();

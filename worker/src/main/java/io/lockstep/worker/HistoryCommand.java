@@ -10,8 +10,13 @@ import java.util.List;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code history --config FILE --job NAME [--limit N] [--json]}: the job's recent runs, newest first. */
-@Command(name = "history", mixinStandardHelpOptions = true, description = "Shows a job's recent runs, newest first.")
+/**
+ * {@code history --config FILE --job NAME [--limit N] [--json]}: the job's recent slots, newest
+ * first: each run's outcome, and each slot decided without a run (missed, skipped, paused,
+ * abandoned, recovered) with why.
+ */
+@Command(name = "history", mixinStandardHelpOptions = true,
+        description = "Shows what became of a job's recent slots, newest first: runs, and slots missed, skipped, paused, abandoned or recovered, with why.")
 final class HistoryCommand extends AdminCommand {
 
     @Option(names = "--job", required = true, paramLabel = "NAME", description = "the job")
@@ -39,7 +44,7 @@ final class HistoryCommand extends AdminCommand {
             for (RedisAdmin.Run r : runs) {
                 array.addObject().put("slot", r.slot().toString()).put("worker", r.worker()).put("outcome", r.outcome())
                         .put("attempt", r.attempt()).put("fencingToken", r.fencingToken()).put("durationMs", r.durationMs())
-                        .put("error", r.error()).put("manual", r.manual());
+                        .put("error", r.error()).put("manual", r.manual()).put("reason", r.reason());
             }
             out.println(array.toString());
             return WorkerMain.OK;
@@ -49,10 +54,14 @@ final class HistoryCommand extends AdminCommand {
             return WorkerMain.OK;
         }
         Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
-        Table table = new Table("SLOT", "WHEN", "WORKER", "OUTCOME", "ATTEMPT", "TOKEN", "DURATION", "ERROR");
+        Table table = new Table("SLOT", "WHEN", "WORKER", "OUTCOME", "ATTEMPT", "TOKEN", "DURATION", "WHY / ERROR");
         for (RedisAdmin.Run r : runs) {
+            // A decision without a run (missed, skipped, paused, abandoned, recovered) says why; a run its error.
+            String why = r.isRun() ? r.error() : String.join("; ", java.util.stream.Stream.of(Reasons.describe(r.reason()),
+                    r.error().isEmpty() ? "" : "replaced the " + r.error()).filter(w -> !w.isEmpty()).toList());
             table.row(r.slot().toString() + (r.manual() ? " (manual)" : ""), relative(r.slot(), now), r.worker(), r.outcome(),
-                    Integer.toString(r.attempt()), Long.toString(r.fencingToken()), r.durationMs() + " ms", r.error());
+                    r.isRun() ? Integer.toString(r.attempt()) : "-", r.fencingToken() == 0 ? "-" : Long.toString(r.fencingToken()),
+                    r.isRun() ? r.durationMs() + " ms" : "-", why);
         }
         table.print(out);
         return WorkerMain.OK;

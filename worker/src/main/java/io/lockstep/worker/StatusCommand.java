@@ -31,7 +31,8 @@ final class StatusCommand extends AdminCommand {
     boolean json;
 
     /** How many of each job's latest runs the JSON (and the status page) carries. */
-    static final int RECENT = 5;
+    /** History entries read per job: the status page's strip shows the slots among them. */
+    static final int RECENT = 30;
 
     /** Everything {@code status} shows, read once. */
     record Snapshot(Instant now, List<WorkerInfo> workers, List<JobDefinition> jobs, Map<String, RedisAdmin.JobState> states,
@@ -92,7 +93,7 @@ final class StatusCommand extends AdminCommand {
                 for (RedisAdmin.Run r : s.recent()) {
                     recent.addObject().put("slot", r.slot().toString()).put("worker", r.worker()).put("outcome", r.outcome())
                             .put("attempt", r.attempt()).put("fencingToken", r.fencingToken()).put("durationMs", r.durationMs())
-                            .put("error", r.error()).put("manual", r.manual());
+                            .put("error", r.error()).put("manual", r.manual()).put("reason", r.reason());
                 }
                 ArrayNode running = o.putArray("running");
                 for (RedisAdmin.InFlight f : s.running()) {

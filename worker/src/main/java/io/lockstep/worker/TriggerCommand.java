@@ -101,8 +101,9 @@ final class TriggerCommand extends AdminCommand {
     private static int ended(Map<String, String> run, PrintWriter out) {
         String state = run.get("state");
         String outcome = state.equals("done") ? run.getOrDefault("outcome", "?") : state;
-        out.println(outcome + " on " + run.getOrDefault("worker", "?") + " (fencing token " + run.getOrDefault("fence", "0") + ")"
-                + (run.containsKey("why") ? ": " + run.get("why") : ""));
+        String fence = run.getOrDefault("fence", "0");
+        out.println(outcome + " on " + run.getOrDefault("worker", "?") + (fence.equals("0") ? "" : " (fencing token " + fence + ")")
+                + (run.containsKey("why") ? ": " + Reasons.describe(run.get("why")) : ""));
         return outcome.equals("succeeded") ? WorkerMain.OK : RUN_FAILED;
     }
 }

@@ -117,24 +117,35 @@ class OperationsIT {
                     .as("no tick started while paused").isEmpty();
             assertThat(sum(ports, "lockstep_slots_skipped_total", "tick", "reason=\"paused\"")).isEqualTo(skippedBySlot.size());
 
-            // history: what the job recorded itself, newest first.
-            CliRun history = cli("history", "--config", cluster.config.toString(), "--job", "tick", "--limit", "5", "--json");
+            // history: what the job recorded itself, newest first, and the slots decided without a run.
+            CliRun history = cli("history", "--config", cluster.config.toString(), "--job", "tick", "--limit", "40", "--json");
             assertThat(history.exit()).as(history.err()).isZero();
             Map<Long, String> recorded = new HashMap<>();
             for (String line : Files.readAllLines(dir.resolve("tick.log"))) {
                 String[] f = line.split(" ");
                 recorded.put(Long.parseLong(f[0]), f[1] + " " + f[2]);
             }
-            JsonNode runs = JSON.readTree(history.out());
-            assertThat(runs).hasSize(5);
+            JsonNode entries = JSON.readTree(history.out());
+            assertThat(entries).hasSizeGreaterThanOrEqualTo(5);
             Instant previous = Instant.MAX;
-            for (JsonNode run : runs) {
-                Instant slot = Instant.parse(run.path("slot").asText());
+            java.util.Set<String> pausedInHistory = new java.util.HashSet<>();
+            int runs = 0;
+            for (JsonNode entry : entries) {
+                Instant slot = Instant.parse(entry.path("slot").asText());
                 assertThat(slot).isBefore(previous);
                 previous = slot;
-                assertThat(recorded.get(slot.toEpochMilli())).isEqualTo(run.path("worker").asText() + " " + run.path("fencingToken").asText());
-                assertThat(run.path("outcome").asText()).isEqualTo("succeeded");
+                if (entry.path("outcome").asText().equals("paused")) {
+                    assertThat(entry.path("reason").asText()).isEqualTo("paused");
+                    pausedInHistory.add(slot.toString());
+                    continue;
+                }
+                runs++;
+                assertThat(recorded.get(slot.toEpochMilli())).isEqualTo(entry.path("worker").asText() + " " + entry.path("fencingToken").asText());
+                assertThat(entry.path("outcome").asText()).isEqualTo("succeeded");
             }
+            assertThat(runs).isGreaterThanOrEqualTo(3);
+            assertThat(pausedInHistory).as("every slot reported paused is in the history as paused, and no other")
+                    .isEqualTo(skippedBySlot.keySet());
 
             // The HTTP port is read-only and tells readiness.
             HttpClient http = HttpClient.newHttpClient();
@@ -184,7 +195,7 @@ class OperationsIT {
             cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
             cluster.startWithEnv("w2", Map.of("HTTP_PORT", Integer.toString(RedisFixture.freeLoopbackPort())));
             cluster.awaitStarted();
-            statusPageInChromium(chromium.get(), port);
+            statusPageInChromium(chromium.get(), port, cluster);
         }
     }
 
@@ -240,8 +251,11 @@ class OperationsIT {
 
     // ------------------------------------------------------------------ helpers
 
-    /** The status page in headless Chromium: the jobs, a run in flight with its worker, and an update after a new run. */
-    private void statusPageInChromium(String chromium, int port) throws Exception {
+    /**
+     * The status page in headless Chromium: the jobs, a run in flight with its worker, an update
+     * after a new run, and each job's strip of last slots, where slots paused show among the runs.
+     */
+    private void statusPageInChromium(String chromium, int port, Cluster cluster) throws Exception {
         String url = "http://127.0.0.1:" + port + "/";
         await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(500)).until(() -> {
             String dom = Chromium.dumpDom(chromium, url);
@@ -253,6 +267,16 @@ class OperationsIT {
         String tickBefore = lastRun(first, "tick");
         await().atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofSeconds(1))
                 .until(() -> !lastRun(Chromium.dumpDom(chromium, url), "tick").equals(tickBefore));
+        // Pause tick for a few slots: each is decided paused, in the history and so in the strip, between runs.
+        assertThat(cli("pause", "--config", cluster.config.toString(), "--job", "tick", "--for", "3s").exit()).isZero();
+        await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofSeconds(1)).until(() -> {
+            String strip = String.join(" ", stripOf(Chromium.dumpDom(chromium, url), "tick"));
+            return strip.matches(".*\\bran\\b.*\\bpaused\\b.*\\bran\\b.*");
+        });
+        List<String> strip = stripOf(Chromium.dumpDom(chromium, url), "tick");
+        assertThat(strip).as("tick's strip").contains("ran", "paused").doesNotContain("failed", "missed");
+        CliRun history = cli("history", "--config", cluster.config.toString(), "--job", "tick", "--limit", "30");
+        assertThat(history.out()).as("history shows the slots decided without a run, with why").contains(" paused ", "its job was paused");
         String shot = System.getProperty("lockstep.screenshot");
         if (shot != null && !shot.isBlank()) {
             Chromium.screenshot(chromium, url, Path.of(shot));
@@ -263,6 +287,21 @@ class OperationsIT {
     private static String lastRun(String dom, String job) {
         Matcher m = Pattern.compile("data-job=\"" + job + "\".*?data-last-slot=\"([^\"]*)\"").matcher(dom);
         return m.find() ? m.group(1) : "";
+    }
+
+    /** What became of each of the job's last slots, oldest first, as the status page's strip shows it. */
+    private static List<String> stripOf(String dom, String job) {
+        int row = dom.indexOf("data-job=\"" + job + "\"");
+        if (row < 0) {
+            return List.of();
+        }
+        String tr = dom.substring(row, dom.indexOf("</tr>", row));
+        List<String> outcomes = new java.util.ArrayList<>();
+        Matcher m = Pattern.compile("data-outcome=\"([a-z]+)\"").matcher(tr);
+        while (m.find()) {
+            outcomes.add(m.group(1));
+        }
+        return outcomes;
     }
 
     /** slot -> how many slot_skipped (reason paused) events of tick name it. */

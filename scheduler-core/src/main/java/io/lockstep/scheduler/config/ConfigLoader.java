@@ -214,8 +214,8 @@ public final class ConfigLoader {
         }
 
         /** Binds params to the type the job declares ({@link io.lockstep.scheduler.Job#paramsType()}), if any. */
-        private void checkParams(String className, Map<String, Object> params, Node paramsNode, Node jobNode, String path) {
-            JobFactory.paramsTypeOf(className).flatMap(type -> Params.problem(params, type)).ifPresent(p -> {
+        private void checkParams(Class<?> type, Map<String, Object> params, Node paramsNode, Node jobNode, String path) {
+            Params.problem(params, type).ifPresent(p -> {
                 Node at = paramsNode == null ? jobNode : paramsNode;
                 String first = p.path().isEmpty() ? "" : p.path().split("[.\\[]")[0];
                 if (paramsNode instanceof MappingNode map && !first.isEmpty()) {
@@ -293,13 +293,16 @@ public final class ConfigLoader {
                             + "still ends before the lease does, but was " + Durations.format(policies.lease()));
                 }
                 Optional<String> className = required(m, "class", jobNode, path).flatMap(n -> string(n, path + ".class"));
+                io.lockstep.scheduler.Job[] built = new io.lockstep.scheduler.Job[1];
                 if (checkClasses && className.isPresent()) {
                     Optional<String> classProblem = reflective ? JobFactory.problemWith(className.get())
                             : JobFactory.typeProblem(className.get());
                     classProblem.ifPresent(p -> problem(m.get("class"), path + ".class", p));
                     if (classProblem.isEmpty() && reflective) {
-                        // Run the constructor once: one that throws is a bad config, not a runtime surprise.
-                        JobFactory.constructionProblem(className.get()).ifPresent(p -> problem(m.get("class"), path + ".class", p));
+                        // Run the constructor once: one that throws is a bad config, not a runtime surprise;
+                        // the instance's params type is what the params are checked against.
+                        JobFactory.constructionProblem(className.get(), job -> built[0] = job)
+                                .ifPresent(p -> problem(m.get("class"), path + ".class", p));
                     }
                 }
                 Map<String, Object> params = Map.of();
@@ -313,8 +316,8 @@ public final class ConfigLoader {
                         problem(m.get("params"), path + ".params", "must be a mapping, but was " + describe(m.get("params")));
                     }
                 }
-                if (checkClasses && reflective && className.isPresent() && problems.size() == before) {
-                    checkParams(className.get(), params, m.get("params"), jobNode, path);
+                if (built[0] != null && built[0].paramsType() != null && problems.size() == before) {
+                    checkParams(built[0].paramsType(), params, m.get("params"), jobNode, path);
                 }
                 boolean enabled = bool(m.get("enabled"), path + ".enabled").orElse(true);
                 if (problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent()) {

@@ -225,30 +225,6 @@ class ConfigNodes {
             return " (a job that must not run: \"enabled: false\"; to stop it for a while without a deploy: "
                     + "\"lockstep pause --job NAME\", then \"lockstep resume\")";
         }
-        for (String candidate : allowed) {
-            if (candidate.toLowerCase(Locale.ROOT).equals(lower) || editDistance(candidate, key) <= 2) {
-                return " (did you mean \"" + candidate + "\"?)";
-            }
-        }
-        return " (allowed: " + String.join(", ", new java.util.TreeSet<>(allowed)) + ")";
-    }
-
-    static int editDistance(String a, String b) {
-        int[] prev = new int[b.length() + 1];
-        int[] cur = new int[b.length() + 1];
-        for (int j = 0; j <= b.length(); j++) {
-            prev[j] = j;
-        }
-        for (int i = 1; i <= a.length(); i++) {
-            cur[0] = i;
-            for (int j = 1; j <= b.length(); j++) {
-                int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
-                cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
-            }
-            int[] t = prev;
-            prev = cur;
-            cur = t;
-        }
-        return prev[b.length()];
+        return io.lockstep.scheduler.Params.suggestion(key, allowed);
     }
 }

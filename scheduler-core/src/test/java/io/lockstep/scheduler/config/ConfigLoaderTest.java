@@ -174,6 +174,35 @@ class ConfigLoaderTest {
                 "jobs.yaml:10: jobs[1].lease: must be at least 1s, but was 200ms");
     }
 
+    /** A job class that counts its constructions. */
+    public static final class Counted implements io.lockstep.scheduler.Job {
+        static final java.util.concurrent.atomic.AtomicInteger BUILT = new java.util.concurrent.atomic.AtomicInteger();
+
+        public record Params(int copies) {}
+
+        public Counted() {
+            BUILT.incrementAndGet();
+        }
+
+        @Override
+        public void execute(io.lockstep.scheduler.JobContext context) {}
+
+        @Override
+        public Class<?> paramsType() {
+            return Params.class;
+        }
+    }
+
+    @Test
+    void loadingRunsEachJobsConstructorOnceAndNoneWhenAFactoryBuildsThem() throws Exception {
+        String yaml = "jobs: [ { name: a, cron: \"@daily\", class: " + Counted.class.getName() + ", params: { copies: 2 } } ]\n";
+        int before = Counted.BUILT.get();
+        ConfigLoader.defaults().load("jobs.yaml", yaml);
+        assertThat(Counted.BUILT.get() - before).as("constructions to check the class and its params").isEqualTo(1);
+        ConfigLoader.defaults().builtByReflection(false).load("jobs.yaml", yaml);
+        assertThat(Counted.BUILT.get() - before).as("an application's factory builds the jobs: the loader builds none").isEqualTo(1);
+    }
+
     @Test
     void pausedInTheYamlPointsToEnabledFalseAndToThePauseCommand() {
         List<ConfigProblem> problems = problems("""
