@@ -1,7 +1,5 @@
 package io.lockstep.worker;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import io.lockstep.redis.RedisAdmin;
 import io.lockstep.redis.RedisLockProvider;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
@@ -9,7 +7,6 @@ import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.util.function.Supplier;
 import io.lockstep.scheduler.JobFactory;
 import io.lockstep.scheduler.LockstepException;
 import io.lockstep.scheduler.Scheduler;
@@ -188,20 +185,7 @@ final class RunCommand implements Callable<Integer> {
         new JvmThreadMetrics().bindTo(registry);
         new ProcessorMetrics().bindTo(registry);
         new UptimeMetrics().bindTo(registry);
-        RedisAdmin admin = RedisAdmin.of(provider);
-        ObjectMapper mapper = new ObjectMapper();
-        long[] readAt = {0};
-        String[] last = {null};
-        Supplier<String> status = () -> {
-            synchronized (readAt) {
-                if (last[0] == null || System.nanoTime() - readAt[0] > 2_000_000_000L) {
-                    last[0] = StatusCommand.Snapshot.read(c, admin).toJson(mapper).toString();
-                    readAt[0] = System.nanoTime();
-                }
-                return last[0];
-            }
-        };
-        return WorkerHttp.start(c.worker().httpBind(), c.worker().httpPort(), scheduler, registry, status);
+        return WorkerHttp.start(c, scheduler, provider, registry);
     }
 
     private static Clock skewedClock() {

@@ -3,7 +3,10 @@ package io.lockstep.worker;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.lockstep.redis.RedisAdmin;
+import io.lockstep.redis.RedisLockProvider;
 import io.lockstep.scheduler.Scheduler;
+import io.lockstep.scheduler.config.LockstepConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.InputStream;
@@ -19,8 +22,12 @@ import java.util.function.Supplier;
  * unreachable or the worker is not claiming), {@code /status.json} (what {@code status --json}
  * prints) and {@code /}, a status page that renders it and refreshes itself. Read-only: any method
  * but GET and HEAD answers 405, and nothing here changes state.
+ *
+ * <p>An application that embeds the scheduler serves the same endpoints with
+ * {@link #start(LockstepConfig, Scheduler, RedisLockProvider, PrometheusMeterRegistry)} (it needs
+ * the {@code lockstep-worker} artifact; its Logback dependency is optional, so yours stays yours).
  */
-final class WorkerHttp implements AutoCloseable {
+public final class WorkerHttp implements AutoCloseable {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -28,6 +35,31 @@ final class WorkerHttp implements AutoCloseable {
 
     private WorkerHttp(HttpServer server) {
         this.server = server;
+    }
+
+    /**
+     * Serves the endpoints of {@code scheduler} on {@code config}'s {@code worker.http} bind and port
+     * (port 0: any free one, see {@link #port()}) until closed: {@code registry} is scraped at
+     * {@code /metrics} (the scheduler's meters go there when it was built with it), the status is
+     * read through {@code provider} at most every 2 s.
+     *
+     * @throws UncheckedIOException when the address cannot be bound
+     */
+    public static WorkerHttp start(LockstepConfig config, Scheduler scheduler, RedisLockProvider provider, PrometheusMeterRegistry registry) {
+        RedisAdmin admin = RedisAdmin.of(provider);
+        ObjectMapper mapper = new ObjectMapper();
+        long[] readAt = {0};
+        String[] last = {null};
+        Supplier<String> status = () -> {
+            synchronized (readAt) {
+                if (last[0] == null || System.nanoTime() - readAt[0] > 2_000_000_000L) {
+                    last[0] = StatusCommand.Snapshot.read(config, admin).toJson(mapper).toString();
+                    readAt[0] = System.nanoTime();
+                }
+                return last[0];
+            }
+        };
+        return start(config.worker().httpBind(), config.worker().httpPort(), scheduler, registry, status);
     }
 
     /**
@@ -64,7 +96,7 @@ final class WorkerHttp implements AutoCloseable {
     }
 
     /** The port it listens on (the one asked for, or the one chosen for 0). */
-    int port() {
+    public int port() {
         return server.getAddress().getPort();
     }
 
