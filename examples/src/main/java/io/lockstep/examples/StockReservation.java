@@ -123,7 +123,7 @@ public final class StockReservation {
 
     /**
      * Runs reservers until the SKU is sold out and prints how many reservations they made:
-     * {@code java -cp lockstep-worker.jar io.lockstep.examples.StockReservation REDIS_URI SKU THREADS NAME}.
+     * {@code java -cp examples/target/lockstep-examples.jar io.lockstep.examples.StockReservation REDIS_URI SKU THREADS NAME}.
      * Start several at once, on several hosts, against one Redis: together they never reserve more
      * than was restocked.
      */
