@@ -237,6 +237,41 @@ class DistributionIT {
         assertThat(said).contains("valid, 4 jobs");
     }
 
+    /**
+     * The distribution's own examples run as the README says (LOCKSTEP_JOBS=examples, the example
+     * config): each job that fires within the test succeeds, the fenced stock example too (its
+     * Jackson comes from examples/, not from Lockstep's lib/).
+     */
+    @Test
+    @Order(5)
+    void theExampleJobsRunFromTheDistribution() throws Exception {
+        Path yaml = dir.resolve("examples.yaml");
+        Files.writeString(yaml, Files.readString(home.resolve("config/jobs.yaml"))
+                .replace("params: { redis: \"${REDIS_URI:-redis://127.0.0.1:6379}\", sku: sku-42, quantity: 1 }\n    enabled: false",
+                        "params: { redis: \"${REDIS_URI:-redis://127.0.0.1:6379}\", sku: sku-42, quantity: 1 }"));
+        assertThat(Files.readString(yaml)).as("reserve-stock enabled for the test").doesNotContain("quantity: 1 }\n    enabled: false");
+        ProcessBuilder builder = new ProcessBuilder(home.resolve("bin/lockstep").toString(), "run", "--config", yaml.toString(),
+                "--worker-id", "ex").redirectOutput(dir.resolve("ex.out").toFile()).redirectError(dir.resolve("ex.err").toFile());
+        builder.environment().put("LOCKSTEP_JOBS", home.resolve("examples").toString());
+        builder.environment().put("REDIS_URI", redis.uri());
+        Process worker = builder.start();
+        try {
+            await().atMost(Duration.ofSeconds(40)).pollInterval(Duration.ofMillis(200)).until(() -> {
+                String events = Files.readString(dir.resolve("ex.out"));
+                return events.contains("\"event\":\"job_succeeded\",\"worker\":\"ex\",\"job\":\"heartbeat\"")
+                        && events.contains("\"event\":\"job_succeeded\",\"worker\":\"ex\",\"job\":\"reserve-stock\"")
+                        || !worker.isAlive();
+            });
+            worker.destroy();
+            assertThat(worker.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        } finally {
+            worker.destroyForcibly();
+        }
+        String events = Files.readString(dir.resolve("ex.out"));
+        assertThat(worker.exitValue()).as("stderr: %s", Files.readString(dir.resolve("ex.err"))).isZero();
+        assertThat(events).contains("\"job\":\"reserve-stock\"").doesNotContain("\"event\":\"job_failed\"");
+    }
+
     /** Runs that started on {@code worker} and have not ended yet. */
     private static long runningOn(String worker) throws IOException {
         List<String> ledger = ledger(worker);

@@ -1,5 +1,7 @@
 package io.lockstep.scheduler;
 
+import io.lockstep.scheduler.config.ConfigException;
+import io.lockstep.scheduler.config.ConfigProblem;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -35,7 +37,9 @@ final class CreatedJobs {
         try {
             for (JobDefinition definition : definitions) {
                 if (definition.enabled()) {
-                    created.add(new ScheduledJob(definition, build(factory, definition)));
+                    Job job = build(factory, definition);
+                    created.add(new ScheduledJob(definition, job));
+                    checkParams(definition, job); // after it joined the created ones: a refusal closes it too
                 }
             }
         } catch (RuntimeException | Error e) {
@@ -60,14 +64,14 @@ final class CreatedJobs {
             throw new LockstepException("job " + definition.name() + ": the job factory " + factory.getClass().getName()
                     + " returned no job");
         }
-        checkParams(definition, job);
         return job;
     }
 
     /**
      * The definition's params must fit the type the job declares: the config loader checks that
      * (with the YAML's line) for jobs it built itself; jobs built by an application's factory are
-     * checked here, when the scheduler is built, so a typo stops the worker before it starts.
+     * checked here, when the scheduler is built, so a typo stops the worker before it starts: a
+     * {@link ConfigException} (the worker exits 2, as for any bad config).
      */
     private static void checkParams(JobDefinition definition, Job job) {
         Class<?> type;
@@ -80,8 +84,9 @@ final class CreatedJobs {
             return;
         }
         Params.problem(definition.params(), type).ifPresent(p -> {
-            throw new LockstepException("job " + definition.name() + ": params" + (p.path().isEmpty() ? "" : "." + p.path()) + ": "
-                    + p.message() + (p.unknownKey() == null ? "" : Params.suggestion(p.unknownKey(), p.knownKeys())));
+            throw new ConfigException(List.of(new ConfigProblem("job " + definition.name(), 0,
+                    "params" + (p.path().isEmpty() ? "" : "." + p.path()),
+                    p.message() + (p.unknownKey() == null ? "" : Params.suggestion(p.unknownKey(), p.knownKeys())))));
         });
     }
 

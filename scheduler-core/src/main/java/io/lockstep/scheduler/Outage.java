@@ -16,6 +16,8 @@ final class Outage {
     private long downSinceNanos;
     /** When a call other than a heartbeat last succeeded (monotonic nanos; 0: never). */
     private long lastSuccessNanos;
+    /** Whether the outage going on was noticed by a heartbeat (only a heartbeat may then end it by itself). */
+    private boolean downByHeartbeat;
 
     Outage(Events events, java.util.function.Supplier<String> target) {
         this.events = events;
@@ -68,12 +70,22 @@ final class Outage {
                     .log("heartbeat not written, but the store answers other calls; trying again");
             return;
         }
+        boolean wasDown = down;
         failedCall("heartbeat", e);
+        if (!wasDown) {
+            downByHeartbeat = true;
+        }
     }
 
-    /** Records a heartbeat that went through: it ends an outage, as any call that succeeds. */
+    /**
+     * Records a heartbeat that went through: it ends an outage a heartbeat noticed. One that claims
+     * noticed (the shard of this worker's jobs is down, the heartbeat's is not) stays until a claim
+     * goes through, so readiness does not flap with every heartbeat.
+     */
     synchronized void heartbeatSucceeded() {
-        recovered();
+        if (downByHeartbeat) {
+            recovered();
+        }
     }
 
     /** Records a success; ends an outage if one was going on. */
@@ -85,6 +97,7 @@ final class Outage {
     private void recovered() {
         if (down) {
             down = false;
+            downByHeartbeat = false;
             events.info("redis_recovered").addKeyValue("target", target.get())
                     .addKeyValue("duration_ms", (System.nanoTime() - downSinceNanos) / 1_000_000)
                     .log("lock store answers again");

@@ -23,6 +23,8 @@ public final class Params {
     private static final ObjectMapper MAPPER = new ObjectMapper()
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
+    /** The same, but a missing primitive is its default: so the first problem it finds is an unknown key. */
+    private static final ObjectMapper LENIENT = MAPPER.copy().disable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
 
     private Params() {}
 
@@ -40,13 +42,18 @@ public final class Params {
      * YAML's terms (a key, a list, a number), never Jackson's; empty when they do.
      */
     public static Optional<Problem> problem(Map<String, Object> params, Class<?> type) {
-        // Unknown keys first: for a record (bound through its constructor) Jackson reports a missing
-        // primitive before a misspelt key, so "max_rows" would read as "Cannot map null into int".
-        Set<String> known = knownKeys(type);
-        for (String key : params.keySet()) {
-            if (!known.isEmpty() && !known.contains(key)) {
-                return Optional.of(new Problem(key, key, known, "unknown key \"" + key + "\""));
+        try {
+            // Unknown keys first, as Jackson sees them (aliases, ignored names and types that take
+            // any key included): for a record, bound through its constructor, the strict mapper
+            // reports a missing primitive before a misspelt key, so "max_rows" would read as
+            // "Cannot map null into int".
+            LENIENT.convertValue(params, type);
+        } catch (IllegalArgumentException e) {
+            if (e.getCause() instanceof UnrecognizedPropertyException u) {
+                return Optional.of(unknown(u));
             }
+        } catch (RuntimeException | LinkageError e) {
+            return Optional.of(new Problem("", null, Set.of(), "cannot be checked against " + type.getName() + ": " + e));
         }
         try {
             bind(params, type);
@@ -54,8 +61,7 @@ public final class Params {
         } catch (IllegalArgumentException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             if (cause instanceof UnrecognizedPropertyException u) {
-                Set<String> keys = u.getKnownPropertyIds().stream().map(String::valueOf).collect(Collectors.toCollection(TreeSet::new));
-                return Optional.of(new Problem(path(u), u.getPropertyName(), keys, "unknown key \"" + u.getPropertyName() + "\""));
+                return Optional.of(unknown(u));
             }
             if (cause instanceof MismatchedInputException m && m.getTargetType() != null) {
                 Object value = valueAt(params, m);
@@ -70,21 +76,14 @@ public final class Params {
                 return Optional.of(new Problem(path(m), null, Set.of(), "does not fit " + type.getSimpleName() + ": " + message));
             }
             return Optional.of(new Problem("", null, Set.of(), "do not fit " + type.getName() + ": " + cause.getMessage()));
+        } catch (RuntimeException | LinkageError e) {
+            return Optional.of(new Problem("", null, Set.of(), "cannot be checked against " + type.getName() + ": " + e));
         }
     }
 
-    /** The keys {@code type} binds (its properties as Jackson sees them); empty when it is not a bean (a Map, say). */
-    private static Set<String> knownKeys(Class<?> type) {
-        if (Map.class.isAssignableFrom(type) || type.isPrimitive() || type.getName().startsWith("java.")) {
-            return Set.of();
-        }
-        var description = MAPPER.getDeserializationConfig().introspect(MAPPER.constructType(type));
-        if (description.findAnySetterAccessor() != null) {
-            return Set.of(); // it takes any key
-        }
-        Set<String> keys = new TreeSet<>();
-        description.findProperties().forEach(p -> keys.add(p.getName()));
-        return keys;
+    private static Problem unknown(UnrecognizedPropertyException u) {
+        Set<String> keys = u.getKnownPropertyIds().stream().map(String::valueOf).collect(Collectors.toCollection(TreeSet::new));
+        return new Problem(path(u), u.getPropertyName(), keys, "unknown key \"" + u.getPropertyName() + "\"");
     }
 
     /** The value at the exception's path in {@code params}, or null when there is none. */

@@ -59,11 +59,17 @@ class CreatedJobsTest {
                 return Limits.class;
             }
         }
+        class TypedClosing extends Typed implements AutoCloseable {
+            @Override
+            public void close() {
+                log.add("close report");
+            }
+        }
         Scheduler.Builder builder = Scheduler.builder(InMemoryLockProvider.create()).workerId("w").job(job("a")).job(typo)
-                .jobFactory(d -> d.name().equals("a") ? new Closing("a", false) : new Typed());
-        assertThatThrownBy(builder::build).isInstanceOf(LockstepException.class)
+                .jobFactory(d -> d.name().equals("a") ? new Closing("a", false) : new TypedClosing());
+        assertThatThrownBy(builder::build).isInstanceOf(io.lockstep.scheduler.config.ConfigException.class)
                 .hasMessage("job report: params.max_rows: unknown key \"max_rows\" (did you mean \"maxRows\"?)");
-        assertThat(log).as("the job built before it is closed").containsExactly("close a");
+        assertThat(log).as("the jobs built, the refused one too, are closed, newest first").containsExactly("close report", "close a");
     }
 
     @Test

@@ -52,6 +52,18 @@ class ParamsTest {
         assertThat(p.message()).doesNotContain("Jackson").doesNotContain("java.util").doesNotContain("DeserializationConfig");
     }
 
+    public record Aliased(@com.fasterxml.jackson.annotation.JsonAlias("max_rows") int maxRows) {}
+
+    @com.fasterxml.jackson.annotation.JsonIgnoreProperties(ignoreUnknown = true)
+    public record Lenient(int maxRows) {}
+
+    @Test
+    void whatJacksonAcceptsIsAccepted() {
+        assertThat(Params.problem(Map.of("max_rows", 5), Aliased.class)).as("an alias").isEmpty();
+        assertThat(Params.problem(Map.of("maxRows", 5, "other", 1), Lenient.class)).as("ignoreUnknown").isEmpty();
+        assertThat(Params.problem(Map.of("anything", List.of(1)), com.fasterxml.jackson.databind.JsonNode.class)).as("a tree").isEmpty();
+    }
+
     @Test
     void paramsThatFitHaveNoProblem() {
         assertThat(Params.problem(Map.of("maxRows", 5, "recipients", List.of("a"), "dryRun", true), Report.class)).isEmpty();

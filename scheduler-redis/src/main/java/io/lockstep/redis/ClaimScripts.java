@@ -122,7 +122,7 @@ final class ClaimScripts {
                 String job = lease.job();
                 return new RedisCalls.Call(RECOVER,
                         List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
-                                keys.history(job)),
+                                keys.decisions(job)),
                         List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
                         Long.toString(first.recordTtl().toMillis()), first.workerId(),
                         first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
@@ -137,7 +137,7 @@ final class ClaimScripts {
                 long slot = lease.slot().toEpochMilli();
                 String job = lease.job();
                 callKeys.addAll(List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
-                        keys.paused(job), keys.history(job)));
+                        keys.paused(job), keys.decisions(job)));
                 args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
                         Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
                         switch (request.mode()) {

@@ -66,7 +66,7 @@ final class LeaseScripts {
                 Lease l = r.lease();
                 long slot = l.slot().toEpochMilli();
                 callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.paused(l.job()),
-                        keys.history(l.job())));
+                        keys.decisions(l.job())));
                 args.addAll(List.of(l.token(), Long.toString(slot), Long.toString(l.ttl().toMillis()),
                         Long.toString(r.misfireGrace().toMillis()), Integer.toString(historyKeep)));
             }

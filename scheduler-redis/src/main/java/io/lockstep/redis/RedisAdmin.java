@@ -47,11 +47,11 @@ public final class RedisAdmin {
     public record InFlight(Instant slot, String worker, long fencingToken, Duration leaseLeft, boolean manual) {}
 
     /** What Redis knows of one job: its pause, its latest history entries (newest first) and its runs in flight. */
-    public record JobState(String job, Optional<Pause> pause, List<Run> recent, List<InFlight> running) {
+    public record JobState(String job, Optional<Pause> pause, List<Run> recent, Optional<Run> lastRun, List<InFlight> running) {
 
-        /** The latest run recorded among {@code recent} (decisions without a run are passed over). */
+        /** The latest run recorded (from the runs' own history, however many decisions came since). */
         public Optional<Run> last() {
-            return recent.stream().filter(Run::isRun).findFirst();
+            return lastRun;
         }
     }
 
@@ -92,15 +92,28 @@ public final class RedisAdmin {
         return answers;
     }
 
-    /** Runs from several masters as one history: each run once (by slot and token), newest first. */
+    /**
+     * Histories from several masters as one, newest slot first: each run once (by slot, token,
+     * attempt and outcome); each decision without a run once (by slot and outcome: every master
+     * records its own token), and only when more than half of the masters that answered have it (a
+     * minority's decision was given back, or never won).
+     */
     private static List<Run> merge(List<List<Run>> histories, int limit) {
-        Map<String, Run> runs = new java.util.LinkedHashMap<>();
+        Map<String, Run> entries = new java.util.LinkedHashMap<>();
+        Map<String, Integer> masters = new java.util.HashMap<>();
         for (List<Run> history : histories) {
+            java.util.Set<String> seen = new java.util.HashSet<>();
             for (Run r : history) {
-                runs.putIfAbsent(r.slot().toEpochMilli() + "/" + r.fencingToken() + "/" + r.attempt() + "/" + r.outcome(), r);
+                String key = r.isRun() ? r.slot().toEpochMilli() + "/" + r.fencingToken() + "/" + r.attempt() + "/" + r.outcome()
+                        : r.slot().toEpochMilli() + "/" + r.outcome();
+                if (seen.add(key)) {
+                    masters.merge(key, 1, Integer::sum);
+                }
+                entries.putIfAbsent(key, r);
             }
         }
-        return runs.values().stream().sorted(java.util.Comparator.comparing(Run::slot).reversed()).limit(limit).toList();
+        return entries.entrySet().stream().filter(e -> e.getValue().isRun() || masters.get(e.getKey()) * 2 > histories.size())
+                .map(Map.Entry::getValue).sorted(java.util.Comparator.comparing(Run::slot).reversed()).limit(limit).toList();
     }
 
     /** An admin view over {@code provider}'s connection and key prefix. */
@@ -129,22 +142,38 @@ public final class RedisAdmin {
             return merge(onMasters("history", a -> a.history(job, limit)), limit);
         }
         try {
-            List<StreamEntry> entries = jedis.xrevrange(keys.history(job), (StreamEntryID) null, (StreamEntryID) null, limit);
-            List<Run> runs = new ArrayList<>(entries.size());
-            for (StreamEntry e : entries) {
-                Map<String, String> f = e.getFields();
-                runs.add(new Run(Instant.ofEpochMilli(Long.parseLong(f.getOrDefault("slot", "0"))), f.getOrDefault("worker", ""),
-                        f.getOrDefault("outcome", ""), Integer.parseInt(f.getOrDefault("attempt", "1")),
-                        Long.parseLong(f.getOrDefault("token", "0")), Long.parseLong(f.getOrDefault("durationMs", "0")),
-                        f.getOrDefault("error", ""), "1".equals(f.get("manual")), f.getOrDefault("reason", "")));
-            }
-            // Newest slot first (a recovery is written after later slots were decided); one slot's
-            // entries keep their order, newest first.
-            runs.sort(java.util.Comparator.comparing(Run::slot).reversed());
-            return runs;
+            return merged(read(keys.history(job), limit), read(keys.decisions(job), limit), limit);
         } catch (JedisException e) {
             throw calls.wrap("history", e);
         }
+    }
+
+    /** One stream entry of a history: the run or decision, and its id (when it was written). */
+    private record Entry(Run run, StreamEntryID id) {}
+
+    /** The last {@code limit} entries of a history stream (runs, or decisions), newest first. */
+    private List<Entry> read(String stream, int limit) {
+        List<StreamEntry> entries = jedis.xrevrange(stream, (StreamEntryID) null, (StreamEntryID) null, limit);
+        List<Entry> read = new ArrayList<>(entries.size());
+        for (StreamEntry e : entries) {
+            Map<String, String> f = e.getFields();
+            read.add(new Entry(new Run(Instant.ofEpochMilli(Long.parseLong(f.getOrDefault("slot", "0"))), f.getOrDefault("worker", ""),
+                    f.getOrDefault("outcome", ""), Integer.parseInt(f.getOrDefault("attempt", "1")),
+                    Long.parseLong(f.getOrDefault("token", "0")), Long.parseLong(f.getOrDefault("durationMs", "0")),
+                    f.getOrDefault("error", ""), "1".equals(f.get("manual")), f.getOrDefault("reason", "")), e.getID()));
+        }
+        return read;
+    }
+
+    /**
+     * Runs and decisions as one history, newest slot first (a recovery is written after later slots
+     * were decided); one slot's entries newest first (a rerun's outcome after its recovery).
+     */
+    private static List<Run> merged(List<Entry> runs, List<Entry> decisions, int limit) {
+        List<Entry> all = new ArrayList<>(runs);
+        all.addAll(decisions);
+        all.sort(java.util.Comparator.comparing((Entry e) -> e.run().slot()).thenComparing(Entry::id).reversed());
+        return all.stream().limit(limit).map(Entry::run).toList();
     }
 
     /** The job's pause, last {@code recentRuns} runs (at least the last one) and runs in flight. */
@@ -162,8 +191,10 @@ public final class RedisAdmin {
                 Optional<Pause> pause = answers.stream().map(a -> a.get(index).pause()).flatMap(Optional::stream).findFirst();
                 Map<Instant, InFlight> running = new java.util.TreeMap<>();
                 answers.forEach(a -> a.get(index).running().forEach(f -> running.putIfAbsent(f.slot(), f)));
+                Optional<Run> lastRun = answers.stream().map(a -> a.get(index).lastRun()).flatMap(Optional::stream)
+                        .max(java.util.Comparator.comparing(Run::slot));
                 merged.add(new JobState(jobs.get(i), pause, merge(answers.stream().map(a -> a.get(index).recent()).toList(),
-                        Math.max(1, recentRuns)), List.copyOf(running.values())));
+                        Math.max(1, recentRuns)), lastRun, List.copyOf(running.values())));
             }
             return merged;
         }
@@ -185,7 +216,10 @@ public final class RedisAdmin {
                 running.add(new InFlight(Instant.ofEpochMilli(slot), r.get(0) == null ? "" : r.get(0),
                         r.get(1) == null ? 0 : Long.parseLong(r.get(1)), Duration.ofMillis((long) t.getScore() - now), "1".equals(r.get(2))));
             }
-            return new JobState(job, pause, history(job, Math.max(1, recentRuns)), running);
+            int limit = Math.max(1, recentRuns);
+            List<Entry> runs = read(keys.history(job), limit);
+            Optional<Run> lastRun = runs.stream().map(Entry::run).max(java.util.Comparator.comparing(Run::slot));
+            return new JobState(job, pause, merged(runs, read(keys.decisions(job), limit), limit), lastRun, running);
         } catch (JedisException e) {
             throw calls.wrap("status", e);
         }

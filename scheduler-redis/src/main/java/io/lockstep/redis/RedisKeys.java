@@ -82,6 +82,14 @@ public record RedisKeys(String prefix, boolean cluster) {
         return prefix + ":{" + job + "}:history";
     }
 
+    /**
+     * The job's decisions without a run (missed, skipped, paused, abandoned, recovered): a stream
+     * beside its history of runs, so that a long pause cannot push the runs out of theirs.
+     */
+    String decisions(String job) {
+        return prefix + ":{" + job + "}:decisions";
+    }
+
     String paused(String job) {
         return prefix + ":{" + job + "}:paused";
     }

@@ -4,15 +4,16 @@
 -- Per slot i (0-based), 7 keys from KEYS[7i+1]:
 --   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started,
 --   holder = the slot whose run last took the lease), pause (hash; exists while the job is paused),
---   history (stream; see complete.lua)
+--   decisions (stream: the job's slots decided without a run, beside its history of runs, which
+--   complete.lua writes; apart, so that a long pause cannot push the runs out)
 -- and 13 arguments from ARGV[13i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
 --   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
 --   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below),
 --   how long past its slot the short lease of a claim made ahead lives (ms), how many entries the
---   history keeps (0: none)
--- A slot decided without a run (missed, skipped, paused) gets a history entry, as a run's outcome
--- does: outcome missed | skipped | paused, and 'reason' (late: past misfireGrace by this server's
+--   decisions stream keeps (history.keep; 0: none)
+-- A slot decided without a run (missed, skipped, paused) gets an entry there, as a run's outcome
+-- gets one in the history: outcome missed | skipped | paused, and 'reason' (late: past misfireGrace by this server's
 -- clock; reported: its worker reported it missed, see its slot_missed event; order: a later slot
 -- already started; disowned: its claim's reply never came and its worker gave up on it; overlap:
 -- the job's previous run still held the lease; paused).
@@ -57,17 +58,17 @@ local function next_fence(key, ttl)
   return fence
 end
 
--- A decision without a run, in the job's history (as complete.lua adds a run's outcome).
-local function remember(history, keep, slot_text, worker, outcome, reason, manual)
+-- A decision without a run, in the job's decisions stream (as complete.lua adds a run's outcome to its history).
+local function remember(stream, keep, slot_text, worker, outcome, reason, manual)
   if tonumber(keep) > 0 then
-    redis.call('XADD', history, 'MAXLEN', '~', keep, '*', 'slot', slot_text, 'worker', worker, 'outcome', outcome,
+    redis.call('XADD', stream, 'MAXLEN', '~', keep, '*', 'slot', slot_text, 'worker', worker, 'outcome', outcome,
         'attempt', '0', 'token', '0', 'durationMs', '0', 'error', '', 'reason', reason, 'manual', manual and '1' or '0')
-    redis.call('PEXPIRE', history, 604800000)
+    redis.call('PEXPIRE', stream, 604800000)
   end
 end
 
 local function claim(k, a)
-  local record, fence_key, lease_key, running, marks_key, pause_key, history = k[1], k[2], k[3], k[4], k[5], k[6], k[7]
+  local record, fence_key, lease_key, running, marks_key, pause_key, decisions = k[1], k[2], k[3], k[4], k[5], k[6], k[7]
   local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), tonumber(a[5])
   local slot = tonumber(slot_text)
 
@@ -107,7 +108,7 @@ local function claim(k, a)
         end
         redis.call('ZREM', running, slot_text)
         redis.call('HSET', record, 'state', 'missed', 'why', 'disowned')
-        remember(history, a[13], slot_text, a[6], 'missed', 'disowned', a[10] == '1')
+        remember(decisions, a[13], slot_text, a[6], 'missed', 'disowned', a[10] == '1')
         return reply('missed', 0)
       end
       if lease == false or lease == token then
@@ -168,9 +169,9 @@ local function claim(k, a)
     end
     redis.call('PEXPIRE', marks_key, a[9])
     if state == 'missed' then
-      remember(history, a[13], slot_text, a[6], 'missed', why, manual)
+      remember(decisions, a[13], slot_text, a[6], 'missed', why, manual)
     elseif state == 'skipped' then
-      remember(history, a[13], slot_text, a[6], why == 'paused' and 'paused' or 'skipped', why, manual)
+      remember(decisions, a[13], slot_text, a[6], why == 'paused' and 'paused' or 'skipped', why, manual)
     end
   end
 

@@ -2,11 +2,11 @@
 -- and the next fencing token (rerun), or records it as abandoned. Exactly one caller wins.
 -- KEYS[1] slot record  KEYS[2] fence counter  KEYS[3] lease  KEYS[4] running index (zset)
 -- KEYS[5] the job's marks (hash; 'holder' names the slot whose run took the lease, see claim.lua)
--- KEYS[6] the job's history (stream)
+-- KEYS[6] the job's decisions (stream, see claim.lua)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
 -- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)  ARGV[8] misfire grace (ms)
--- ARGV[9] how many entries the history keeps (0: none)
--- Each decision goes to the history: recovered (the rerun: its worker and new token, and in
+-- ARGV[9] how many entries the decisions keep (0: none)
+-- Each decision goes to the decisions stream: recovered (the rerun: its worker and new token, and in
 -- 'error' the run it replaced), abandoned (the dead run's worker and token), missed (not_started).
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
 -- (server ms, 0 if none)}; status is claimed|abandoned|missed|early|taken|busy. Retry-safe: a request

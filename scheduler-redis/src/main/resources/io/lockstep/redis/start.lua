@@ -7,25 +7,25 @@
 --   paused  the job was paused since the claim: recorded as skipped, as a claim at the slot would be;
 --   started the run may start at its slot.
 -- One call may carry many runs (see claim.lua). Per run i (0-based): KEYS[5i+1..5i+5] slot record,
--- lease, running index, pause, history; ARGV[5i+1..5i+5] owner token, slot (epoch ms), lease ttl
--- (ms), misfire grace (ms), how many entries the history keeps. A slot decided here without a run
--- (late, paused) gets its history entry, as claim.lua's decisions do. Returns per run the status, then this server's clock read last (epoch
+-- lease, running index, pause, decisions (stream, see claim.lua); ARGV[5i+1..5i+5] owner token,
+-- slot (epoch ms), lease ttl (ms), misfire grace (ms), how many entries the decisions keep. A slot
+-- decided here without a run (late, paused) gets its entry there, as claim.lua's decisions do. Returns per run the status, then this server's clock read last (epoch
 -- microseconds): a started run begins (slot - that time) after the reply arrives, never before the
 -- slot by this clock, and reading it last makes that as close to the slot as it can be. Retry-safe:
 -- a start repeated after its reply was lost gets the same answer.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
-local function remember(history, keep, record, slot_text, outcome, reason)
+local function remember(stream, keep, record, slot_text, outcome, reason)
   if tonumber(keep) > 0 then
     local r = redis.call('HMGET', record, 'worker', 'manual')
-    redis.call('XADD', history, 'MAXLEN', '~', keep, '*', 'slot', slot_text, 'worker', r[1] or '', 'outcome', outcome,
+    redis.call('XADD', stream, 'MAXLEN', '~', keep, '*', 'slot', slot_text, 'worker', r[1] or '', 'outcome', outcome,
         'attempt', '0', 'token', '0', 'durationMs', '0', 'error', '', 'reason', reason, 'manual', r[2] or '0')
-    redis.call('PEXPIRE', history, 604800000)
+    redis.call('PEXPIRE', stream, 604800000)
   end
 end
 for i = 0, #KEYS / 5 - 1 do
-  local record, lease, running, pause, history = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 3], KEYS[5 * i + 4], KEYS[5 * i + 5]
+  local record, lease, running, pause, decisions = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 3], KEYS[5 * i + 4], KEYS[5 * i + 5]
   local token, slot_text, ttl, grace = ARGV[5 * i + 1], ARGV[5 * i + 2], tonumber(ARGV[5 * i + 3]), tonumber(ARGV[5 * i + 4])
   local keep = ARGV[5 * i + 5]
   local slot = tonumber(slot_text)
@@ -45,13 +45,13 @@ for i = 0, #KEYS / 5 - 1 do
     redis.call('HSET', record, 'state', 'missed', 'why', 'late', 'at', now)
     redis.call('DEL', lease)
     redis.call('ZREM', running, slot_text)
-    remember(history, keep, record, slot_text, 'missed', 'late')
+    remember(decisions, keep, record, slot_text, 'missed', 'late')
     status = 'late'
   elseif redis.call('EXISTS', pause) == 1 then
     redis.call('HSET', record, 'state', 'skipped', 'why', 'paused', 'at', now)
     redis.call('DEL', lease)
     redis.call('ZREM', running, slot_text)
-    remember(history, keep, record, slot_text, 'paused', 'paused')
+    remember(decisions, keep, record, slot_text, 'paused', 'paused')
     status = 'paused'
   else
     redis.call('HSET', record, 'state', 'running')

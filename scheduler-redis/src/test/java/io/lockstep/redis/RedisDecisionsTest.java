@@ -75,14 +75,18 @@ class RedisDecisionsTest {
         ClaimRequest late = request(job, now.minus(GRACE).minusSeconds(9), "late", true, Mode.CLAIM);
         assertThat(claim(late)).isEqualTo(Status.MISSED);
         assertThat(claim(late)).as("repeated after a lost reply: no second entry").isEqualTo(Status.MISSED);
-        assertThat(claim(request(job, now.minusSeconds(8), "gave-up", true, Mode.MISS_ONLY))).isEqualTo(Status.MISSED);
+        ClaimRequest gaveUp = request(job, now.minusSeconds(8), "gave-up", true, Mode.MISS_ONLY);
+        assertThat(claim(gaveUp)).isEqualTo(Status.MISSED);
+        assertThat(claim(gaveUp)).as("repeated").isEqualTo(Status.MISSED);
         ClaimRequest running = request(job, now.minusSeconds(7), "r", true, Mode.CLAIM);
         assertThat(claim(running)).isEqualTo(Status.CLAIMED);
         assertThat(claim(request(job, now.minusSeconds(6), "s", true, Mode.CLAIM))).isEqualTo(Status.SKIPPED);
         redis.raw().del(redis.provider().keys().lease(running.lease())); // its worker died
         redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
-        ClaimResult recovered = redis.provider().claim(List.of(request(job, running.lease().slot(), "rescuer", true, Mode.RECOVER))).get(0);
+        ClaimRequest rescue = request(job, running.lease().slot(), "rescuer", true, Mode.RECOVER);
+        ClaimResult recovered = redis.provider().claim(List.of(rescue)).get(0);
         assertThat(recovered.status()).isEqualTo(Status.CLAIMED);
+        assertThat(redis.provider().claim(List.of(rescue)).get(0).status()).as("repeated after a lost reply").isEqualTo(Status.CLAIMED);
         admin.pause(job, "deploy", java.util.Optional.empty(), "test");
         redis.raw().del(redis.provider().keys().lease(new Lease(job, running.lease().slot(), "rescuer", LEASE, true)));
         assertThat(claim(request(job, now.minusSeconds(5), "p", true, Mode.CLAIM))).isEqualTo(Status.PAUSED);
@@ -105,12 +109,42 @@ class RedisDecisionsTest {
         ClaimResult deadClaim = redis.provider().claim(List.of(dead)).get(0);
         redis.raw().del(redis.provider().keys().lease(dead.lease()));
         redis.raw().zadd(redis.provider().keys().running(other), 1, Long.toString(dead.lease().slot().toEpochMilli()));
-        assertThat(claim(request(other, dead.lease().slot(), "a", true, Mode.ABANDON))).isEqualTo(Status.ABANDONED);
-        assertThat(admin.history(other, 10)).singleElement().satisfies(r -> {
+        ClaimRequest abandon = request(other, dead.lease().slot(), "a", true, Mode.ABANDON);
+        assertThat(claim(abandon)).isEqualTo(Status.ABANDONED);
+        assertThat(claim(abandon)).as("repeated after a lost reply").isEqualTo(Status.ABANDONED);
+        ClaimRequest lostReply = request(other, now.minusSeconds(2), "lost-reply", true, Mode.CLAIM);
+        assertThat(claim(lostReply)).isEqualTo(Status.CLAIMED);
+        ClaimRequest disown = request(other, now.minusSeconds(2), "lost-reply", true, Mode.MISS_ONLY);
+        assertThat(claim(disown)).isEqualTo(Status.MISSED);
+        assertThat(claim(disown)).as("repeated").isEqualTo(Status.MISSED);
+        assertThat(admin.history(other, 10)).extracting(RedisAdmin.Run::outcome, RedisAdmin.Run::reason)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("missed", "disowned"), org.assertj.core.groups.Tuple.tuple("abandoned", "lease_lost"));
+        assertThat(admin.history(other, 10).stream().filter(r -> r.outcome().equals("abandoned"))).singleElement().satisfies(r -> {
             assertThat(r.outcome()).isEqualTo("abandoned");
             assertThat(r.reason()).isEqualTo("lease_lost");
             assertThat(r.worker()).as("the dead run's worker").isEqualTo("w-dead");
             assertThat(r.fencingToken()).isEqualTo(deadClaim.fencingToken());
+        });
+    }
+
+    /** A start refused at the slot (the job was paused since the claim made ahead) is in the history once, however often asked. */
+    @Test
+    void aStartRefusedBecauseOfAPauseIsInTheHistoryOnce() {
+        String job = RedisFixture.job();
+        Instant slot = redis.serverNow().plusMillis(150);
+        ClaimRequest ahead = new ClaimRequest(new Lease(job, slot, "ahead", LEASE, true), "w-ahead", GRACE, Mode.CLAIM, false, false,
+                Duration.ofMillis(250));
+        assertThat(claim(ahead)).isEqualTo(Status.CLAIMED);
+        RedisAdmin admin = RedisAdmin.of(redis.provider());
+        admin.pause(job, "deploy", java.util.Optional.empty(), "test");
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> redis.serverNow().isAfter(slot));
+        io.lockstep.scheduler.lock.StartRequest start = new io.lockstep.scheduler.lock.StartRequest(ahead.lease(), GRACE);
+        assertThat(redis.provider().start(List.of(start)).get(0).answer()).isEqualTo(io.lockstep.scheduler.lock.StartAnswer.PAUSED);
+        assertThat(redis.provider().start(List.of(start)).get(0).answer()).as("repeated after a lost reply")
+                .isEqualTo(io.lockstep.scheduler.lock.StartAnswer.PAUSED);
+        assertThat(admin.history(job, 10)).singleElement().satisfies(r -> {
+            assertThat(r.outcome()).isEqualTo("paused");
+            assertThat(r.worker()).isEqualTo("w-ahead");
         });
     }
 

@@ -16,7 +16,8 @@ import java.util.List;
  * <p>Shared (always Lockstep's copy, whatever the jobs bring; see {@link #SHARED}): the job API and
  * the rest of the library ({@code io.lockstep.scheduler.}, and {@code io.lockstep.redis.} for the
  * lock API), SLF4J (jobs log through the worker's logging),
- * Jedis (the lock API hands out Jedis types), and Jackson's annotations (Lockstep binds a job's
+ * Jedis (the lock API hands out Jedis types) with the Commons Pool its API names (a
+ * {@code JedisPooled} takes a {@code GenericObjectPoolConfig}), and Jackson's annotations (Lockstep binds a job's
  * {@code params} to its type, so annotations such as {@code @JsonProperty} on that type must be the
  * ones Lockstep's Jackson reads; they are compatible across Jackson 2).
  *
@@ -27,7 +28,8 @@ import java.util.List;
 final class JobsClassLoader extends URLClassLoader {
 
     /** Package prefixes always loaded from Lockstep's class path. */
-    static final List<String> SHARED = List.of("io.lockstep.scheduler.", "io.lockstep.redis.", "org.slf4j.", "redis.clients.", "com.fasterxml.jackson.annotation.");
+    static final List<String> SHARED = List.of("io.lockstep.scheduler.", "io.lockstep.redis.", "org.slf4j.", "redis.clients.",
+            "org.apache.commons.pool2.", "com.fasterxml.jackson.annotation.");
 
     static {
         ClassLoader.registerAsParallelCapable();

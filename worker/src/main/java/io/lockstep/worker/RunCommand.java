@@ -136,7 +136,8 @@ final class RunCommand implements Callable<Integer> {
             }
             close(factory, err);
             provider.close();
-            return WorkerMain.RUNTIME_FAILURE;
+            // A job refusing its params is a bad config (do not restart it); the rest may pass.
+            return e instanceof io.lockstep.scheduler.config.ConfigException ? WorkerMain.BAD_INPUT : WorkerMain.RUNTIME_FAILURE;
         }
         try {
             stop.await();

@@ -32,9 +32,11 @@ public final class WorkerHttp implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final HttpServer server;
+    private final java.util.concurrent.ExecutorService executor;
 
-    private WorkerHttp(HttpServer server) {
+    private WorkerHttp(HttpServer server, java.util.concurrent.ExecutorService executor) {
         this.server = server;
+        this.executor = executor;
     }
 
     /**
@@ -86,13 +88,14 @@ public final class WorkerHttp implements AutoCloseable {
             }
             send(ex, 200, "text/html; charset=utf-8", WorkerHttp::page);
         });
-        server.setExecutor(Executors.newFixedThreadPool(2, r -> {
+        java.util.concurrent.ExecutorService executor = Executors.newFixedThreadPool(2, r -> {
             Thread t = new Thread(r, "lockstep-http");
             t.setDaemon(true);
             return t;
-        }));
+        });
+        server.setExecutor(executor);
         server.start();
-        return new WorkerHttp(server);
+        return new WorkerHttp(server, executor);
     }
 
     /** The port it listens on (the one asked for, or the one chosen for 0). */
@@ -144,5 +147,6 @@ public final class WorkerHttp implements AutoCloseable {
     @Override
     public void close() {
         server.stop(0);
+        executor.shutdownNow();
     }
 }

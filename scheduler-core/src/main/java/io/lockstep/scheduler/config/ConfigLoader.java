@@ -316,8 +316,26 @@ public final class ConfigLoader {
                         problem(m.get("params"), path + ".params", "must be a mapping, but was " + describe(m.get("params")));
                     }
                 }
-                if (built[0] != null && built[0].paramsType() != null && problems.size() == before) {
-                    checkParams(built[0].paramsType(), params, m.get("params"), jobNode, path);
+                if (built[0] != null && problems.size() == before) {
+                    Class<?> type = null;
+                    try {
+                        type = built[0].paramsType();
+                    } catch (RuntimeException | LinkageError e) {
+                        problem(m.get("class"), path + ".class", "paramsType() of " + className.get() + " failed: " + e);
+                    }
+                    if (type != null) {
+                        checkParams(type, params, m.get("params"), jobNode, path);
+                    }
+                }
+                if (built[0] instanceof AutoCloseable closeable) {
+                    try {
+                        closeable.close(); // built only to be checked
+                    } catch (Exception e) {
+                        // Nothing ran with it; a close that fails here is the job's own affair at run time.
+                        if (e instanceof InterruptedException) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
                 }
                 boolean enabled = bool(m.get("enabled"), path + ".enabled").orElse(true);
                 if (problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent()) {
