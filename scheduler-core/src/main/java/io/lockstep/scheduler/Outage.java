@@ -16,7 +16,7 @@ final class Outage {
     private long downSinceNanos;
     /** When a call other than a heartbeat last succeeded (monotonic nanos; 0: never). */
     private long lastSuccessNanos;
-    /** Whether the outage going on was noticed by a heartbeat (only a heartbeat may then end it by itself). */
+    /** Whether a heartbeat failed during the outage going on (a heartbeat that succeeds may then end it). */
     private boolean downByHeartbeat;
 
     Outage(Events events, java.util.function.Supplier<String> target) {
@@ -70,17 +70,15 @@ final class Outage {
                     .log("heartbeat not written, but the store answers other calls; trying again");
             return;
         }
-        boolean wasDown = down;
         failedCall("heartbeat", e);
-        if (!wasDown) {
-            downByHeartbeat = true;
-        }
+        downByHeartbeat = true; // the heartbeat sees it too: its success may end it
+
     }
 
     /**
-     * Records a heartbeat that went through: it ends an outage a heartbeat noticed. One that claims
-     * noticed (the shard of this worker's jobs is down, the heartbeat's is not) stays until a claim
-     * goes through, so readiness does not flap with every heartbeat.
+     * Records a heartbeat that went through: it ends an outage in which a heartbeat failed too. One
+     * that only claims saw (the shard of this worker's jobs is down, the heartbeat's is not) stays
+     * until a claim goes through, so readiness does not flap with every heartbeat.
      */
     synchronized void heartbeatSucceeded() {
         if (downByHeartbeat) {

@@ -139,7 +139,8 @@ public final class RedisAdmin {
     /** The job's last {@code limit} history entries (runs and decisions without a run), newest slot first. */
     public List<Run> history(String job, int limit) {
         if (redlock != null) {
-            return merge(onMasters("history", a -> a.history(job, limit)), limit);
+            // Twice as many from each master: entries only a minority has are dropped after the count.
+            return merge(onMasters("history", a -> a.history(job, 2 * limit)), limit);
         }
         try {
             return merged(read(keys.history(job), limit), read(keys.decisions(job), limit), limit);
@@ -184,7 +185,7 @@ public final class RedisAdmin {
     /** {@link #job} for each of {@code jobs}, in order, against one reading of the server's clock. */
     public List<JobState> jobs(List<String> jobs, int recentRuns) {
         if (redlock != null) {
-            List<List<JobState>> answers = onMasters("status", a -> a.jobs(jobs, recentRuns));
+            List<List<JobState>> answers = onMasters("status", a -> a.jobs(jobs, 2 * Math.max(1, recentRuns)));
             List<JobState> merged = new ArrayList<>(jobs.size());
             for (int i = 0; i < jobs.size(); i++) {
                 int index = i;

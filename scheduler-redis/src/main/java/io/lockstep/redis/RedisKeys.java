@@ -19,6 +19,7 @@ import java.util.Map;
  *                                           catch-up and stale claims) and started ('started', for slot order),
  *                                           and the slot whose run took the lease ('holder'); ttl 7 days
  *   &lt;prefix&gt;:{&lt;job&gt;}:history               the job's last runs (stream, capped at history.keep); ttl a week
+ *   &lt;prefix&gt;:{&lt;job&gt;}:decisions             its last slots decided without a run (stream, the same cap and ttl)
  *   &lt;prefix&gt;:{&lt;job&gt;}:paused                the job is paused (hash: note, by, at); ttl = the pause's --for
  *   &lt;prefix&gt;:{workers}:info                 live workers (hash: id -> JSON), ttl: the heartbeat's
  *   &lt;prefix&gt;:{workers}:seen                 when each was last heard from (zset: id -> server ms)

@@ -330,7 +330,7 @@ public final class ConfigLoader {
                 if (built[0] instanceof AutoCloseable closeable) {
                     try {
                         closeable.close(); // built only to be checked
-                    } catch (Exception e) {
+                    } catch (Exception | LinkageError e) {
                         // Nothing ran with it; a close that fails here is the job's own affair at run time.
                         if (e instanceof InterruptedException) {
                             Thread.currentThread().interrupt();
