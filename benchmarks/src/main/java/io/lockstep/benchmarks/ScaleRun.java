@@ -125,7 +125,8 @@ final class ScaleRun {
             for (int w = 1; w <= workers; w++) {
                 Path out = dir.resolve("w" + w);
                 List<String> command = new ArrayList<>(List.of(Bench.java(), "-Xmx1g"));
-                command.addAll(List.of(System.getProperty("bench.gc", "-XX:+UseG1GC").trim().split("\\s+")));
+                // {w} in -Dbench.gc becomes the worker's id (a flight recording per worker, say).
+                command.addAll(List.of(System.getProperty("bench.gc", "-XX:+UseG1GC").replace("{w}", "w" + w).trim().split("\\s+")));
                 command.addAll(List.of("-Dprobe.out=" + out, "-Dlogback.configurationFile=" + logback, "-cp", Bench.jar(),
                         "io.lockstep.worker.WorkerMain", "run", "--config", config.toString(), "--worker-id", "w" + w));
                 processes.add(new ProcessBuilder(command)

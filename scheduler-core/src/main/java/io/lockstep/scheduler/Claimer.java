@@ -110,7 +110,8 @@ final class Claimer {
             boolean reserves = false;
             if (d.needsThread()) {
                 boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual;
-                boolean behindOlder = ordered && (held.contains(job) || (d.kind() != DueSlot.Kind.CATCH_UP && queue.catchingUp(job)));
+                boolean behindOlder = ordered && (held.contains(job) || queue.waitingBefore(job, d.slot)
+                        || (d.kind() != DueSlot.Kind.CATCH_UP && queue.catchingUp(job)));
                 if (!behindOlder && reserved < free) {
                     reserved++;
                     reserves = true;

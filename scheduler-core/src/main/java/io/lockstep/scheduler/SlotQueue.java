@@ -27,7 +27,7 @@ final class SlotQueue {
     private final Condition wake = lock.newCondition();
     private final PriorityQueue<DueSlot> queue = new PriorityQueue<>();
     /** Due slots that found no free job thread; claimed again when one frees or their grace ends. */
-    private final List<DueSlot> waiting = new ArrayList<>();
+    private final Waiting waiting = new Waiting();
     /** Whether {@link #waiting} holds slots (read without the lock by {@link #threadFreed}). */
     private volatile boolean anyWaiting;
     /** Stale runs being recovered or abandoned by this worker, by {@link DueSlot#key()}. */
@@ -78,9 +78,7 @@ final class SlotQueue {
                 if (look != null) {
                     until = earliest(until, look);
                 }
-                for (DueSlot w : waiting) {
-                    until = earliest(until, w.startDeadline());
-                }
+                until = waiting.earliestDeadline(until);
                 if (!until.isAfter(now)) {
                     break;
                 }
@@ -97,9 +95,8 @@ final class SlotQueue {
                 due.add(queue.poll());
             }
             withOlderRetries(due);
-            due.addAll(waiting);
-            waiting.clear();
-            anyWaiting = false;
+            due.addAll(waiting.take(now, threads.free())); // what can go: the rest keeps waiting, holding its jobs' newer slots
+            anyWaiting = !waiting.isEmpty();
             return due;
         } finally {
             lock.unlock();
@@ -134,7 +131,7 @@ final class SlotQueue {
         });
     }
 
-    private static boolean ordered(DueSlot d) {
+    static boolean ordered(DueSlot d) {
         return !d.recovery() && !d.manual;
     }
 
@@ -327,6 +324,16 @@ final class SlotQueue {
         lock.lock();
         try {
             catchingUp.addAll(jobs);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether an ordered slot of {@code job} older than {@code slot} waits for a thread: {@code slot} waits behind it. */
+    boolean waitingBefore(String job, Instant slot) {
+        lock.lock();
+        try {
+            return waiting.holdsOlder(job, slot);
         } finally {
             lock.unlock();
         }
