@@ -51,7 +51,7 @@ final class SlotQueue {
     /**
      * Sleeps until a slot is due, a thread freed up for a waiting slot, a look at runs in flight or
      * a read of the store's clock is due (it waits a second at the most); then takes every due slot
-     * and every waiting one.
+     * and of the waiting ones what can go ({@link Waiting#take}).
      *
      * @return the slots to claim now (possibly none, when only a look is due); null once closed
      */
@@ -94,8 +94,11 @@ final class SlotQueue {
             while (!queue.isEmpty() && !queue.peek().retryAt().isAfter(now)) {
                 due.add(queue.poll());
             }
+            // What can go of the slots waiting for a thread (the rest keeps waiting, holding its jobs'
+            // newer slots), then the older retries of every job in the batch, waiting ones included.
+            due.addAll(waiting.take(now, threads.free(),
+                    d -> d.kind() != DueSlot.Kind.CATCH_UP && catchingUp.contains(d.definition().name())));
             withOlderRetries(due);
-            due.addAll(waiting.take(now, threads.free())); // what can go: the rest keeps waiting, holding its jobs' newer slots
             anyWaiting = !waiting.isEmpty();
             return due;
         } finally {

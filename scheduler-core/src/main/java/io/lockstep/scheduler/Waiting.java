@@ -85,12 +85,16 @@ final class Waiting {
 
     /**
      * Takes what can go now: every slot past its start deadline, and the oldest {@code free} others
-     * (oldest slot first; of one instant, in the order they came).
+     * that may start (oldest slot first; of one instant, in the order they came). A slot of a job in
+     * {@code held} (one that catches up: its scheduled slots wait for the catch-up) is passed over
+     * without using a thread, and so are its job's newer slots, so that a blocked job cannot keep
+     * the threads from the others.
      */
-    List<DueSlot> take(Instant now, int free) {
+    List<DueSlot> take(Instant now, int free, java.util.function.Predicate<DueSlot> held) {
         sort();
         List<DueSlot> taken = new ArrayList<>();
         List<DueSlot> passedOver = new ArrayList<>(); // stay, from the part looked at
+        java.util.Set<String> heldJobs = new java.util.HashSet<>();
         int threads = free;
         int looked = 0;
         Instant mayBeExpired = slots.isEmpty() ? now : now.minus(minSlack); // slots before this may have passed their deadline
@@ -100,6 +104,11 @@ final class Waiting {
             }
             looked++;
             boolean expired = now.isAfter(d.startDeadline());
+            if (!expired && SlotQueue.ordered(d) && (heldJobs.contains(d.definition().name()) || held.test(d))) {
+                heldJobs.add(d.definition().name()); // its newer slots wait behind it
+                passedOver.add(d);
+                continue;
+            }
             if (expired || threads > 0) {
                 if (!expired) {
                     threads--;

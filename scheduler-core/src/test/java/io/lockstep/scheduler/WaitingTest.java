@@ -36,7 +36,7 @@ class WaitingTest {
         w.add(waiting(job("mid", Duration.ofSeconds(10)), T.plusSeconds(2)));
         assertThat(w.earliestDeadline(T.plusSeconds(60))).isEqualTo(T.plusSeconds(6));
         assertThat(w.earliestDeadline(T.plusSeconds(3))).as("the fallback when earlier").isEqualTo(T.plusSeconds(3));
-        List<DueSlot> expired = w.take(T.plusMillis(6500), 0);
+        List<DueSlot> expired = w.take(T.plusMillis(6500), 0, d -> false);
         assertThat(expired).as("only the short-grace slot has passed its deadline, though it is the newest")
                 .singleElement().satisfies(d -> assertThat(d.definition().name()).isEqualTo("short"));
         assertThat(w.size()).isEqualTo(2);
@@ -62,12 +62,28 @@ class WaitingTest {
             }
         }
         Instant now = T.plusMillis(2500); // the slots at T are past their 2 s grace; the rest may start
-        List<DueSlot> taken = w.take(now, 8);
+        List<DueSlot> taken = w.take(now, 8, d -> false);
         assertThat(taken).hasSize(1000 + 8);
         assertThat(taken.subList(0, 1000)).allSatisfy(d -> assertThat(d.slot).isEqualTo(T));
         assertThat(taken.subList(1000, 1008)).allSatisfy(d -> assertThat(d.slot).isEqualTo(T.plusSeconds(1)));
         assertThat(w.size()).isEqualTo(3000 - 8);
-        assertThat(w.take(now, 0)).as("no thread free, nothing expired: nothing").isEmpty();
+        assertThat(w.take(now, 0, d -> false)).as("no thread free, nothing expired: nothing").isEmpty();
+    }
+
+    /** A job whose slots must wait (it catches up) is passed over without a thread: the others get the threads. */
+    @Test
+    void aHeldJobsSlotsDoNotKeepTheThreadsFromTheOthers() {
+        Waiting w = new Waiting();
+        ScheduledJob blocked = job("blocked");
+        ScheduledJob other = job("other");
+        for (int s = 0; s < 5; s++) {
+            w.add(waiting(blocked, T.plusMillis(100 * s)));
+        }
+        w.add(waiting(other, T.plusSeconds(1)));
+        List<DueSlot> taken = w.take(T.plusMillis(1500), 2, d -> d.definition().name().equals("blocked"));
+        assertThat(taken).extracting(d -> d.definition().name()).containsExactly("other");
+        assertThat(w.size()).isEqualTo(5);
+        assertThat(w.holdsOlder("blocked", T.plusSeconds(9))).isTrue();
     }
 
     @Test
@@ -79,7 +95,7 @@ class WaitingTest {
         assertThat(w.holdsOlder("a", T.plusSeconds(1))).as("itself").isFalse();
         assertThat(w.holdsOlder("a", T)).as("an older slot goes first").isFalse();
         assertThat(w.holdsOlder("b", T.plusSeconds(2))).isFalse();
-        assertThat(w.take(T.plusMillis(1100), 1)).hasSize(1);
+        assertThat(w.take(T.plusMillis(1100), 1, d -> false)).hasSize(1);
         assertThat(w.holdsOlder("a", T.plusSeconds(2))).as("once taken, it holds nothing back").isFalse();
     }
 }
