@@ -22,7 +22,7 @@ final class HistoryCommand extends AdminCommand {
     @Option(names = "--job", required = true, paramLabel = "NAME", description = "the job")
     String job;
 
-    @Option(names = "--limit", paramLabel = "N", defaultValue = "20", description = "at most this many runs (default: ${DEFAULT-VALUE})")
+    @Option(names = "--limit", paramLabel = "N", defaultValue = "20", description = "at most this many entries, runs and slots decided without one (default: ${DEFAULT-VALUE})")
     int limit;
 
     @Option(names = "--json", description = "one JSON document instead of a table")
