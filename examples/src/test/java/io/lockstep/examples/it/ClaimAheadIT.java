@@ -11,7 +11,6 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -52,7 +51,7 @@ class ClaimAheadIT {
                 WorkerProcess victim = liveWorkers(cluster).get(round % 3);
                 Instant slot = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
                 long before = 100 + (round * 25) % 50; // 100, 125, 100 ms before the slot
-                sleepUntil(slot.minusMillis(before));
+                Cluster.sleepUntil(slot.minusMillis(before));
                 victim.signal("KILL");
                 Instant killedAt = Instant.now();
                 kills.add(killedAt);
@@ -101,10 +100,10 @@ class ClaimAheadIT {
             Instant settled = Instant.now().plusSeconds(4);
             await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, settled));
             Instant slot = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
-            sleepUntil(slot.minusMillis(150)); // after the claims ahead (250 ms before), before the start
+            Cluster.sleepUntil(slot.minusMillis(150)); // after the claims ahead (250 ms before), before the start
             victim.signal("STOP");
             Instant stoppedAt = Instant.now();
-            sleepUntil(stoppedAt.plusMillis(GRACE_MS + 2_000));
+            Cluster.sleepUntil(stoppedAt.plusMillis(GRACE_MS + 2_000));
             victim.signal("CONT");
             Instant to = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(3);
             await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, to.plusSeconds(1)));
@@ -130,13 +129,5 @@ class ClaimAheadIT {
     /** The workers still running, in the order they were started. */
     private static List<WorkerProcess> liveWorkers(Cluster cluster) {
         return cluster.workers.stream().filter(WorkerProcess::isAlive).toList();
-    }
-
-    /** Waits until the wall clock reaches {@code at}: the faults are aimed at an instant, not at a condition. */
-    private static void sleepUntil(Instant at) {
-        long nanos;
-        while ((nanos = Duration.between(Instant.now(), at).toNanos()) > 0) {
-            LockSupport.parkNanos(nanos);
-        }
     }
 }

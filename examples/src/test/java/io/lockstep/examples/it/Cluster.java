@@ -146,6 +146,14 @@ final class Cluster implements AutoCloseable {
     }
 
     /** The names {@link #perSecondJobs} gives its {@code count} jobs. */
+    /** Waits until the wall clock reaches {@code at}: the faults are aimed at an instant, not at a condition. */
+    static void sleepUntil(Instant at) {
+        long nanos;
+        while ((nanos = Duration.between(Instant.now(), at).toNanos()) > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(nanos);
+        }
+    }
+
     static List<String> jobNames(int count) {
         return java.util.stream.IntStream.range(0, count).mapToObj(i -> String.format("job-%02d", i)).toList();
     }
