@@ -36,9 +36,9 @@ record LuaScript(String name, String source, String sha) {
         }
     }
 
-    /** The script a server message names by its SHA-1 ({@code script: <sha>}), if it is one of ours. */
+    /** The script a server message names by its SHA-1 (Redis 7: {@code script: <sha>}; 6.2: {@code call to f_<sha>}), if it is one of ours. */
     static java.util.Optional<LuaScript> named(String message) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("script: ([0-9a-f]{40})").matcher(message == null ? "" : message);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?:script: |call to f_)([0-9a-f]{40})").matcher(message == null ? "" : message);
         return m.find() ? java.util.Optional.ofNullable(BY_SHA.get(m.group(1))) : java.util.Optional.empty();
     }
 
