@@ -296,13 +296,17 @@ final class Claimer {
      */
     private void noQuorum(DueSlot d, long lateness, String lockName) {
         Instant now = clock.now();
-        Instant again = now.plusMillis(ThreadLocalRandom.current().nextLong(NO_QUORUM_RETRY_MIN.toMillis(),
+        Instant again = d.recovery() ? recoveryRetry(d, now) : now.plusMillis(ThreadLocalRandom.current().nextLong(NO_QUORUM_RETRY_MIN.toMillis(),
                 NO_QUORUM_RETRY_MAX.toMillis() + 1));
         events.debug("slot_no_quorum").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
                 .addKeyValue("lock_name", lockName).addKeyValue("retry_at", again.toString())
                 .log("no majority of the redlock masters agreed; released everywhere, asking again");
         if (d.recovery()) {
-            d.retryAt(again.plus(RETRY_DELAY));
+            if (again.isBefore(d.deadline())) {
+                d.retryAt(again);
+            } else {
+                recoveryDeferred(d, now);
+            }
             return;
         }
         if (d.mode() != ClaimRequest.Mode.MISS_ONLY && again.isBefore(d.startDeadline())) {
@@ -320,6 +324,32 @@ final class Claimer {
         } else {
             d.decided();
         }
+    }
+
+    /**
+     * When to ask again for a recovery the masters split on (each recoverer gave back what it wrote,
+     * so the dead run is as it was): after a random wait that grows with the time spent on it, from
+     * {@link #RETRY_DELAY} up to half of that time more, so that two recoverers that split once
+     * drift apart.
+     */
+    private static Instant recoveryRetry(DueSlot d, Instant now) {
+        long spent = Math.max(0, d.definition().lease().toMillis() - Duration.between(now, d.deadline()).toMillis());
+        return now.plusMillis(RETRY_DELAY.toMillis() + ThreadLocalRandom.current().nextLong(RETRY_DELAY.toMillis() + spent / 2 + 1));
+    }
+
+    /**
+     * A recovery still split at its deadline (a lease after the look that found the dead run): it
+     * ends here, and the job's runs are looked at again a lease later, when a new recovery races
+     * for the dead run (a master that was down may be back by then).
+     */
+    private void recoveryDeferred(DueSlot d, Instant now) {
+        Instant look = now.plus(d.definition().lease());
+        events.warn("slot_recovery_deferred").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
+                .addKeyValue("look_at", look.toString())
+                .log("no majority of the redlock masters agreed on the recovery of a run that lost its lease within a lease;"
+                        + " what it wrote was given back, looking again then");
+        queue.lookNoLaterThan(d.definition().name(), look);
+        d.decided();
     }
 
     /** A few milliseconds, more when busier, so that wins spread over the free workers. */

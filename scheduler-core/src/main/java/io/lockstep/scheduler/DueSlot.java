@@ -125,8 +125,8 @@ final class DueSlot implements Comparable<DueSlot> {
     private final Kind kind;
     /** A manual run ({@code trigger}): {@link Kind#MANUAL}. */
     final boolean manual;
-    /** Until when a {@link Kind#CATCH_UP} slot may still start; later it is only recorded as missed. */
-    private final Instant catchUpDeadline;
+    /** A catch-up: until when it may still start (then only recorded missed); a recovery: until when a split is asked again. */
+    private final Instant deadline;
     private Stage stage;
     /** When it is due (in the queue): its fire time, its retry time, or when it is shared out. */
     private Instant retryAt;
@@ -141,14 +141,14 @@ final class DueSlot implements Comparable<DueSlot> {
     /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
     private DueSlot next;
 
-    private DueSlot(ScheduledJob job, Instant slot, Kind kind, Stage stage, Instant retryAt, Instant catchUpDeadline) {
+    private DueSlot(ScheduledJob job, Instant slot, Kind kind, Stage stage, Instant retryAt, Instant deadline) {
         this.job = job;
         this.slot = slot;
         this.kind = kind;
         this.manual = kind == Kind.MANUAL;
         this.stage = stage;
         this.retryAt = retryAt;
-        this.catchUpDeadline = catchUpDeadline;
+        this.deadline = deadline;
     }
 
     /** A job's next scheduled slot: due {@link Preference#AHEAD} of its time, when it is shared out. */
@@ -179,9 +179,9 @@ final class DueSlot implements Comparable<DueSlot> {
         return d;
     }
 
-    /** A run of {@code job} that lost its lease without an outcome, rerun or abandoned by {@code policy}. */
-    static DueSlot recovery(ScheduledJob job, Instant slot, Recover policy) {
-        return new DueSlot(job, slot, policy == Recover.RERUN ? Kind.RECOVER : Kind.ABANDON, Stage.QUEUED, slot, Instant.MAX);
+    /** A run of {@code job} that lost its lease without an outcome, rerun or abandoned by {@code policy} (split: asked until {@code deadline}). */
+    static DueSlot recovery(ScheduledJob job, Instant slot, Recover policy, Instant deadline) {
+        return new DueSlot(job, slot, policy == Recover.RERUN ? Kind.RECOVER : Kind.ABANDON, Stage.QUEUED, slot, deadline);
     }
 
     /** Chains {@code after} behind this catch-up slot: it is queued once this one is decided. */
@@ -345,8 +345,9 @@ final class DueSlot implements Comparable<DueSlot> {
         return next;
     }
 
-    Instant catchUpDeadline() {
-        return catchUpDeadline;
+    /** A catch-up's start deadline, a recovery's retry deadline (see {@link #deadline}). */
+    Instant deadline() {
+        return deadline;
     }
 
     /** How late the store may still let this slot be claimed. */
@@ -366,7 +367,7 @@ final class DueSlot implements Comparable<DueSlot> {
     Instant startDeadline() {
         return switch (mode()) {
             case CLAIM -> slot.plus(grace());
-            case CATCH_UP -> catchUpDeadline;
+            case CATCH_UP -> deadline;
             default -> Instant.MAX;
         };
     }

@@ -72,7 +72,7 @@ final class Recovery {
                 if (runner.handling(runs.job(), slot)) {
                     continue; // our own run, still executing or its outcome not written yet: not dead to us
                 }
-                DueSlot d = DueSlot.recovery(job, slot, job.definition().recover());
+                DueSlot d = DueSlot.recovery(job, slot, job.definition().recover(), now.plus(job.definition().lease()));
                 if (queue.startRecovery(d)) {
                     due.add(d);
                 }

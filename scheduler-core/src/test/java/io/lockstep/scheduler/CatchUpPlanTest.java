@@ -49,7 +49,7 @@ class CatchUpPlanTest {
         assertThat(heads).hasSize(1);
         List<DueSlot> chain = new java.util.ArrayList<>();
         for (DueSlot d = heads.get(0); d != null; d = d.next()) {
-            assertThat(d.catchUpDeadline()).isAfter(NOW);
+            assertThat(d.deadline()).isAfter(NOW);
             chain.add(d);
         }
         assertThat(chain).extracting(d -> d.slot).containsExactly( // oldest first

@@ -114,11 +114,11 @@ class DueSlotTest {
         assertThat(DueSlot.scheduled(JOB, T).leadsSchedule()).as("a scheduled slot queues the next").isTrue();
         assertThat(manual.grace()).isEqualTo(DueSlot.MANUAL_GRACE);
 
-        DueSlot abandon = DueSlot.recovery(JOB, T, Recover.NONE);
+        DueSlot abandon = DueSlot.recovery(JOB, T, Recover.NONE, Instant.MAX);
         assertThat(abandon.kind()).isEqualTo(DueSlot.Kind.ABANDON);
         assertThat(abandon.recovery()).isTrue();
         assertThat(abandon.needsThread()).as("abandoning a dead run waits for no thread").isFalse();
-        assertThat(DueSlot.recovery(JOB, T, Recover.RERUN).mode()).isEqualTo(Mode.RECOVER);
+        assertThat(DueSlot.recovery(JOB, T, Recover.RERUN, Instant.MAX).mode()).isEqualTo(Mode.RECOVER);
 
         DueSlot missed = DueSlot.missed(JOB, T, "this worker fell behind its schedule", "fell_behind", T.plusSeconds(9));
         assertThat(missed.stage()).isEqualTo(Stage.MISS_ONLY);

@@ -292,6 +292,38 @@ class FailurePathsTest {
                 .contains("no majority of the redlock masters agreed"));
     }
 
+    /**
+     * M1 of the 2026-12-01 review: a recovery the masters keep splitting on was asked again every
+     * ~300 ms, forever. Now it is asked again after growing random waits until a lease has passed,
+     * then deferred (one WARN) and the job's runs are looked at again a lease later; once a majority
+     * agrees, that look reruns the dead run.
+     */
+    @Test
+    void aRecoveryWithoutAMajorityIsDeferredAfterALeaseAndTheNextLookRerunsIt() {
+        FaultyStore split = new FaultyStore();
+        Duration lease = Duration.ofSeconds(2);
+        // A run of the job whose worker died: its 300 ms lease ran out without an outcome.
+        Instant slot = Instant.now().truncatedTo(ChronoUnit.SECONDS).minusSeconds(1);
+        split.store.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(new io.lockstep.scheduler.lock.Lease("yearly", slot, "dead",
+                Duration.ofMillis(300), true), "gone", Duration.ofSeconds(10), false)));
+        await().atMost(Duration.ofSeconds(5)).until(() -> split.store.runsInFlight(List.of("yearly")).get(0).expired().contains(slot));
+        split.noQuorumAnswers = Integer.MAX_VALUE;
+        List<Instant> reruns = new CopyOnWriteArrayList<>();
+        JobDefinition yearly = new JobDefinition("yearly", CronSchedule.of("0 0 0 1 1 ?", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                lease, Duration.ofSeconds(10), Overlap.SKIP, Duration.ZERO, true).withRecover(Recover.RERUN);
+        harness.start(Scheduler.builder(split).workerId("w").job(yearly).jobFactory(d -> ctx -> reruns.add(ctx.scheduledTime())));
+        Map<String, Object> deferred = await().atMost(Duration.ofSeconds(10))
+                .until(() -> harness.events().named("slot_recovery_deferred").stream().findFirst(), java.util.Optional::isPresent).orElseThrow();
+        assertThat(deferred).containsEntry("slot", slot.toString());
+        int tries = harness.events().named("slot_no_quorum").size();
+        assertThat(tries).as("tries within the lease, each at least %s after the last", Claimer.RETRY_DELAY)
+                .isBetween(2, (int) (lease.toMillis() / Claimer.RETRY_DELAY.toMillis()) + 1);
+        split.noQuorumAnswers = 0; // a majority agrees again
+        await().atMost(lease.multipliedBy(3)).until(() -> reruns.contains(slot));
+        assertThat(harness.events().named("slot_recovered")).hasSize(1);
+        assertThat(reruns).containsExactly(slot);
+    }
+
     // ---------------------------------------------------------------- slot order
 
     @Test

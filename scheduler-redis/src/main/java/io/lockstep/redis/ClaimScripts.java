@@ -231,8 +231,22 @@ final class ClaimScripts {
         });
     }
 
-    /** A claim to give back: its lease, and whether every record of it goes (else only a running one). */
-    record GiveBack(Lease lease, boolean all) {}
+    /**
+     * A request to give back ({@code unclaim.lua}): its lease, and what goes: {@code all} records of
+     * the claim, or only a {@code running} one (a majority decided the slot otherwise); for a
+     * recovery, {@code recovery} (the dead run as it was) or {@code recovery:<state>} (except a
+     * record of ours in that state: a majority decided it).
+     */
+    record GiveBack(Lease lease, String mode) {
+
+        GiveBack(Lease lease, boolean all) {
+            this(lease, all ? "all" : "running");
+        }
+
+        static GiveBack recovery(Lease lease, String keepState) {
+            return new GiveBack(lease, keepState == null ? "recovery" : "recovery:" + keepState);
+        }
+    }
 
     /**
      * Redlock: gives back what claims that reached no quorum wrote here ({@code unclaim.lua}): their
@@ -242,7 +256,7 @@ final class ClaimScripts {
         calls.batch("unclaim", claims, g -> {
             Lease l = g.lease();
             return new RedisCalls.Call(UNCLAIM, List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job())),
-                    List.of(l.token(), Long.toString(l.slot().toEpochMilli()), g.all() ? "all" : "running"));
+                    List.of(l.token(), Long.toString(l.slot().toEpochMilli()), g.mode()));
         });
     }
 

@@ -146,8 +146,13 @@ final class RedlockStore {
                 won.add(request.lease());
                 tokens.add(c.result().fencingToken());
                 wonAt.add(i);
-            } else if (ordinary && c.giveBack() != null) {
-                giveBack.add(c.giveBack().apply(request.lease()));
+            } else if (c.giveBack() != null) {
+                giveBack.add(ordinary ? c.giveBack().apply(request.lease()) : ClaimScripts.GiveBack.recovery(request.lease(),
+                        switch (c.result().status()) {
+                            case MISSED -> "missed"; // a majority decided the recovery: that stays
+                            case ABANDONED -> "abandoned";
+                            default -> null;
+                        }));
             }
         }
         if (!won.isEmpty()) {
@@ -163,9 +168,8 @@ final class RedlockStore {
                     // Too slow to use (or the token could not be made safe): as the distlock page says, a failed acquire.
                     ClaimResult r = results[wonAt.get(k)];
                     results[wonAt.get(k)] = new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, r.serverTimeMillis(), r.runningUntilMillis());
-                    if (requests.get(wonAt.get(k)).mode() != ClaimRequest.Mode.RECOVER) {
-                        giveBack.add(new ClaimScripts.GiveBack(lease, true));
-                    }
+                    giveBack.add(requests.get(wonAt.get(k)).mode() == ClaimRequest.Mode.RECOVER
+                            ? ClaimScripts.GiveBack.recovery(lease, null) : new ClaimScripts.GiveBack(lease, true));
                 }
             }
         }
@@ -345,17 +349,26 @@ final class RedlockStore {
         List<Quorum.Vote<List<RunsInFlight>>> votes = everywhere("runs", p -> p.runsInFlight(jobs));
         List<RunsInFlight> merged = new ArrayList<>(jobs.size());
         for (int i = 0; i < jobs.size(); i++) {
-            TreeSet<Instant> expired = new TreeSet<>();
+            Map<Instant, Integer> expiredOn = new HashMap<>();
             long next = 0;
             for (Quorum.Vote<List<RunsInFlight>> v : votes) {
                 if (v.counts()) {
                     RunsInFlight r = v.answer().get(i);
-                    expired.addAll(r.expired()); // any master's: the recovery claim itself needs a majority
+                    r.expired().forEach(slot -> expiredOn.merge(slot, 1, Integer::sum));
                     if (r.nextLeaseEndMillis() > 0 && (next == 0 || r.nextLeaseEndMillis() < next)) {
                         next = r.nextLeaseEndMillis();
                     }
                 }
             }
+            // A run is dead only when a majority of the masters say so: what one master alone holds
+            // (a recovery or a claim that won no majority there) is not a run, and recovering it
+            // would be taken on the others, once per lease, forever.
+            TreeSet<Instant> expired = new TreeSet<>();
+            expiredOn.forEach((slot, n) -> {
+                if (n >= nodes.quorum()) {
+                    expired.add(slot);
+                }
+            });
             merged.add(new RunsInFlight(jobs.get(i), List.copyOf(expired), next));
         }
         return merged;

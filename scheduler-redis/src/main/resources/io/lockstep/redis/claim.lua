@@ -116,6 +116,13 @@ local function claim(k, a)
         redis.call('HSET', marks_key, 'holder', slot_text)
         return reply('claimed', tonumber(r[3]))
       end
+      -- Another token holds the job's lease: a later slot replaced ours (overlap: replace) before
+      -- our reply came, so ours never started. Not 'taken' (by whom? by us): superseded, and
+      -- recorded so, not left 'running' outside the index until its ttl.
+      redis.call('ZREM', running, slot_text)
+      redis.call('HSET', record, 'state', 'missed', 'why', 'order')
+      remember(decisions, a[13], slot_text, a[6], 'missed', 'order', a[10] == '1')
+      return reply('superseded', 0)
     elseif r[2] == 'missed' then
       return reply(r[4] == 'order' and 'superseded' or 'missed', 0)
     elseif r[2] == 'skipped' then
@@ -191,6 +198,7 @@ local function claim(k, a)
     return reply('superseded', 0)
   end
   local holder = redis.call('GET', lease_key)
+  local revoked
   if holder then
     if ahead then
       return reply('early', 0)
@@ -206,13 +214,21 @@ local function claim(k, a)
     -- so its worker is told; leaving the running index means it is never recovered, and its
     -- outcome is refused (complete.lua then marks its record 'replaced'). Its slot is the marks'
     -- 'holder', so no key is touched that the call did not declare (Redis Cluster's rule).
+    -- What it revoked is kept on the new record ('revoked': the run's slot, token, lease end and
+    -- running entry's score), so that Redlock can give it back should this claim win no majority
+    -- (unclaim.lua).
     local held = redis.call('HGET', marks_key, 'holder')
-    if held then
+    local score = held and redis.call('ZSCORE', running, held)
+    if score then
+      revoked = cjson.encode({held, holder, now + redis.call('PTTL', lease_key), tonumber(score)})
       redis.call('ZREM', running, held)
     end
   end
   local fence = next_fence(fence_key, a[9])
   decide(staged and 'claimed' or 'running', fence)
+  if revoked then
+    redis.call('HSET', record, 'revoked', revoked)
+  end
   take_lease()
   return reply('claimed', fence)
 end

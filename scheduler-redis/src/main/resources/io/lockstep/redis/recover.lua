@@ -17,6 +17,11 @@
 -- (complete.lua). It is run here within the slot's grace, and recorded as missed past it. A run
 -- its worker handed over (complete.lua: lease lost or interrupted under recover: rerun) is an
 -- ordinary dead run: its entry in the running index is already expired.
+--
+-- Redlock: before it changes the record, the call keeps what it found there ('undo', and 'undo_by'
+-- naming its token), so that a recovery that wins no majority can be given back (unclaim.lua,
+-- mode 'recovery'): the dead run is then as it was on this master, free for the next recovery,
+-- and nothing of this token holds the job's lease.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -63,16 +68,23 @@ if holder == record[2] then
   return reply('taken', 0) -- the run's lease is still alive
 end
 local unstarted = record[1] == 'claimed'
+local function keep_undo()
+  local why = redis.call('HGET', KEYS[1], 'why') or ''
+  redis.call('HSET', KEYS[1], 'undo_by', ARGV[1],
+      'undo', cjson.encode({record[1], record[2] or '', record[3] or '0', record[4] or '', score, why}))
+end
 if unstarted and now < tonumber(ARGV[2]) then
   return reply('early', 0) -- handed back before its slot: it may run, but never before the slot
 end
 if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) then
+  keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'missed', 'why', 'not_started', 'token', ARGV[1], 'at', now)
   redis.call('ZREM', KEYS[4], ARGV[2])
   remember(ARGV[5], 'missed', '0', 'not_started', '')
   return reply('missed', 0)
 end
 if ARGV[6] == 'abandon' and not unstarted then
+  keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'abandoned_token', ARGV[1], 'at', now)
   redis.call('ZREM', KEYS[4], ARGV[2])
   remember(record[4] or '', 'abandoned', record[3] or '0', 'lease_lost', '')
@@ -81,6 +93,7 @@ end
 if holder then
   return reply('busy', 0) -- another run of the job holds the exclusive lease
 end
+keep_undo()
 -- The next fencing token, as in claim.lua: max(counter + 1, server time in microseconds).
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
 if fence < micros then

@@ -1,14 +1,58 @@
--- Redlock: gives back what a claim that did not reach a quorum wrote on one node, so that the slot
--- can be decided again: the slot record while this token owns it (mode 'all': in any state but
--- done; mode 'running': only while running, so a decision a quorum made stays), the lease (only if
--- this token holds it) and the slot's entry in the running index. The marks (watermarks) stay;
--- they only ever move forward.
--- KEYS[1] slot record  KEYS[2] lease  KEYS[3] running index
--- ARGV[1] owner token  ARGV[2] slot (epoch ms)  ARGV[3] all | running
+-- Redlock: gives back what a request that did not reach a quorum wrote on one node, so that the
+-- slot can be decided again. The marks (watermarks) stay; they only ever move forward.
+-- KEYS[1] slot record  KEYS[2] the job's lease  KEYS[3] running index
+-- ARGV[1] owner token  ARGV[2] slot (epoch ms)  ARGV[3] all | running | recovery | recovery:<state>
+--
+-- A claim (all, running): the slot record while this token owns it (all: in any state but done;
+-- running: only while running or claimed, so a decision a quorum made stays), the lease (only if
+-- this token holds it) and the slot's entry in the running index. A claim that revoked a run
+-- (overlap: replace, see claim.lua's 'revoked') gives that run its lease and its running entry
+-- back, so that a replace no majority agreed to interrupts nothing.
+--
+-- A recovery (recover.lua's 'undo'): the dead run's record as the recovery found it, and its
+-- expired running entry, so that it is recovered again; this token's lease goes. With
+-- 'recovery:<state>' a record this token left in <state> stays (that decision had its majority).
 -- Returns 1 when something of this token's was given back, 0 otherwise.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local mode = ARGV[3]
 local released = 0
-local r = redis.call('HMGET', KEYS[1], 'token', 'state')
-if r[1] == ARGV[1] and r[2] ~= 'done' and (ARGV[3] == 'all' or r[2] == 'running') then
+
+if mode:sub(1, 8) == 'recovery' then
+  local r = redis.call('HMGET', KEYS[1], 'undo_by', 'undo', 'state')
+  if r[1] == ARGV[1] and r[2] and r[3] ~= mode:sub(10) then
+    local u = cjson.decode(r[2])
+    redis.call('HDEL', KEYS[1], 'undo_by', 'undo', 'why', 'abandoned_by', 'abandoned_token')
+    redis.call('HSET', KEYS[1], 'state', u[1], 'token', u[2], 'fence', u[3], 'worker', u[4])
+    if u[6] ~= '' then
+      redis.call('HSET', KEYS[1], 'why', u[6])
+    end
+    redis.call('ZADD', KEYS[3], u[5], ARGV[2])
+    released = 1
+  end
+  if redis.call('GET', KEYS[2]) == ARGV[1] then
+    redis.call('DEL', KEYS[2])
+    released = 1
+  end
+  return released
+end
+
+local r = redis.call('HMGET', KEYS[1], 'token', 'state', 'revoked')
+local ours = r[1] == ARGV[1] and r[2] ~= 'done' and (mode == 'all' or r[2] == 'running' or r[2] == 'claimed')
+if ours and r[3] and redis.call('GET', KEYS[2]) == ARGV[1] then
+  -- {slot of the revoked run, its token, its lease end (server ms), its running entry's score}
+  local v = cjson.decode(r[3])
+  redis.call('ZREM', KEYS[3], ARGV[2])
+  redis.call('ZADD', KEYS[3], v[4], v[1])
+  if v[3] > now then
+    redis.call('SET', KEYS[2], v[2], 'PX', v[3] - now)
+  else
+    redis.call('DEL', KEYS[2])
+  end
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+if ours then
   redis.call('DEL', KEYS[1])
   released = 1
 end

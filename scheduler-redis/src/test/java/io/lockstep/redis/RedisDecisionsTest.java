@@ -190,6 +190,26 @@ class RedisDecisionsTest {
         assertThat(redis.raw().hget(redis.provider().keys().slot(job, slot.toEpochMilli()), "recoveries")).isEqualTo("1");
     }
 
+    /**
+     * m7 of the 2026-12-01 review: our claim won but its reply was lost, and a later slot replaced
+     * it ({@code overlap: replace}) before we asked again. The repeat is not answered {@code taken}
+     * with our own token as the holder (the worker would log {@code slot_contended} for a slot its
+     * claim won): the slot was superseded, and its record says so instead of staying
+     * {@code running} outside the running index until its ttl.
+     */
+    @Test
+    void aRepeatedClaimThatALaterSlotReplacedMeanwhileIsSupersededNotTakenByUs() {
+        String job = RedisFixture.job();
+        Instant now = redis.serverNow();
+        ClaimRequest ours = request(job, now.minusSeconds(2), "ours", true, Mode.CLAIM);
+        assertThat(claim(ours)).isEqualTo(Status.CLAIMED); // its reply is lost
+        ClaimRequest replacing = new ClaimRequest(new Lease(job, now.minusSeconds(1), "next", LEASE, true), "w-next", GRACE, Mode.CLAIM, true);
+        assertThat(claim(replacing)).isEqualTo(Status.CLAIMED);
+        assertThat(claim(ours)).as("our claim asked again").isEqualTo(Status.SUPERSEDED);
+        assertThat(redis.raw().hget(redis.provider().keys().slot(job, ours.lease().slot().toEpochMilli()), "state")).isEqualTo("missed");
+        assertThat(claim(ours)).as("and again").isEqualTo(Status.SUPERSEDED);
+    }
+
     @Test
     void aRepeatedRenewalOrCompletionAnswersOursAgain() {
         String job = RedisFixture.job();

@@ -2,6 +2,7 @@ package io.lockstep.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import io.lockstep.scheduler.config.RedisSettings;
 import io.lockstep.scheduler.lock.ClaimRequest;
@@ -112,6 +113,119 @@ class RedlockStoreTest {
         // Once x holds three masters, the slot is x's: z steps aside.
         assertThat(status(single(4), claim(job, slot, "x"))).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(p, claim(job, slot, "z"))).isEqualTo(ClaimResult.Status.TAKEN);
+    }
+
+    /** A recovery of {@code job}'s run at {@code slot} (rerun), under {@code token}. */
+    private static ClaimRequest recover(String job, Instant slot, String token) {
+        return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, ClaimRequest.Mode.RECOVER, false);
+    }
+
+    /** A run of {@code job} at {@code slot} claimed on every master whose lease (300 ms) has run out: its worker died. */
+    private Instant deadRun(RedisLockProvider p, String job) {
+        Instant slot = slotNow(p);
+        Lease lease = new Lease(job, slot, "dead", Duration.ofMillis(300), true);
+        assertThat(p.claim(List.of(new ClaimRequest(lease, "w-dead", GRACE, false))).get(0).status()).isEqualTo(ClaimResult.Status.CLAIMED);
+        await().atMost(Duration.ofSeconds(5)).until(() -> p.runsInFlight(List.of(job)).get(0).expired().contains(slot));
+        return slot;
+    }
+
+    /**
+     * M1 of the 2026-12-01 review: with one master of five down, two workers recovering the same
+     * dead run split 2-2. Each gives back what it wrote (the dead run is as it was there, and the
+     * job's lease is free), so the next try wins; before, each kept its two masters, both were
+     * answered {@code NO_QUORUM} for as long as the master was down, and the job's lease stayed
+     * held on every live master.
+     */
+    @Test
+    void aRecoverySplitWithAMasterDownIsGivenBackAndTheNextTryWins() {
+        RedisLockProvider b = redlock(Optional.of(Duration.ZERO));
+        RedisLockProvider c = redlock(Optional.of(Duration.ZERO));
+        String job = job();
+        Instant slot = deadRun(b, job);
+        nodes.servers.get(4).pause();
+        try {
+            // C's recovery lands first on masters 2 and 3, B's on 0 and 1.
+            for (int i : List.of(2, 3)) {
+                assertThat(status(single(i), recover(job, slot, "c"))).isEqualTo(ClaimResult.Status.CLAIMED);
+            }
+            assertThat(status(b, recover(job, slot, "b"))).isEqualTo(ClaimResult.Status.NO_QUORUM);
+            String record = b.keys().slot(job, slot.toEpochMilli());
+            String lease = b.keys().lease(recover(job, slot, "b").lease());
+            for (int i : List.of(0, 1)) {
+                assertThat(nodes.clients.get(i).hget(record, "token")).as("master %d: the dead run's record, as it was", i).isEqualTo("dead");
+                assertThat(nodes.clients.get(i).exists(lease)).as("master %d: the job's lease is free", i).isFalse();
+                assertThat(nodes.clients.get(i).zscore(b.keys().running(job), Long.toString(slot.toEpochMilli())))
+                        .as("master %d: the dead run is in the running index, expired", i).isLessThanOrEqualTo((double) b.serverTimeMillis());
+            }
+            // C asks again (its own retry): masters 0 and 1 are free now, so C has four.
+            ClaimResult won = c.claim(List.of(recover(job, slot, "c"))).get(0);
+            assertThat(won.status()).isEqualTo(ClaimResult.Status.CLAIMED);
+            assertThat(status(b, recover(job, slot, "b"))).isEqualTo(ClaimResult.Status.TAKEN);
+            for (int i = 0; i < 4; i++) {
+                assertThat(nodes.clients.get(i).hget(record, "fence")).isEqualTo(Long.toString(won.fencingToken()));
+            }
+        } finally {
+            nodes.servers.get(4).resume();
+        }
+    }
+
+    /**
+     * M1's orphan: with every master up, a recovery that won only one master (3-1 for another
+     * worker) gives it back, and what that master alone says is never taken for a dead run; before,
+     * its leftover rerun expired there and was recovered again once per lease, forever.
+     */
+    @Test
+    void aRecoveryThatWonOneMasterGivesItBackAndOneMasterAloneNeverCallsARunDead() {
+        RedisLockProvider b = redlock(Optional.of(Duration.ZERO));
+        RedisLockProvider c = redlock(Optional.of(Duration.ZERO));
+        String job = job();
+        Instant slot = deadRun(b, job);
+        assertThat(status(single(4), recover(job, slot, "c"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        assertThat(status(b, recover(job, slot, "b"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        assertThat(status(c, recover(job, slot, "c"))).isEqualTo(ClaimResult.Status.TAKEN);
+        assertThat(nodes.clients.get(4).exists(b.keys().lease(recover(job, slot, "c").lease()))).as("C's lease on master 4").isFalse();
+        // Master 4 alone still has the dead run (B's rerun never reached it); the others have B's.
+        assertThat(single(4).runsInFlight(List.of(job)).get(0).expired()).containsExactly(slot);
+        assertThat(b.runsInFlight(List.of(job)).get(0).expired()).as("a run one master of five calls dead").isEmpty();
+    }
+
+    /**
+     * m14 of the review: a {@code replace} that wins no majority has revoked the old run on the
+     * masters it reached; giving it back restores that run's lease and running entry there, so the
+     * old run keeps its majority and is not interrupted by a replace that never happened.
+     */
+    @Test
+    void aReplaceThatWinsNoMajorityGivesTheRevokedRunItsLeaseBack() {
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        String job = job();
+        Instant now = slotNow(p);
+        Instant first = now.minusSeconds(2);
+        Instant second = now.minusSeconds(1);
+        Lease old = claim(job, first, "a").lease();
+        assertThat(status(p, claim(job, first, "a"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        // x replaces it on masters 0 and 1, y on 2; ours reaches 3 and 4: no majority for anyone.
+        List<ClaimScripts.GiveBack> x = List.of(new ClaimScripts.GiveBack(replace(job, second, "x").lease(), true));
+        List<ClaimScripts.GiveBack> y = List.of(new ClaimScripts.GiveBack(replace(job, second, "y").lease(), true));
+        for (int i : List.of(0, 1)) {
+            assertThat(status(single(i), replace(job, second, "x"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        }
+        assertThat(status(single(2), replace(job, second, "y"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        assertThat(status(p, replace(job, second, "z"))).isEqualTo(ClaimResult.Status.NO_QUORUM);
+        for (int i : List.of(3, 4)) {
+            assertThat(nodes.clients.get(i).get(p.keys().lease(old))).as("master %d: the old run's lease is back", i).isEqualTo("a");
+            assertThat(nodes.clients.get(i).zscore(p.keys().running(job), Long.toString(first.toEpochMilli())))
+                    .as("master %d: the old run is in the running index again", i).isGreaterThan((double) p.serverTimeMillis());
+        }
+        // x and y give theirs back too (their own NO_QUORUM): the old run holds every master again.
+        for (int i : List.of(0, 1)) {
+            single(i).claims().unclaim(x);
+        }
+        single(2).claims().unclaim(y);
+        assertThat(p.renew(List.of(old))).as("the old run's renewal: never replaced").containsExactly(true);
+    }
+
+    private static ClaimRequest replace(String job, Instant slot, String token) {
+        return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, ClaimRequest.Mode.CLAIM, true);
     }
 
     @Test
