@@ -8,7 +8,6 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -34,30 +33,56 @@ final class Quorum<N> {
         }
     }
 
-    /** One thread per call in flight, so that a stalled node never holds up the others. Daemon. */
-    private static final ExecutorService POOL = Executors.newCachedThreadPool(new java.util.concurrent.ThreadFactory() {
-        private final AtomicInteger count = new AtomicInteger();
-
-        @Override
-        public Thread newThread(Runnable r) {
-            Thread t = new Thread(r, "lockstep-redlock-" + count.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        }
-    });
+    /**
+     * The scheduler's bound on calls in flight to one node: its connection pool's size
+     * ({@link RedlockStore} builds the pools). A call beyond it would wait for a connection, and
+     * could be sent after the fan-out stopped waiting for it: it would land late, and what a late
+     * claim writes on a minority is an orphan. With a stalled node the calls to it would also pile
+     * up, one thread each, at the rate of the fan-outs times the wait.
+     */
+    static final int SCHEDULER_IN_FLIGHT = RedisClients.POOL_SIZE;
+    /** The lock API's bound: its clients are the application's (their pools sized by it), so only a bound on threads. */
+    static final int LOCKS_IN_FLIGHT = 256;
 
     private final List<N> nodes;
     private final List<String> names;
     private final int quorum;
 
-    Quorum(List<N> nodes, List<String> names) {
+    /**
+     * @param inFlightPerNode at most this many calls in flight to one node: a fan-out that finds a
+     *     node full does not send it the call, and its vote is {@link Kind#FAILED} at once ("busy"),
+     *     as for a node that does not answer; the others decide as usual
+     */
+    Quorum(List<N> nodes, List<String> names, int inFlightPerNode) {
         if (nodes.size() < 3 || nodes.size() != names.size()) {
             throw new IllegalArgumentException("redlock needs at least 3 independent masters (5 is usual), but was given " + nodes.size());
         }
         this.nodes = List.copyOf(nodes);
         this.names = List.copyOf(names);
         this.quorum = nodes.size() / 2 + 1;
+        this.inFlight = new java.util.concurrent.Semaphore[nodes.size()];
+        for (int i = 0; i < inFlight.length; i++) {
+            inFlight[i] = new java.util.concurrent.Semaphore(inFlightPerNode);
+        }
+        this.inFlightPerNode = inFlightPerNode;
+        // As a cached pool (idle threads are reused, and end after a minute), bounded: the permits
+        // bound the calls in flight, and twice that in threads leaves room for a thread that has
+        // released its permit and not yet gone back to the pool.
+        java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(0, 2 * nodes.size() * inFlightPerNode,
+                60, TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(), r -> {
+                    Thread t = new Thread(r, "lockstep-redlock-" + THREADS.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        this.pool = pool;
     }
+
+    private static final AtomicInteger THREADS = new AtomicInteger();
+    private final int inFlightPerNode;
+    /** Per node, the calls it may still be sent ({@link #inFlightPerNode} at most in flight). */
+    private final java.util.concurrent.Semaphore[] inFlight;
+    /** One thread per call in flight (at most {@link #inFlightPerNode} per node), so that a stalled node never holds up the others. Daemon. */
+    private final ExecutorService pool;
 
     /** How many counting answers a decision needs: a majority of all nodes, N/2 + 1. */
     int quorum() {
@@ -81,8 +106,25 @@ final class Quorum<N> {
      */
     <T> List<Vote<T>> ask(Function<N, T> action, Duration wait) {
         List<CompletableFuture<T>> futures = new ArrayList<>(nodes.size());
-        for (N node : nodes) {
-            futures.add(CompletableFuture.supplyAsync(() -> action.apply(node), POOL));
+        for (int i = 0; i < nodes.size(); i++) {
+            N node = nodes.get(i);
+            java.util.concurrent.Semaphore permits = inFlight[i];
+            if (!permits.tryAcquire()) {
+                futures.add(CompletableFuture.failedFuture(new Busy(inFlightPerNode)));
+                continue;
+            }
+            try {
+                futures.add(CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return action.apply(node);
+                    } finally {
+                        permits.release();
+                    }
+                }, pool));
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                permits.release();
+                futures.add(CompletableFuture.failedFuture(new Busy(inFlightPerNode)));
+            }
         }
         long deadline = System.nanoTime() + wait.toNanos();
         List<Vote<T>> votes = new ArrayList<>(nodes.size());
@@ -102,10 +144,20 @@ final class Quorum<N> {
             return new Vote<>(name, Kind.FAILED, null, "interrupted");
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
+            if (cause instanceof Busy b) {
+                return new Vote<>(name, Kind.FAILED, null, b.getMessage());
+            }
             if (cause instanceof RedisCalls.Quarantined q) {
                 return new Vote<>(name, Kind.QUARANTINED, null, q.getMessage());
             }
             return new Vote<>(name, Kind.FAILED, null, cause instanceof LockException le ? le.getMessage() : String.valueOf(cause));
+        }
+    }
+
+    /** A node with as many calls in flight as the bound: this one was not sent. */
+    static final class Busy extends RuntimeException {
+        Busy(int inFlight) {
+            super("busy: " + inFlight + " calls in flight to it (slow or stalled), this one not sent", null, false, false);
         }
     }
 

@@ -104,7 +104,7 @@ public final class RedisLocks implements AutoCloseable {
                         b.breaker == null ? null : CircuitBreaker.of("lockstep-locks-" + i, b.breaker), b.maxLease));
             }
             this.server = null;
-            this.redlock = new RedlockLocks(this, new Quorum<>(nodes, b.nodeNames), b.retries, b.retryDelay, b.maxLease);
+            this.redlock = new RedlockLocks(this, new Quorum<>(nodes, b.nodeNames, Quorum.LOCKS_IN_FLIGHT), b.retries, b.retryDelay, b.maxLease);
         }
         this.prefix = b.keyPrefix;
         this.backoff = b.backoff;

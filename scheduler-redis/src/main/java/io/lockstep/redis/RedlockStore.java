@@ -64,7 +64,7 @@ final class RedlockStore {
      * @param auto whether it grows with the longest record ttl of the claims made
      */
     RedlockStore(List<RedisLockProvider> masters, List<String> names, Duration nodeWait, AtomicLong quarantineMillis, boolean auto) {
-        this.nodes = new Quorum<>(masters, names);
+        this.nodes = new Quorum<>(masters, names, Quorum.SCHEDULER_IN_FLIGHT);
         this.nodeWait = nodeWait;
         this.quarantineMillis = quarantineMillis;
         this.auto = auto;
