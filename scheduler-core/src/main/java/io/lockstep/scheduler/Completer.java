@@ -145,9 +145,7 @@ final class Completer {
     private boolean send(List<Pending> batch) {
         List<Completion> completions = new ArrayList<>(batch.size());
         for (Pending p : batch) {
-            SlotRun run = p.run();
-            long ran = run.firstStartNanos == 0 ? 0 : (p.endedNanos() - run.firstStartNanos) / 1_000_000;
-            completions.add(new Completion(run.lease, p.outcome(), run.attempt(), ran, run.lastError, handOver(run, p.outcome())));
+            completions.add(completion(p));
         }
         long sent = System.nanoTime();
         List<Boolean> owned;
@@ -185,8 +183,40 @@ final class Completer {
         return true;
     }
 
+    private static Completion completion(Pending p) {
+        SlotRun run = p.run();
+        long ran = run.firstStartNanos == 0 ? 0 : (p.endedNanos() - run.firstStartNanos) / 1_000_000;
+        return new Completion(run.lease, p.outcome(), run.attempt(), ran, run.lastError, handOver(run, p.outcome()), run.fencingToken());
+    }
+
+    /**
+     * Runs that ended after their slot was no longer theirs (their lease ran out and a peer
+     * recovered or abandoned it, or a newer run replaced it): their outcomes go to the slots'
+     * histories marked late, so the record never says a run was lost that finished. Best effort:
+     * what cannot be written now is said so, and not retried.
+     */
+    private void recordLate(List<Pending> late) {
+        List<Boolean> recorded;
+        try {
+            recorded = provider.recordLate(late.get(0).run().workerId(), late.stream().map(Completer::completion).toList());
+        } catch (RuntimeException e) { // the store unreachable (LockException), or a bug: said so below
+            recorded = late.stream().map(p -> false).toList();
+        }
+        for (int i = 0; i < late.size(); i++) {
+            SlotRun run = late.get(i).run();
+            Outcome outcome = late.get(i).outcome();
+            events.metrics().late(run.definition.name(), outcome);
+            events.warn("outcome_late").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
+                    .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("outcome", outcome.label())
+                    .addKeyValue("recorded", recorded.get(i))
+                    .log(recorded.get(i) ? "the run ended after its slot was no longer its own; its outcome is in the slot's history, marked late"
+                            : "the run ended after its slot was no longer its own; its outcome could not be added to the slot's history");
+        }
+    }
+
     /** Outcomes the store confirmed: the leases are no longer watched, each is reported once. */
     private void settle(List<Pending> written, List<Boolean> owned, long durationMs) {
+        List<Pending> late = new ArrayList<>();
         for (int i = 0; i < written.size(); i++) {
             Pending p = written.get(i);
             SlotRun run = p.run();
@@ -199,14 +229,20 @@ final class Completer {
                     .addKeyValue("action", "release").addKeyValue("identifier", run.lease.token())
                     .addKeyValue("duration_ms", durationMs).addKeyValue("success", ours)
                     .addKeyValue("outcome", p.outcome().label())
-                    .log(!ours ? "slot no longer ours; outcome not recorded"
+                    .log(!ours ? "slot no longer ours (its lease ran out, or a newer run replaced it)"
                             : handedBack ? "slot handed back: it is run again (on a peer, or here)" : "slot released");
+            if (!ours && p.outcome() != Outcome.NOT_STARTED) {
+                late.add(p);
+            }
             if (ours) {
                 events.metrics().leaseHeld(run.definition.name(), System.nanoTime() - run.claimSentNanos);
                 if (handedBack) {
                     handedOver.accept(run.definition.name());
                 }
             }
+        }
+        if (!late.isEmpty()) {
+            recordLate(late);
         }
     }
 

@@ -94,6 +94,7 @@ public final class Scheduler implements AutoCloseable {
         for (ScheduledJob job : created.jobs()) {
             byName.put(job.definition().name(), job);
         }
+        metrics.registerJobs(byName.keySet());
         this.jobs = created.jobs();
         ExecutorService executor = b.executor != null ? b.executor : defaultExecutor(b.threads);
         this.runner = new Runner(provider, executor, threads, clock, events, outage, queue);

@@ -53,6 +53,27 @@ final class SchedulerMetrics {
     }
 
     /** The number of jobs on which live workers disagree ({@code config_drift}), as this worker last saw. */
+    /**
+     * Each job's counters at zero from the first scrape, with the label an alert or a rate reads
+     * most (Prometheus's advice: a series that appears only with its first event gives
+     * {@code rate()} and the README's alerts no data instead of 0): slots missed ({@code late}) and
+     * skipped ({@code overlap}), leases lost ({@code expired}), runs succeeded and failed.
+     */
+    void registerJobs(java.util.Collection<String> jobs) {
+        for (String job : jobs) {
+            Counter.builder("lockstep.slots.missed").description("slots reported missed, by reason").tags("job", job, "reason", "late")
+                    .register(registry);
+            Counter.builder("lockstep.slots.skipped").description("slots skipped, by reason").tags("job", job, "reason", "overlap")
+                    .register(registry);
+            Counter.builder("lockstep.leases.lost").description("leases lost while their run was alive").tags("job", job, "reason", "expired")
+                    .register(registry);
+            for (Outcome o : java.util.List.of(Outcome.SUCCEEDED, Outcome.FAILED)) {
+                hot.computeIfAbsent("runs\0" + job + "\0" + o.label(), k -> Counter.builder("lockstep.runs").description("runs by outcome")
+                        .tags("job", job, "outcome", o.label()).register(registry));
+            }
+        }
+    }
+
     void bindDrift(java.util.function.IntSupplier jobsInDrift) {
         Gauge.builder("lockstep.config.drift", jobsInDrift, s -> s.getAsInt()).strongReference(true)
                 .description("jobs whose definition differs between live workers").register(registry);
@@ -97,6 +118,12 @@ final class SchedulerMetrics {
     }
 
     /** A lease was held this long: from the claim to the outcome written. */
+    /** A run whose outcome came after its slot was no longer its own (recorded late, or not). */
+    void late(String job, Outcome outcome) {
+        Counter.builder("lockstep.runs.late").description("runs that ended after their slot was no longer theirs, by outcome")
+                .tags("job", job, "outcome", outcome.label()).register(registry).increment();
+    }
+
     void leaseHeld(String job, long nanos) {
         ((Timer) hot.computeIfAbsent("held\0" + job, k -> Timer.builder("lockstep.lease.held")
                 .description("from a claim won to its lease given back").tags("job", job).register(registry)))

@@ -36,6 +36,22 @@ class SchedulerTest {
                 overlap, timeout, true);
     }
 
+    /**
+     * Each job's counters exist at zero from the first scrape (issue 20: they appeared only with
+     * their first event, so {@code rate()} and the README's alerts gave no data instead of 0).
+     */
+    @Test
+    void everyJobsCountersExistAtZeroBeforeAnythingHappened() {
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        JobDefinition yearly = new JobDefinition("yearly", CronSchedule.of("0 0 0 1 1 ?", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(5), Duration.ofSeconds(5), Overlap.SKIP, Duration.ZERO, true);
+        harness.start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w").meterRegistry(meters).job(yearly).jobFactory(d -> ctx -> { }));
+        for (String counter : List.of("lockstep.slots.missed", "lockstep.slots.skipped", "lockstep.leases.lost", "lockstep.runs")) {
+            assertThat(meters.find(counter).tag("job", "yearly").counters()).as(counter).isNotEmpty()
+                    .allSatisfy(c -> assertThat(c.count()).isZero());
+        }
+    }
+
     @Test
     void twoWorkersOnOneStoreRunEachSlotOnce() {
         InMemoryLockProvider store = InMemoryLockProvider.create();

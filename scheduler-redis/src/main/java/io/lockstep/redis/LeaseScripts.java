@@ -160,7 +160,7 @@ final class LeaseScripts {
                 i -> completions.get(i).lease().job());
         RedisCalls.Replies answered = calls.batch("complete", groups, group -> {
             List<String> callKeys = new ArrayList<>(group.size() * 4);
-            List<String> args = new ArrayList<>(group.size() * 8);
+            List<String> args = new ArrayList<>(group.size() * 9);
             for (int i : group) {
                 Completion c = completions.get(i);
                 Lease l = c.lease();
@@ -168,7 +168,7 @@ final class LeaseScripts {
                 callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.history(l.job())));
                 String error = c.error().length() > MAX_ERROR ? c.error().substring(0, MAX_ERROR) + "..." : c.error();
                 args.addAll(List.of(l.token(), c.outcome().label(), Long.toString(slot), Integer.toString(c.attempt()),
-                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep), c.handOverMode()));
+                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep), c.handOverMode(), Long.toString(c.fencingToken())));
             }
             return new RedisCalls.Call(COMPLETE, callKeys, args);
         }, replicas);
@@ -197,5 +197,40 @@ final class LeaseScripts {
                     java.util.Arrays.asList(owned));
         }
         return List.of(owned);
+    }
+
+    private static final LuaScript LATE = LuaScript.load("late.lua");
+
+    /** {@link io.lockstep.scheduler.lock.LockProvider#recordLate} on this server ({@code late.lua}). */
+    List<Boolean> recordLate(String workerId, List<Completion> completions) {
+        if (completions.isEmpty()) {
+            return List.of();
+        }
+        List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, completions.size()).boxed().toList(),
+                i -> completions.get(i).lease().job());
+        List<Object> replies = calls.batch("late", groups, group -> {
+            List<String> callKeys = new ArrayList<>(group.size() * 2);
+            List<String> args = new ArrayList<>(group.size() * 8 + 1);
+            for (int i : group) {
+                Completion c = completions.get(i);
+                Lease l = c.lease();
+                callKeys.addAll(List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.history(l.job())));
+                String error = c.error().length() > MAX_ERROR ? c.error().substring(0, MAX_ERROR) + "..." : c.error();
+                args.addAll(List.of(l.token(), c.outcome().label(), Long.toString(l.slot().toEpochMilli()), Integer.toString(c.attempt()),
+                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep), Long.toString(c.fencingToken())));
+            }
+            args.add(workerId);
+            return new RedisCalls.Call(LATE, callKeys, args);
+        });
+        Boolean[] recorded = new Boolean[completions.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            if (!(replies.get(g) instanceof List<?> list) || list.size() != groups.get(g).size()) {
+                throw new LockException(target, "late: unexpected reply " + replies.get(g), null);
+            }
+            for (int j = 0; j < list.size(); j++) {
+                recorded[groups.get(g).get(j)] = calls.asLong("late", list.get(j)) == 1L;
+            }
+        }
+        return List.of(recorded);
     }
 }

@@ -46,8 +46,18 @@ public final class RedisAdmin {
     /** A run in flight: its slot, worker, fencing token and how long its lease has left (negative: ran out). */
     public record InFlight(Instant slot, String worker, long fencingToken, Duration leaseLeft, boolean manual) {}
 
-    /** What Redis knows of one job: its pause, its latest history entries (newest first) and its runs in flight. */
-    public record JobState(String job, Optional<Pause> pause, List<Run> recent, Optional<Run> lastRun, List<InFlight> running) {
+    /**
+     * What Redis knows of one job: its pause, its latest history entries (newest first) and its runs
+     * in flight. On Redlock the pause is what most of the masters that answered have, and
+     * {@code mastersDisagree} says so when they do not all agree (empty otherwise): the workers'
+     * heartbeat brings the others to the newest operator command.
+     */
+    public record JobState(String job, Optional<Pause> pause, List<Run> recent, Optional<Run> lastRun, List<InFlight> running,
+            String mastersDisagree) {
+
+        public JobState(String job, Optional<Pause> pause, List<Run> recent, Optional<Run> lastRun, List<InFlight> running) {
+            this(job, pause, recent, lastRun, running, "");
+        }
 
         /** The latest run recorded (from the runs' own history, however many decisions came since). */
         public Optional<Run> last() {
@@ -189,13 +199,16 @@ public final class RedisAdmin {
             List<JobState> merged = new ArrayList<>(jobs.size());
             for (int i = 0; i < jobs.size(); i++) {
                 int index = i;
-                Optional<Pause> pause = answers.stream().map(a -> a.get(index).pause()).flatMap(Optional::stream).findFirst();
+                List<Pause> pauses = answers.stream().map(a -> a.get(index).pause()).flatMap(Optional::stream).toList();
+                Optional<Pause> pause = pauses.size() * 2 > answers.size() ? Optional.of(pauses.get(0)) : Optional.empty();
+                String disagree = pauses.isEmpty() || pauses.size() == answers.size() ? ""
+                        : "paused on " + pauses.size() + " of the " + answers.size() + " masters that answered";
                 Map<Instant, InFlight> running = new java.util.TreeMap<>();
                 answers.forEach(a -> a.get(index).running().forEach(f -> running.putIfAbsent(f.slot(), f)));
                 Optional<Run> lastRun = answers.stream().map(a -> a.get(index).lastRun()).flatMap(Optional::stream)
                         .max(java.util.Comparator.comparing(Run::slot));
                 merged.add(new JobState(jobs.get(i), pause, merge(answers.stream().map(a -> a.get(index).recent()).toList(),
-                        Math.max(1, recentRuns)), lastRun, List.copyOf(running.values())));
+                        Math.max(1, recentRuns)), lastRun, List.copyOf(running.values()), disagree));
             }
             return merged;
         }
@@ -241,10 +254,11 @@ public final class RedisAdmin {
      */
     public void pause(String job, String note, Optional<Duration> duration, String by) {
         if (redlock != null) {
-            onMasters("pause", a -> {
-                a.pause(job, note, duration, by);
-                return true;
-            });
+            // To every master that answers, stamped with the time a majority of their clocks had
+            // passed; those that missed it are brought to it by the workers' heartbeat (newest wins).
+            long at = provider.serverTimeMillis();
+            String command = RedisMembers.command(at, true, note, by, duration.map(d -> at + d.toMillis()).orElse(0L));
+            onMasters("pause", a -> a.provider.members().command(job, command));
             return;
         }
         try {
@@ -263,7 +277,8 @@ public final class RedisAdmin {
     /** Ends the job's pause; false when it was not paused. */
     public boolean resume(String job) {
         if (redlock != null) {
-            return onMasters("resume", a -> a.resume(job)).contains(true);
+            String command = RedisMembers.command(provider.serverTimeMillis(), false, "", "", 0);
+            return onMasters("resume", a -> a.provider.members().command(job, command)).contains(true);
         }
         try {
             return jedis.del(keys.paused(job)) > 0;

@@ -107,6 +107,11 @@ public record RedisKeys(String prefix, boolean cluster) {
         return prefix + ":{workers}:triggers";
     }
 
+    /** Redlock: the latest operator command (pause, resume) each job was given on this master ({@code operator.lua}). */
+    String operator() {
+        return prefix + ":{workers}:operator";
+    }
+
     String config(String hash) {
         return prefix + ":{workers}:config:" + hash;
     }

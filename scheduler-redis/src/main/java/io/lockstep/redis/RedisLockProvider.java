@@ -171,6 +171,11 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
+    public List<Boolean> recordLate(String workerId, List<Completion> completions) {
+        return redlock != null ? redlock.recordLate(workerId, completions) : leaseScripts.recordLate(workerId, completions);
+    }
+
+    @Override
     public List<RunsInFlight> runsInFlight(List<String> jobs) {
         return redlock != null ? redlock.runsInFlight(jobs) : claims.runsInFlight(jobs);
     }

@@ -36,22 +36,92 @@ final class RedisMembers {
         this.keys = keys;
     }
 
+    /**
+     * A heartbeat as one master answered it, with what Redlock compares across masters: the manual
+     * runs requested as stored ({@code '<job> <slot ms>'}) and the operator commands (job to JSON).
+     */
+    record Beat(Heartbeat heartbeat, List<String> triggers, Map<String, String> commands) {}
+
     Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
+        return beat(self, ttl).heartbeat();
+    }
+
+    Beat beat(WorkerInfo self, Duration ttl) {
         Object reply = calls.call("heartbeat", new RedisCalls.Call(HEARTBEAT,
-                List.of(keys.workers(), keys.seen(), keys.config(self.configHash()), keys.triggers()),
+                List.of(keys.workers(), keys.seen(), keys.config(self.configHash()), keys.triggers(), keys.operator()),
                 List.of(self.id(), toJson(self), Long.toString(ttl.toMillis()))));
         List<?> r = (List<?>) reply;
+        List<String> stored = new ArrayList<>();
+        ((List<?>) r.get(4)).forEach(o -> stored.add(text(o)));
+        Map<String, String> commands = new HashMap<>();
+        List<?> flat = r.size() > 5 ? (List<?>) r.get(5) : List.of();
+        for (int i = 0; i + 1 < flat.size(); i += 2) {
+            commands.put(text(flat.get(i)), text(flat.get(i + 1)));
+        }
         List<Heartbeat.Trigger> triggers = new ArrayList<>();
-        for (Object o : (List<?>) r.get(4)) {
-            String[] t = text(o).split(" ");
+        for (String o : stored) {
+            String[] t = o.split(" ");
             if (t.length == 2) {
                 triggers.add(new Heartbeat.Trigger(t[0], Instant.ofEpochMilli(Long.parseLong(t[1]))));
             }
         }
         // On Redis Cluster the heartbeat's master is not the clock of every job: leave the clock to its probe.
         long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
-        return new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3)), triggers, serverTime,
-                calls.asLong("heartbeat", r.get(1)) == 1);
+        return new Beat(new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3)), triggers, serverTime,
+                calls.asLong("heartbeat", r.get(1)) == 1), stored, commands);
+    }
+
+    private static final LuaScript OPERATOR = LuaScript.load("operator.lua");
+
+    /**
+     * Redlock: applies an operator's command about {@code job} on this master unless it has a newer
+     * one ({@code operator.lua}); answers whether the job was paused here before.
+     */
+    boolean command(String job, String command) {
+        List<?> r = (List<?>) calls.call("pause", new RedisCalls.Call(OPERATOR, List.of(keys.paused(job), keys.operator()), List.of(job, command)));
+        return calls.asLong("pause", r.get(1)) == 1;
+    }
+
+    /** Redlock: brings this master to the newest commands and manual-run requests another master had (one round trip each). */
+    void repair(Map<String, String> commands, List<String> triggers) {
+        if (!commands.isEmpty()) {
+            calls.batch("repair", List.copyOf(commands.entrySet()), e -> new RedisCalls.Call(OPERATOR,
+                    List.of(keys.paused(e.getKey()), keys.operator()), List.of(e.getKey(), e.getValue())));
+        }
+        try {
+            for (String t : triggers) {
+                jedis.zadd(keys.triggers(), Long.parseLong(t.substring(t.lastIndexOf(' ') + 1)), t);
+            }
+            if (!triggers.isEmpty()) {
+                jedis.pexpire(keys.triggers(), Duration.ofMinutes(2).toMillis());
+            }
+        } catch (JedisException e) {
+            throw calls.wrap("repair", e);
+        }
+    }
+
+    /** An operator's command as {@code operator.lua} reads it. */
+    static String command(long at, boolean paused, String note, String by, long until) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("at", at);
+        m.put("state", paused ? "paused" : "resumed");
+        m.put("note", note);
+        m.put("by", by);
+        m.put("until", until);
+        try {
+            return JSON.writeValueAsString(m);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** A command's time ({@code at}); 0 when unreadable. */
+    static long commandAt(String command) {
+        try {
+            return JSON.readTree(command).path("at").asLong();
+        } catch (JsonProcessingException e) {
+            return 0;
+        }
     }
 
     /**

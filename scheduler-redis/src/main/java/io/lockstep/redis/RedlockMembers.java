@@ -39,16 +39,16 @@ final class RedlockMembers {
     }
 
     Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
-        List<Quorum.Vote<Heartbeat>> votes = nodes.ask(p -> p.members().heartbeat(self, ttl), nodeWait);
+        List<Quorum.Vote<RedisMembers.Beat>> votes = nodes.ask(p -> p.members().beat(self, ttl), nodeWait);
         Map<String, WorkerInfo> workers = new LinkedHashMap<>();
         java.util.Set<Heartbeat.Trigger> triggers = new java.util.LinkedHashSet<>();
         List<Long> times = new ArrayList<>();
         boolean published = true;
-        for (Quorum.Vote<Heartbeat> v : votes) {
+        for (Quorum.Vote<RedisMembers.Beat> v : votes) {
             if (v.kind() == Quorum.Kind.FAILED) {
                 continue;
             }
-            Heartbeat h = v.answer();
+            Heartbeat h = v.answer().heartbeat();
             for (WorkerInfo w : h.workers()) {
                 workers.merge(w.id(), w, (a, b) -> a.lastSeen().isAfter(b.lastSeen()) ? a : b);
             }
@@ -59,9 +59,73 @@ final class RedlockMembers {
         if (times.size() < nodes.quorum()) {
             throw nodes.tooFew("heartbeat", votes, Quorum.describe(votes, h -> "answered"));
         }
+        repair(votes);
         times.sort(java.util.Comparator.reverseOrder());
         return new Heartbeat(workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList(),
                 List.copyOf(triggers), times.get(nodes.quorum() - 1), published);
+    }
+
+    /**
+     * Brings every master that answered to the newest operator command of each job (pause, resume)
+     * and to every manual-run request any of them has: an operator's command needs only a majority
+     * of the masters to succeed, and the others (down or cut off at the time) would otherwise keep
+     * their old state for good, show it in {@code status}, and vote with it (a pause left on two
+     * masters of five makes every claim split 2-2 as soon as one of the other three is down).
+     * Newest wins: a command's time is the one a majority of the masters' clocks had passed when
+     * it was given. A master that cannot be repaired now is repaired by a later heartbeat.
+     */
+    private void repair(List<Quorum.Vote<RedisMembers.Beat>> votes) {
+        Map<String, String> newest = new java.util.HashMap<>();
+        java.util.Set<String> allTriggers = new java.util.HashSet<>();
+        for (Quorum.Vote<RedisMembers.Beat> v : votes) {
+            if (v.kind() != Quorum.Kind.FAILED) {
+                v.answer().commands().forEach((job, command) -> newest.merge(job, command, RedlockMembers::newer));
+                allTriggers.addAll(v.answer().triggers());
+            }
+        }
+        if (newest.isEmpty() && allTriggers.isEmpty()) {
+            return;
+        }
+        Map<String, Map<String, String>> commandsFor = new java.util.HashMap<>();
+        Map<String, List<String>> triggersFor = new java.util.HashMap<>();
+        for (Quorum.Vote<RedisMembers.Beat> v : votes) {
+            if (v.kind() == Quorum.Kind.FAILED) {
+                continue;
+            }
+            Map<String, String> stale = new java.util.HashMap<>();
+            newest.forEach((job, command) -> {
+                if (!command.equals(v.answer().commands().get(job))) {
+                    stale.put(job, command);
+                }
+            });
+            List<String> missing = allTriggers.stream().filter(t -> !v.answer().triggers().contains(t)).toList();
+            if (!stale.isEmpty() || !missing.isEmpty()) {
+                commandsFor.put(v.node(), stale);
+                triggersFor.put(v.node(), missing);
+            }
+        }
+        if (commandsFor.isEmpty()) {
+            return;
+        }
+        List<String> names = nodes.names();
+        nodes.ask(p -> {
+            String node = names.get(nodes.nodes().indexOf(p));
+            if (commandsFor.containsKey(node)) {
+                p.members().repair(commandsFor.get(node), triggersFor.get(node));
+            }
+            return true;
+        }, nodeWait);
+        org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atInfo().addKeyValue("event", "redlock_repaired")
+                .addKeyValue("masters", String.join(",", commandsFor.keySet()))
+                .addKeyValue("jobs", String.join(",", new java.util.TreeSet<>(commandsFor.values().stream().flatMap(m -> m.keySet().stream()).toList())))
+                .log("redlock masters an operator's command or a manual run missed were brought to the newest");
+    }
+
+    /** Of two commands about one job, the newer (by time; the same time: the greater text, so every worker picks the same). */
+    private static String newer(String a, String b) {
+        long ta = RedisMembers.commandAt(a);
+        long tb = RedisMembers.commandAt(b);
+        return ta != tb ? (ta > tb ? a : b) : (a.compareTo(b) >= 0 ? a : b);
     }
 
     void publishConfig(String configHash, Map<String, String> jobs) {

@@ -342,6 +342,13 @@ final class RedlockStore {
         return nodes.majorityPerItem(everywhere("complete", p -> p.complete(completions)), completions.size(), List::get);
     }
 
+    List<Boolean> recordLate(String workerId, List<Completion> completions) {
+        if (completions.isEmpty()) {
+            return List.of();
+        }
+        return nodes.majorityPerItem(everywhere("late", p -> p.recordLate(workerId, completions)), completions.size(), List::get);
+    }
+
     List<RunsInFlight> runsInFlight(List<String> jobs) {
         if (jobs.isEmpty()) {
             return List.of();

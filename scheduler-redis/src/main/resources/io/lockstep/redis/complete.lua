@@ -5,8 +5,10 @@
 -- its outcome never overwrites a newer one; a run counts only while it is in the running index.
 -- One call may carry many runs (see claim.lua).
 -- Per run i (0-based): KEYS[4i+1..4i+4] slot record, lease, running index, history (stream);
--- ARGV[8i+1..8i+8] owner token, outcome, slot (epoch ms), attempts, duration (ms), error, keep,
--- hand-over ('' | 'rerun' | 'unstarted').
+-- ARGV[9i+1..9i+9] owner token, outcome, slot (epoch ms), attempts, duration (ms), error, keep,
+-- hand-over ('' | 'rerun' | 'unstarted'), the run's fencing token for the history ('0': the record's;
+-- on Redlock a master that missed the token's raise holds its own, so every master is told the one
+-- the run had, and the run shows once in a merged history).
 -- A hand-over leaves the slot to a peer instead of closing it: 'rerun' (the run lost its lease or
 -- was cut off by its worker's stop, under recover: rerun) keeps the record 'running' with its entry
 -- in the running index expired now, so that recover.lua reruns it at the next look; 'unstarted'
@@ -20,7 +22,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
 for i = 0, #KEYS / 4 - 1 do
   local record, lease, running, history = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
-  local a = 8 * i
+  local a = 9 * i
   local token, outcome, slot, hand = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 8]
   if redis.call('GET', lease) == token then
     redis.call('DEL', lease)
@@ -50,7 +52,7 @@ for i = 0, #KEYS / 4 - 1 do
       -- '~': trimmed a whole node at a time (about 100 entries), so at least 'keep' runs stay; exact
       -- trimming costs ~15 us per entry once the stream is full, the approximate one ~2 us.
       redis.call('XADD', history, 'MAXLEN', '~', keep, '*', 'slot', slot, 'worker', r[3] or '', 'outcome', outcome,
-          'attempt', ARGV[a + 4], 'token', r[4] or '0', 'durationMs', ARGV[a + 5], 'error', ARGV[a + 6],
+          'attempt', ARGV[a + 4], 'token', ARGV[a + 9] ~= '0' and ARGV[a + 9] or r[4] or '0', 'durationMs', ARGV[a + 5], 'error', ARGV[a + 6],
           'manual', r[5] or '0')
       redis.call('PEXPIRE', history, 604800000) -- a week after the job's last run
     end

@@ -191,6 +191,42 @@ class RedisDecisionsTest {
     }
 
     /**
+     * A run that finished after its slot was recovered by a peer (its worker was cut off for longer
+     * than the lease): its outcome is refused as a decision, but it is added to the slot's history,
+     * marked late, once, under its own worker and token, beside the rerun's; before, it was dropped
+     * and the history said only that the run was lost.
+     */
+    @Test
+    void aRunThatFinishesAfterItsSlotWasRecoveredIsInTheHistoryMarkedLate() {
+        String job = RedisFixture.job();
+        Instant slot = redis.serverNow().minusSeconds(1);
+        ClaimRequest cutOff = request(job, slot, "cut-off", true, Mode.CLAIM);
+        ClaimResult ran = redis.provider().claim(List.of(cutOff)).get(0);
+        redis.raw().del(redis.provider().keys().lease(cutOff.lease())); // its lease ran out while it was cut off
+        redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(slot.toEpochMilli()));
+        ClaimResult rerun = redis.provider().claim(List.of(request(job, slot, "rescuer", true, Mode.RECOVER))).get(0);
+        assertThat(rerun.status()).isEqualTo(Status.CLAIMED);
+
+        io.lockstep.scheduler.lock.Completion late = new io.lockstep.scheduler.lock.Completion(cutOff.lease(), Outcome.SUCCEEDED, 1, 1200, "",
+                false, ran.fencingToken());
+        assertThat(redis.provider().complete(List.of(late))).as("no longer its slot").containsExactly(false);
+        assertThat(redis.provider().recordLate("w-cut-off", List.of(late))).containsExactly(true);
+        assertThat(redis.provider().recordLate("w-cut-off", List.of(late))).as("repeated after a lost reply").containsExactly(true);
+        RedisAdmin admin = RedisAdmin.of(redis.provider());
+        assertThat(admin.history(job, 10)).as("the rerun's recovery, and the late outcome once").satisfiesExactlyInAnyOrder(
+                r -> assertThat(r.outcome()).isEqualTo("recovered"),
+                r -> {
+                    assertThat(r.outcome()).isEqualTo("succeeded");
+                    assertThat(r.reason()).isEqualTo("late");
+                    assertThat(r.worker()).isEqualTo("w-cut-off");
+                    assertThat(r.fencingToken()).isEqualTo(ran.fencingToken());
+                    assertThat(r.durationMs()).isEqualTo(1200);
+                });
+        assertThat(redis.raw().hget(redis.provider().keys().slot(job, slot.toEpochMilli()), "state")).as("the rerun's decision stands")
+                .isEqualTo("running");
+    }
+
+    /**
      * m7 of the 2026-12-01 review: our claim won but its reply was lost, and a later slot replaced
      * it ({@code overlap: replace}) before we asked again. The repeat is not answered {@code taken}
      * with our own token as the holder (the worker would log {@code slot_contended} for a slot its

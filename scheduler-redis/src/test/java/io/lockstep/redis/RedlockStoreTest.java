@@ -228,6 +228,81 @@ class RedlockStoreTest {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, ClaimRequest.Mode.CLAIM, true);
     }
 
+    /**
+     * M4 of the review: a {@code resume} that reached three masters of five left the pause on the
+     * other two for good: {@code status} showed the job paused while it ran, and with one of the
+     * three down every claim split 2-2. Now status shows what most masters have and says they
+     * disagree, and the next heartbeat of any worker brings the two to the newest command; a manual
+     * run one master missed is brought to it the same way.
+     */
+    @Test
+    void aResumeThatMissedTwoMastersIsRepairedByTheNextHeartbeatAndStatusShowsTheMajority() {
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        RedisAdmin admin = RedisAdmin.of(p);
+        String job = job();
+        admin.pause(job, "maintenance", Optional.empty(), "ops");
+        nodes.servers.get(3).pause();
+        nodes.servers.get(4).pause();
+        try {
+            assertThat(admin.resume(job)).isTrue();
+        } finally {
+            nodes.servers.get(3).resume();
+            nodes.servers.get(4).resume();
+        }
+        String pauseKey = p.keys().paused(job);
+        assertThat(nodes.clients.get(3).exists(pauseKey)).as("master 3 missed the resume").isTrue();
+        RedisAdmin.JobState state = admin.job(job, 1);
+        assertThat(state.pause()).as("paused on two masters of five: not paused").isEmpty();
+        assertThat(state.mastersDisagree()).isEqualTo("paused on 2 of the 5 masters that answered");
+
+        Instant now = Instant.ofEpochMilli(p.serverTimeMillis());
+        io.lockstep.scheduler.lock.WorkerInfo self = new io.lockstep.scheduler.lock.WorkerInfo("w", "h", 1, "v", now, 1, 0, "c", now);
+        p.heartbeat(self, Duration.ofSeconds(10));
+        for (int i = 0; i < 5; i++) {
+            assertThat(nodes.clients.get(i).exists(pauseKey)).as("master %d after a heartbeat", i).isFalse();
+        }
+        assertThat(admin.job(job, 1).mastersDisagree()).isEmpty();
+        nodes.servers.get(0).pause(); // one master down: the other four agree, no 2-2 split
+        try {
+            assertThat(status(p, claim(job, slotNow(p), "a"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        } finally {
+            nodes.servers.get(0).resume();
+        }
+
+        nodes.servers.get(4).pause();
+        Instant manual;
+        try {
+            manual = admin.trigger(job);
+        } finally {
+            nodes.servers.get(4).resume();
+        }
+        String request = job + " " + manual.toEpochMilli();
+        assertThat(nodes.clients.get(4).zscore(p.keys().triggers(), request)).as("master 4 missed the trigger").isNull();
+        p.heartbeat(self, Duration.ofSeconds(10));
+        assertThat(nodes.clients.get(4).zscore(p.keys().triggers(), request)).as("after a heartbeat").isNotNull();
+    }
+
+    /**
+     * m3 of the review: a master that voted for a claim but missed its token's raise keeps its own,
+     * lower token in the record; the history entry it wrote carried that one, and {@code history}
+     * listed the run twice. Every master is now told the token the run had.
+     */
+    @Test
+    void aRunIsInTheHistoryOnceThoughAMasterMissedItsTokensRaise() {
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        String job = job();
+        Instant slot = slotNow(p);
+        ClaimResult won = p.claim(List.of(claim(job, slot, "a"))).get(0);
+        assertThat(won.status()).isEqualTo(ClaimResult.Status.CLAIMED);
+        String record = p.keys().slot(job, slot.toEpochMilli());
+        nodes.clients.get(4).hset(record, "fence", Long.toString(won.fencingToken() - 7)); // as if the raise had missed it
+        p.complete(List.of(new Completion(claim(job, slot, "a").lease(), Outcome.SUCCEEDED, 1, 5, "", false, won.fencingToken())));
+        assertThat(RedisAdmin.of(p).history(job, 10)).singleElement().satisfies(r -> {
+            assertThat(r.fencingToken()).isEqualTo(won.fencingToken());
+            assertThat(r.outcome()).isEqualTo("succeeded");
+        });
+    }
+
     @Test
     void fencingTokensNeverGoBackAcrossMajoritiesThatDiffer() {
         RedisLockProvider p = redlock(Optional.of(Duration.ZERO));

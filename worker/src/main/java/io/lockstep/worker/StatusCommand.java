@@ -81,6 +81,9 @@ final class StatusCommand extends AdminCommand {
                 } else {
                     o.putNull("paused");
                 }
+                if (!s.mastersDisagree().isEmpty()) {
+                    o.put("mastersDisagree", s.mastersDisagree());
+                }
                 o.put("nextFire", j.enabled() ? j.schedule().next(now).map(Instant::toString).orElse(null) : null);
                 if (s.last().isPresent()) {
                     RedisAdmin.Run r = s.last().get();
@@ -139,7 +142,8 @@ final class StatusCommand extends AdminCommand {
             String running = st.running().isEmpty() ? "-" : String.join(", ", st.running().stream()
                     .map(f -> f.worker() + " (token " + f.fencingToken() + ", lease " + Math.max(0, f.leaseLeft().toSeconds()) + " s left)").toList());
             String paused = st.pause().map(p -> "yes" + (p.note().isEmpty() ? "" : ": " + p.note())
-                    + p.until().map(u -> ", ends " + relative(u, s.now())).orElse("")).orElse("-");
+                    + p.until().map(u -> ", ends " + relative(u, s.now())).orElse("")).orElse("-")
+                    + (st.mastersDisagree().isEmpty() ? "" : " (" + st.mastersDisagree() + ")");
             t.row(j.name(), j.schedule().expression() + " " + j.schedule().zone().getId(), next, last, running, paused);
         }
         t.print(out);

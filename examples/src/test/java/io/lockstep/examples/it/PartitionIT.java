@@ -61,6 +61,17 @@ class PartitionIT {
             assertThat(rerun.path("fencing_token").asLong()).isGreaterThan(started.path("fencing_token").asLong());
 
             link.cut(false);
+            // The holder's own outcome comes once its link is back: the slot is the rerun's now, so
+            // it is added to the slot's history marked late, not dropped (issue 20).
+            JsonNode late = await().atMost(Duration.ofSeconds(20)).until(() -> cutOff.events("outcome_late").stream()
+                    .filter(e -> WorkerProcess.same(e, started)).findFirst(), java.util.Optional::isPresent).orElseThrow();
+            assertThat(late.path("recorded").asText()).isEqualTo("true");
+            try (io.lockstep.redis.RedisLockProvider provider = io.lockstep.redis.RedisLockProvider.builder().uri(cluster.redis.uri()).build()) {
+                assertThat(io.lockstep.redis.RedisAdmin.of(provider).history("long", 20)).as("the history of the recovered slot")
+                        .filteredOn(r -> r.slot().equals(WorkerProcess.slot(started)))
+                        .extracting(io.lockstep.redis.RedisAdmin.Run::worker, io.lockstep.redis.RedisAdmin.Run::reason)
+                        .contains(org.assertj.core.groups.Tuple.tuple("cut-off", "late"));
+            }
             assertThat(peer.terminate()).isZero();
             assertThat(cutOff.terminate()).isZero();
             assertThat(cluster.events("slot_recovered")).hasSize(1);

@@ -14,12 +14,19 @@ import java.util.Objects;
  * @param handOver leave the slot to a peer instead of closing it: the run lost its lease or was cut
  *     off by its worker's stop, and the job says {@code recover: rerun} (see
  *     {@link LockProvider#complete}); always so for {@link Outcome#NOT_STARTED}
+ * @param fencingToken the token the run had, for its history entry (0: the one its slot record
+ *     holds; on Redlock a master that missed the token's raise holds its own, lower one)
  */
-public record Completion(Lease lease, Outcome outcome, int attempt, long durationMs, String error, boolean handOver) {
+public record Completion(Lease lease, Outcome outcome, int attempt, long durationMs, String error, boolean handOver, long fencingToken) {
     public Completion {
         Objects.requireNonNull(lease, "lease");
         Objects.requireNonNull(outcome, "outcome");
         Objects.requireNonNull(error, "error");
+    }
+
+    /** A completion whose history entry carries the token its slot record holds. */
+    public Completion(Lease lease, Outcome outcome, int attempt, long durationMs, String error, boolean handOver) {
+        this(lease, outcome, attempt, durationMs, error, handOver, 0);
     }
 
     /** A completion that closes the slot (a hand-over only when the run never started). */

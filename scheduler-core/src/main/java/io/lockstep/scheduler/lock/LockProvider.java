@@ -89,6 +89,22 @@ public interface LockProvider extends AutoCloseable {
      */
     List<Boolean> complete(List<Completion> completions);
 
+    /**
+     * Appends to the history of each slot the outcome of a run that ended after it no longer owned
+     * its slot ({@link #complete} answered false: its lease ran out and a peer recovered or abandoned
+     * it, or a newer run replaced it), marked late ({@code reason: late}), so that the record never
+     * claims a run was lost when its worker later reports it finished. It changes no decision.
+     * Retry-safe: a repeat adds nothing.
+     *
+     * @param workerId the worker whose runs these were
+     * @return per completion, whether its outcome is now in the history (false: the store keeps no
+     *     history, or the slot's record is gone)
+     * @throws LockException when the store could not be reached
+     */
+    default List<Boolean> recordLate(String workerId, List<Completion> completions) {
+        return completions.stream().map(c -> false).toList();
+    }
+
     /** {@link #complete(List)} of one run. */
     default boolean complete(Lease lease, Outcome outcome) {
         return complete(List.of(new Completion(lease, outcome))).get(0);
