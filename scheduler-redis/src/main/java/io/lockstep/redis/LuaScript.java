@@ -11,12 +11,24 @@ import java.util.HexFormat;
 /** A Lua script (a resource beside this class, or a short inline one) with its SHA-1 for {@code EVALSHA}. Immutable. */
 record LuaScript(String name, String source, String sha) {
 
+    /**
+     * A script resource, with each line {@code --! include other.lua} replaced by that resource's
+     * text (a piece several scripts share, as the fencing-token rule in {@code fence.lua}).
+     */
     static LuaScript load(String name) {
+        StringBuilder source = new StringBuilder();
+        for (String line : read(name).split("\n", -1)) {
+            source.append(line.startsWith("--! include ") ? read(line.substring("--! include ".length()).trim()) : line).append('\n');
+        }
+        return of(name, source.substring(0, source.length() - 1));
+    }
+
+    private static String read(String name) {
         try (InputStream in = LuaScript.class.getResourceAsStream(name)) {
             if (in == null) {
                 throw new IllegalStateException("script resource " + name + " is missing from the jar");
             }
-            return of(name, new String(in.readAllBytes(), StandardCharsets.UTF_8));
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -45,18 +45,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
--- The next fencing token: max(counter + 1, server time in microseconds), so tokens never go back,
--- not even after the counter was lost (a restart without persistence, a failover that lost the
--- last increments, an expired key), as long as the servers' clocks are within a failover's time
--- of each other. The counter lives as long as the marks, refreshed by every claim.
-local function next_fence(key, ttl)
-  local fence = tonumber(redis.call('GET', key) or '0') + 1
-  if fence < micros then
-    fence = micros
-  end
-  redis.call('SET', key, string.format('%.0f', fence), 'PX', ttl)
-  return fence
-end
+--! include fence.lua
 
 -- A decision without a run, in the job's decisions stream (as complete.lua adds a run's outcome to its history).
 local function remember(stream, keep, slot_text, worker, outcome, reason, manual)
@@ -224,7 +213,7 @@ local function claim(k, a)
       redis.call('ZREM', running, held)
     end
   end
-  local fence = next_fence(fence_key, a[9])
+  local fence = next_fence(fence_key, a[9], micros)
   decide(staged and 'claimed' or 'running', fence)
   if revoked then
     redis.call('HSET', record, 'revoked', revoked)

@@ -26,6 +26,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
+--! include fence.lua
+
 local function remember(worker, outcome, token, reason, replaced)
   if tonumber(ARGV[9]) > 0 then
     redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[9], '*', 'slot', ARGV[2], 'worker', worker, 'outcome', outcome,
@@ -94,12 +96,7 @@ if holder then
   return reply('busy', 0) -- another run of the job holds the exclusive lease
 end
 keep_undo()
--- The next fencing token, as in claim.lua: max(counter + 1, server time in microseconds).
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
-if fence < micros then
-  fence = micros
-end
-redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ARGV[7])
+local fence = next_fence(KEYS[2], ARGV[7], micros)
 redis.call('HSET', KEYS[1], 'state', 'running', 'token', ARGV[1], 'worker', ARGV[5], 'fence', fence, 'at', now)
 redis.call('HINCRBY', KEYS[1], 'recoveries', 1)
 remember(ARGV[5], 'recovered', string.format('%.0f', fence), unstarted and 'not_started' or 'lease_lost',

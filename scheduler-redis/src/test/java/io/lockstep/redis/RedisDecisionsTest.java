@@ -325,8 +325,7 @@ class RedisDecisionsTest {
             admin.zadd(p.keys().running(job), 1, Long.toString(slot.toEpochMilli()));
             // The claim script is known, the recovery script is not (as after a restart and one claim).
             admin.scriptFlush();
-            admin.scriptLoad(new String(RedisDecisionsTest.class.getResourceAsStream("/io/lockstep/redis/claim.lua")
-                    .readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+            admin.scriptLoad(LuaScript.load("claim.lua").source());
             ClaimRequest fresh = request(RedisFixture.job(), Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5), "fresh", true, Mode.CLAIM);
             admin.sendCommand(Protocol.Command.CONFIG, "RESETSTAT");
             List<ClaimResult> results = p.claim(List.of(fresh,
@@ -335,8 +334,6 @@ class RedisDecisionsTest {
             var stats = own.commandStats();
             assertThat(stats.get("evalsha").calls()).isEqualTo(2);
             assertThat(stats.get("eval").calls()).as("only the unknown script is sent again").isEqualTo(1);
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
         }
     }
 

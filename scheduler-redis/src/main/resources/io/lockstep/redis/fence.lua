@@ -1,0 +1,13 @@
+-- (Included where a script says '--! include fence.lua'.) The next fencing token of a counter:
+-- max(counter + 1, the server's time in microseconds), so tokens never go back, not even after the
+-- counter was lost (a restart without persistence, a failover that lost the last increments, the
+-- counter's own ttl, refreshed on every use), as long as the servers' clocks are within a failover's
+-- time of each other. The one place the rule is written: claims, recoveries and the lock API use it.
+local function next_fence(key, ttl, micros)
+  local fence = tonumber(redis.call('GET', key) or '0') + 1
+  if fence < micros then
+    fence = micros
+  end
+  redis.call('SET', key, string.format('%.0f', fence), 'PX', ttl)
+  return fence
+end
