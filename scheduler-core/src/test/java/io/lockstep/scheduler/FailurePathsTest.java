@@ -95,6 +95,45 @@ class FailurePathsTest {
         assertThat(shared.slotState("report", Instant.parse(first))).contains("done:succeeded");
     }
 
+    /**
+     * m6 of the 2026-12-01 review: a run told its lease is lost that ignores the interrupt (a job
+     * stuck in a library call) still executes on its worker; once its lease has run out in the
+     * store, that worker's own look at the runs in flight must not rerun it beside itself.
+     */
+    @Test
+    void aWorkerNeverRerunsItsOwnRunWhileThatRunStillExecutes() {
+        FaultyStore store = new FaultyStore();
+        JobDefinition stuck = job("stuck", Duration.ofSeconds(1), Duration.ofSeconds(5), Overlap.ALLOW).withRecover(Recover.RERUN);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        Map<String, Integer> starts = new ConcurrentHashMap<>();
+        java.util.concurrent.atomic.AtomicReference<String> first = new java.util.concurrent.atomic.AtomicReference<>();
+        harness.start(Scheduler.builder(store).workerId("w").job(stuck).jobFactory(d -> ctx -> {
+            String slot = ctx.scheduledTime().toString();
+            starts.merge(slot, 1, Integer::sum);
+            if (first.compareAndSet(null, slot)) {
+                store.refuseRenewals = true; // its lease is lost while it runs
+                while (release.getCount() > 0) { // and it ignores the interrupt
+                    try {
+                        release.await();
+                    } catch (InterruptedException ignored) {
+                        // a job stuck in a library call
+                    }
+                }
+            }
+        }));
+        await().atMost(Duration.ofSeconds(5)).until(() -> first.get() != null);
+        String slot = first.get();
+        Instant started = Instant.now();
+        // Its lease (1 s) runs out in the store, and the worker looks at the job's runs in flight.
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.store.runsInFlight(List.of("stuck")).get(0).expired()
+                .contains(Instant.parse(slot)));
+        store.refuseRenewals = false;
+        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(3)).until(() -> starts.get(slot) == 1);
+        assertThat(harness.events().named("slot_recovered")).filteredOn(e -> slot.equals(e.get("slot"))).isEmpty();
+        assertThat(Duration.between(started, Instant.now())).as("the run still executed all along").isGreaterThan(Duration.ofSeconds(2));
+        release.countDown();
+    }
+
     @Test
     void anOutcomeWhoseReplyWasLostIsWrittenOnceAndReportedAsOurs() {
         FaultyStore store = new FaultyStore();
