@@ -102,10 +102,54 @@ final class RedisCalls {
      *     connection and throws {@link Quarantined} (after running the calls) while it is shorter
      */
     RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker, java.util.function.LongSupplier quarantineMillis) {
+        this(jedis, target, breaker, quarantineMillis, null, false);
+    }
+
+    /**
+     * @param markerKey Redlock: the master's deployment marker, read with its uptime; a master
+     *     within its quarantine counts when the marker vouches for it (see {@link #vouches})
+     * @param durable whether the master keeps its data across a restart (declared in
+     *     {@code redis.redlock.durable})
+     */
+    RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker, java.util.function.LongSupplier quarantineMillis, String markerKey,
+            boolean durable) {
         this.jedis = jedis;
         this.target = target;
         this.breaker = breaker;
         this.quarantineMillis = quarantineMillis;
+        this.markerKey = markerKey;
+        this.durable = durable;
+    }
+
+    private final String markerKey;
+    private final boolean durable;
+
+    /** Its circuit breaker's state ({@code closed}, {@code open}, {@code half_open}), or {@code disabled} without one. */
+    String circuitState() {
+        return breaker == null ? "disabled" : breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    /** The uptime read (first in a pipeline): on the same connection as the calls. */
+    Call uptimeCall() {
+        return new Call(UPTIME, List.of(markerKey == null ? "lockstep:{workers}:deployment" : markerKey), List.of());
+    }
+
+    /**
+     * Whether a master up for less than its quarantine counts all the same: its deployment marker
+     * is there (so it did not restart empty while its peers kept theirs) and either it keeps its
+     * data across restarts (declared durable), or the marker was written in this run of the server
+     * (its run_id) as the first of a new deployment on a server without Lockstep's state (it had
+     * nothing a restart could have lost).
+     *
+     * @param reply {@code uptime.lua}'s
+     */
+    boolean vouches(List<?> reply) {
+        String id = text(reply.get(2));
+        return !id.isEmpty() && (durable || "1".equals(text(reply.get(1))));
+    }
+
+    private static String text(Object o) {
+        return o instanceof byte[] b ? new String(b, java.nio.charset.StandardCharsets.UTF_8) : String.valueOf(o);
     }
 
     /**
@@ -167,7 +211,7 @@ final class RedisCalls {
         if (uptime) {
             // First, on the same connection: a restart in between would break the connection, so the
             // uptime read is the uptime of the server that runs the calls.
-            calls.add(new Call(UPTIME, List.of(), List.of()));
+            calls.add(uptimeCall());
         }
         for (T item : items) {
             calls.add(toCall.apply(item));
@@ -177,8 +221,9 @@ final class RedisCalls {
             java.util.Arrays.fill(acknowledged, Long.MAX_VALUE);
             List<Object> replies = ScriptPipeline.run(jedis, calls, replicas, acknowledged);
             if (uptime) {
-                long seconds = asLong("uptime", answered("uptime", replies.remove(0)));
-                if (!pastQuarantine(seconds, quarantine)) {
+                List<?> up = (List<?>) answered("uptime", replies.remove(0));
+                long seconds = asLong("uptime", up.get(0));
+                if (!pastQuarantine(seconds, quarantine) && !vouches(up)) {
                     throw new Quarantined(target, seconds, (quarantine + 999) / 1000);
                 }
                 acknowledged = java.util.Arrays.copyOfRange(acknowledged, 1, acknowledged.length);

@@ -25,8 +25,8 @@ import java.util.Map;
  *   &lt;prefix&gt;:{workers}:seen                 when each was last heard from (zset: id -> server ms)
  *   &lt;prefix&gt;:{workers}:config:&lt;hash&gt;        the job definitions a config hash stands for (hash: job -> JSON)
  *   &lt;prefix&gt;:{workers}:triggers             manual runs requested in the last minute (zset: 'job slot' -> slot ms)
- *   &lt;prefix&gt;:{workers}:claimed:&lt;id&gt;        up to which slot a worker decided the slots preferred to it
- *                                           ('view since through'); ttl: the heartbeat's
+ *   &lt;prefix&gt;:{workers}:operator             Redlock: the latest pause/resume per job on this master (hash: job -> JSON); no ttl
+ *   &lt;prefix&gt;:{workers}:deployment           Redlock: this master's deployment marker (hash: id, created, run, fresh); no ttl
  * </pre>
  *
  * @param prefix the key prefix
@@ -105,6 +105,11 @@ public record RedisKeys(String prefix, boolean cluster) {
 
     String triggers() {
         return prefix + ":{workers}:triggers";
+    }
+
+    /** Redlock: this master's deployment marker ({@code marker.lua}). */
+    String deployment() {
+        return prefix + ":{workers}:deployment";
     }
 
     /** Redlock: the latest operator command (pause, resume) each job was given on this master ({@code operator.lua}). */

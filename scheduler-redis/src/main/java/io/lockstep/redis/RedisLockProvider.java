@@ -68,11 +68,17 @@ public final class RedisLockProvider implements LockProvider {
     /** One server (or Sentinel, or Cluster); {@code quarantineMillis}: a Redlock master's restart quarantine, else 0. */
     RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
             int historyKeep, java.util.function.LongSupplier quarantineMillis) {
+        this(jedis, ownsClient, prefix, target, replicas, historyKeep, quarantineMillis, false);
+    }
+
+    /** @param durable a Redlock master declared in {@code redis.redlock.durable} (see {@link RedisCalls#vouches}) */
+    RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
+            int historyKeep, java.util.function.LongSupplier quarantineMillis, boolean durable) {
         this.jedis = jedis;
-        this.calls = new RedisCalls(jedis, target, null, quarantineMillis);
-        this.ownsClient = ownsClient;
         this.keys = new RedisKeys(prefix,
                 jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster);
+        this.calls = new RedisCalls(jedis, target, null, quarantineMillis, keys.deployment(), durable);
+        this.ownsClient = ownsClient;
         this.members = new RedisMembers(jedis, calls, keys);
         this.claims = new ClaimScripts(calls, keys, replicas, target, historyKeep);
         this.leaseScripts = new LeaseScripts(calls, keys, replicas, target, historyKeep);

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
@@ -195,10 +196,31 @@ public final class RedisLocks implements AutoCloseable {
     /**
      * The circuit breaker's state: {@code closed} (calls go out), {@code open} (Redis kept failing;
      * calls fail fast with a {@link LockException} until the cool-down ends), {@code half_open} (a few
-     * probes go out), or {@code disabled} when built without one.
+     * probes go out), or {@code disabled} when built without one. On Redlock each master has its own
+     * breaker: this is the state of most of them, so {@code open} means no majority can be asked
+     * ({@link #circuitStates()} has each).
      */
     public String circuitState() {
-        return server == null || server.breaker == null ? "disabled" : server.breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
+        if (redlock == null) {
+            return server.breaker == null ? "disabled" : server.breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
+        }
+        Map<String, Long> counts = circuitStates().values().stream()
+                .collect(java.util.stream.Collectors.groupingBy(s -> s, java.util.stream.Collectors.counting()));
+        // The state a majority of the masters' breakers are in; none: some fail, the rest still decide.
+        return counts.entrySet().stream().filter(e -> e.getValue() >= redlock.nodes.quorum()).map(Map.Entry::getKey).findFirst()
+                .orElse("half_open");
+    }
+
+    /** Each master's circuit breaker state by its name, in order (one entry, {@code redis}, on one server). */
+    public Map<String, String> circuitStates() {
+        if (redlock == null) {
+            return Map.of("redis", circuitState());
+        }
+        Map<String, String> states = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < redlock.nodes.nodes().size(); i++) {
+            states.put(redlock.nodes.names().get(i), redlock.nodes.nodes().get(i).circuitState());
+        }
+        return states;
     }
 
     /** Extends one lock; whether it was still ours (on Redlock: on a quorum). */

@@ -40,7 +40,7 @@ final class RedisMembers {
      * A heartbeat as one master answered it, with what Redlock compares across masters: the manual
      * runs requested as stored ({@code '<job> <slot ms>'}) and the operator commands (job to JSON).
      */
-    record Beat(Heartbeat heartbeat, List<String> triggers, Map<String, String> commands) {}
+    record Beat(Heartbeat heartbeat, List<String> triggers, Map<String, String> commands, String marker) {}
 
     Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
         return beat(self, ttl).heartbeat();
@@ -48,7 +48,7 @@ final class RedisMembers {
 
     Beat beat(WorkerInfo self, Duration ttl) {
         Object reply = calls.call("heartbeat", new RedisCalls.Call(HEARTBEAT,
-                List.of(keys.workers(), keys.seen(), keys.config(self.configHash()), keys.triggers(), keys.operator()),
+                List.of(keys.workers(), keys.seen(), keys.config(self.configHash()), keys.triggers(), keys.operator(), keys.deployment()),
                 List.of(self.id(), toJson(self), Long.toString(ttl.toMillis()))));
         List<?> r = (List<?>) reply;
         List<String> stored = new ArrayList<>();
@@ -68,10 +68,34 @@ final class RedisMembers {
         // On Redis Cluster the heartbeat's master is not the clock of every job: leave the clock to its probe.
         long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
         return new Beat(new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3)), triggers, serverTime,
-                calls.asLong("heartbeat", r.get(1)) == 1), stored, commands);
+                calls.asLong("heartbeat", r.get(1)) == 1), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
     }
 
     private static final LuaScript OPERATOR = LuaScript.load("operator.lua");
+    private static final LuaScript MARKER = LuaScript.load("marker.lua");
+
+    /** Redlock: this master's deployment marker's id, "" when it has none. */
+    String marker() {
+        try {
+            String id = jedis.hget(keys.deployment(), "id");
+            return id == null ? "" : id;
+        } catch (JedisException e) {
+            throw calls.wrap("marker", e);
+        }
+    }
+
+    /**
+     * Redlock: writes the deployment marker {@code id} on this master unless it has one
+     * ({@code marker.lua}); {@code fresh}: a new deployment's, which vouches for a master without
+     * Lockstep's state (its own keys are what tells).
+     */
+    String mark(String id, boolean fresh) {
+        // Keys only a server where Lockstep ran lately has: live workers, operators' commands, manual
+        // runs, and the marks of the probe every worker start writes (kept 7 days).
+        List<String> state = List.of(keys.deployment(), keys.seen(), keys.operator(), keys.triggers(), keys.marks(StartCheck.PREFLIGHT_JOB));
+        return text(calls.call("marker", new RedisCalls.Call(MARKER, state,
+                List.of(id, Long.toString(System.currentTimeMillis()), fresh ? "new" : "copy"))));
+    }
 
     /**
      * Redlock: applies an operator's command about {@code job} on this master unless it has a newer

@@ -75,6 +75,7 @@ final class RedlockMembers {
      * it was given. A master that cannot be repaired now is repaired by a later heartbeat.
      */
     private void repair(List<Quorum.Vote<RedisMembers.Beat>> votes) {
+        copyMarker(votes);
         Map<String, String> newest = new java.util.HashMap<>();
         java.util.Set<String> allTriggers = new java.util.HashSet<>();
         for (Quorum.Vote<RedisMembers.Beat> v : votes) {
@@ -119,6 +120,23 @@ final class RedlockMembers {
                 .addKeyValue("masters", String.join(",", commandsFor.keySet()))
                 .addKeyValue("jobs", String.join(",", new java.util.TreeSet<>(commandsFor.values().stream().flatMap(m -> m.keySet().stream()).toList())))
                 .log("redlock masters an operator's command or a manual run missed were brought to the newest");
+    }
+
+    /**
+     * Copies the deployment marker to masters that answered without one while another has it (they
+     * restarted empty): a copy vouches for nothing, so they sit out the restart quarantine as any
+     * restarted master, but a later restart with their data (declared durable) is told apart.
+     */
+    private void copyMarker(List<Quorum.Vote<RedisMembers.Beat>> votes) {
+        String id = votes.stream().filter(v -> v.kind() != Quorum.Kind.FAILED).map(v -> v.answer().marker()).filter(m -> !m.isEmpty())
+                .findFirst().orElse("");
+        List<String> lacking = votes.stream().filter(v -> v.kind() != Quorum.Kind.FAILED && v.answer().marker().isEmpty())
+                .map(Quorum.Vote::node).toList();
+        if (id.isEmpty() || lacking.isEmpty()) {
+            return;
+        }
+        List<String> names = nodes.names();
+        nodes.ask(p -> lacking.contains(names.get(nodes.nodes().indexOf(p))) ? p.members().mark(id, false) : id, nodeWait);
     }
 
     /** Of two commands about one job, the newer (by time; the same time: the greater text, so every worker picks the same). */

@@ -18,8 +18,9 @@ final class RedlockStart {
 
     static void run(RedlockStore store) {
         Quorum<RedisLockProvider> nodes = store.quorum();
+        markNewDeployment(nodes);
         List<Quorum.Vote<Boolean>> votes = nodes.ask(p -> {
-            p.calls().call("uptime", new RedisCalls.Call(RedisCalls.UPTIME, List.of(), List.of()));
+            p.calls().call("uptime", p.calls().uptimeCall());
             try {
                 p.ping();
             } catch (RedisCalls.Quarantined e) {
@@ -46,5 +47,27 @@ final class RedlockStart {
             LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "redlock_master_down").addKeyValue("target", node)
                     .log("a redlock master does not answer; decisions go on with a majority of the others");
         }
+    }
+
+    /**
+     * A new set of masters (a majority answers, and none has a deployment marker) gets its marker
+     * before anything else is written (the probe that follows would look like Lockstep's state):
+     * a master without Lockstep's state then counts at once instead of sitting out the restart
+     * quarantine, since it had nothing a restart could have lost. Masters that later lack the
+     * marker while the others have it restarted empty: they sit out the quarantine, and the
+     * heartbeat copies the marker to them (a copy vouches for nothing). A loss of every master's
+     * state at once looks like a new deployment; Redlock's model already excludes it (a majority
+     * failing together loses records whatever the quarantine).
+     */
+    private static void markNewDeployment(Quorum<RedisLockProvider> nodes) {
+        List<Quorum.Vote<String>> markers = nodes.ask(p -> p.members().marker(), java.time.Duration.ofSeconds(30));
+        if (Quorum.written(markers) < nodes.quorum()
+                || markers.stream().anyMatch(v -> v.kind() != Quorum.Kind.FAILED && !v.answer().isEmpty())) {
+            return;
+        }
+        String id = java.util.UUID.randomUUID().toString();
+        nodes.ask(p -> p.members().mark(id, true), java.time.Duration.ofSeconds(30));
+        LoggerFactory.getLogger("io.lockstep.events").atInfo().addKeyValue("event", "redlock_new_deployment").addKeyValue("deployment", id)
+                .log("no redlock master has a deployment marker: a new set of masters; those without Lockstep's state count at once");
     }
 }

@@ -5,10 +5,11 @@
 -- KEYS[3] the config this worker published (hash: job -> JSON)
 -- KEYS[4] manual runs requested (zset: '<job> <slot ms>' -> slot ms)
 -- KEYS[5] Redlock: the operator commands this master was given (hash: job -> JSON, see operator.lua)
+-- KEYS[6] Redlock: the deployment marker (hash, see marker.lua)
 -- ARGV[1] worker id  ARGV[2] its JSON  ARGV[3] ttl (ms): the same for every caller (WorkerInfo.HEARTBEAT_TTL),
 -- since each call ages out everyone not seen within it
 -- Returns {server ms, 1 if KEYS[3] exists else 0, {id, JSON, id, JSON, ...}, {id, last seen, ...},
--- {'<job> <slot ms>', ...}, {job, command, job, command, ...}}.
+-- {'<job> <slot ms>', ...}, {job, command, job, command, ...}, the marker's id or ''}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[3])
@@ -24,4 +25,4 @@ redis.call('PEXPIRE', KEYS[2], ttl)
 local published = redis.call('PEXPIRE', KEYS[3], ttl)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. (now - 60000))
 return {now, published, redis.call('HGETALL', KEYS[1]), redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES'),
-    redis.call('ZRANGE', KEYS[4], 0, -1), redis.call('HGETALL', KEYS[5])}
+    redis.call('ZRANGE', KEYS[4], 0, -1), redis.call('HGETALL', KEYS[5]), redis.call('HGET', KEYS[6], 'id') or ''}

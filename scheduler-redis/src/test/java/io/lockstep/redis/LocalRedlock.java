@@ -24,6 +24,14 @@ public final class LocalRedlock implements AutoCloseable {
         }
     }
 
+    /** A set of servers started by the caller (say, some with persistence). */
+    public LocalRedlock(List<LocalRedisServer> started) {
+        for (LocalRedisServer server : started) {
+            servers.add(server);
+            clients.add(client(server));
+        }
+    }
+
     public static RedisClient client(LocalRedisServer server) {
         return RedisClient.builder().hostAndPort(server.host(), server.port())
                 .clientConfig(redis.clients.jedis.DefaultJedisClientConfig.builder().timeoutMillis(1_000).build()).build();

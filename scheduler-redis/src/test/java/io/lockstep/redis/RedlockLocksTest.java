@@ -282,4 +282,25 @@ class RedlockLocksTest {
         assertThatThrownBy(() -> locks.tryAcquire(RedisFixture.job(), LEASE.plusMillis(1)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxLease");
     }
+
+    /**
+     * Each master has its own circuit breaker on Redlock; {@code circuitState()} said "disabled" there
+     * (issue 20). A killed master's breaker opens while the others stay closed: the locks still work,
+     * the state is the majority's, and {@code circuitStates()} names the master that fails.
+     */
+    @Test
+    void eachMastersCircuitBreakerIsReportedAndTheStateIsTheMajoritys() {
+        try (RedisLocks guarded = RedisLocks.redlockBuilder(nodes.clients).nodeNames(nodes.names()).maxLease(LEASE)
+                .circuitBreaker(io.github.resilience4j.circuitbreaker.CircuitBreakerConfig.from(RedisLocks.DEFAULT_CIRCUIT_BREAKER)
+                        .waitDurationInOpenState(Duration.ofMinutes(1)).build()).build()) {
+            assertThat(guarded.circuitStates()).hasSize(5).containsValues("closed");
+            nodes.servers.get(2).kill();
+            for (int i = 0; i < 12; i++) {
+                guarded.tryAcquire(RedisFixture.job(), LEASE).orElseThrow().release(); // four masters of five still grant it
+            }
+            assertThat(guarded.circuitStates()).containsEntry(nodes.names().get(2), "open")
+                    .containsEntry(nodes.names().get(0), "closed");
+            assertThat(guarded.circuitState()).as("the majority's").isEqualTo("closed");
+        }
+    }
 }

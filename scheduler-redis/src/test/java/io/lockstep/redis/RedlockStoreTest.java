@@ -356,6 +356,87 @@ class RedlockStoreTest {
                 .as("negative control: without the quarantine the slot is won a second time").isEqualTo(ClaimResult.Status.CLAIMED);
     }
 
+    /**
+     * Issue 20: a brand-new set of masters sat out the whole quarantine (every slot reported missed
+     * for minutes at a deployment's first start). The first start check finds no master with a
+     * deployment marker and writes one: masters without Lockstep's state count at once. A master
+     * that later restarts empty lacks the marker while its peers have it, and still sits out its
+     * quarantine; the marker the heartbeat copies to it vouches for nothing.
+     */
+    @Test
+    void aNewSetOfMastersCountsAtOnceAndOneRestartedEmptyStillSitsOutItsQuarantine() {
+        Duration quarantine = Duration.ofMinutes(5);
+        RedisLockProvider p = redlock(Optional.of(quarantine));
+        String job = job();
+        assertThatThrownBy(() -> status(p, claim(job(), slotNow(p), "before"))).as("new masters, before the start check")
+                .isInstanceOf(LockException.class).hasMessageContaining("quarantined");
+        p.ping(); // a worker's start check: no marker anywhere, a new deployment
+        assertThat(status(p, claim(job, slotNow(p).minusSeconds(1), "a"))).isEqualTo(ClaimResult.Status.CLAIMED);
+
+        nodes.servers.get(0).restart(); // empty: no marker, while its peers have one
+        nodes.servers.get(1).pause();
+        nodes.servers.get(2).pause();
+        try {
+            // (The first try may meet a broken pooled connection to master 0; the answer is the same.)
+            assertThatThrownBy(() -> status(p, claim(job, slotNow(p), "b"))).isInstanceOf(LockException.class);
+            assertThatThrownBy(() -> status(p, claim(job, slotNow(p), "b"))).as("masters 0, 3, 4 answer; 0 restarted empty")
+                    .isInstanceOf(LockException.class).hasMessageContaining("only 2 of 5").hasMessageContaining("quarantined");
+            Instant now = Instant.ofEpochMilli(p.serverTimeMillis());
+            p.heartbeat(new io.lockstep.scheduler.lock.WorkerInfo("w", "h", 1, "v", now, 1, 0, "c", now), Duration.ofSeconds(10));
+            try (redis.clients.jedis.RedisClient restarted = LocalRedlock.client(nodes.servers.get(0))) {
+                assertThat(restarted.hget(p.keys().deployment(), "fresh")).as("the marker copied to it").isEqualTo("0");
+            }
+            assertThatThrownBy(() -> status(p, claim(job, slotNow(p), "b"))).as("a copied marker vouches for nothing")
+                    .isInstanceOf(LockException.class).hasMessageContaining("quarantined");
+        } finally {
+            nodes.servers.get(1).resume();
+            nodes.servers.get(2).resume();
+        }
+    }
+
+    /**
+     * A master declared durable ({@code redis.redlock.durable}: {@code appendfsync always}) that
+     * restarts with its data keeps its marker and counts at once; the same master not declared
+     * durable sits out its quarantine (its AOF could be older than its last writes).
+     */
+    @Test
+    void aMasterDeclaredDurableThatRestartsWithItsDataCountsAtOnce() {
+        nodes.close();
+        List<LocalRedisServer> started = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            started.add(LocalRedisServer.start("--appendonly", "yes", "--appendfsync", "always"));
+        }
+        nodes = new LocalRedlock(started);
+        Duration quarantine = Duration.ofMinutes(5);
+        RedisSettings.Redlock durable = new RedisSettings.Redlock(nodes.names(), Duration.ofMillis(300), Optional.of(quarantine),
+                List.of(nodes.names().get(0)));
+        RedisLockProvider p = RedisLockProvider.builder().settings(new RedisSettings(durable, "lockstep", Duration.ofSeconds(1),
+                Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build();
+        providers.add(p);
+        RedisLockProvider plain = redlock(Optional.of(quarantine));
+        p.ping();
+        String job = job();
+        assertThat(status(p, claim(job, slotNow(p).minusSeconds(1), "a"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        Instant slot = slotNow(p);
+        nodes.servers.get(0).restart(); // SIGKILL, then up again from its AOF
+        try (redis.clients.jedis.RedisClient restarted = LocalRedlock.client(nodes.servers.get(0))) {
+            assertThat(restarted.hget(p.keys().deployment(), "fresh")).as("restarted with its data").isEqualTo("1");
+        }
+        nodes.servers.get(1).pause();
+        try {
+            // (The first try may meet a broken pooled connection to master 0; the answer is the same.)
+            String other = job(); // what a quarantined master is told is still written there
+            assertThatThrownBy(() -> status(plain, claim(other, slot, "c"))).isInstanceOf(LockException.class);
+            assertThatThrownBy(() -> status(plain, claim(other, slot, "c"))).as("not declared durable: quarantined")
+                    .isInstanceOf(LockException.class).hasMessageContaining("quarantined");
+            String third = job();
+            await().atMost(Duration.ofSeconds(10)).ignoreExceptions()
+                    .until(() -> status(p, claim(third, slot, "b")) == ClaimResult.Status.CLAIMED);
+        } finally {
+            nodes.servers.get(1).resume();
+        }
+    }
+
     @Test
     void theQuarantineGrowsToTheLongestRecordTtlOfTheClaimsMade() {
         // Auto (the default): fresh masters, up for less than the record ttl of the claim (minutes),

@@ -22,7 +22,7 @@ final class RedisSection {
             "waitReplicas", "waitTimeout");
     static final Set<String> SENTINEL_KEYS = Set.of("master", "nodes", "user", "password");
     static final Set<String> CLUSTER_KEYS = Set.of("nodes");
-    static final Set<String> REDLOCK_KEYS = Set.of("nodes", "nodeTimeout", "quarantine");
+    static final Set<String> REDLOCK_KEYS = Set.of("nodes", "nodeTimeout", "quarantine", "durable");
     static final Set<String> TLS_KEYS = Set.of("enabled", "caCert", "clientCert", "clientKey");
 
     private final ConfigNodes nodes;
@@ -129,7 +129,26 @@ final class RedisSection {
             nodes.problem(m.get("nodeTimeout"), "redis.redlock.nodeTimeout", "must be at least 1ms, but was " + Durations.format(nodeTimeout));
         }
         Optional<Duration> quarantine = nodes.duration(m.get("quarantine"), "redis.redlock.quarantine");
-        return new RedisSettings.Redlock(hosts, nodeTimeout, quarantine);
+        List<String> durable = new ArrayList<>();
+        if (m.containsKey("durable")) {
+            Node list = m.get("durable");
+            if (!(list instanceof SequenceNode sequence)) {
+                nodes.problem(list, "redis.redlock.durable", "must be a list of masters from redis.redlock.nodes, but was " + ConfigNodes.describe(list));
+            } else {
+                for (int i = 0; i < sequence.getValue().size(); i++) {
+                    Node item = sequence.getValue().get(i);
+                    int index = i;
+                    nodes.string(item, "redis.redlock.durable[" + i + "]").ifPresent(master -> {
+                        if (!hosts.contains(master)) {
+                            nodes.problem(item, "redis.redlock.durable[" + index + "]", "\"" + master + "\" is not one of redis.redlock.nodes");
+                        } else {
+                            durable.add(master);
+                        }
+                    });
+                }
+            }
+        }
+        return new RedisSettings.Redlock(hosts, nodeTimeout, quarantine, durable);
     }
 
     /** {@code nodes}: a non-empty list of {@code host:port}. */

@@ -105,13 +105,23 @@ public record RedisSettings(Endpoint endpoint, String keyPrefix, Duration timeou
      * @param quarantine how long a restarted master sits out (written to, not counted); empty: the
      *     longest record ttl of any claim made (the safe value); zero: off
      */
-    public record Redlock(List<String> nodes, Duration nodeTimeout, Optional<Duration> quarantine) implements Endpoint {
+    /**
+     * @param durable the masters (of {@code nodes}) whose data survives a restart up to the last
+     *     write ({@code appendonly yes}, {@code appendfsync always}): one restarted with its data
+     *     counts at once instead of sitting out the quarantine
+     */
+    public record Redlock(List<String> nodes, Duration nodeTimeout, Optional<Duration> quarantine, List<String> durable) implements Endpoint {
         public static final Duration DEFAULT_NODE_TIMEOUT = Duration.ofMillis(200);
 
         public Redlock {
             nodes = List.copyOf(nodes);
             Objects.requireNonNull(nodeTimeout, "nodeTimeout");
             quarantine = quarantine == null ? Optional.empty() : quarantine;
+            durable = durable == null ? List.of() : List.copyOf(durable);
+        }
+
+        public Redlock(List<String> nodes, Duration nodeTimeout, Optional<Duration> quarantine) {
+            this(nodes, nodeTimeout, quarantine, List.of());
         }
 
         @Override

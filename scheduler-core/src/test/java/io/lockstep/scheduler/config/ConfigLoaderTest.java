@@ -377,6 +377,15 @@ class ConfigLoaderTest {
                 jobs: [ { name: a, cron: "@daily", class: x.A } ]
                 """)).extracting(ConfigProblem::toString).containsExactly(
                 "jobs.yaml:1: redis.redlock.nodes: lists a master twice: each must be a separate server");
+        assertThat(((RedisSettings.Redlock) LOADER.load("jobs.yaml", """
+                redis: { redlock: { nodes: [a:1, b:1, c:1], durable: [b:1] } }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """).redis().endpoint()).durable()).containsExactly("b:1");
+        assertThat(problems("""
+                redis: { redlock: { nodes: [a:1, b:1, c:1], durable: [d:1] } }
+                jobs: [ { name: a, cron: "@daily", class: x.A } ]
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:1: redis.redlock.durable[0]: \"d:1\" is not one of redis.redlock.nodes");
     }
 
     /** A job that declares its params type. */
