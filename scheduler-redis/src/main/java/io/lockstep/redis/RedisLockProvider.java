@@ -66,11 +66,6 @@ public final class RedisLockProvider implements LockProvider {
     private final RedlockStore redlock;
 
     /** One server (or Sentinel, or Cluster); {@code quarantineMillis}: a Redlock master's restart quarantine, else 0. */
-    RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
-            int historyKeep, java.util.function.LongSupplier quarantineMillis) {
-        this(jedis, ownsClient, prefix, target, replicas, historyKeep, quarantineMillis, false);
-    }
-
     /** @param durable a Redlock master declared in {@code redis.redlock.durable} (see {@link RedisCalls#vouches}) */
     RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
             int historyKeep, java.util.function.LongSupplier quarantineMillis, boolean durable) {
@@ -386,7 +381,7 @@ public final class RedisLockProvider implements LockProvider {
         public RedisLockProvider build() {
             RedisCalls.Replicas replicas = new RedisCalls.Replicas(waitReplicas, waitTimeout);
             if (client != null) {
-                return new RedisLockProvider(client, false, keyPrefix, description, replicas, historyKeep, () -> 0);
+                return new RedisLockProvider(client, false, keyPrefix, description, replicas, historyKeep, () -> 0, false);
             }
             RedisSettings effective = settings != null ? settings : new RedisSettings(new RedisSettings.Standalone(uri), keyPrefix,
                     timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF, waitReplicas,
@@ -395,7 +390,7 @@ public final class RedisLockProvider implements LockProvider {
                 return new RedisLockProvider(RedlockStore.create(effective, r, historyKeep), keyPrefix);
             }
             RedisClients.Built built = RedisClients.create(effective);
-            return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas, historyKeep, () -> 0);
+            return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas, historyKeep, () -> 0, false);
         }
 
     }

@@ -367,15 +367,9 @@ final class RedlockStore {
                     }
                 }
             }
-            // A run is dead only when a majority of the masters say so: what one master alone holds
-            // (a recovery or a claim that won no majority there) is not a run, and recovering it
-            // would be taken on the others, once per lease, forever.
-            TreeSet<Instant> expired = new TreeSet<>();
-            expiredOn.forEach((slot, n) -> {
-                if (n >= nodes.quorum()) {
-                    expired.add(slot);
-                }
-            });
+            // Dead only when a majority says so: what one master alone holds (a recovery or claim that
+            // won no majority) is no run, and recovering it would be taken elsewhere, once per lease.
+            TreeSet<Instant> expired = new TreeSet<>(expiredOn.keySet().stream().filter(slot -> expiredOn.get(slot) >= nodes.quorum()).toList());
             merged.add(new RunsInFlight(jobs.get(i), List.copyOf(expired), next));
         }
         return merged;
