@@ -295,6 +295,7 @@ final class Claimer {
      * by a majority like any decision, while the slot's record could still tell.
      */
     private void noQuorum(DueSlot d, long lateness, String lockName) {
+        d.newToken();
         Instant now = clock.now();
         Instant again = d.recovery() ? recoveryRetry(d, now) : now.plusMillis(ThreadLocalRandom.current().nextLong(NO_QUORUM_RETRY_MIN.toMillis(),
                 NO_QUORUM_RETRY_MAX.toMillis() + 1));

@@ -12,8 +12,8 @@ import java.util.function.Supplier;
  * {@link Kind} (what it is: a scheduled claim, a manual run, a catch-up, a recovery) never changes;
  * its stage changes only through the transitions below, each of which checks the stage it comes
  * from: a move the table does not allow is a bug, and throws {@link IllegalStateException} naming
- * the slot and both stages. Its token stays the same across retries, so a repeated request whose
- * reply was lost gets the same answer.
+ * the slot and both stages. Its token stays the same across retries (a Redlock split excepted), so a
+ * repeated request whose reply was lost gets the same answer.
  *
  * <p>The tick thread decides (the {@link Preference}, the {@link Claimer}) by moving the slot on;
  * the {@link SlotQueue} then files it by its stage, once ({@link SlotQueue#place}): queued by its
@@ -321,12 +321,14 @@ final class DueSlot implements Comparable<DueSlot> {
         return m == ClaimRequest.Mode.CLAIM || m == ClaimRequest.Mode.CATCH_UP || m == ClaimRequest.Mode.RECOVER;
     }
 
-    /** The slot's token, the same on every request; drawn on its first one. */
+    /** The slot's token, the same on every request (a lost reply's repeat is answered alike); drawn on its first one. */
     String token(Supplier<String> draw) {
-        if (token == null) {
-            token = draw.get();
-        }
-        return token;
+        return token == null ? (token = draw.get()) : token;
+    }
+
+    /** Redlock gave back what a split vote wrote: the next request draws a new token, so that a give-back landing late undoes nothing of it. */
+    void newToken() {
+        token = null;
     }
 
     String missReason() {

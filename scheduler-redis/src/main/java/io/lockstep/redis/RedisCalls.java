@@ -131,21 +131,22 @@ final class RedisCalls {
 
     /** The uptime read (first in a pipeline): on the same connection as the calls. */
     Call uptimeCall() {
-        return new Call(UPTIME, List.of(markerKey == null ? "lockstep:{workers}:deployment" : markerKey), List.of());
+        return new Call(UPTIME, markerKey == null ? List.of() : List.of(markerKey), List.of());
     }
 
     /**
-     * Whether a master up for less than its quarantine counts all the same: its deployment marker
-     * is there (so it did not restart empty while its peers kept theirs) and either it keeps its
-     * data across restarts (declared durable), or the marker was written in this run of the server
-     * (its run_id) as the first of a new deployment on a server without Lockstep's state (it had
-     * nothing a restart could have lost).
+     * Whether a master up for less than its quarantine counts all the same, by its deployment
+     * marker: the marker was written in this run of the server (its run_id) as the first of a new
+     * deployment on a server without Lockstep's state (it had nothing a restart could have lost);
+     * or the master keeps its data across restarts (declared durable) and its marker came back
+     * with it from an earlier run. A marker copied to it in this run (it restarted empty: the
+     * heartbeat copies its peers') vouches for nothing, durable or not. The lock API reads no
+     * marker: nothing vouches there.
      *
      * @param reply {@code uptime.lua}'s
      */
     boolean vouches(List<?> reply) {
-        String id = text(reply.get(2));
-        return !id.isEmpty() && (durable || "1".equals(text(reply.get(1))));
+        return "1".equals(text(reply.get(1))) || (durable && "1".equals(text(reply.get(3))));
     }
 
     private static String text(Object o) {

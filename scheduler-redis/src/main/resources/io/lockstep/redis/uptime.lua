@@ -3,12 +3,18 @@
 -- restarted (and so may have come back without the records it held) is written to, but its answers
 -- do not count until it has been up longer than any record can live (the restart quarantine),
 -- unless its deployment marker vouches for it (see marker.lua).
--- KEYS[1] the deployment marker (hash)
--- Returns {uptime (s), '1' if the marker vouches for this run of the server (it was written in this
--- run, as the first of a new deployment, on a server without Lockstep's state: the server had
--- nothing a restart could have lost), else '0', the marker's id ('' if none)}. A run of the server
--- is its run_id, new at every start.
+-- KEYS[1] the scheduler's deployment marker (hash); none for the lock API (nothing vouches there)
+-- Returns {uptime (s), '1' if the marker was written in this run of the server (its run_id, new at
+-- every start) as the first of a new deployment on a server without Lockstep's state (the server
+-- had nothing a restart could have lost), else '0', the marker's id ('' if none), '1' if the
+-- marker was written in an earlier run of the server (it came back with its data), else '0'}.
 local info = redis.call('INFO', 'server')
+local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+if #KEYS == 0 then
+  return {up, '0', '', '0'}
+end
+local run = string.match(info, 'run_id:(%w+)')
 local m = redis.call('HMGET', KEYS[1], 'id', 'run', 'fresh')
-local fresh = (m[3] == '1' and m[2] == string.match(info, 'run_id:(%w+)')) and '1' or '0'
-return {tonumber(string.match(info, 'uptime_in_seconds:(%d+)')), fresh, m[1] or ''}
+local fresh = (m[3] == '1' and m[2] == run) and '1' or '0'
+local survived = (m[1] and m[2] ~= run) and '1' or '0'
+return {up, fresh, m[1] or '', survived}

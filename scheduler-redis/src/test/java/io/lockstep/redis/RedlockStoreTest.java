@@ -435,6 +435,28 @@ class RedlockStoreTest {
         } finally {
             nodes.servers.get(1).resume();
         }
+
+        // Declared durable, but back empty (its AOF replays a FLUSHALL): no marker, so quarantined;
+        // the copy the heartbeat gives it was written in this run and vouches for nothing.
+        try (redis.clients.jedis.RedisClient direct = LocalRedlock.client(nodes.servers.get(0))) {
+            direct.flushAll();
+        }
+        nodes.servers.get(0).restart();
+        Instant now = Instant.ofEpochMilli(p.serverTimeMillis());
+        p.heartbeat(new io.lockstep.scheduler.lock.WorkerInfo("w", "h", 1, "v", now, 1, 0, "c", now), Duration.ofSeconds(10));
+        p.heartbeat(new io.lockstep.scheduler.lock.WorkerInfo("w", "h", 1, "v", now, 1, 0, "c", now), Duration.ofSeconds(10));
+        try (redis.clients.jedis.RedisClient direct = LocalRedlock.client(nodes.servers.get(0))) {
+            assertThat(direct.hget(p.keys().deployment(), "id")).as("the marker copied back").isNotNull();
+        }
+        nodes.servers.get(1).pause();
+        try {
+            String fourth = job();
+            assertThatThrownBy(() -> status(p, claim(fourth, slot, "d"))).isInstanceOf(LockException.class);
+            assertThatThrownBy(() -> status(p, claim(fourth, slot, "d"))).as("durable, restarted empty: quarantined")
+                    .isInstanceOf(LockException.class).hasMessageContaining("quarantined");
+        } finally {
+            nodes.servers.get(1).resume();
+        }
     }
 
     @Test
