@@ -234,17 +234,14 @@ final class ClaimScripts {
     /**
      * A request to give back ({@code unclaim.lua}): its lease, and what goes: {@code all} records of
      * the claim, or only a {@code running} one (a majority decided the slot otherwise); for a
-     * recovery, {@code recovery} (the dead run as it was) or {@code recovery:<state>} (except a
-     * record of ours in that state: a majority decided it).
+     * recovery, {@code recovery} (the dead run as it was, to be recovered again),
+     * {@code recovery-taken} (its record as it was, but out of the running index: another recoverer
+     * won) or {@code recovery:<state>} (except a record of ours in that state: a majority decided it).
      */
     record GiveBack(Lease lease, String mode) {
 
         GiveBack(Lease lease, boolean all) {
             this(lease, all ? "all" : "running");
-        }
-
-        static GiveBack recovery(Lease lease, String keepState) {
-            return new GiveBack(lease, keepState == null ? "recovery" : "recovery:" + keepState);
         }
     }
 
@@ -258,6 +255,22 @@ final class ClaimScripts {
             return new RedisCalls.Call(UNCLAIM, List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job())),
                     List.of(l.token(), Long.toString(l.slot().toEpochMilli()), g.mode()));
         });
+    }
+
+    private static final LuaScript PRUNE = LuaScript.load("prune.lua");
+
+    /** Redlock: drops this master's stale entries of {@code job} that no majority reports expired ({@code prune.lua}). */
+    void prune(String job, List<java.time.Instant> slots, java.time.Duration age) {
+        List<String> callKeys = new ArrayList<>(1 + slots.size() * 3);
+        List<String> args = new ArrayList<>(slots.size() + 1);
+        callKeys.add(keys.running(job));
+        for (java.time.Instant slot : slots) {
+            callKeys.addAll(List.of(keys.slot(job, slot.toEpochMilli()), keys.lease(new Lease(job, slot, "-", age, true)),
+                    keys.lease(new Lease(job, slot, "-", age, false))));
+            args.add(Long.toString(slot.toEpochMilli()));
+        }
+        args.add(Long.toString(age.toMillis()));
+        calls.call("prune", new RedisCalls.Call(PRUNE, callKeys, args));
     }
 
     /** {@link io.lockstep.scheduler.lock.LockProvider#runsInFlight} on this server ({@code runs.lua}, one round trip). */

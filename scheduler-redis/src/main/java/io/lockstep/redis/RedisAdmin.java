@@ -254,11 +254,7 @@ public final class RedisAdmin {
      */
     public void pause(String job, String note, Optional<Duration> duration, String by) {
         if (redlock != null) {
-            // To every master that answers, stamped with the time a majority of their clocks had
-            // passed; those that missed it are brought to it by the workers' heartbeat (newest wins).
-            long at = provider.serverTimeMillis();
-            String command = RedisMembers.command(at, true, note, by, duration.map(d -> at + d.toMillis()).orElse(0L));
-            onMasters("pause", a -> a.provider.members().command(job, command));
+            command("pause", job, true, note, by, duration);
             return;
         }
         try {
@@ -277,14 +273,40 @@ public final class RedisAdmin {
     /** Ends the job's pause; false when it was not paused. */
     public boolean resume(String job) {
         if (redlock != null) {
-            String command = RedisMembers.command(provider.serverTimeMillis(), false, "", "", 0);
-            return onMasters("resume", a -> a.provider.members().command(job, command)).contains(true);
+            return command("resume", job, false, "", "", Optional.empty());
         }
         try {
             return jedis.del(keys.paused(job)) > 0;
         } catch (JedisException e) {
             throw calls.wrap("resume", e);
         }
+    }
+
+    /**
+     * Redlock: a pause or resume to every master that answers, stamped later than any command the
+     * job had (by the time a majority of the masters' clocks had passed, and at least 1 ms after the
+     * newest stamp they hold, so a command never loses to an older one); it counts when a majority
+     * applied it. Masters that missed it are brought to it by the workers' heartbeat (newest wins),
+     * which is also why a command that reached only a minority is said to be still on its way.
+     *
+     * @return whether the job was paused on any master before
+     */
+    private boolean command(String op, String job, boolean paused, String note, String by, Optional<Duration> duration) {
+        long newest = onMasters(op, a -> a.provider.members().latestCommandAt(job)).stream().mapToLong(Long::longValue).max().orElse(0);
+        long at = Math.max(provider.serverTimeMillis(), newest + 1);
+        String command = RedisMembers.command(at, paused, note, by, duration.map(d -> at + d.toMillis()).orElse(0L));
+        List<RedisMembers.Applied> answers;
+        try {
+            answers = onMasters(op, a -> a.provider.members().command(job, command));
+        } catch (io.lockstep.scheduler.lock.LockException e) {
+            throw new io.lockstep.scheduler.lock.LockException("redlock", e.getMessage() + "; the masters that got the " + op
+                    + " pass it on to the others with the workers' next heartbeat: see status", e);
+        }
+        if (answers.stream().filter(RedisMembers.Applied::applied).count() < redlock.quorum().quorum()) {
+            throw new io.lockstep.scheduler.lock.LockException("redlock", "redlock: " + op + " " + job
+                    + ": a newer pause or resume of the job was given meanwhile, and this one was not applied: see status", null);
+        }
+        return answers.stream().anyMatch(RedisMembers.Applied::wasPaused);
     }
 
     /** Requests one manual run of {@code job} now; answers its slot (see {@link #runOf}). */

@@ -97,13 +97,23 @@ final class RedisMembers {
                 List.of(id, Long.toString(System.currentTimeMillis()), fresh ? "new" : "copy"))));
     }
 
-    /**
-     * Redlock: applies an operator's command about {@code job} on this master unless it has a newer
-     * one ({@code operator.lua}); answers whether the job was paused here before.
-     */
-    boolean command(String job, String command) {
+    /** Redlock: applies an operator's command about {@code job} on this master unless it has a newer one ({@code operator.lua}). */
+    Applied command(String job, String command) {
         List<?> r = (List<?>) calls.call("pause", new RedisCalls.Call(OPERATOR, List.of(keys.paused(job), keys.operator()), List.of(job, command)));
-        return calls.asLong("pause", r.get(1)) == 1;
+        return new Applied(calls.asLong("pause", r.get(0)) == 1, calls.asLong("pause", r.get(1)) == 1);
+    }
+
+    /** What {@link #command} did on this master: whether it applied it (no newer one there), and whether the job was paused before. */
+    record Applied(boolean applied, boolean wasPaused) {}
+
+    /** Redlock: the time of the latest operator command this master has for {@code job} (0: none). */
+    long latestCommandAt(String job) {
+        try {
+            String command = jedis.hget(keys.operator(), job);
+            return command == null ? 0 : commandAt(command);
+        } catch (JedisException e) {
+            throw calls.wrap("pause", e);
+        }
     }
 
     /** Redlock: brings this master to the newest commands and manual-run requests another master had (one round trip each). */

@@ -17,7 +17,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
@@ -147,11 +146,12 @@ final class RedlockStore {
                 tokens.add(c.result().fencingToken());
                 wonAt.add(i);
             } else if (c.giveBack() != null) {
-                giveBack.add(ordinary ? c.giveBack().apply(request.lease()) : ClaimScripts.GiveBack.recovery(request.lease(),
+                giveBack.add(ordinary ? c.giveBack().apply(request.lease()) : new ClaimScripts.GiveBack(request.lease(),
                         switch (c.result().status()) {
-                            case MISSED -> "missed"; // a majority decided the recovery: that stays
-                            case ABANDONED -> "abandoned";
-                            default -> null;
+                            case MISSED -> "recovery:missed"; // a majority decided the recovery: that stays
+                            case ABANDONED -> "recovery:abandoned";
+                            case TAKEN -> "recovery-taken"; // another recoverer won: no dead run left to find here
+                            default -> "recovery"; // split: the dead run as it was, to be recovered again
                         }));
             }
         }
@@ -169,7 +169,7 @@ final class RedlockStore {
                     ClaimResult r = results[wonAt.get(k)];
                     results[wonAt.get(k)] = new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, r.serverTimeMillis(), r.runningUntilMillis());
                     giveBack.add(requests.get(wonAt.get(k)).mode() == ClaimRequest.Mode.RECOVER
-                            ? ClaimScripts.GiveBack.recovery(lease, null) : new ClaimScripts.GiveBack(lease, true));
+                            ? new ClaimScripts.GiveBack(lease, "recovery") : new ClaimScripts.GiveBack(lease, true));
                 }
             }
         }
@@ -350,29 +350,7 @@ final class RedlockStore {
     }
 
     List<RunsInFlight> runsInFlight(List<String> jobs) {
-        if (jobs.isEmpty()) {
-            return List.of();
-        }
-        List<Quorum.Vote<List<RunsInFlight>>> votes = everywhere("runs", p -> p.runsInFlight(jobs));
-        List<RunsInFlight> merged = new ArrayList<>(jobs.size());
-        for (int i = 0; i < jobs.size(); i++) {
-            Map<Instant, Integer> expiredOn = new HashMap<>();
-            long next = 0;
-            for (Quorum.Vote<List<RunsInFlight>> v : votes) {
-                if (v.counts()) {
-                    RunsInFlight r = v.answer().get(i);
-                    r.expired().forEach(slot -> expiredOn.merge(slot, 1, Integer::sum));
-                    if (r.nextLeaseEndMillis() > 0 && (next == 0 || r.nextLeaseEndMillis() < next)) {
-                        next = r.nextLeaseEndMillis();
-                    }
-                }
-            }
-            // Dead only when a majority says so: what one master alone holds (a recovery or claim that
-            // won no majority) is no run, and recovering it would be taken elsewhere, once per lease.
-            TreeSet<Instant> expired = new TreeSet<>(expiredOn.keySet().stream().filter(slot -> expiredOn.get(slot) >= nodes.quorum()).toList());
-            merged.add(new RunsInFlight(jobs.get(i), List.copyOf(expired), next));
-        }
-        return merged;
+        return jobs.isEmpty() ? List.of() : RedlockRuns.inFlight(nodes, nodeWait, jobs, everywhere("runs", p -> p.runsInFlight(jobs)));
     }
 
     Map<String, Instant> lastSlots(List<String> jobs) {

@@ -1,7 +1,7 @@
 -- Redlock: gives back what a request that did not reach a quorum wrote on one node, so that the
 -- slot can be decided again. The marks (watermarks) stay; they only ever move forward.
 -- KEYS[1] slot record  KEYS[2] the job's lease  KEYS[3] running index
--- ARGV[1] owner token  ARGV[2] slot (epoch ms)  ARGV[3] all | running | recovery | recovery:<state>
+-- ARGV[1] owner token  ARGV[2] slot (epoch ms)  ARGV[3] all | running | recovery | recovery-taken | recovery:<state>
 --
 -- A claim (all, running): the slot record while this token owns it (all: in any state but done;
 -- running: only while running or claimed, so a decision a quorum made stays), the lease (only if
@@ -11,7 +11,8 @@
 --
 -- A recovery (recover.lua's 'undo'): the dead run's record as the recovery found it, and its
 -- expired running entry, so that it is recovered again; this token's lease goes. With
--- 'recovery:<state>' a record this token left in <state> stays (that decision had its majority).
+-- 'recovery:<state>' a record this token left in <state> stays (that decision had its majority);
+-- with 'recovery-taken' (another recoverer won the slot) the entry goes instead.
 -- Returns 1 when something of this token's was given back, 0 otherwise.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -27,7 +28,11 @@ if mode:sub(1, 8) == 'recovery' then
     if u[6] ~= '' then
       redis.call('HSET', KEYS[1], 'why', u[6])
     end
-    redis.call('ZADD', KEYS[3], u[5], ARGV[2])
+    if mode == 'recovery-taken' then
+      redis.call('ZREM', KEYS[3], ARGV[2]) -- another recoverer won: no dead run to find here
+    else
+      redis.call('ZADD', KEYS[3], u[5], ARGV[2])
+    end
     released = 1
   end
   if redis.call('GET', KEYS[2]) == ARGV[1] then

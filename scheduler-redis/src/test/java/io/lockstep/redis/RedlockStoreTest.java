@@ -184,9 +184,15 @@ class RedlockStoreTest {
         assertThat(status(b, recover(job, slot, "b"))).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(c, recover(job, slot, "c"))).isEqualTo(ClaimResult.Status.TAKEN);
         assertThat(nodes.clients.get(4).exists(b.keys().lease(recover(job, slot, "c").lease()))).as("C's lease on master 4").isFalse();
-        // Master 4 alone still has the dead run (B's rerun never reached it); the others have B's.
-        assertThat(single(4).runsInFlight(List.of(job)).get(0).expired()).containsExactly(slot);
-        assertThat(b.runsInFlight(List.of(job)).get(0).expired()).as("a run one master of five calls dead").isEmpty();
+        // B won the slot: master 4 has the dead run's record back, but no entry that anyone could take for a dead run.
+        assertThat(nodes.clients.get(4).hget(b.keys().slot(job, slot.toEpochMilli()), "token")).isEqualTo("dead");
+        assertThat(single(4).runsInFlight(List.of(job)).get(0).expired()).isEmpty();
+        // What one master alone calls dead (any leftover there) is no dead run, and once stale it is dropped there.
+        String other = job();
+        Instant leftover = slot.minusSeconds(30);
+        nodes.clients.get(4).zadd(b.keys().running(other), 1, Long.toString(leftover.toEpochMilli()));
+        assertThat(b.runsInFlight(List.of(other)).get(0).expired()).as("a run one master of five calls dead").isEmpty();
+        assertThat(nodes.clients.get(4).zscore(b.keys().running(other), Long.toString(leftover.toEpochMilli()))).as("pruned").isNull();
     }
 
     /**
