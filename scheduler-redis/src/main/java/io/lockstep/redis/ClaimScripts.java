@@ -252,7 +252,8 @@ final class ClaimScripts {
     void unclaim(List<GiveBack> claims) {
         calls.batch("unclaim", claims, g -> {
             Lease l = g.lease();
-            return new RedisCalls.Call(UNCLAIM, List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job())),
+            return new RedisCalls.Call(UNCLAIM, List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job()),
+                    keys.marks(l.job())),
                     List.of(l.token(), Long.toString(l.slot().toEpochMilli()), g.mode()));
         });
     }

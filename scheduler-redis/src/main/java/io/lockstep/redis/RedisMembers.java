@@ -90,11 +90,25 @@ final class RedisMembers {
      * Lockstep's state (its own keys are what tells).
      */
     String mark(String id, boolean fresh) {
-        // Keys only a server where Lockstep ran lately has: live workers, operators' commands, manual
-        // runs, and the marks of the probe every worker start writes (kept 7 days).
-        List<String> state = List.of(keys.deployment(), keys.seen(), keys.operator(), keys.triggers(), keys.marks(StartCheck.PREFLIGHT_JOB));
-        return text(calls.call("marker", new RedisCalls.Call(MARKER, state,
+        return text(calls.call("marker", new RedisCalls.Call(MARKER, stateKeys(),
                 List.of(id, Long.toString(System.currentTimeMillis()), fresh ? "new" : "copy"))));
+    }
+
+    /** Redlock: whether this master holds any of {@link #stateKeys()} (Lockstep ran on it lately). */
+    boolean hasState() {
+        try {
+            return jedis.exists(stateKeys().subList(1, stateKeys().size()).toArray(String[]::new)) > 0;
+        } catch (JedisException e) {
+            throw calls.wrap("marker", e);
+        }
+    }
+
+    /**
+     * The marker, then keys only a server where Lockstep ran lately has: live workers, operators'
+     * commands, manual runs, and the marks of the probe every worker start writes (kept 7 days).
+     */
+    private List<String> stateKeys() {
+        return List.of(keys.deployment(), keys.seen(), keys.operator(), keys.triggers(), keys.marks(StartCheck.PREFLIGHT_JOB));
     }
 
     /** Redlock: applies an operator's command about {@code job} on this master unless it has a newer one ({@code operator.lua}). */

@@ -65,9 +65,15 @@ final class RedlockStart {
                 || markers.stream().anyMatch(v -> v.kind() != Quorum.Kind.FAILED && !v.answer().isEmpty())) {
             return;
         }
+        // New only if no master that answers holds Lockstep's state: one that does (an upgrade from a
+        // version without markers) means the others may have lost theirs, and then none is fresh.
+        boolean fresh = nodes.ask(p -> p.members().hasState(), java.time.Duration.ofSeconds(30)).stream()
+                .noneMatch(v -> v.kind() == Quorum.Kind.FAILED || v.answer());
         String id = java.util.UUID.randomUUID().toString();
-        nodes.ask(p -> p.members().mark(id, true), java.time.Duration.ofSeconds(30));
+        nodes.ask(p -> p.members().mark(id, fresh), java.time.Duration.ofSeconds(30));
         LoggerFactory.getLogger("io.lockstep.events").atInfo().addKeyValue("event", "redlock_new_deployment").addKeyValue("deployment", id)
-                .log("no redlock master has a deployment marker: a new set of masters; those without Lockstep's state count at once");
+                .addKeyValue("fresh", fresh).log(fresh ? "no redlock master has a deployment marker or Lockstep's state: a new set of masters,"
+                        + " which count at once" : "no redlock master has a deployment marker, but Lockstep ran on them before (an upgrade):"
+                        + " marked, restarted masters still sit out the quarantine");
     }
 }

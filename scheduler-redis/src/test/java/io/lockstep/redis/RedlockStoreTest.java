@@ -228,6 +228,10 @@ class RedlockStoreTest {
         }
         single(2).claims().unclaim(y);
         assertThat(p.renew(List.of(old))).as("the old run's renewal: never replaced").containsExactly(true);
+        for (int i = 0; i < 5; i++) {
+            assertThat(nodes.clients.get(i).hget(p.keys().marks(job), "holder")).as("master %d: the lease's holder", i)
+                    .isEqualTo(Long.toString(first.toEpochMilli()));
+        }
     }
 
     private static ClaimRequest replace(String job, Instant slot, String token) {
@@ -398,6 +402,22 @@ class RedlockStoreTest {
             nodes.servers.get(1).resume();
             nodes.servers.get(2).resume();
         }
+    }
+
+    /**
+     * An upgrade from a version without markers: no master has one, but one holds Lockstep's state
+     * (the others may have lost theirs). None is marked fresh: the young masters still sit out
+     * their quarantine.
+     */
+    @Test
+    void withoutMarkersButWithLockstepsStateOnOneMasterNoneCountsEarly() {
+        RedisLockProvider p = redlock(Optional.of(Duration.ofMinutes(5)));
+        nodes.clients.get(1).hset(p.keys().marks(StartCheck.PREFLIGHT_JOB), "decided", "1");
+        p.ping();
+        for (int i = 0; i < 5; i++) {
+            assertThat(nodes.clients.get(i).hget(p.keys().deployment(), "fresh")).as("master %d", i).isEqualTo("0");
+        }
+        assertThatThrownBy(() -> status(p, claim(job(), slotNow(p), "a"))).isInstanceOf(LockException.class).hasMessageContaining("quarantined");
     }
 
     /**
