@@ -90,6 +90,7 @@ class LostRepliesIT {
                         assertThat(starts.getOrDefault(k, 0L)).as("%s handed back: never started", k).isZero();
                         assertThat(count(a.events("slot_handed_over")).getOrDefault(k, 0L)).as("%s handed back: reported once", k)
                                 .isEqualTo(1);
+                        assertThat(misses.getOrDefault(k, 0L)).as("%s handed back: not also reported missed", k).isZero();
                     }
                     default -> throw new AssertionError(k + " ended as " + record.getValue());
                 }
