@@ -293,9 +293,10 @@ final class RedlockStore {
     /**
      * A start counts when a majority of the masters answer the same (started, late, paused); any
      * other split is {@link StartAnswer#LOST}: the run does not start, and the scheduler hands the
-     * claim back unstarted on every master. (A minority that answered otherwise keeps what it
-     * wrote until that hand-back, or its short lease, ends it; cleaning up after split decisions on
-     * Redlock is issue 20's.)
+     * claim back unstarted on every master: where a minority started it, the hand-back turns it
+     * back into an unstarted claim (a peer runs it within its grace, or it is recorded missed);
+     * where the hand-back does not reach, its short lease or the full lease ends it, and what that
+     * master alone then reports is pruned ({@link RedlockRuns}).
      */
     List<io.lockstep.scheduler.lock.StartReply> start(List<StartRequest> requests) {
         if (requests.isEmpty()) {
