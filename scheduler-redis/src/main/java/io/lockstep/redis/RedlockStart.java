@@ -66,9 +66,11 @@ final class RedlockStart {
             return;
         }
         // New only if no master that answers holds Lockstep's state: one that does (an upgrade from a
-        // version without markers) means the others may have lost theirs, and then none is fresh.
+        // version without markers) means the others may have lost theirs, and then none is fresh. (A
+        // master that does not answer is not asked: if it alone held state, a majority lost theirs
+        // together, which Redlock's model excludes.)
         boolean fresh = nodes.ask(p -> p.members().hasState(), java.time.Duration.ofSeconds(30)).stream()
-                .noneMatch(v -> v.kind() == Quorum.Kind.FAILED || v.answer());
+                .noneMatch(v -> v.kind() != Quorum.Kind.FAILED && v.answer());
         String id = java.util.UUID.randomUUID().toString();
         nodes.ask(p -> p.members().mark(id, fresh), java.time.Duration.ofSeconds(30));
         LoggerFactory.getLogger("io.lockstep.events").atInfo().addKeyValue("event", "redlock_new_deployment").addKeyValue("deployment", id)

@@ -13,9 +13,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local was = redis.call('EXISTS', KEYS[1])
 local command = cjson.decode(ARGV[2])
 local current = redis.call('HGET', KEYS[2], ARGV[1])
+if current == ARGV[2] then
+  return {1, was} -- this very command is here already (a heartbeat passed it on first)
+end
 if current then
   local c = cjson.decode(current)
-  if c.at > command.at or (c.at == command.at and current >= ARGV[2]) then
+  if c.at > command.at or (c.at == command.at and current > ARGV[2]) then
     return {0, was}
   end
 end

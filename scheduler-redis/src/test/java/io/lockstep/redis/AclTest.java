@@ -68,10 +68,6 @@ public class AclTest {
         }
     }
 
-    /**
-     * The rules the README and PRODUCTION-REDIS tell operators to type are exactly the ones tested
-     * here: a command added to the scripts and to this list but not to the docs fails this test.
-     */
     /** Every command any script runs is in the line (a script that gains one fails here, not at a user's first late outcome). */
     @Test
     void theLineGrantsEveryCommandOfEveryScript() throws Exception {
@@ -88,6 +84,10 @@ public class AclTest {
         }
     }
 
+    /**
+     * The rules the README and PRODUCTION-REDIS tell operators to type are exactly the ones tested
+     * here: a command added to the scripts and to this list but not to the docs fails this test.
+     */
     @Test
     void theDocumentedAclLineIsTheTestedOne() throws Exception {
         java.nio.file.Path root = java.nio.file.Path.of(System.getProperty("basedir", ".")).toAbsolutePath().normalize().getParent();
