@@ -130,8 +130,8 @@ final class RedisCalls {
     }
 
     /** The uptime read (first in a pipeline): on the same connection as the calls. */
-    Call uptimeCall() {
-        return new Call(UPTIME, markerKey == null ? List.of() : List.of(markerKey), List.of());
+    Call uptimeCall(long quarantineMillis) {
+        return new Call(UPTIME, markerKey == null ? List.of() : List.of(markerKey), List.of(Long.toString(quarantineMillis)));
     }
 
     /**
@@ -212,7 +212,7 @@ final class RedisCalls {
         if (uptime) {
             // First, on the same connection: a restart in between would break the connection, so the
             // uptime read is the uptime of the server that runs the calls.
-            calls.add(uptimeCall());
+            calls.add(uptimeCall(quarantine));
         }
         for (T item : items) {
             calls.add(toCall.apply(item));

@@ -20,7 +20,7 @@ final class RedlockStart {
         Quorum<RedisLockProvider> nodes = store.quorum();
         markNewDeployment(nodes);
         List<Quorum.Vote<Boolean>> votes = nodes.ask(p -> {
-            p.calls().call("uptime", p.calls().uptimeCall());
+            p.calls().call("uptime", p.calls().uptimeCall(0));
             try {
                 p.ping();
             } catch (RedisCalls.Quarantined e) {

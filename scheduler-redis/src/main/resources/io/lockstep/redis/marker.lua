@@ -22,4 +22,11 @@ for i = 2, #KEYS do
 end
 local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'created', ARGV[2], 'fresh', fresh, 'run', run)
+if ARGV[3] ~= 'new' then
+  -- A copy: this server had lost its marker (it restarted empty). It vouches for a later restart of
+  -- a durable server only once it is older than the quarantine (uptime.lua): by then every record
+  -- the server lacked has expired anyway.
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'copied', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
 return ARGV[1]
