@@ -259,6 +259,14 @@ final class ClaimScripts {
     }
 
     private static final LuaScript PRUNE = LuaScript.load("prune.lua");
+    private static final LuaScript ENTRIES = LuaScript.load("entries.lua");
+
+    /** Redlock: per slot of {@code job}, whether this master has it in the running index at all ({@code entries.lua}). */
+    List<Boolean> hasEntries(String job, List<java.time.Instant> slots) {
+        List<?> reply = (List<?>) calls.call("entries", new RedisCalls.Call(ENTRIES, List.of(keys.running(job)),
+                slots.stream().map(s -> Long.toString(s.toEpochMilli())).toList()));
+        return reply.stream().map(o -> calls.asLong("entries", o) == 1).toList();
+    }
 
     /** Redlock: drops this master's stale entries of {@code job} that no majority reports expired ({@code prune.lua}). */
     void prune(String job, List<java.time.Instant> slots, java.time.Duration age) {

@@ -45,27 +45,49 @@ final class RedlockRuns {
     /** How long past its lease end a minority's entry must be before {@link #prune} drops it: far beyond the masters' clock spread. */
     private static final Duration PRUNE_AGE = Duration.ofSeconds(5);
 
-    /** Best effort: the masters that alone report runs of job {@code i} expired drop those entries if stale ({@code prune.lua}). */
+    /**
+     * Best effort: entries that only a minority of the masters report expired are dropped there
+     * ({@code prune.lua}), but only where a majority of the counting masters has no entry for the
+     * slot at all ({@code entries.lua}, asked first): then no majority can ever call that run dead,
+     * and the entry is a leftover (a claim or recovery that won no majority, a write that landed
+     * after its give-back). A run a majority still holds keeps every master's entry, expired or
+     * not, since one more master down could make the expired ones the majority that recovers it.
+     */
     private static void prune(Quorum<RedisLockProvider> nodes, Duration nodeWait, List<Quorum.Vote<List<RunsInFlight>>> votes, int i,
             String job, java.util.Set<Instant> dead) {
         Map<String, List<Instant>> stale = new HashMap<>();
+        java.util.Set<Instant> candidates = new TreeSet<>();
         for (Quorum.Vote<List<RunsInFlight>> v : votes) {
             if (v.counts()) {
                 List<Instant> mine = v.answer().get(i).expired().stream().filter(slot -> !dead.contains(slot)).toList();
                 if (!mine.isEmpty()) {
                     stale.put(v.node(), mine);
+                    candidates.addAll(mine);
                 }
             }
         }
-        if (!stale.isEmpty()) {
-            List<String> names = nodes.names();
-            nodes.ask(p -> {
-                List<Instant> mine = stale.get(names.get(nodes.nodes().indexOf(p)));
-                if (mine != null) {
-                    p.claims().prune(job, mine, PRUNE_AGE);
-                }
-                return true;
-            }, nodeWait);
+        if (stale.isEmpty()) {
+            return;
         }
+        List<Instant> slots = List.copyOf(candidates);
+        Map<Instant, Integer> absent = new HashMap<>();
+        for (Quorum.Vote<List<Boolean>> v : nodes.ask(p -> p.claims().hasEntries(job, slots), nodeWait)) {
+            if (v.counts()) {
+                for (int k = 0; k < slots.size(); k++) {
+                    if (!v.answer().get(k)) {
+                        absent.merge(slots.get(k), 1, Integer::sum);
+                    }
+                }
+            }
+        }
+        List<String> names = nodes.names();
+        nodes.ask(p -> {
+            List<Instant> mine = stale.getOrDefault(names.get(nodes.nodes().indexOf(p)), List.of()).stream()
+                    .filter(slot -> absent.getOrDefault(slot, 0) >= nodes.quorum()).toList();
+            if (!mine.isEmpty()) {
+                p.claims().prune(job, mine, PRUNE_AGE);
+            }
+            return true;
+        }, nodeWait);
     }
 }

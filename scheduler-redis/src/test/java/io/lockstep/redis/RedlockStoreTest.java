@@ -193,6 +193,15 @@ class RedlockStoreTest {
         nodes.clients.get(4).zadd(b.keys().running(other), 1, Long.toString(leftover.toEpochMilli()));
         assertThat(b.runsInFlight(List.of(other)).get(0).expired()).as("a run one master of five calls dead").isEmpty();
         assertThat(nodes.clients.get(4).zscore(b.keys().running(other), Long.toString(leftover.toEpochMilli()))).as("pruned").isNull();
+        // A run a majority holds keeps every master's entry, even one a missed renewal let expire
+        // there: with more masters down, the expired ones could become the majority that recovers it.
+        String live = job();
+        Instant liveSlot = slotNow(b);
+        assertThat(status(b, claim(live, liveSlot, "live"))).isEqualTo(ClaimResult.Status.CLAIMED);
+        nodes.clients.get(4).del(b.keys().lease(claim(live, liveSlot, "live").lease()));
+        nodes.clients.get(4).zadd(b.keys().running(live), 1, Long.toString(liveSlot.toEpochMilli()));
+        assertThat(b.runsInFlight(List.of(live)).get(0).expired()).isEmpty();
+        assertThat(nodes.clients.get(4).zscore(b.keys().running(live), Long.toString(liveSlot.toEpochMilli()))).as("kept").isNotNull();
     }
 
     /**
