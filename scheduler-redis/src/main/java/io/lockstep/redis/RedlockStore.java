@@ -173,6 +173,19 @@ final class RedlockStore {
                 }
             }
         }
+        // A master that answered 'taken' for a token we gave back (the give-back missed it: busy, or
+        // it landed first) is told again, so that a split's leftover cannot outvote every new token.
+        long now = System.nanoTime();
+        givenBack.values().removeIf(g -> now - g.atNanos() > GIVEN_BACK_KEPT.toNanos());
+        for (Quorum.Vote<ClaimScripts.Decided> v : votes) {
+            for (int i = 0; v.counts() && !givenBack.isEmpty() && i < requests.size(); i++) {
+                GivenBack again = givenBack.remove(v.answer().holders()[i] == null ? "" : v.answer().holders()[i]);
+                if (again != null) {
+                    giveBack.add(again.giveBack());
+                }
+            }
+        }
+        giveBack.forEach(g -> givenBack.put(g.lease().token(), new GivenBack(g, now)));
         if (!giveBack.isEmpty()) {
             // To every master, those that seemed to fail too: their part of the claim may have landed.
             nodes.ask(p -> {
@@ -182,6 +195,12 @@ final class RedlockStore {
         }
         return List.of(results);
     }
+
+    /** Our give-backs of the last {@link #GIVEN_BACK_KEPT}, by token (see {@link #claim}). */
+    private final Map<String, GivenBack> givenBack = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final Duration GIVEN_BACK_KEPT = Duration.ofMinutes(2);
+
+    private record GivenBack(ClaimScripts.GiveBack giveBack, long atNanos) {}
 
     /**
      * One request's decision from the masters' answers, and what of ours to give back (null: nothing).

@@ -205,6 +205,34 @@ class RedlockStoreTest {
     }
 
     /**
+     * A split's leftover: our claim's write lands on a master after its give-back (or the give-back
+     * missed it). Each retry has a new token (so a late give-back cannot undo a retry that won), and
+     * the leftover would outvote every one of them with a master down; a master that answers
+     * 'taken' naming a token we gave back is told again, and the next try wins.
+     */
+    @Test
+    void aLeftoverOfAClaimWeGaveBackIsGivenBackAgainWhenAMasterNamesIt() {
+        nodes.servers.get(4).pause();
+        nodes.servers.get(3).pause();
+        try {
+            RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+            String job = job();
+            Instant slot = slotNow(p);
+            assertThat(status(single(1), claim(job, slot, "x"))).isEqualTo(ClaimResult.Status.CLAIMED);
+            assertThat(status(single(2), claim(job, slot, "y"))).isEqualTo(ClaimResult.Status.CLAIMED);
+            assertThat(status(p, claim(job, slot, "t1"))).as("0 ours, 1 and 2 others', 3 and 4 down").isEqualTo(ClaimResult.Status.NO_QUORUM);
+            single(1).claims().unclaim(List.of(new ClaimScripts.GiveBack(claim(job, slot, "x").lease(), true)));
+            single(2).claims().unclaim(List.of(new ClaimScripts.GiveBack(claim(job, slot, "y").lease(), true)));
+            assertThat(status(single(0), claim(job, slot, "t1"))).as("t1's write lands late on master 0").isEqualTo(ClaimResult.Status.CLAIMED);
+            assertThat(status(p, claim(job, slot, "t2"))).as("master 0 names t1").isEqualTo(ClaimResult.Status.NO_QUORUM);
+            assertThat(status(p, claim(job, slot, "t3"))).as("t1 given back again").isEqualTo(ClaimResult.Status.CLAIMED);
+        } finally {
+            nodes.servers.get(3).resume();
+            nodes.servers.get(4).resume();
+        }
+    }
+
+    /**
      * m14 of the review: a {@code replace} that wins no majority has revoked the old run on the
      * masters it reached; giving it back restores that run's lease and running entry there, so the
      * old run keeps its majority and is not interrupted by a replace that never happened.
