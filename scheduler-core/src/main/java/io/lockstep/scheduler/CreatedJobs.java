@@ -17,16 +17,19 @@ import java.util.Set;
  * whose run ignored its interrupt and still executes is not closed under it
  * ({@code job_close_skipped}). When the factory fails part way (an exception, or no job), the
  * instances it created so far are closed and the failure becomes one {@link LockstepException}
- * naming the job. Not thread-safe: the scheduler builds, then closes, from one thread.
+ * naming the job. A reload ({@link Scheduler#update}) creates the jobs it adds or changes
+ * ({@link #more}) and closes the versions it retired once no run of theirs executes
+ * ({@link #retire}); those still running are closed with the rest at the stop. Thread-safe.
  */
 final class CreatedJobs {
 
+    /** Every instance created and not closed yet, oldest first. */
     private final List<ScheduledJob> jobs;
     private final boolean close;
     private final Events events;
 
     private CreatedJobs(List<ScheduledJob> jobs, boolean close, Events events) {
-        this.jobs = List.copyOf(jobs);
+        this.jobs = new ArrayList<>(jobs);
         this.close = close;
         this.events = events;
     }
@@ -90,8 +93,38 @@ final class CreatedJobs {
         });
     }
 
-    List<ScheduledJob> jobs() {
-        return jobs;
+    synchronized List<ScheduledJob> jobs() {
+        return List.copyOf(jobs);
+    }
+
+    /**
+     * Creates the jobs of {@code definitions} (a reload's new and changed ones) with {@code factory},
+     * as {@link #create} does: all of them, or none (what was made is closed, and it throws).
+     */
+    List<ScheduledJob> more(List<JobDefinition> definitions, JobFactory factory) {
+        List<ScheduledJob> made = create(definitions, factory, close, events).jobs;
+        synchronized (this) {
+            jobs.addAll(made);
+        }
+        return made;
+    }
+
+    /**
+     * Closes the retired versions {@code gone} that no job in force shares and no run still
+     * executes ({@code stillRunning}, by job name); the others stay, to be closed at the stop.
+     */
+    void retire(List<ScheduledJob> gone, java.util.Collection<ScheduledJob> inForce, Set<String> stillRunning) {
+        Set<Job> kept = Collections.newSetFromMap(new IdentityHashMap<>());
+        inForce.forEach(j -> kept.add(j.job()));
+        List<ScheduledJob> closing = new ArrayList<>();
+        synchronized (this) {
+            for (ScheduledJob j : gone) {
+                if (!kept.contains(j.job()) && !stillRunning.contains(j.name()) && jobs.removeIf(c -> c == j)) {
+                    closing.add(j);
+                }
+            }
+        }
+        new CreatedJobs(closing, close, events).close(Set.of());
     }
 
     /**
@@ -102,6 +135,7 @@ final class CreatedJobs {
         if (!close) {
             return;
         }
+        List<ScheduledJob> jobs = jobs();
         Set<Job> inUse = Collections.newSetFromMap(new IdentityHashMap<>());
         for (ScheduledJob j : jobs) {
             if (stillRunning.contains(j.definition().name())) {

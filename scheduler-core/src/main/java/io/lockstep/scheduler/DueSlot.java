@@ -42,6 +42,8 @@ import java.util.function.Supplier;
  * CLAIMING, MISS_ONLY            reported          REPORTED              Claimer (unanswered, no quorum)
  * CLAIMING, MISS_ONLY, REPORTED,
  * STEPPED_ASIDE                  decided           DECIDED               Claimer, Preference (a record)
+ * UNSHARED, STEPPED_ASIDE, QUEUED,
+ * WAITING_THREAD, MISS_ONLY, REPORTED  retired     DECIDED               Ticker (a later slot of a version a reload retired)
  * </pre>
  * STAGED, RUNNING and DECIDED are final: the slot has left the queue's hands.
  *
@@ -103,22 +105,20 @@ final class DueSlot implements Comparable<DueSlot> {
     static final Duration MANUAL_GRACE = Duration.ofSeconds(30);
 
     // Where each transition may come from (the table above).
-    private static final Set<Stage> FROM_QUEUED = EnumSet.of(Stage.QUEUED);
-    private static final Set<Stage> FROM_CHAINED = EnumSet.of(Stage.CHAINED);
-    private static final Set<Stage> FROM_UNSHARED = EnumSet.of(Stage.UNSHARED);
-    private static final Set<Stage> FROM_STEPPED_ASIDE = EnumSet.of(Stage.STEPPED_ASIDE);
-    private static final Set<Stage> FROM_CLAIMING = EnumSet.of(Stage.CLAIMING);
+    private static final Set<Stage> FROM_QUEUED = EnumSet.of(Stage.QUEUED), FROM_CHAINED = EnumSet.of(Stage.CHAINED),
+            FROM_UNSHARED = EnumSet.of(Stage.UNSHARED), FROM_STEPPED_ASIDE = EnumSet.of(Stage.STEPPED_ASIDE),
+            FROM_CLAIMING = EnumSet.of(Stage.CLAIMING);
     /** May still start: claimed, or set aside for a thread, or turned into a miss to record. */
     private static final Set<Stage> TO_CLAIM = EnumSet.of(Stage.QUEUED, Stage.WAITING_THREAD);
     /** Can no longer start: only the miss is asked for. */
     private static final Set<Stage> MISSING = EnumSet.of(Stage.MISS_ONLY, Stage.REPORTED);
-    private static final Set<Stage> SENDABLE = EnumSet.of(Stage.QUEUED, Stage.WAITING_THREAD,
-            Stage.MISS_ONLY, Stage.REPORTED);
+    private static final Set<Stage> SENDABLE = EnumSet.of(Stage.QUEUED, Stage.WAITING_THREAD, Stage.MISS_ONLY, Stage.REPORTED);
     private static final Set<Stage> REPORTABLE = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY);
     /** Sent to the store: its answer (or its silence) moves the slot on. */
     private static final Set<Stage> ASKED = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY, Stage.REPORTED);
-    private static final Set<Stage> DECIDABLE = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY, Stage.REPORTED,
-            Stage.STEPPED_ASIDE);
+    private static final Set<Stage> DECIDABLE = EnumSet.of(Stage.CLAIMING, Stage.MISS_ONLY, Stage.REPORTED, Stage.STEPPED_ASIDE);
+    private static final Set<Stage> FILED = EnumSet.of(Stage.UNSHARED, Stage.STEPPED_ASIDE, Stage.QUEUED, Stage.WAITING_THREAD,
+            Stage.MISS_ONLY, Stage.REPORTED);
 
     final ScheduledJob job;
     final Instant slot;
@@ -134,8 +134,7 @@ final class DueSlot implements Comparable<DueSlot> {
     private Duration ahead = Duration.ZERO;
     private String token;
     /** Why the slot is reported missed, and the same as a short code for {@code lockstep.slots.missed}. */
-    private String missReason;
-    private String missCode;
+    private String missReason, missCode;
     /** {@link Stage#STEPPED_ASIDE}: the worker it was given to. */
     private String preferred;
     /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
@@ -184,7 +183,7 @@ final class DueSlot implements Comparable<DueSlot> {
         return new DueSlot(job, slot, policy == Recover.RERUN ? Kind.RECOVER : Kind.ABANDON, Stage.QUEUED, slot, deadline);
     }
 
-    /** Chains {@code after} behind this catch-up slot: it is queued once this one is decided. */
+    /** Chains {@code after} behind this catch-up slot: queued once this one is decided. */
     void then(DueSlot after) {
         after.move("then", Stage.CHAINED, FROM_QUEUED);
         next = after;
@@ -197,7 +196,7 @@ final class DueSlot implements Comparable<DueSlot> {
         return this;
     }
 
-    /** Shared out to this worker: claimed now, {@link Preference#AHEAD} of its time. */
+    /** Shared out to us: claimed now, {@link Preference#AHEAD} of its time. */
     void ours() {
         move("ours", Stage.QUEUED, FROM_UNSHARED);
         ahead = Preference.AHEAD;
@@ -210,7 +209,7 @@ final class DueSlot implements Comparable<DueSlot> {
         retryAt = at;
     }
 
-    /** A peer's slot without a record after the backoff: claimed like any slot from now on. */
+    /** A peer's slot without a record after the backoff: claimed like any from now on. */
     void takeOver() {
         move("takeOver", Stage.QUEUED, FROM_STEPPED_ASIDE);
     }
@@ -220,10 +219,7 @@ final class DueSlot implements Comparable<DueSlot> {
         move("awaitThread", Stage.WAITING_THREAD, TO_CLAIM);
     }
 
-    /**
-     * Put in a batch for the store: a slot that may start is claimed; one that can no longer start
-     * goes as it is (only its miss is asked for).
-     */
+    /** Put in a batch for the store: a slot that may start is claimed; one that can no longer start goes as it is (its miss). */
     void toStore() {
         move("toStore", TO_CLAIM.contains(stage) ? Stage.CLAIMING : stage, SENDABLE);
     }
@@ -257,6 +253,11 @@ final class DueSlot implements Comparable<DueSlot> {
     /** Decided otherwise (or given up on, or a peer's record settles it): forgotten. */
     void decided() {
         move("decided", Stage.DECIDED, DECIDABLE);
+    }
+
+    /** A slot after the reload that retired its job's version ({@link JobSet#claimable}): dropped unasked. */
+    void retired() {
+        move("retired", Stage.DECIDED, FILED);
     }
 
     private void move(String transition, Stage to, Set<Stage> from) {

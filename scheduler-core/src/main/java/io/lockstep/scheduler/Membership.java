@@ -44,8 +44,8 @@ final class Membership {
     private final JobThreads threads;
     private final ClusterClock clock;
     /** Our job definitions; their descriptions are made when needed (publishing, drift), not kept: 10,000 jobs' JSON is megabytes. */
-    private final List<JobDefinition> definitions;
-    private final String configHash;
+    private volatile List<JobDefinition> definitions;
+    private volatile String configHash;
     private final String host;
     private final String version;
     private final Map<String, Map<String, String>> peerConfigs = new HashMap<>();
@@ -91,6 +91,26 @@ final class Membership {
     /** The hash of this worker's job definitions. */
     String configHash() {
         return configHash;
+    }
+
+    /**
+     * A reload put {@code definitions} in force: from now on the heartbeat carries their hash (so
+     * the drift check follows the rollout), published at once when started (best effort: the
+     * heartbeat publishes it again if the store missed it).
+     */
+    void update(List<JobDefinition> definitions) {
+        synchronized (this) {
+            this.definitions = List.copyOf(definitions);
+            this.configHash = Fingerprints.hash(Fingerprints.describe(definitions));
+        }
+        if (started != null) {
+            try {
+                provider.publishConfig(configHash, Fingerprints.describe(definitions));
+            } catch (RuntimeException e) {
+                // The next heartbeat is answered 'not published' and publishes it.
+            }
+            beatQuietly();
+        }
     }
 
     /**
@@ -205,7 +225,8 @@ final class Membership {
         drift = now;
     }
 
-    private static String hostName() {
+    /** This host's name (or $HOSTNAME, or "unknown"). */
+    static String hostName() {
         try {
             return InetAddress.getLocalHost().getHostName();
         } catch (Exception e) {

@@ -7,7 +7,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Finds runs whose lease ran out without an outcome (their worker died or was paused) and races
@@ -29,10 +28,10 @@ final class Recovery {
     private final SlotQueue queue;
     private final Claimer claimer;
     private final Runner runner;
-    private final Map<String, ScheduledJob> jobs;
+    private final JobSet jobs;
 
     Recovery(LockProvider provider, ClusterClock clock, Outage outage, SlotQueue queue, Claimer claimer, Runner runner,
-            Map<String, ScheduledJob> jobs) {
+            JobSet jobs) {
         this.provider = provider;
         this.clock = clock;
         this.outage = outage;
@@ -66,7 +65,7 @@ final class Recovery {
             queue.noteRuns(runs.job(), runs.nextLeaseEndMillis());
             ScheduledJob job = jobs.get(runs.job());
             if (job == null) {
-                continue;
+                continue; // not a job of ours (any more): those that run it recover it
             }
             for (Instant slot : runs.expired()) {
                 if (runner.handling(runs.job(), slot)) {

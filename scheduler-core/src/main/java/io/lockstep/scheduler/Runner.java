@@ -26,13 +26,15 @@ final class Runner {
     private final SlotQueue queue;
     private final Completer completer;
     private final Watchdog<SlotRun> watchdog;
+    private final RunTracer tracer;
     private volatile boolean shuttingDown;
     /** job@slot-millis of every run on a job thread now. */
     private final java.util.Set<String> active = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     Runner(LockProvider provider, ExecutorService executor, JobThreads threads, ClusterClock clock, Events events,
-            Outage outage, SlotQueue queue) {
+            Outage outage, SlotQueue queue, RunTracer tracer) {
         this.executor = executor;
+        this.tracer = tracer;
         this.threads = threads;
         this.clock = clock;
         this.events = events;
@@ -166,7 +168,7 @@ final class Runner {
                 }
                 outcome = Outcome.NOT_STARTED;
             } else {
-                outcome = runJob(run, def, slot);
+                outcome = traced(run, def, slot);
             }
         } finally {
             // The lease stays watched (and renewed) until the completer has written the outcome: a
@@ -191,6 +193,26 @@ final class Runner {
         queue.threadFreed();
     }
 
+    /**
+     * {@link #runJob} inside the run's span: the job's own spans nest under it, and the span ends
+     * with the outcome (a tracer that fails to start a span never fails the run: it is reported and the run goes on untraced).
+     */
+    private Outcome traced(SlotRun run, JobDefinition def, String slot) {
+        try {
+            run.span = tracer.start(run);
+        } catch (RuntimeException | LinkageError e) {
+            events.warn("trace_failed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+                    .addKeyValue("error", Events.describe(e)).log("could not start the run's span; running it untraced");
+        }
+        Outcome outcome = Outcome.INTERRUPTED;
+        try (RunSpan.Scope scope = run.span.enter()) {
+            outcome = runJob(run, def, slot);
+        } finally {
+            run.span.end(outcome, run.attempt(), run.lastFailure);
+        }
+        return outcome;
+    }
+
     /** Runs the job, and again after a failure while its retry policy allows, within the same claim. */
     private Outcome runJob(SlotRun run, JobDefinition def, String slot) {
         Retry retry = def.retry();
@@ -208,7 +230,7 @@ final class Runner {
             if (run.manual) {
                 started = started.addKeyValue("manual", true);
             }
-            started.log("job started");
+            run.span.tag(started).log("job started");
             events.metrics().started(def.name(), Duration.between(run.scheduledTime(), clock.now()));
             run.attach(Thread.currentThread());
             Throwable failure = null;
@@ -225,13 +247,14 @@ final class Runner {
             }
             long durationMs = (System.nanoTime() - startedNanos) / 1_000_000;
             run.lastError = failure == null ? "" : Events.describe(failure);
+            run.lastFailure = failure;
             if (run.timedOut()) {
                 return Outcome.TIMED_OUT; // job_timed_out was logged when the watchdog interrupted it
             }
             if (failure == null) {
-                events.info("job_succeeded").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+                run.span.tag(events.info("job_succeeded").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                         .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
-                        .addKeyValue("duration_ms", durationMs).log("job succeeded");
+                        .addKeyValue("duration_ms", durationMs)).log("job succeeded");
                 // Succeeded, even if its lease ran out meanwhile: the record says what the event says. If a
                 // peer took the slot over, the record is no longer ours and this outcome is refused.
                 return Outcome.SUCCEEDED;
@@ -239,9 +262,9 @@ final class Runner {
             // A failure that will be retried within the claim is a WARN; the one that ends the run an ERROR.
             boolean willRetry = !run.isLeaseLost() && !(shuttingDown && (failure instanceof InterruptedException
                     || Thread.currentThread().isInterrupted())) && run.attempt() < retry.maxAttempts();
-            var event = events.at(willRetry ? Level.WARN : Level.ERROR, "job_failed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
-                    .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
-                    .addKeyValue("duration_ms", durationMs).addKeyValue("error", Events.describe(failure));
+            var event = run.span.tag(events.at(willRetry ? Level.WARN : Level.ERROR, "job_failed").addKeyValue("job", def.name())
+                    .addKeyValue("slot", slot).addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
+                    .addKeyValue("duration_ms", durationMs).addKeyValue("error", Events.describe(failure)));
             if (run.isLeaseLost()) {
                 event.addKeyValue("reason", "lease lost").log("job failed after its lease was lost");
                 return Outcome.LEASE_LOST;
@@ -257,6 +280,7 @@ final class Runner {
             Duration delay = retry.delayAfter(run.attempt());
             event.addKeyValue("will_retry", true).addKeyValue("retry_in_ms", delay.toMillis()).setCause(failure)
                     .log("job failed; retrying within the same claim");
+            run.span.retry(run.attempt(), delay.toMillis(), failure);
             run.detach();
             if (!backoff(run, delay)) {
                 return run.isLeaseLost() ? Outcome.LEASE_LOST : Outcome.INTERRUPTED;
@@ -318,11 +342,12 @@ final class Runner {
         public void lost(Watchdog<SlotRun>.Watch watch, String reason) {
             SlotRun run = watch.lease();
             run.interrupt();
-            events.warn("lease_lost").addKeyValue("job", run.definition.name())
+            run.span.tag(events.warn("lease_lost").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.lease.slot().toString()).addKeyValue("lock_name", run.lockName)
                     .addKeyValue("action", "expire").addKeyValue("identifier", run.lease.token())
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("success", false)
-                    .addKeyValue("reason", reason).log("lease lost; the job is interrupted and must stop");
+                    .addKeyValue("reason", reason)).log("lease lost; the job is interrupted and must stop");
+            run.span.leaseLost(reason);
             events.metrics().leaseLost(run.definition.name(), reason.startsWith("renewal refused") ? "revoked" : "expired");
         }
 
@@ -339,10 +364,11 @@ final class Runner {
         public void timedOut(Watchdog<SlotRun>.Watch watch) {
             SlotRun run = watch.lease();
             run.interrupt();
-            events.warn("job_timed_out").addKeyValue("job", run.definition.name())
+            run.span.tag(events.warn("job_timed_out").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.lease.slot().toString()).addKeyValue("fencing_token", run.fencingToken())
-                    .addKeyValue("attempt", run.attempt()).addKeyValue("timeout_ms", run.definition.timeout().toMillis())
+                    .addKeyValue("attempt", run.attempt()).addKeyValue("timeout_ms", run.definition.timeout().toMillis()))
                     .log("job ran past its timeout; interrupted");
+            run.span.timedOut(run.definition.timeout().toMillis());
         }
 
         @Override

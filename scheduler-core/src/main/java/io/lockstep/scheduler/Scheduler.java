@@ -3,18 +3,13 @@ package io.lockstep.scheduler;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Watchdog;
-import java.net.InetAddress;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -40,7 +35,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@link Completer}: outcomes written in batches; a run that lost its lease or was cut off by a
  *       stop under {@code recover: rerun}, or never started, is handed over instead of closed;
  *   <li>{@link Recovery}: runs whose lease ran out without an outcome ({@link Recover});
- *   <li>{@link CatchUpPlan}: slots the whole cluster missed while it was down ({@link CatchUp}).
+ *   <li>{@link CatchUpPlan}: slots the whole cluster missed while it was down ({@link CatchUp});
+ *   <li>{@link Reload}: a new set of definitions put in force while it runs ({@link #update}).
  * </ul>
  *
  * <pre>{@code
@@ -64,7 +60,7 @@ public final class Scheduler implements AutoCloseable {
     private final LockProvider provider;
     private final String workerId;
     private final Duration shutdownTimeout;
-    private final List<ScheduledJob> jobs;
+    private final JobSet jobs;
     private final CreatedJobs created;
     private final JobThreads threads;
     private final ClusterClock clock;
@@ -75,8 +71,11 @@ public final class Scheduler implements AutoCloseable {
     private final Ticker ticker;
     private final Membership membership;
     private final Outage outage;
+    private final Reload reload;
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Orders {@link #start}, {@link #update} and {@link #close}. */
+    private final Object lifecycle = new Object();
 
     private Scheduler(Builder b) {
         this.provider = b.provider;
@@ -90,25 +89,23 @@ public final class Scheduler implements AutoCloseable {
         this.outage = outage;
         metrics.bind(threads, outage::up);
         this.created = CreatedJobs.create(b.jobs, b.jobFactory, b.closeJobs, events);
-        Map<String, ScheduledJob> byName = new HashMap<>();
-        for (ScheduledJob job : created.jobs()) {
-            byName.put(job.definition().name(), job);
-        }
-        metrics.registerJobs(byName.keySet());
-        this.jobs = created.jobs();
+        JobSet jobs = new JobSet(created.jobs(), b.jobs);
+        this.jobs = jobs;
+        metrics.registerJobs(jobs.names());
         ExecutorService executor = b.executor != null ? b.executor : defaultExecutor(b.threads);
-        this.runner = new Runner(provider, executor, threads, clock, events, outage, queue);
+        this.runner = new Runner(provider, executor, threads, clock, events, outage, queue, RunTracer.create(b.openTelemetry));
         this.membership = new Membership(provider, events, outage, workerId, threads, clock, b.jobs, t -> {
-            ScheduledJob job = byName.get(t.job());
+            ScheduledJob job = jobs.get(t.job());
             if (job != null) { // a job this worker does not run (or runs disabled) is left to those that do
                 queue.addAll(List.of(DueSlot.manual(job, t.slot())));
             }
-        }, () -> queue.lookSoon(byName.keySet()));
+        }, () -> queue.lookSoon(jobs.names()));
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
         this.starter = new Starter(provider, runner, events, outage);
         Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, starter, preference);
-        Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, Map.copyOf(byName));
-        this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery);
+        Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, jobs);
+        this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery, jobs);
+        this.reload = new Reload(jobs, created, b.jobFactory, metrics, clock, queue, membership, runner, events);
         metrics.bindDrift(() -> membership.drift().size());
     }
 
@@ -150,10 +147,17 @@ public final class Scheduler implements AutoCloseable {
      * @throws IllegalStateException when called twice
      */
     public void start() {
-        if (!started.compareAndSet(false, true)) {
-            throw new IllegalStateException("scheduler already started");
+        synchronized (lifecycle) {
+            if (!started.compareAndSet(false, true)) {
+                throw new IllegalStateException("scheduler already started");
+            }
+            begin();
         }
+    }
+
+    private void begin() {
         clock.sync(provider);
+        List<ScheduledJob> jobs = List.copyOf(this.jobs.all());
         Map<String, Instant> lastSlots = provider.lastSlots(jobs.stream().map(ScheduledJob::name).toList());
         Instant now = clock.now();
         List<DueSlot> due = new ArrayList<>();
@@ -189,6 +193,26 @@ public final class Scheduler implements AutoCloseable {
     }
 
     /**
+     * Puts {@code definitions} in force in place of the jobs this scheduler runs, without a stop
+     * (a worker's reload, or an application adding and removing jobs): new and changed jobs start
+     * at their next slot after now, removed and disabled ones claim nothing new while their runs in
+     * flight finish, unchanged ones go on as they were ({@link Reload} has the details). All or
+     * nothing: when a job cannot be created, nothing changes.
+     *
+     * @throws LockstepException when a job cannot be created, or its params do not fit it
+     * @throws IllegalArgumentException when two definitions share a name
+     * @throws IllegalStateException once the scheduler is closed
+     */
+    public ScheduleUpdate update(List<JobDefinition> definitions) {
+        synchronized (lifecycle) {
+            if (closed.get()) {
+                throw new IllegalStateException("scheduler closed");
+            }
+            return reload.apply(List.copyOf(definitions), started.get());
+        }
+    }
+
+    /**
      * Stops claiming, lets running jobs finish up to the shutdown timeout, interrupts the rest and
      * records their outcomes, then stops the watchdog, then closes the job instances that are
      * {@link AutoCloseable} (newest first, each once; see {@link Builder#closeJobs}). Does not close
@@ -196,8 +220,10 @@ public final class Scheduler implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
+        synchronized (lifecycle) {
+            if (!closed.compareAndSet(false, true)) {
+                return;
+            }
         }
         events.info("worker_stopping").addKeyValue("running", threads.busy())
                 .addKeyValue("shutdown_timeout_ms", shutdownTimeout.toMillis())
@@ -244,16 +270,6 @@ public final class Scheduler implements AutoCloseable {
         });
     }
 
-    static String defaultWorkerId() {
-        String host;
-        try {
-            host = InetAddress.getLocalHost().getHostName();
-        } catch (Exception e) {
-            host = Optional.ofNullable(System.getenv("HOSTNAME")).orElse("worker");
-        }
-        return host + "-" + ProcessHandle.current().pid();
-    }
-
     /**
      * Builds a {@link Scheduler}. Fails fast on a bad value. Not thread-safe.
      */
@@ -269,6 +285,8 @@ public final class Scheduler implements AutoCloseable {
         private final List<JobDefinition> jobs = new ArrayList<>();
         private io.micrometer.core.instrument.MeterRegistry meterRegistry =
                 new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
+        /** An {@code io.opentelemetry.api.OpenTelemetry}, or null: typed Object so this class loads without the API. */
+        private Object openTelemetry;
 
         private Builder(LockProvider provider) {
             this.provider = Objects.requireNonNull(provider, "provider");
@@ -286,6 +304,17 @@ public final class Scheduler implements AutoCloseable {
          */
         public Builder meterRegistry(io.micrometer.core.instrument.MeterRegistry registry) {
             this.meterRegistry = Objects.requireNonNull(registry, "registry");
+            return this;
+        }
+
+        /**
+         * Traces each run with this OpenTelemetry: one span per run ({@code lockstep.run <job>}),
+         * the job running inside it, its ids in the run's events (OPERATIONS lists the attributes).
+         * Without this call, runs are traced through {@code GlobalOpenTelemetry} once an SDK or the
+         * agent has set it, and not at all without the OpenTelemetry API on the class path.
+         */
+        public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+            this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
             return this;
         }
 
@@ -354,14 +383,9 @@ public final class Scheduler implements AutoCloseable {
          * @throws LockstepException when a job class cannot be created or two jobs share a name
          */
         public Scheduler build() {
-            Set<String> names = new HashSet<>();
-            for (JobDefinition d : jobs) {
-                if (!names.add(d.name())) {
-                    throw new IllegalArgumentException("job names must be unique, but \"" + d.name() + "\" appears twice");
-                }
-            }
+            JobSet.requireUniqueNames(jobs);
             if (workerId.isBlank()) {
-                workerId = defaultWorkerId();
+                workerId = Membership.hostName() + "-" + ProcessHandle.current().pid();
             }
             return new Scheduler(this);
         }

@@ -33,17 +33,24 @@ final class SlotRun implements JobContext {
     volatile long graceEndsNanos = Long.MAX_VALUE;
     /** A manual run ({@code trigger}); its events carry {@code manual: true}. */
     final boolean manual;
+    /** A rerun of a slot whose earlier run lost its lease or never started ({@code slot_recovered}). */
+    final boolean recovered;
+    /** The run's trace, from its first attempt's start ({@link RunTracer}). */
+    volatile RunSpan span = RunSpan.NONE;
     /** The watchdog's view of the lease; set once, before the run is handed to a job thread. */
     private volatile Watchdog<SlotRun>.Watch watch;
     private volatile int attempt = 1;
     /** When the first attempt started (monotonic nanos), 0 before; and the last attempt's failure, "" if none. */
     volatile long firstStartNanos;
     volatile String lastError = "";
+    /** The last attempt's failure, or null. */
+    volatile Throwable lastFailure;
     private volatile Thread thread;
 
     SlotRun(JobDefinition definition, Job job, Lease lease, String lockName, long fencingToken, String workerId,
-            long claimSentNanos, boolean manual) {
+            long claimSentNanos, boolean manual, boolean recovered) {
         this.manual = manual;
+        this.recovered = recovered;
         this.definition = definition;
         this.job = job;
         this.lease = lease;

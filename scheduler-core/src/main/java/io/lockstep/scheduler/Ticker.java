@@ -24,11 +24,13 @@ final class Ticker {
     private final SlotQueue queue;
     private final Claimer claimer;
     private final Recovery recovery;
+    private final JobSet jobs;
     private final Thread thread;
     private volatile boolean running = true;
 
     Ticker(LockProvider provider, ClusterClock clock, Events events, Outage outage, JobThreads threads,
-            SlotQueue queue, Claimer claimer, Recovery recovery) {
+            SlotQueue queue, Claimer claimer, Recovery recovery, JobSet jobs) {
+        this.jobs = jobs;
         this.provider = provider;
         this.clock = clock;
         this.events = events;
@@ -88,9 +90,10 @@ final class Ticker {
             running = false;
             return;
         }
+        retire(due);
         List<DueSlot> leading = new ArrayList<>(); // due for the first time: the job's next slot follows them
         for (DueSlot d : due) {
-            if (d.leadsSchedule()) { // read before the claims move the slots on
+            if (d.leadsSchedule() && jobs.current(d.job)) { // read before the claims move the slots on; a retired version has no next
                 leading.add(d);
             }
         }
@@ -112,6 +115,23 @@ final class Ticker {
                 outage.failed("time", e);
             }
         }
+    }
+
+    /**
+     * Drops from {@code due} the slots of job versions a reload retired that fell due after it
+     * ({@link JobSet#claimable}): the version in force queued its own next slot.
+     */
+    private void retire(List<DueSlot> due) {
+        List<DueSlot> dropped = new ArrayList<>();
+        due.removeIf(d -> {
+            if (jobs.claimable(d)) {
+                return false;
+            }
+            d.retired();
+            dropped.add(d);
+            return true;
+        });
+        queue.place(dropped, clock.now()); // forgotten: a recovery mark or a catch-up's order goes with them
     }
 
     /**

@@ -4,8 +4,12 @@
 -- Returns {earliest lease end still ahead (server ms, 0 if none), expired slot, expired slot, ...}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-local ahead = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+-- An entry is expired 2 ms past its score, as recover.lua counts it: the lease key written beside it
+-- (PX ttl, in the same call) can outlive the score by a millisecond, since Redis expires a key only
+-- once the millisecond clock frozen at a script's start is past it, while 'now' here is read from TIME.
+local dead = now - 2
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', dead, 'LIMIT', 0, tonumber(ARGV[1]))
+local ahead = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. dead, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local reply = {tonumber(ahead[2] or '0')}
 for _, slot in ipairs(expired) do
   reply[#reply + 1] = slot
