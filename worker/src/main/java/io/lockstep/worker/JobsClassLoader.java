@@ -19,7 +19,9 @@ import java.util.List;
  * Jedis (the lock API hands out Jedis types) with the Commons Pool its API names (a
  * {@code JedisPooled} takes a {@code GenericObjectPoolConfig}), and Jackson's annotations (Lockstep binds a job's
  * {@code params} to its type, so annotations such as {@code @JsonProperty} on that type must be the
- * ones Lockstep's Jackson reads; they are compatible across Jackson 2).
+ * ones Lockstep's Jackson reads; they are compatible across Jackson 2), and the OpenTelemetry API
+ * and context (a job's own spans nest under its run's span only through the same context classes,
+ * and find the worker's SDK through the same {@code GlobalOpenTelemetry}).
  *
  * <p>Everything else is looked up in the JDK first and then in the jobs' JARs, never in Lockstep's
  * {@code lib/}. Resources likewise, except those of the shared packages: a jobs JAR's
@@ -29,7 +31,7 @@ final class JobsClassLoader extends URLClassLoader {
 
     /** Package prefixes always loaded from Lockstep's class path. */
     static final List<String> SHARED = List.of("io.lockstep.scheduler.", "io.lockstep.redis.", "org.slf4j.", "redis.clients.",
-            "org.apache.commons.pool2.", "com.fasterxml.jackson.annotation.");
+            "org.apache.commons.pool2.", "com.fasterxml.jackson.annotation.", "io.opentelemetry.api.", "io.opentelemetry.context.");
 
     static {
         ClassLoader.registerAsParallelCapable();

@@ -19,7 +19,9 @@ import java.time.format.DateTimeParseException;
 import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -29,7 +31,9 @@ import picocli.CommandLine.Spec;
 import sun.misc.Signal;
 
 /**
- * {@code run --config FILE [--worker-id ID]}: runs until SIGTERM or SIGINT, then drains.
+ * {@code run --config FILE [--worker-id ID]}: runs until SIGTERM or SIGINT, then drains; reloads
+ * the file's jobs on SIGHUP ({@link ConfigReload}); traces runs when the OTEL_* environment asks
+ * for it ({@link Telemetry}).
  *
  * <p>Nothing starts unless everything is in order: the config is valid, every job class loads,
  * and Redis answers and accepts the credentials. Otherwise one line on stderr and exit 2 (config)
@@ -42,6 +46,8 @@ import sun.misc.Signal;
 final class RunCommand implements Callable<Integer> {
 
     static final String CLOCK_SKEW_PROPERTY = "lockstep.clockSkew";
+    /** The request SIGTERM and SIGINT put in the main thread's queue (the others are reloads, named by their trigger). */
+    private static final String STOP = "stop";
 
     @Spec
     CommandSpec spec;
@@ -86,13 +92,23 @@ final class RunCommand implements Callable<Integer> {
             err.println(config + ": redis: " + e.getMessage());
             return WorkerMain.BAD_INPUT;
         }
-        // Catch SIGTERM/SIGINT before anything runs, so that a stop request always drains.
-        CountDownLatch stop = new CountDownLatch(1);
-        Signal.handle(new Signal("TERM"), s -> stop.countDown());
-        Signal.handle(new Signal("INT"), s -> stop.countDown());
+        OpenTelemetrySdk otel;
+        try {
+            otel = Telemetry.fromEnvironment();
+        } catch (RuntimeException e) { // the OTEL_* environment names something the SDK cannot configure
+            err.println("error: OpenTelemetry (OTEL_* environment): " + e.getMessage());
+            provider.close();
+            return WorkerMain.BAD_INPUT;
+        }
+        // Catch SIGTERM/SIGINT before anything runs, so that a stop request always drains; SIGHUP reloads.
+        BlockingQueue<String> requests = new LinkedBlockingQueue<>();
+        Signal.handle(new Signal("TERM"), s -> requests.add(STOP));
+        Signal.handle(new Signal("INT"), s -> requests.add(STOP));
+        Signal.handle(new Signal("HUP"), s -> requests.add("SIGHUP"));
         Scheduler scheduler = null;
         JobFactory factory = null;
         WorkerHttp http = null;
+        ConfigReload reload = null;
         // Meters only when something can read them (worker.http); otherwise they cost the slot path for nothing.
         PrometheusMeterRegistry registry = c.worker().httpPort() > 0 ? new PrometheusMeterRegistry(PrometheusConfig.DEFAULT) : null;
         try {
@@ -105,6 +121,9 @@ final class RunCommand implements Callable<Integer> {
             }
             if (registry != null) {
                 builder.meterRegistry(registry);
+            }
+            if (otel != null) {
+                builder.openTelemetry(otel);
             }
             scheduler = builder
                     .workerId(id)
@@ -125,7 +144,11 @@ final class RunCommand implements Callable<Integer> {
                 http = startHttp(c, scheduler, provider, registry);
             }
             scheduler.start();
-        } catch (LockstepException | java.io.UncheckedIOException e) {
+            reload = new ConfigReload(config, scheduler, factoryType.isPresent(), c);
+            if (c.worker().watch()) {
+                reload.watch(requests, "file changed");
+            }
+        } catch (LockstepException | java.io.IOException | java.io.UncheckedIOException e) {
             // Redis down or refusing us, a job class that cannot be created, or the HTTP port taken
             err.println("error: " + e.getMessage());
             if (http != null) {
@@ -135,17 +158,22 @@ final class RunCommand implements Callable<Integer> {
                 scheduler.close(); // built, maybe part started: its jobs are closed before their factory
             }
             close(factory, err);
+            Telemetry.close(otel);
             provider.close();
             // A job refusing its params is a bad config (do not restart it); the rest may pass.
             return e instanceof io.lockstep.scheduler.config.ConfigException ? WorkerMain.BAD_INPUT : WorkerMain.RUNTIME_FAILURE;
         }
         try {
-            stop.await();
+            for (String request = requests.take(); !request.equals(STOP); request = requests.take()) {
+                reload.reload(request);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        reload.close();
         scheduler.close(); // drains, writes every outcome, then closes the jobs that are AutoCloseable
         close(factory, err);
+        Telemetry.close(otel); // the last spans go out
         if (http != null) {
             http.close();
         }

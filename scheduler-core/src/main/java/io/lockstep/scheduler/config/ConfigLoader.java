@@ -46,7 +46,7 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
 public final class ConfigLoader {
 
     private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history");
-    private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http");
+    private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http", "reload");
     private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
     private static final Set<String> HISTORY_KEYS = Set.of("keep");
     private static final Set<String> DEFAULTS_KEYS = Set.copyOf(PolicySection.KEYS);
@@ -197,7 +197,12 @@ public final class ConfigLoader {
                 }
                 bind = string(http.get("bind"), "worker.http.bind").orElse(bind);
             }
-            return new WorkerSettings(id, Math.max(1, threads), shutdown, port, bind);
+            String reload = string(m.get("reload"), "worker.reload").orElse("signal");
+            if (!reload.equals("signal") && !reload.equals("watch")) {
+                problem(m.get("reload"), "worker.reload", "must be signal (reload on SIGHUP, the default) or watch (also when the file "
+                        + "changes), but was \"" + reload + "\"");
+            }
+            return new WorkerSettings(id, Math.max(1, threads), shutdown, port, bind, reload.equals("watch"));
         }
 
         private int readHistory(Node node) {

@@ -12,8 +12,10 @@ import java.util.Objects;
  * @param shutdownTimeout how long a stopping worker lets running jobs finish before it interrupts them
  * @param httpPort the port of the worker's HTTP endpoints ({@code worker.http.port}); 0 = none
  * @param httpBind the address they listen on ({@code worker.http.bind}); loopback by default
+ * @param watch {@code worker.reload: watch}: the worker reloads its config file when it changes (it
+ *     always does on SIGHUP; {@code worker.reload: signal}, the default, is SIGHUP only)
  */
-public record WorkerSettings(String id, int threads, Duration shutdownTimeout, int httpPort, String httpBind) {
+public record WorkerSettings(String id, int threads, Duration shutdownTimeout, int httpPort, String httpBind, boolean watch) {
 
     public static final String DEFAULT_HTTP_BIND = "127.0.0.1";
 
@@ -28,7 +30,7 @@ public record WorkerSettings(String id, int threads, Duration shutdownTimeout, i
 
     /** Without HTTP endpoints. */
     public WorkerSettings(String id, int threads, Duration shutdownTimeout) {
-        this(id, threads, shutdownTimeout, 0, DEFAULT_HTTP_BIND);
+        this(id, threads, shutdownTimeout, 0, DEFAULT_HTTP_BIND, false);
     }
 
     /** Every setting at its default. */

@@ -1,0 +1,143 @@
+package io.lockstep.worker;
+
+import io.lockstep.scheduler.LockstepException;
+import io.lockstep.scheduler.ScheduleUpdate;
+import io.lockstep.scheduler.Scheduler;
+import io.lockstep.scheduler.config.LockstepConfig;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.ClosedWatchServiceException;
+import java.nio.file.FileSystems;
+import java.nio.file.Path;
+import java.nio.file.StandardWatchEventKinds;
+import java.nio.file.WatchKey;
+import java.nio.file.WatchService;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running worker's reload of its config file: on SIGHUP, and with {@code worker.reload: watch}
+ * when the file changes. The file is loaded and checked as at the start (every job class too);
+ * an invalid file changes nothing and is reported ({@code config_reload_failed}, with the same
+ * lines {@code validate} prints): the worker goes on with the jobs in force, and its heartbeat
+ * keeps their hash, which {@code status} shows. A valid one goes to {@link Scheduler#update}
+ * ({@code schedule_updated}). Only {@code jobs:} is reloaded: a changed {@code redis:},
+ * {@code worker:} or {@code history:} section takes a restart, and says so
+ * ({@code config_restart_needed}). Reloads run one at a time, on the worker's main thread.
+ */
+final class ConfigReload implements AutoCloseable {
+
+    /** Several writes of one save (an editor's, a ConfigMap's symlink swap) come as one reload. */
+    static final long SETTLE_MILLIS = 300;
+    private static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
+
+    private final Path file;
+    private final Scheduler scheduler;
+    private final boolean factory;
+    private LockstepConfig inForce;
+    private WatchService watch;
+
+    ConfigReload(Path file, Scheduler scheduler, boolean factory, LockstepConfig loaded) {
+        this.file = file.toAbsolutePath();
+        this.scheduler = scheduler;
+        this.factory = factory;
+        this.inForce = loaded;
+    }
+
+    /**
+     * Watches the file's directory and puts {@code request} in {@code requests} when the file
+     * changes (created, modified or replaced), once per burst of changes.
+     */
+    void watch(BlockingQueue<String> requests, String request) throws IOException {
+        watch = FileSystems.getDefault().newWatchService();
+        file.getParent().register(watch, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY,
+                StandardWatchEventKinds.ENTRY_DELETE);
+        Thread t = new Thread(() -> {
+            try {
+                while (true) {
+                    WatchKey key = watch.take();
+                    boolean ours = key.pollEvents().stream().anyMatch(e -> e.context() instanceof Path p
+                            && (p.equals(file.getFileName()) || p.toString().startsWith("..")));  // Kubernetes swaps ..data
+                    key.reset();
+                    if (ours) {
+                        drain(watch);
+                        requests.add(request);
+                    }
+                }
+            } catch (InterruptedException | ClosedWatchServiceException e) {
+                // closed: the worker is stopping
+            }
+        }, "lockstep-config-watch");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** Waits until the directory has been quiet for {@link #SETTLE_MILLIS}. */
+    private static void drain(WatchService watch) throws InterruptedException {
+        WatchKey more;
+        while ((more = watch.poll(SETTLE_MILLIS, TimeUnit.MILLISECONDS)) != null) {
+            more.pollEvents();
+            more.reset();
+        }
+    }
+
+    /** Loads the file and puts its jobs in force, or reports why not; never throws for a bad file. */
+    void reload(String why) {
+        StringWriter problems = new StringWriter();
+        Optional<LockstepConfig> loaded = Configs.load(file, new PrintWriter(problems), true, factory);
+        if (loaded.isEmpty()) {
+            failed(why, problems.toString().strip().lines().toList());
+            return;
+        }
+        LockstepConfig next = loaded.get();
+        ScheduleUpdate update;
+        try {
+            update = scheduler.update(next.jobs());
+        } catch (LockstepException | IllegalArgumentException e) {
+            failed(why, List.of(String.valueOf(e.getMessage())));
+            return;
+        }
+        List<String> restart = new ArrayList<>();
+        if (!next.redis().equals(inForce.redis())) {
+            restart.add("redis");
+        }
+        if (!next.worker().equals(inForce.worker())) {
+            restart.add("worker");
+        }
+        if (next.historyKeep() != inForce.historyKeep()) {
+            restart.add("history");
+        }
+        if (!restart.isEmpty()) {
+            EVENTS.atWarn().addKeyValue("event", "config_restart_needed").addKeyValue("worker", scheduler.workerId())
+                    .addKeyValue("config", file.toString()).addKeyValue("sections", String.join(",", restart))
+                    .log("the jobs were reloaded; the changed " + String.join(", ", restart) + " section(s) take effect at the next restart");
+        }
+        inForce = new LockstepConfig(inForce.source(), inForce.redis(), inForce.worker(), next.jobs(), inForce.historyKeep());
+        EVENTS.atInfo().addKeyValue("event", "config_reloaded").addKeyValue("worker", scheduler.workerId())
+                .addKeyValue("config", file.toString()).addKeyValue("trigger", why).addKeyValue("config_hash", update.configHash())
+                .log("config reloaded");
+    }
+
+    private void failed(String why, List<String> problems) {
+        EVENTS.atError().addKeyValue("event", "config_reload_failed").addKeyValue("worker", scheduler.workerId())
+                .addKeyValue("config", file.toString()).addKeyValue("trigger", why).addKeyValue("problems", problems)
+                .log("the config file was not reloaded; the jobs in force go on unchanged: " + String.join("; ", problems));
+    }
+
+    @Override
+    public void close() {
+        if (watch != null) {
+            try {
+                watch.close();
+            } catch (IOException e) {
+                // nothing left to do
+            }
+        }
+    }
+}
