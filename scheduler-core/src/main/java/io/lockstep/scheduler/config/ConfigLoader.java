@@ -62,6 +62,8 @@ public final class ConfigLoader {
     private final boolean checkClasses;
     /** Job classes are built by their public no-arg constructor (no factory of the application's): check that too. */
     private final boolean reflective;
+    /** Whether a document without jobs is a problem (the worker's file: yes; an application adding its own jobs: no). */
+    private final boolean jobsRequired;
 
     /**
      * Every key the loader accepts, by YAML path ({@code ""} the top level, {@code "jobs[]"} a job),
@@ -76,7 +78,8 @@ public final class ConfigLoader {
                 Map.entry("jobs[]", JOB_KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS));
     }
 
-    private ConfigLoader(Function<String, String> environment, boolean checkClasses, boolean reflective) {
+    private ConfigLoader(Function<String, String> environment, boolean checkClasses, boolean reflective, boolean jobsRequired) {
+        this.jobsRequired = jobsRequired;
         this.environment = environment;
         this.checkClasses = checkClasses;
         this.reflective = reflective;
@@ -84,18 +87,18 @@ public final class ConfigLoader {
 
     /** A loader that reads the process environment and checks job classes. */
     public static ConfigLoader defaults() {
-        return new ConfigLoader(System::getenv, true, true);
+        return new ConfigLoader(System::getenv, true, true, true);
     }
 
     /** A loader that reads variables from {@code environment} instead of the process. */
     public ConfigLoader withEnvironment(Map<String, String> environment) {
         Map<String, String> copy = Map.copyOf(environment);
-        return new ConfigLoader(copy::get, checkClasses, reflective);
+        return new ConfigLoader(copy::get, checkClasses, reflective, jobsRequired);
     }
 
     /** A loader that does or does not check that job classes load and implement {@code Job}. */
     public ConfigLoader checkingClasses(boolean check) {
-        return new ConfigLoader(environment, check, reflective);
+        return new ConfigLoader(environment, check, reflective, jobsRequired);
     }
 
     /**
@@ -106,7 +109,15 @@ public final class ConfigLoader {
      * when the scheduler is built, and reports what is wrong then.
      */
     public ConfigLoader builtByReflection(boolean reflective) {
-        return new ConfigLoader(environment, checkClasses, reflective);
+        return new ConfigLoader(environment, checkClasses, reflective, jobsRequired);
+    }
+
+    /**
+     * With {@code false}, a document without {@code jobs} (or with an empty list) is accepted: for
+     * an application that declares its jobs elsewhere (the Spring Boot starter's annotations).
+     */
+    public ConfigLoader requiringJobs(boolean required) {
+        return new ConfigLoader(environment, checkClasses, reflective, required);
     }
 
     /**
@@ -237,7 +248,9 @@ public final class ConfigLoader {
 
         private List<JobDefinition> readJobs(Node node, Node root, Policies defaults, Duration redisTimeout) {
             if (node == null) {
-                problem(root, "jobs", "is missing; list at least one job");
+                if (jobsRequired) {
+                    problem(root, "jobs", "is missing; list at least one job");
+                }
                 return List.of();
             }
             if (!(node instanceof SequenceNode sequence)) {
@@ -245,7 +258,9 @@ public final class ConfigLoader {
                 return List.of();
             }
             if (sequence.getValue().isEmpty()) {
-                problem(node, "jobs", "is empty; list at least one job");
+                if (jobsRequired) {
+                    problem(node, "jobs", "is empty; list at least one job");
+                }
                 return List.of();
             }
             List<JobDefinition> jobs = new ArrayList<>();

@@ -1,0 +1,196 @@
+package io.lockstep.spring;
+
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.config.ConfigException;
+import io.lockstep.scheduler.config.ConfigLoader;
+import io.lockstep.scheduler.config.ConfigProblem;
+import io.lockstep.scheduler.config.LockstepConfig;
+import io.lockstep.scheduler.config.WorkerSettings;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.yaml.snakeyaml.DumperOptions;
+import org.yaml.snakeyaml.Yaml;
+
+/**
+ * The configuration the starter runs: the Lockstep YAML ({@code lockstep.config}) or the
+ * {@code lockstep.redis.*} properties (never both), with {@code lockstep.worker.*} over the YAML's
+ * {@code worker:} (a key set in both is an error: say it once),
+ * plus the {@link LockstepJob} methods. Everything goes through the worker's own
+ * {@link ConfigLoader}, so the checks and the messages are the same: a problem of the file names
+ * its line, a problem of an annotation names its method.
+ */
+final class EffectiveConfig {
+
+    private static final Pattern JOB_INDEX = Pattern.compile("^jobs\\[(\\d+)]\\.?");
+
+    private EffectiveConfig() {}
+
+    /**
+     * @throws ConfigException with every problem found
+     */
+    static LockstepConfig load(LockstepProperties properties, AnnotatedJobs annotated, ClassLoader classes) {
+        ConfigLoader loader = ConfigLoader.defaults().builtByReflection(false).requiringJobs(false);
+        LockstepConfig base;
+        Map<String, Object> defaults = Map.of();
+        if (properties.getConfig() != null) {
+            String text = read(properties);
+            Object parsed = new Yaml().load(text);
+            Map<?, ?> top = parsed instanceof Map<?, ?> m ? m : Map.of();
+            Map<?, ?> yamlWorker = top.get("worker") instanceof Map<?, ?> w ? w : Map.of();
+            List<ConfigProblem> both = new ArrayList<>();
+            String file = sourceName(properties.getConfig());
+            if (properties.getRedis().isSet()) {
+                both.add(new ConfigProblem("lockstep.redis", 0, "", "set Redis in " + file + " or in lockstep.redis.* properties, not both"));
+            }
+            LockstepProperties.Worker w = properties.getWorker();
+            for (String key : List.of("id", "threads", "shutdownTimeout")) {
+                Object value = key.equals("id") ? w.getId() : key.equals("threads") ? w.getThreads() : w.getShutdownTimeout();
+                if (value != null && yamlWorker.containsKey(key)) {
+                    both.add(new ConfigProblem("lockstep.worker." + key, 0, "", "set worker." + key + " in " + file
+                            + " or in lockstep.worker.* properties, not both"));
+                }
+            }
+            if (!both.isEmpty()) {
+                throw new ConfigException(both);
+            }
+            LockstepConfig fromFile = withClasses(classes, () -> loader.load(file, text));
+            WorkerSettings fw = fromFile.worker();
+            WorkerSettings worker = new WorkerSettings(w.getId() != null ? w.getId() : fw.id(),
+                    w.getThreads() != null ? w.getThreads() : fw.threads(),
+                    w.getShutdownTimeout() != null ? w.getShutdownTimeout() : fw.shutdownTimeout(), fw.httpPort(), fw.httpBind(), fw.watch());
+            base = new LockstepConfig(fromFile.source(), fromFile.redis(), worker, fromFile.jobs(), fromFile.historyKeep());
+            if (top.get("defaults") instanceof Map<?, ?> d) {
+                defaults = castMap(d);
+            }
+        } else {
+            base = withClasses(classes, () -> loader.load("lockstep.* properties", dump(fromProperties(properties))));
+        }
+        if (annotated.isEmpty()) {
+            return base;
+        }
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("redis", Map.of("timeout", base.redis().timeout().toMillis() + "ms"));
+        if (!defaults.isEmpty()) {
+            doc.put("defaults", defaults);
+        }
+        doc.put("jobs", annotated.asYaml());
+        LockstepConfig methods;
+        try {
+            methods = withClasses(classes, () -> ConfigLoader.defaults().builtByReflection(false).load("@LockstepJob", dump(doc)));
+        } catch (ConfigException e) {
+            throw new ConfigException(e.problems().stream().map(p -> located(p, annotated)).toList());
+        }
+        List<JobDefinition> jobs = new ArrayList<>(base.jobs());
+        Map<String, String> seen = new HashMap<>();
+        base.jobs().forEach(j -> seen.put(j.name(), base.source()));
+        List<ConfigProblem> duplicates = new ArrayList<>();
+        for (int i = 0; i < methods.jobs().size(); i++) {
+            JobDefinition j = methods.jobs().get(i);
+            String where = annotated.all().get(i).where();
+            String before = seen.putIfAbsent(j.name(), where);
+            if (before != null) {
+                duplicates.add(new ConfigProblem(where, 0, "name", "job \"" + j.name() + "\" is also declared by " + before));
+            }
+            jobs.add(j);
+        }
+        if (!duplicates.isEmpty()) {
+            throw new ConfigException(duplicates);
+        }
+        return new LockstepConfig(base.source(), base.redis(), base.worker(), jobs, base.historyKeep());
+    }
+
+    /** A problem of the generated document, told about the method it came from. */
+    private static ConfigProblem located(ConfigProblem p, AnnotatedJobs annotated) {
+        Matcher m = JOB_INDEX.matcher(p.path());
+        if (m.find()) {
+            int i = Integer.parseInt(m.group(1));
+            if (i < annotated.all().size()) {
+                return new ConfigProblem(annotated.all().get(i).where(), 0, p.path().substring(m.end()), p.message());
+            }
+        }
+        return p;
+    }
+
+    private static Map<String, Object> fromProperties(LockstepProperties properties) {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        LockstepProperties.Redis r = properties.getRedis();
+        Map<String, Object> redis = new LinkedHashMap<>();
+        putIfSet(redis, "uri", r.getUri());
+        putIfSet(redis, "user", r.getUser());
+        putIfSet(redis, "password", r.getPassword());
+        putIfSet(redis, "timeout", r.getTimeout() == null ? null : r.getTimeout().toMillis() + "ms");
+        putIfSet(redis, "keyPrefix", r.getKeyPrefix());
+        if (!redis.isEmpty()) {
+            doc.put("redis", redis);
+        }
+        LockstepProperties.Worker w = properties.getWorker();
+        Map<String, Object> worker = new LinkedHashMap<>();
+        putIfSet(worker, "id", w.getId());
+        putIfSet(worker, "threads", w.getThreads());
+        putIfSet(worker, "shutdownTimeout", w.getShutdownTimeout() == null ? null : w.getShutdownTimeout().toMillis() + "ms");
+        if (!worker.isEmpty()) {
+            doc.put("worker", worker);
+        }
+        return doc;
+    }
+
+    private static void putIfSet(Map<String, Object> m, String key, Object value) {
+        if (value != null) {
+            m.put(key, value);
+        }
+    }
+
+    private static String dump(Map<String, Object> doc) {
+        if (doc.isEmpty()) {
+            return "{}\n";
+        }
+        DumperOptions options = new DumperOptions();
+        options.setDefaultFlowStyle(DumperOptions.FlowStyle.BLOCK);
+        return new Yaml(options).dump(doc);
+    }
+
+    /** How problems name the file: its path when it is one, else the resource ({@code class path resource [lockstep.yaml]}). */
+    static String sourceName(org.springframework.core.io.Resource resource) {
+        if (resource.isFile()) {
+            try {
+                return resource.getFile().getPath();
+            } catch (IOException e) {
+                // fall through to the description
+            }
+        }
+        return resource.getDescription();
+    }
+
+    private static String read(LockstepProperties properties) {
+        try (var in = properties.getConfig().getInputStream()) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new ConfigException(List.of(new ConfigProblem(sourceName(properties.getConfig()), 0, "",
+                    "cannot be read: " + e.getMessage())));
+        }
+    }
+
+    /** Job classes are looked up with the application's class loader (Boot's fat JAR, devtools). */
+    private static <T> T withClasses(ClassLoader classes, java.util.function.Supplier<T> load) {
+        Thread t = Thread.currentThread();
+        ClassLoader before = t.getContextClassLoader();
+        t.setContextClassLoader(classes);
+        try {
+            return load.get();
+        } finally {
+            t.setContextClassLoader(before);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> castMap(Map<?, ?> m) {
+        return (Map<String, Object>) m;
+    }
+}

@@ -1,0 +1,163 @@
+package io.lockstep.spring;
+
+import io.lockstep.redis.RedisLockProvider;
+import io.lockstep.redis.RedisLocks;
+import io.lockstep.scheduler.Scheduler;
+import io.lockstep.scheduler.config.LockstepConfig;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.AnyNestedCondition;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
+import org.springframework.context.annotation.Configuration;
+import redis.clients.jedis.UnifiedJedis;
+
+/**
+ * Lockstep in a Spring Boot application (3.5 or 4.0). On when a Redis is configured for it
+ * ({@code lockstep.config}, {@code lockstep.redis.uri}, or a Jedis {@code UnifiedJedis} bean of the
+ * application's), off with {@code lockstep.enabled=false}. It gives:
+ * <ul>
+ *   <li>{@link RedisLockProvider} (on the application's Jedis client when Lockstep has no Redis of
+ *       its own) and, with at least one job, {@link Scheduler}, started after the context is
+ *       refreshed and drained first at shutdown ({@link LockstepLifecycle});
+ *   <li>jobs as beans ({@link SpringJobFactory}, {@link LockstepJob}), checked at startup as the
+ *       worker checks its file ({@link EffectiveConfig});
+ *   <li>the application's {@code MeterRegistry} and {@code OpenTelemetry}, a health indicator
+ *       ({@code lockstep}), the read-only {@code lockstep} actuator endpoint;
+ *   <li>{@link RedisLocks} on the application's Jedis client.
+ * </ul>
+ */
+@AutoConfiguration
+@ConditionalOnProperty(prefix = "lockstep", name = "enabled", havingValue = "true", matchIfMissing = true)
+@Conditional(LockstepAutoConfiguration.RedisConfigured.class)
+@EnableConfigurationProperties(LockstepProperties.class)
+public class LockstepAutoConfiguration {
+
+    /** A Redis is configured for Lockstep: its YAML, its URI, or the application's Jedis client. */
+    static final class RedisConfigured extends AnyNestedCondition {
+
+        RedisConfigured() {
+            super(ConfigurationPhase.REGISTER_BEAN);
+        }
+
+        @ConditionalOnProperty(prefix = "lockstep", name = "config")
+        static final class File {
+        }
+
+        @ConditionalOnProperty(prefix = "lockstep.redis", name = "uri")
+        static final class Uri {
+        }
+
+        @ConditionalOnBean(UnifiedJedis.class)
+        static final class Jedis {
+        }
+    }
+
+    /** The effective config and the annotated methods it came from. */
+    record Setup(LockstepConfig config, AnnotatedJobs annotated) {
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    Setup lockstepSetup(LockstepProperties properties, ConfigurableListableBeanFactory beans) {
+        AnnotatedJobs annotated = AnnotatedJobs.find(beans);
+        ClassLoader classes = beans.getBeanClassLoader() != null ? beans.getBeanClassLoader() : getClass().getClassLoader();
+        return new Setup(EffectiveConfig.load(properties, annotated, classes), annotated);
+    }
+
+    @Bean(destroyMethod = "close")
+    @ConditionalOnMissingBean
+    RedisLockProvider lockstepLockProvider(Setup setup, LockstepProperties properties, ObjectProvider<UnifiedJedis> jedis) {
+        UnifiedJedis application = jedis.getIfUnique();
+        if (properties.getConfig() == null && !properties.getRedis().isSet() && application != null) {
+            return RedisLockProvider.builder().client(application, "the application's Jedis client")
+                    .historyKeep(setup.config().historyKeep()).build();
+        }
+        return RedisLockProvider.builder().settings(setup.config().redis()).historyKeep(setup.config().historyKeep()).build();
+    }
+
+    @Bean(destroyMethod = "close")
+    @ConditionalOnSingleCandidate(UnifiedJedis.class)
+    @ConditionalOnMissingBean
+    RedisLocks lockstepRedisLocks(UnifiedJedis jedis) {
+        return RedisLocks.on(jedis);
+    }
+
+    /** The scheduler, when the application declares at least one job. */
+    @Configuration(proxyBeanMethods = false)
+    @Conditional(JobsDeclared.class)
+    static class SchedulerConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        Scheduler lockstepScheduler(Setup setup, RedisLockProvider provider, ConfigurableListableBeanFactory beans,
+                ObjectProvider<MeterRegistry> meters, ObjectProvider<LockstepSchedulerCustomizer> customizers) {
+            LockstepConfig c = setup.config();
+            Scheduler.Builder builder = Scheduler.builder(provider)
+                    .workerId(c.worker().id())
+                    .threads(c.worker().threads())
+                    .shutdownTimeout(c.worker().shutdownTimeout())
+                    .jobs(c.jobs())
+                    .jobFactory(new SpringJobFactory(beans, setup.annotated()))
+                    .closeJobs(false); // the jobs are beans: the context closes them, after the drain
+            MeterRegistry registry = meters.getIfUnique();
+            if (registry != null) {
+                builder.meterRegistry(registry);
+            }
+            customizers.orderedStream().forEach(c2 -> c2.customize(builder));
+            return builder.build();
+        }
+
+        @Bean
+        LockstepLifecycle lockstepLifecycle(Scheduler scheduler) {
+            return new LockstepLifecycle(scheduler);
+        }
+
+        @Bean
+        @ConditionalOnClass(name = "org.springframework.boot.actuate.endpoint.annotation.Endpoint")
+        @ConditionalOnMissingBean
+        LockstepEndpoint lockstepEndpoint(Setup setup, RedisLockProvider provider) {
+            return new LockstepEndpoint(setup.config(), provider);
+        }
+
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "org.springframework.boot.actuate.health.HealthIndicator")
+        static class Boot3Health {
+
+            @Bean
+            @ConditionalOnMissingBean(name = "lockstepHealthIndicator")
+            Boot3HealthIndicator lockstepHealthIndicator(Scheduler scheduler) {
+                return new Boot3HealthIndicator(scheduler);
+            }
+        }
+
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+        static class Boot4Health {
+
+            @Bean
+            @ConditionalOnMissingBean(name = "lockstepHealthIndicator")
+            Boot4HealthIndicator lockstepHealthIndicator(Scheduler scheduler) {
+                return new Boot4HealthIndicator(scheduler);
+            }
+        }
+
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "io.opentelemetry.api.OpenTelemetry")
+        static class Tracing {
+
+            @Bean
+            LockstepTracing lockstepTracing(ObjectProvider<io.opentelemetry.api.OpenTelemetry> otel) {
+                return new LockstepTracing(otel.getIfUnique());
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+package io.lockstep.spring;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * Declares a bean method as a Lockstep job: exactly one instance of the application runs it per
+ * slot of its cron, cluster-wide. The method takes no argument or a
+ * {@link io.lockstep.scheduler.JobContext}; what it throws is the run's failure. Every attribute
+ * takes {@code ${...}} placeholders, and is checked as the same key of the YAML is (an empty one
+ * takes the YAML's {@code defaults:}, else the built-in default); a mistake stops the application
+ * at startup with one line per problem naming the method.
+ *
+ * <pre>{@code
+ * @Component
+ * class Reports {
+ *     @LockstepJob(name = "nightly-report", cron = "${reports.cron:0 0 2 * * *}", zone = "Europe/Paris", lease = "5m")
+ *     void nightly(JobContext run) { ... }
+ * }
+ * }</pre>
+ */
+@Target(ElementType.METHOD)
+@Retention(RetentionPolicy.RUNTIME)
+@Documented
+public @interface LockstepJob {
+
+    /** The job's name: lowercase letters, digits, '.', '_' and '-'. */
+    String name();
+
+    /** Cron with seconds ({@code sec min hour day month weekday}) or without (5 fields). */
+    String cron();
+
+    /** The time zone the cron is read in (default: the YAML's defaults, else UTC). */
+    String zone() default "";
+
+    /** How long a run holds its lease between renewals, e.g. {@code 30s}. */
+    String lease() default "";
+
+    /** How late a slot may still start, e.g. {@code 10s}. */
+    String misfireGrace() default "";
+
+    /** {@code skip} | {@code allow} | {@code replace}. */
+    String overlap() default "";
+
+    /** {@code rerun} | {@code none}: what becomes of a run whose worker died. */
+    String recover() default "";
+
+    /** {@code none} | {@code latest} | {@code all}: slots the whole cluster missed while down. */
+    String catchUp() default "";
+
+    /** How long an attempt may run before it is interrupted ({@code 0}: no limit). */
+    String timeout() default "";
+
+    /** {@code true} | {@code false}: a disabled job claims nothing. */
+    String enabled() default "";
+}

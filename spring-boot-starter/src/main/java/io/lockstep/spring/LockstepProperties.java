@@ -1,0 +1,152 @@
+package io.lockstep.spring;
+
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.core.io.Resource;
+
+/**
+ * {@code lockstep.*}: where the starter finds its Redis, its worker settings and its jobs. Either
+ * the YAML of the worker ({@code lockstep.config=classpath:lockstep.yaml}, the one format: redis,
+ * worker, defaults, jobs) or these properties for the sections the YAML leaves out; a section set
+ * in both places is an error at startup, never a silent override.
+ */
+@ConfigurationProperties("lockstep")
+public class LockstepProperties {
+
+    /** Whether Lockstep runs in this application. */
+    private boolean enabled = true;
+
+    /** The Lockstep YAML (redis, worker, defaults, jobs), e.g. classpath:lockstep.yaml. */
+    private Resource config;
+
+    private final Redis redis = new Redis();
+    private final Worker worker = new Worker();
+
+    public boolean isEnabled() {
+        return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+        this.enabled = enabled;
+    }
+
+    public Resource getConfig() {
+        return config;
+    }
+
+    public void setConfig(Resource config) {
+        this.config = config;
+    }
+
+    public Redis getRedis() {
+        return redis;
+    }
+
+    public Worker getWorker() {
+        return worker;
+    }
+
+    /** {@code lockstep.redis.*}: one Redis server (Sentinel, Cluster, Redlock and TLS: use the YAML). */
+    public static class Redis {
+
+        /** redis://[user:password@]host:port[/db], or rediss:// for TLS. */
+        private String uri;
+
+        /** The ACL user (overrides one in the URI). */
+        private String user;
+
+        /** The password (overrides one in the URI). */
+        private String password;
+
+        /** Connect and read timeout of every command (default 2s). */
+        private Duration timeout;
+
+        /** The first part of every key (default lockstep). */
+        private String keyPrefix;
+
+        public String getUri() {
+            return uri;
+        }
+
+        public void setUri(String uri) {
+            this.uri = uri;
+        }
+
+        public String getUser() {
+            return user;
+        }
+
+        public void setUser(String user) {
+            this.user = user;
+        }
+
+        public String getPassword() {
+            return password;
+        }
+
+        public void setPassword(String password) {
+            this.password = password;
+        }
+
+        public Duration getTimeout() {
+            return timeout;
+        }
+
+        public void setTimeout(Duration timeout) {
+            this.timeout = timeout;
+        }
+
+        public String getKeyPrefix() {
+            return keyPrefix;
+        }
+
+        public void setKeyPrefix(String keyPrefix) {
+            this.keyPrefix = keyPrefix;
+        }
+
+        boolean isSet() {
+            return uri != null || user != null || password != null || timeout != null || keyPrefix != null;
+        }
+    }
+
+    /** {@code lockstep.worker.*}. */
+    public static class Worker {
+
+        /** This application instance's worker id in every event (default: hostname-pid). */
+        private String id;
+
+        /** How many jobs run at once in this instance (default 8). */
+        private Integer threads;
+
+        /** How long the stop lets running jobs finish before interrupting them (default 30s). */
+        private Duration shutdownTimeout;
+
+        public String getId() {
+            return id;
+        }
+
+        public void setId(String id) {
+            this.id = id;
+        }
+
+        public Integer getThreads() {
+            return threads;
+        }
+
+        public void setThreads(Integer threads) {
+            this.threads = threads;
+        }
+
+        public Duration getShutdownTimeout() {
+            return shutdownTimeout;
+        }
+
+        public void setShutdownTimeout(Duration shutdownTimeout) {
+            this.shutdownTimeout = shutdownTimeout;
+        }
+
+        boolean isSet() {
+            return id != null || threads != null || shutdownTimeout != null;
+        }
+    }
+}

@@ -1,0 +1,291 @@
+package io.lockstep.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.redis.LocalRedisServer;
+import io.lockstep.redis.RedisAdmin;
+import io.lockstep.redis.RedisLockProvider;
+import io.lockstep.redis.RedisLocks;
+import io.lockstep.scheduler.Job;
+import io.lockstep.scheduler.JobContext;
+import io.lockstep.scheduler.LockstepException;
+import io.lockstep.scheduler.Scheduler;
+import io.lockstep.scheduler.config.ConfigException;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+import redis.clients.jedis.RedisClient;
+
+/**
+ * The starter in real Spring Boot application contexts on a real redis-server (the same tests run
+ * on Boot 3.5 here and on Boot 4.0 in the module {@code spring-boot-starter-boot4}): jobs as beans
+ * and as annotated methods, two application instances running each slot once, the application's
+ * MeterRegistry and OpenTelemetry, the health indicator through an outage, the actuator endpoint,
+ * a graceful stop that drains before the lock provider closes, RedisLocks on the application's
+ * Jedis client, and one located problem for each mistake at startup.
+ */
+class LockstepStarterTest {
+
+    /** job@slot -> the workers that ran it, across every application instance of a test. */
+    static final Map<String, List<String>> RUNS = new ConcurrentHashMap<>();
+    static final List<String> FINISHED = new CopyOnWriteArrayList<>();
+
+    private static LocalRedisServer redis;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void redis() {
+        redis = LocalRedisServer.start();
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        redis.close();
+    }
+
+    @BeforeEach
+    void clear() {
+        RUNS.clear();
+        FINISHED.clear();
+    }
+
+    static void ran(JobContext ctx) {
+        RUNS.computeIfAbsent(ctx.jobName() + "@" + ctx.scheduledTime(), k -> new CopyOnWriteArrayList<>()).add(ctx.workerId());
+    }
+
+    /** An application with a job method and a job bean the YAML names. */
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    static class App {
+
+        @Bean
+        Reports reports() {
+            return new Reports();
+        }
+
+        @Bean("report")
+        ReportJob report() {
+            return new ReportJob();
+        }
+    }
+
+    /** A job class the YAML names; its bean is found by the job's name. */
+    static class ReportJob implements Job {
+        @Override
+        public void execute(JobContext ctx) {
+            ran(ctx);
+        }
+    }
+
+    /** A job class with no bean. */
+    static class Unregistered implements Job {
+        @Override
+        public void execute(JobContext ctx) {
+            ran(ctx);
+        }
+    }
+
+    static class Reports {
+
+        @LockstepJob(name = "tick", cron = "${tick.cron:* * * * * *}", lease = "5s", misfireGrace = "2s")
+        void tick(JobContext ctx) {
+            ran(ctx);
+        }
+    }
+
+    private ConfigurableApplicationContext start(Class<?> app, String... properties) {
+        return new SpringApplicationBuilder(app).web(WebApplicationType.NONE).properties(properties).run();
+    }
+
+    private Path yaml(String jobs) throws Exception {
+        Path file = dir.resolve("lockstep.yaml");
+        Files.writeString(file, "redis:\n  uri: " + redis.uri() + "\n  keyPrefix: starter-" + System.nanoTime() + "\n"
+                + "worker:\n  shutdownTimeout: 5s\ndefaults:\n  lease: 5s\n  misfireGrace: 2s\njobs:\n" + jobs);
+        return file;
+    }
+
+    @Test
+    void twoApplicationInstancesRunEachSlotOnceWithTheirJobBeansMetricsHealthAndEndpoint() throws Exception {
+        Path config = yaml("  - { name: report, cron: \"* * * * * *\", class: " + ReportJob.class.getName() + " }\n");
+        try (ConfigurableApplicationContext a = start(App.class, "lockstep.config=file:" + config, "lockstep.worker.id=instance-a");
+             ConfigurableApplicationContext b = start(App.class, "lockstep.config=file:" + config, "lockstep.worker.id=instance-b")) {
+            Instant from = Instant.now().plusSeconds(1);
+            await().atMost(Duration.ofSeconds(20)).until(() -> RUNS.keySet().stream()
+                    .filter(k -> k.startsWith("tick@") && Instant.parse(k.substring(5)).isAfter(from)).count() >= 4
+                    && RUNS.keySet().stream().anyMatch(k -> k.startsWith("report@")));
+            assertThat(RUNS).allSatisfy((slot, workers) -> assertThat(workers).as(slot).hasSize(1));
+            assertThat(RUNS.values().stream().flatMap(List::stream).collect(Collectors.toSet())).as("both instances ran slots")
+                    .containsExactlyInAnyOrder("instance-a", "instance-b");
+
+            assertThat(a.getBean(MeterRegistry.class).find("lockstep.runs").tag("job", "tick").counters()).isNotEmpty();
+            assertThat(healthOf(a)).isEqualTo("UP");
+            Map<String, Object> status = a.getBean(LockstepEndpoint.class).status();
+            assertThat(status.get("jobs").toString()).contains("name=tick", "name=report");
+            assertThat(status.get("workers").toString()).contains("instance-b");
+            assertThat(a.getBeansOfType(RedisLocks.class)).as("no Jedis bean of the application: no RedisLocks").isEmpty();
+        }
+    }
+
+    private static String healthOf(ConfigurableApplicationContext ctx) throws Exception {
+        Object indicator = ctx.getBean("lockstepHealthIndicator");
+        Object health = indicator.getClass().getInterfaces()[0].getMethod("health").invoke(indicator);
+        Object status = health.getClass().getMethod("getStatus").invoke(health);
+        return (String) status.getClass().getMethod("getCode").invoke(status);
+    }
+
+    /** A job that takes a while, to stop the application in the middle of it. */
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    static class SlowApp {
+
+        @Bean
+        Slow slow() {
+            return new Slow();
+        }
+    }
+
+    static class Slow {
+
+        @LockstepJob(name = "slow", cron = "* * * * * *", overlap = "skip", lease = "5s")
+        void work(JobContext ctx) throws InterruptedException {
+            ran(ctx);
+            Thread.sleep(1_500);
+            FINISHED.add(ctx.scheduledTime().toString());
+        }
+    }
+
+    @Test
+    void aStopDrainsTheRunningJobThenClosesTheProviderAndTheHealthFollowsRedis() throws Exception {
+        String prefix = "drain-" + System.nanoTime();
+        ConfigurableApplicationContext ctx = start(SlowApp.class, "lockstep.redis.uri=" + redis.uri(), "lockstep.redis.key-prefix=" + prefix,
+                "lockstep.worker.id=drainer", "lockstep.worker.shutdown-timeout=10s");
+        try {
+            await().atMost(Duration.ofSeconds(10)).until(() -> "UP".equals(healthOf(ctx)));
+            redis.pause(); // SIGSTOP: Redis stops answering
+            try {
+                await().atMost(Duration.ofSeconds(15)).until(() -> "OUT_OF_SERVICE".equals(healthOf(ctx)));
+            } finally {
+                redis.resume();
+            }
+            await().atMost(Duration.ofSeconds(15)).until(() -> "UP".equals(healthOf(ctx)));
+            String slot = await().atMost(Duration.ofSeconds(10)).until(() -> RUNS.keySet().stream()
+                    .filter(k -> !FINISHED.contains(k.substring(5))).findFirst(), java.util.Optional::isPresent).orElseThrow().substring(5);
+        } catch (Exception | Error e) {
+            ctx.close();
+            throw e;
+        }
+        int finishedBefore = FINISHED.size();
+        ctx.close(); // in the middle of a 1.5 s run: it finishes, its outcome is written, then the provider closes
+        assertThat(FINISHED.size()).as("the run in flight finished before close() returned").isGreaterThan(finishedBefore);
+        String last = FINISHED.get(FINISHED.size() - 1);
+        try (RedisLockProvider provider = RedisLockProvider.builder().uri(redis.uri()).keyPrefix(prefix).build()) {
+            assertThat(RedisAdmin.of(provider).history("slow", 20)).filteredOn(r -> r.slot().toString().equals(last))
+                    .singleElement().satisfies(r -> assertThat(r.outcome()).isEqualTo("succeeded"));
+        }
+    }
+
+    /** An application with its own Jedis client and its own OpenTelemetry. */
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    @Import(Reports.class)
+    static class JedisApp {
+
+        static final InMemorySpanExporter SPANS = InMemorySpanExporter.create();
+
+        @Bean(destroyMethod = "close")
+        RedisClient jedis() {
+            return RedisClient.create(redis.host(), redis.port());
+        }
+
+        @Bean(destroyMethod = "close")
+        OpenTelemetrySdk openTelemetry() {
+            return OpenTelemetrySdk.builder()
+                    .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(SPANS)).build()).build();
+        }
+    }
+
+    @Test
+    void onTheApplicationsJedisClientLockstepRunsItsJobsTracesThemAndLendsItsLockApi() {
+        JedisApp.SPANS.reset();
+        try (ConfigurableApplicationContext ctx = start(JedisApp.class, "lockstep.worker.id=jedis-app")) {
+            assertThat(ctx.getBean(RedisLockProvider.class).describe()).contains("the application's Jedis client");
+            RedisLocks locks = ctx.getBean(RedisLocks.class);
+            assertThat(locks.tryAcquire("starter-lock", Duration.ofSeconds(5))).isPresent();
+            assertThat(locks.tryAcquire("starter-lock", Duration.ofSeconds(5))).as("held").isEmpty();
+            await().atMost(Duration.ofSeconds(10)).until(() -> JedisApp.SPANS.getFinishedSpanItems().stream()
+                    .anyMatch(s -> s.getName().equals("lockstep.run tick")));
+            assertThat(ctx.getBean(OpenTelemetry.class)).isNotNull();
+        }
+    }
+
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    static class BadCronApp {
+
+        @Bean
+        BadCron badCron() {
+            return new BadCron();
+        }
+    }
+
+    static class BadCron {
+
+        @LockstepJob(name = "broken", cron = "61 * * * * *")
+        void broken() {
+        }
+    }
+
+    @Test
+    void eachMistakeStopsTheApplicationAtStartupWithOneLocatedLine() throws Exception {
+        assertThatThrownBy(() -> start(BadCronApp.class, "lockstep.redis.uri=" + redis.uri()))
+                .rootCause().isInstanceOf(ConfigException.class)
+                .hasMessageContaining("@LockstepJob on " + BadCron.class.getName() + ".broken()").hasMessageContaining("cron");
+
+        Path noBean = yaml("  - { name: orphan, cron: \"* * * * * *\", class: " + Unregistered.class.getName() + " }\n");
+        assertThatThrownBy(() -> start(SlowApp.class, "lockstep.config=file:" + noBean))
+                .rootCause().isInstanceOf(LockstepException.class)
+                .hasMessageContaining("job orphan").hasMessageContaining("no bean of class " + Unregistered.class.getName());
+
+        assertThatThrownBy(() -> start(SlowApp.class, "lockstep.config=file:" + noBean, "lockstep.redis.uri=" + redis.uri()))
+                .rootCause().isInstanceOf(ConfigException.class).hasMessageContaining("not both");
+
+        Path badLine = yaml("  - { name: tick2, cron: \"* * * * * *\", class: " + ReportJob.class.getName() + ", overlap: sometimes }\n");
+        assertThatThrownBy(() -> start(SlowApp.class, "lockstep.config=file:" + badLine))
+                .rootCause().isInstanceOf(ConfigException.class).hasMessageContaining(badLine.toString() + ":").hasMessageContaining("overlap");
+
+        try (ConfigurableApplicationContext off = start(SlowApp.class, "lockstep.redis.uri=" + redis.uri(), "lockstep.enabled=false")) {
+            assertThat(off.getBeansOfType(Scheduler.class)).isEmpty();
+            assertThat(off.getBeansOfType(RedisLockProvider.class)).isEmpty();
+        }
+        assertThat(RUNS).as("nothing ran").isEmpty();
+    }
+}
