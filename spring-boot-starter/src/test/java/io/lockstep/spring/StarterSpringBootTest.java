@@ -6,7 +6,6 @@ import static org.awaitility.Awaitility.await;
 import io.lockstep.redis.LocalRedisServer;
 import io.lockstep.scheduler.Scheduler;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -18,10 +17,10 @@ import org.springframework.test.context.DynamicPropertySource;
  * as a property and a {@link LockstepJob} method, nothing else.
  */
 @SpringBootTest(classes = StarterSpringBootTest.App.class, properties = "lockstep.worker.id=boot-test")
-@org.springframework.test.annotation.DirtiesContext
-@org.junit.jupiter.api.TestInstance(org.junit.jupiter.api.TestInstance.Lifecycle.PER_CLASS)
+@org.springframework.test.annotation.DirtiesContext // closed (drained) after this class, not at the JVM's exit
 class StarterSpringBootTest {
 
+    /** Stopped by its shutdown hook at the JVM's exit: after the context, whose stop still talks to it. */
     static final LocalRedisServer REDIS = LocalRedisServer.start();
 
     @org.springframework.boot.SpringBootConfiguration
@@ -39,15 +38,6 @@ class StarterSpringBootTest {
     @Autowired
     Scheduler scheduler;
 
-    @Autowired
-    org.springframework.context.ConfigurableApplicationContext context;
-
-    /** The application stops (its scheduler drains) before its Redis does. */
-    @AfterAll
-    void stop() {
-        context.close();
-        REDIS.close();
-    }
 
     @Test
     void theAnnotatedJobRunsOnTheApplicationsScheduler() {
