@@ -18,8 +18,9 @@ import java.util.Set;
  * ({@code job_close_skipped}). When the factory fails part way (an exception, or no job), the
  * instances it created so far are closed and the failure becomes one {@link LockstepException}
  * naming the job. A reload ({@link Scheduler#update}) creates the jobs it adds or changes
- * ({@link #more}) and closes the versions it retired once no run of theirs executes
- * ({@link #retire}); those still running are closed with the rest at the stop. Thread-safe.
+ * ({@link #more}); the versions it retires are closed with the rest at the stop, never before:
+ * a retired version may still run a slot that fell due, or was claimed, before the reload (see
+ * {@link JobSet}). Thread-safe.
  */
 final class CreatedJobs {
 
@@ -110,21 +111,22 @@ final class CreatedJobs {
     }
 
     /**
-     * Closes the retired versions {@code gone} that no job in force shares and no run still
-     * executes ({@code stillRunning}, by job name); the others stay, to be closed at the stop.
+     * {@link #close} on a thread of its own, for at most {@code timeout}: a job's close that never
+     * returns must not keep the worker from exiting ({@code job_close_timed_out}).
      */
-    void retire(List<ScheduledJob> gone, java.util.Collection<ScheduledJob> inForce, Set<String> stillRunning) {
-        Set<Job> kept = Collections.newSetFromMap(new IdentityHashMap<>());
-        inForce.forEach(j -> kept.add(j.job()));
-        List<ScheduledJob> closing = new ArrayList<>();
-        synchronized (this) {
-            for (ScheduledJob j : gone) {
-                if (!kept.contains(j.job()) && !stillRunning.contains(j.name()) && jobs.removeIf(c -> c == j)) {
-                    closing.add(j);
-                }
-            }
+    void closeWithin(Set<String> stillRunning, java.time.Duration timeout) {
+        Thread closer = new Thread(() -> close(stillRunning), "lockstep-close-jobs");
+        closer.setDaemon(true);
+        closer.start();
+        try {
+            closer.join(Math.max(1, timeout.toMillis()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
-        new CreatedJobs(closing, close, events).close(Set.of());
+        if (closer.isAlive()) {
+            events.error("job_close_timed_out").addKeyValue("timeout_ms", timeout.toMillis())
+                    .log("closing the jobs did not end within the shutdown timeout; exiting without waiting for it");
+        }
     }
 
     /**

@@ -16,7 +16,9 @@ import java.util.Set;
  *   <li>a slot of a job still in force is claimed as ever;
  *   <li>a slot of a job version the reload retired (removed, disabled, or replaced by a changed
  *       definition) that fell due at or before the reload is still decided, claimed or reported,
- *       under the definition it fell due under: nothing due before a reload goes silent;
+ *       under the definition it fell due under: nothing due before a reload goes silent; a slot
+ *       already claimed ahead of its time (by at most {@link Preference#AHEAD}) runs too: the
+ *       store decided it before the reload;
  *   <li>a later slot of a retired version is dropped ({@link #claimable}); the new version queues
  *       its own next slot from the reload's instant, so a change never fires a run by itself and
  *       never runs a slot twice (the store decides each slot once in any case).
@@ -101,6 +103,7 @@ final class JobSet {
      *
      * @return the retired versions
      */
+    @SuppressWarnings("UnusedReturnValue")
     List<ScheduledJob> replace(List<ScheduledJob> jobs, List<JobDefinition> definitions, Instant now) {
         Map<String, ScheduledJob> next = byName(jobs);
         List<ScheduledJob> gone = current.values().stream().filter(j -> next.get(j.name()) != j).toList();

@@ -58,9 +58,12 @@ final class Membership {
     private volatile boolean draining;
     private volatile List<WorkerInfo> live = List.of();
     private volatile List<Drift> drift = List.of();
-    /** Manual runs already handed on (job + slot), so each is queued once per worker. */
+    /**
+     * Manual runs already handed on (job + slot), so each is queued once per worker; one of a job
+     * this worker does not run (yet: a reload may add it) is offered again at each heartbeat.
+     */
     private final Set<Heartbeat.Trigger> handed = new java.util.HashSet<>();
-    private final java.util.function.Consumer<Heartbeat.Trigger> triggered;
+    private final java.util.function.Predicate<Heartbeat.Trigger> triggered;
 
     /**
      * Called when a worker left the live list (a clean stop, or its heartbeat aged out): a stopping
@@ -72,7 +75,7 @@ final class Membership {
     private final Outage outage;
 
     Membership(LockProvider provider, Events events, Outage outage, String workerId, JobThreads threads, ClusterClock clock,
-            List<JobDefinition> definitions, java.util.function.Consumer<Heartbeat.Trigger> triggered, Runnable departed) {
+            List<JobDefinition> definitions, java.util.function.Predicate<Heartbeat.Trigger> triggered, Runnable departed) {
         this.outage = outage;
         this.triggered = triggered;
         this.departed = departed;
@@ -189,8 +192,8 @@ final class Membership {
         checkDrift();
         handed.retainAll(reply.triggers());
         for (Heartbeat.Trigger t : reply.triggers()) {
-            if (handed.add(t)) {
-                triggered.accept(t);
+            if (!handed.contains(t) && triggered.test(t)) {
+                handed.add(t);
             }
         }
     }

@@ -58,11 +58,32 @@ final class OtelRunTracer implements RunTracer {
         this.given = given;
     }
 
-    static OtelRunTracer create(Object openTelemetry) {
-        if (openTelemetry == null) {
-            return new OtelRunTracer(null);
+    static RunTracer create(Object openTelemetry) {
+        if (openTelemetry != null) {
+            return new OtelRunTracer(tracer((OpenTelemetry) openTelemetry));
         }
-        return new OtelRunTracer(tracer((OpenTelemetry) openTelemetry));
+        if (!GLOBAL_IS_SET) {
+            org.slf4j.LoggerFactory.getLogger(Events.LOGGER).atWarn().addKeyValue("event", "tracing_unavailable")
+                    .log("the OpenTelemetry API on the class path is older than 1.57: runs are traced only through an "
+                            + "OpenTelemetry given to the scheduler (Scheduler.Builder.openTelemetry), not the global one");
+            return RunTracer.NONE;
+        }
+        return new OtelRunTracer(null);
+    }
+
+    /**
+     * {@code GlobalOpenTelemetry.isSet()} (API 1.57+) tells whether something set the global one
+     * without setting it; before it, asking ({@code get()}) would fix it to a no-op for good.
+     */
+    private static final boolean GLOBAL_IS_SET = hasIsSet();
+
+    private static boolean hasIsSet() {
+        try {
+            GlobalOpenTelemetry.class.getMethod("isSet");
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
     }
 
     private static Tracer tracer(OpenTelemetry otel) {

@@ -13,10 +13,11 @@ import java.util.Set;
  *   <li>a new (or newly enabled) job and a changed one get a new instance from the job factory
  *       and their next slot after the update's instant: a change never fires a run by itself;
  *   <li>a removed (or disabled) job claims nothing new; its runs in flight finish and their
- *       outcomes are written; its instance (and a changed job's old one) is closed once no run of
- *       it executes, or at the stop;
- *   <li>slots that fell due before the update are still decided under the definition they fell
- *       due under ({@link JobSet}); pause and trigger state live in the store and are untouched.
+ *       outcomes are written; its instance (and a changed job's old one) is closed at the stop;
+ *   <li>slots that fell due before the update, and a slot claimed ahead before it (at most
+ *       {@link Preference#AHEAD} before its time), are still decided and run under the definition
+ *       they fell due or were claimed under ({@link JobSet}); pause and trigger state live in the
+ *       store and are untouched.
  * </ul>
  * All or nothing: when the factory fails for one job, nothing changes and it throws. Called under
  * the scheduler's lifecycle lock.
@@ -30,11 +31,10 @@ final class Reload {
     private final ClusterClock clock;
     private final SlotQueue queue;
     private final Membership membership;
-    private final Runner runner;
     private final Events events;
 
     Reload(JobSet jobs, CreatedJobs created, JobFactory factory, SchedulerMetrics metrics, ClusterClock clock, SlotQueue queue,
-            Membership membership, Runner runner, Events events) {
+            Membership membership, Events events) {
         this.jobs = jobs;
         this.created = created;
         this.factory = factory;
@@ -42,7 +42,6 @@ final class Reload {
         this.clock = clock;
         this.queue = queue;
         this.membership = membership;
-        this.runner = runner;
         this.events = events;
     }
 
@@ -77,7 +76,7 @@ final class Reload {
         next.forEach(j -> inForce.add(j.name()));
         List<String> removed = jobs.names().stream().filter(n -> !inForce.contains(n)).toList();
         Instant at = running ? clock.now() : Instant.now();
-        List<ScheduledJob> gone = jobs.replace(next, definitions, at);
+        jobs.replace(next, definitions, at);
         metrics.registerJobs(made.stream().map(ScheduledJob::name).toList());
         membership.update(definitions);
         if (running) {
@@ -88,7 +87,6 @@ final class Reload {
             queue.addAll(due);
             queue.lookAt(made.stream().map(ScheduledJob::name).toList(), at); // runs of it other workers have in flight
         }
-        created.retire(gone, next, runner.jobsRunning());
         ScheduleUpdate update = new ScheduleUpdate(added, changed, removed, membership.configHash());
         events.info("schedule_updated").addKeyValue("jobs", next.size()).addKeyValue("added", String.join(",", added))
                 .addKeyValue("changed", String.join(",", changed)).addKeyValue("removed", String.join(",", removed))

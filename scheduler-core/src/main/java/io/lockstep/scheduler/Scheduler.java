@@ -76,6 +76,8 @@ public final class Scheduler implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Orders {@link #start}, {@link #update} and {@link #close}. */
     private final Object lifecycle = new Object();
+    /** Counted down when the first {@link #close} has ended: every run drained, the jobs closed. */
+    private final java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
 
     private Scheduler(Builder b) {
         this.provider = b.provider;
@@ -96,16 +98,18 @@ public final class Scheduler implements AutoCloseable {
         this.runner = new Runner(provider, executor, threads, clock, events, outage, queue, RunTracer.create(b.openTelemetry));
         this.membership = new Membership(provider, events, outage, workerId, threads, clock, b.jobs, t -> {
             ScheduledJob job = jobs.get(t.job());
-            if (job != null) { // a job this worker does not run (or runs disabled) is left to those that do
-                queue.addAll(List.of(DueSlot.manual(job, t.slot())));
+            if (job == null) { // a job this worker does not run (or runs disabled) is left to those that do
+                return false;
             }
+            queue.addAll(List.of(DueSlot.manual(job, t.slot())));
+            return true;
         }, () -> queue.lookSoon(jobs.names()));
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
         this.starter = new Starter(provider, runner, events, outage);
         Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, starter, preference);
         Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, jobs);
         this.ticker = new Ticker(provider, clock, events, outage, threads, queue, claimer, recovery, jobs);
-        this.reload = new Reload(jobs, created, b.jobFactory, metrics, clock, queue, membership, runner, events);
+        this.reload = new Reload(jobs, created, b.jobFactory, metrics, clock, queue, membership, events);
         metrics.bindDrift(() -> membership.drift().size());
     }
 
@@ -216,15 +220,35 @@ public final class Scheduler implements AutoCloseable {
      * Stops claiming, lets running jobs finish up to the shutdown timeout, interrupts the rest and
      * records their outcomes, then stops the watchdog, then closes the job instances that are
      * {@link AutoCloseable} (newest first, each once; see {@link Builder#closeJobs}). Does not close
-     * the provider or the job factory: whoever built them closes them, after this.
+     * the provider or the job factory: whoever built them closes them, after this. A call while
+     * another is stopping the scheduler returns when that one has.
      */
     @Override
     public void close() {
+        boolean first;
         synchronized (lifecycle) {
-            if (!closed.compareAndSet(false, true)) {
-                return;
-            }
+            first = closed.compareAndSet(false, true);
         }
+        if (!first) {
+            awaitStopped(); // a second close (a container's destroy after its own stop timed out) returns when the first has
+            return;
+        }
+        try {
+            stop();
+        } finally {
+            stopped.countDown();
+        }
+    }
+
+    private void awaitStopped() {
+        try {
+            stopped.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void stop() {
         events.info("worker_stopping").addKeyValue("running", threads.busy())
                 .addKeyValue("shutdown_timeout_ms", shutdownTimeout.toMillis())
                 .log(threads.busy() == 0 ? "stopping: no new claims; nothing is running"
@@ -235,30 +259,9 @@ public final class Scheduler implements AutoCloseable {
         starter.close(); // claims made ahead not started yet go back to the peers now
         boolean drained = runner.drain(shutdownTimeout, INTERRUPT_GRACE);
         membership.stop();
-        closeJobs(); // every run has ended and its outcome is written: the jobs' resources may go
+        created.closeWithin(runner.jobsRunning(), shutdownTimeout); // every run has ended, its outcome written: their resources may go
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", threads.busy())
                 .log("worker stopped");
-    }
-
-    /**
-     * Closes the jobs (not those with a run that ignored its interrupt), on a thread of its own and
-     * for at most the shutdown timeout: a job's close that never returns must not keep the worker
-     * from exiting ({@code job_close_timed_out}).
-     */
-    private void closeJobs() {
-        java.util.Set<String> stillRunning = runner.jobsRunning();
-        Thread closer = new Thread(() -> created.close(stillRunning), "lockstep-close-jobs");
-        closer.setDaemon(true);
-        closer.start();
-        try {
-            closer.join(Math.max(1, shutdownTimeout.toMillis()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (closer.isAlive()) {
-            events.error("job_close_timed_out").addKeyValue("timeout_ms", shutdownTimeout.toMillis())
-                    .log("closing the jobs did not end within the shutdown timeout; exiting without waiting for it");
-        }
     }
 
     private static ExecutorService defaultExecutor(int threads) {

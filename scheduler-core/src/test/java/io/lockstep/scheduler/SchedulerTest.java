@@ -157,6 +157,29 @@ class SchedulerTest {
         assertThat(harness.events().named("worker_stopped")).singleElement().satisfies(e -> assertThat(e).containsEntry("drained", true));
     }
 
+    /**
+     * A second close (Spring's destroy after its shutdown phase timed out) returns only when the
+     * first has drained: whoever closes the provider after it cannot cut the drain short.
+     */
+    @Test
+    void aSecondCloseReturnsOnlyWhenTheFirstHasDrained() throws Exception {
+        CountDownLatch running = new CountDownLatch(1);
+        Scheduler s = harness.start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w").shutdownTimeout(Duration.ofSeconds(10))
+                .job(job("report", Duration.ofSeconds(5), Overlap.SKIP, Duration.ZERO))
+                .jobFactory(d -> ctx -> {
+                    running.countDown();
+                    TimeUnit.MILLISECONDS.sleep(800);
+                }));
+        await().until(() -> running.getCount() == 0);
+        Thread first = new Thread(s::close);
+        first.start();
+        await().until(() -> !harness.events().named("worker_stopping").isEmpty());
+        s.close();
+        assertThat(harness.events().named("worker_stopped")).as("drained when the second close returned").hasSize(1);
+        assertThat(harness.events().named("job_succeeded")).isNotEmpty();
+        first.join();
+    }
+
     @Test
     void aShutdownInterruptsJobsThatOutliveTheTimeoutAndRecordsThat() {
         InMemoryLockProvider store = InMemoryLockProvider.create();

@@ -43,7 +43,7 @@ for i = 0, #KEYS / 4 - 1 do
     if hand == '' then
       redis.call('HSET', record, 'state', 'done', 'outcome', outcome)
     else
-      redis.call('ZADD', running, now, slot) -- expired now: the next look hands it to a peer
+      redis.call('ZADD', running, now - 2, slot) -- expired now (runs.lua's 2 ms margin): the next look hands it to a peer
       redis.call('HSET', record, 'state', hand == 'unstarted' and 'claimed' or 'running', 'handed', token,
           'outcome', outcome)
     end

@@ -361,4 +361,34 @@ class SchedulerOnRedisTest {
             store.leave(workerId);
         }
     }
+
+    /**
+     * A trigger given for a job a reload is about to add (an operator using the new file before the
+     * workers reloaded) runs once the worker has the job: a worker hands on only the triggers it
+     * could queue (review of issue 22: it used to mark it handed and drop it).
+     */
+    @Test
+    void aTriggerForAJobAReloadAddsLaterRunsOnceTheWorkerHasIt() {
+        try (LocalRedisServer server = LocalRedisServer.start();
+             RedisLockProvider provider = RedisLockProvider.builder().uri(server.uri()).build()) {
+            List<String> ran = new CopyOnWriteArrayList<>();
+            JobDefinition yearly = new JobDefinition("yearly", CronSchedule.of("0 0 0 1 1 ?", ZoneOffset.UTC), Job.class.getName(),
+                    Map.of(), Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP, Duration.ZERO, true);
+            JobDefinition later = new JobDefinition("later", yearly.schedule(), Job.class.getName(), Map.of(), Duration.ofSeconds(5),
+                    Duration.ofSeconds(2), Overlap.SKIP, Duration.ZERO, true);
+            try (Scheduler scheduler = Scheduler.builder(provider).workerId("w").job(yearly)
+                    .jobFactory(d -> ctx -> ran.add(ctx.jobName())).build()) {
+                scheduler.start();
+                RedisAdmin admin = RedisAdmin.of(provider);
+                Instant triggered = admin.trigger("later");
+                // Heartbeats (every 3 s) that answered the trigger go by with no such job here: nothing runs.
+                await().atMost(Duration.ofSeconds(10)).until(() -> admin.workers().stream()
+                        .anyMatch(w -> w.lastSeen().isAfter(triggered.plusSeconds(4))));
+                assertThat(ran).isEmpty();
+                scheduler.update(List.of(yearly, later));
+                await().atMost(Duration.ofSeconds(10)).until(() -> ran.contains("later"));
+                assertThat(ran).containsExactly("later");
+            }
+        }
+    }
 }

@@ -99,14 +99,24 @@ public class LockstepAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         Scheduler lockstepScheduler(Setup setup, RedisLockProvider provider, ConfigurableListableBeanFactory beans,
-                ObjectProvider<MeterRegistry> meters, ObjectProvider<LockstepSchedulerCustomizer> customizers) {
+                ObjectProvider<MeterRegistry> meters, ObjectProvider<LockstepSchedulerCustomizer> customizers,
+                org.springframework.core.env.Environment environment) {
             LockstepConfig c = setup.config();
+            java.time.Duration phase = environment.getProperty("spring.lifecycle.timeout-per-shutdown-phase", java.time.Duration.class,
+                    java.time.Duration.ofSeconds(30));
+            if (c.worker().shutdownTimeout().plusSeconds(5).compareTo(phase) > 0) {
+                org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "shutdown_phase_too_short")
+                        .addKeyValue("shutdown_timeout_ms", c.worker().shutdownTimeout().toMillis())
+                        .addKeyValue("phase_timeout_ms", phase.toMillis())
+                        .log("spring.lifecycle.timeout-per-shutdown-phase is shorter than Lockstep's shutdownTimeout + 5 s: Boot "
+                                + "reports the phase timed out while running jobs drain (the beans still wait for the drain)");
+            }
             Scheduler.Builder builder = Scheduler.builder(provider)
                     .workerId(c.worker().id())
                     .threads(c.worker().threads())
                     .shutdownTimeout(c.worker().shutdownTimeout())
                     .jobs(c.jobs())
-                    .jobFactory(new SpringJobFactory(beans, setup.annotated()))
+                    .jobFactory(new SpringJobFactory(beans, "lockstepScheduler", setup.annotated()))
                     .closeJobs(false); // the jobs are beans: the context closes them, after the drain
             MeterRegistry registry = meters.getIfUnique();
             if (registry != null) {

@@ -19,21 +19,32 @@ import org.springframework.util.ClassUtils;
 final class SpringJobFactory implements JobFactory {
 
     private final ConfigurableListableBeanFactory beans;
+    private final String scheduler;
     private final Map<String, AnnotatedJobs.Declared> methods = new HashMap<>();
 
-    SpringJobFactory(ConfigurableListableBeanFactory beans, AnnotatedJobs annotated) {
+    SpringJobFactory(ConfigurableListableBeanFactory beans, String scheduler, AnnotatedJobs annotated) {
         this.beans = beans;
+        this.scheduler = scheduler;
         annotated.all().forEach(d -> methods.put(d.name(), d));
+    }
+
+    /**
+     * The bean, which the scheduler now depends on: the context destroys the scheduler (waiting for
+     * its drain) before the job's bean, and so before whatever that bean uses.
+     */
+    private Object used(String beanName) {
+        beans.registerDependentBean(beanName, scheduler);
+        return beans.getBean(beanName);
     }
 
     @Override
     public Job create(JobDefinition definition) {
         AnnotatedJobs.Declared method = methods.get(definition.name());
         if (method != null && definition.jobClass().equals(MethodJob.class.getName())) {
-            return new MethodJob(beans.getBean(method.beanName()), method.method());
+            return new MethodJob(used(method.beanName()), method.method());
         }
         if (beans.containsBean(definition.name()) && beans.isTypeMatch(definition.name(), Job.class)) {
-            return beans.getBean(definition.name(), Job.class);
+            return (Job) used(definition.name());
         }
         Class<?> type;
         try {
@@ -43,7 +54,7 @@ final class SpringJobFactory implements JobFactory {
         }
         String[] candidates = beans.getBeanNamesForType(type);
         if (candidates.length == 1) {
-            return (Job) beans.getBean(candidates[0]);
+            return (Job) used(candidates[0]);
         }
         throw new LockstepException("job " + definition.name() + ": " + (candidates.length == 0
                 ? "no bean of class " + type.getName() + " and no Job bean named \"" + definition.name()

@@ -9,6 +9,8 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.FileSystems;
+import java.nio.file.Files;
+import java.nio.file.attribute.FileTime;
 import java.nio.file.Path;
 import java.nio.file.StandardWatchEventKinds;
 import java.nio.file.WatchKey;
@@ -35,6 +37,7 @@ final class ConfigReload implements AutoCloseable {
 
     /** Several writes of one save (an editor's, a ConfigMap's symlink swap) come as one reload. */
     static final long SETTLE_MILLIS = 300;
+    private static final long SETTLE_MAX_MILLIS = 3_000;
     private static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
 
     private final Path file;
@@ -54,19 +57,26 @@ final class ConfigReload implements AutoCloseable {
      * Watches the file's directory and puts {@code request} in {@code requests} when the file
      * changes (created, modified or replaced), once per burst of changes.
      */
-    void watch(BlockingQueue<String> requests, String request) throws IOException {
+    void watch(BlockingQueue<String> requests, String request, FileTime loadedVersion) throws IOException {
         watch = FileSystems.getDefault().newWatchService();
         file.getParent().register(watch, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY,
                 StandardWatchEventKinds.ENTRY_DELETE);
+        if (!java.util.Objects.equals(version(file), loadedVersion)) {
+            requests.add(request); // changed while the worker started, before the watch
+        }
         Thread t = new Thread(() -> {
             try {
                 while (true) {
                     WatchKey key = watch.take();
-                    boolean ours = key.pollEvents().stream().anyMatch(e -> e.context() instanceof Path p
-                            && (p.equals(file.getFileName()) || p.toString().startsWith("..")));  // Kubernetes swaps ..data
-                    key.reset();
+                    boolean ours = ours(key);
+                    if (!key.reset()) {
+                        EVENTS.atWarn().addKeyValue("event", "config_watch_stopped").addKeyValue("worker", scheduler.workerId())
+                                .addKeyValue("config", file.toString())
+                                .log("the config file's directory can no longer be watched; reload with SIGHUP");
+                        return;
+                    }
                     if (ours) {
-                        drain(watch);
+                        settle(watch);
                         requests.add(request);
                     }
                 }
@@ -78,12 +88,42 @@ final class ConfigReload implements AutoCloseable {
         t.start();
     }
 
-    /** Waits until the directory has been quiet for {@link #SETTLE_MILLIS}. */
-    private static void drain(WatchService watch) throws InterruptedException {
-        WatchKey more;
-        while ((more = watch.poll(SETTLE_MILLIS, TimeUnit.MILLISECONDS)) != null) {
-            more.pollEvents();
-            more.reset();
+    /** Whether the key's events touch the file (or Kubernetes' {@code ..data} swap of a ConfigMap's files). */
+    private boolean ours(WatchKey key) {
+        return key.pollEvents().stream().anyMatch(e -> e.context() instanceof Path p
+                && (p.equals(file.getFileName()) || p.toString().startsWith("..")));
+    }
+
+    /**
+     * Waits until the file has been quiet for {@link #SETTLE_MILLIS} (other files of the directory
+     * do not count), and at most {@link #SETTLE_MAX_MILLIS}.
+     */
+    private void settle(WatchService watch) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SETTLE_MAX_MILLIS);
+        long quietUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SETTLE_MILLIS);
+        while (true) {
+            long now = System.nanoTime();
+            long wait = Math.min(quietUntil, end) - now;
+            if (wait <= 0) {
+                return;
+            }
+            WatchKey more = watch.poll(wait, TimeUnit.NANOSECONDS);
+            if (more != null) {
+                boolean touched = ours(more);
+                more.reset();
+                if (touched) {
+                    quietUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SETTLE_MILLIS);
+                }
+            }
+        }
+    }
+
+    /** The file's modification time, or null when it cannot be read. */
+    static FileTime version(Path file) {
+        try {
+            return Files.getLastModifiedTime(file);
+        } catch (IOException e) {
+            return null;
         }
     }
 
@@ -99,8 +139,11 @@ final class ConfigReload implements AutoCloseable {
         ScheduleUpdate update;
         try {
             update = scheduler.update(next.jobs());
-        } catch (LockstepException | IllegalArgumentException e) {
-            failed(why, List.of(String.valueOf(e.getMessage())));
+        } catch (VirtualMachineError e) {
+            throw e;
+        } catch (RuntimeException | Error e) { // whatever a job's factory or constructor throws: the worker goes on, and drains at its stop
+            failed(why, List.of(e instanceof LockstepException || e instanceof IllegalArgumentException
+                    ? String.valueOf(e.getMessage()) : String.valueOf(e)));
             return;
         }
         List<String> restart = new ArrayList<>();

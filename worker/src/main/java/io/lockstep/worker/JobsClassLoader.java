@@ -45,7 +45,15 @@ final class JobsClassLoader extends URLClassLoader {
         this.lockstep = lockstep;
     }
 
+    /** Under a shared prefix but not shipped with the worker: the jobs bring their own (OpenTelemetry's incubating API). */
+    static final List<String> NOT_SHARED = List.of("io.opentelemetry.api.incubator.");
+
     static boolean shared(String className) {
+        for (String prefix : NOT_SHARED) {
+            if (className.startsWith(prefix)) {
+                return false;
+            }
+        }
         for (String prefix : SHARED) {
             if (className.startsWith(prefix)) {
                 return true;

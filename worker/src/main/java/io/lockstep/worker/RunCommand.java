@@ -68,6 +68,13 @@ final class RunCommand implements Callable<Integer> {
 
     private int runWorker() {
         PrintWriter err = spec.commandLine().getErr();
+        // Signals first (a SIGHUP before its handler would end the JVM): SIGTERM/SIGINT always drain once
+        // the worker has started, SIGHUP reloads then.
+        BlockingQueue<String> requests = new LinkedBlockingQueue<>();
+        Signal.handle(new Signal("TERM"), s -> requests.add(STOP));
+        Signal.handle(new Signal("INT"), s -> requests.add(STOP));
+        Signal.handle(new Signal("HUP"), s -> requests.add("SIGHUP"));
+        java.nio.file.attribute.FileTime loadedVersion = ConfigReload.version(config);
         Optional<ServiceLoader.Provider<JobFactory>> factoryType = Configs.factory(err);
         if (factoryType == null) {
             return WorkerMain.BAD_INPUT;
@@ -100,11 +107,6 @@ final class RunCommand implements Callable<Integer> {
             provider.close();
             return WorkerMain.BAD_INPUT;
         }
-        // Catch SIGTERM/SIGINT before anything runs, so that a stop request always drains; SIGHUP reloads.
-        BlockingQueue<String> requests = new LinkedBlockingQueue<>();
-        Signal.handle(new Signal("TERM"), s -> requests.add(STOP));
-        Signal.handle(new Signal("INT"), s -> requests.add(STOP));
-        Signal.handle(new Signal("HUP"), s -> requests.add("SIGHUP"));
         Scheduler scheduler = null;
         JobFactory factory = null;
         WorkerHttp http = null;
@@ -146,7 +148,7 @@ final class RunCommand implements Callable<Integer> {
             scheduler.start();
             reload = new ConfigReload(config, scheduler, factoryType.isPresent(), c);
             if (c.worker().watch()) {
-                reload.watch(requests, "file changed");
+                reload.watch(requests, "file changed", loadedVersion);
             }
         } catch (LockstepException | java.io.IOException | java.io.UncheckedIOException e) {
             // Redis down or refusing us, a job class that cannot be created, or the HTTP port taken
