@@ -37,6 +37,12 @@ final class CreatedJobs {
 
     /** Creates a job for every enabled definition, in order. */
     static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events) {
+        return create(definitions, factory, close, events, List.of());
+    }
+
+    /** {@link #create}, where a failure does not close an instance the factory also handed to one of {@code inUse}. */
+    private static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events,
+            List<ScheduledJob> inUse) {
         List<ScheduledJob> created = new ArrayList<>();
         try {
             for (JobDefinition definition : definitions) {
@@ -47,7 +53,9 @@ final class CreatedJobs {
                 }
             }
         } catch (RuntimeException | Error e) {
-            new CreatedJobs(created, close, events).close(Set.of());
+            Set<Job> shared = Collections.newSetFromMap(new IdentityHashMap<>());
+            inUse.forEach(j -> shared.add(j.job()));
+            new CreatedJobs(created.stream().filter(j -> !shared.contains(j.job())).toList(), close, events).close(Set.of());
             throw e;
         }
         return new CreatedJobs(created, close, events);
@@ -103,7 +111,7 @@ final class CreatedJobs {
      * as {@link #create} does: all of them, or none (what was made is closed, and it throws).
      */
     List<ScheduledJob> more(List<JobDefinition> definitions, JobFactory factory) {
-        List<ScheduledJob> made = create(definitions, factory, close, events).jobs;
+        List<ScheduledJob> made = create(definitions, factory, close, events, jobs()).jobs;
         synchronized (this) {
             jobs.addAll(made);
         }

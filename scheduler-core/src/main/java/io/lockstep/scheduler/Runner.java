@@ -150,7 +150,23 @@ final class Runner {
         return drained;
     }
 
+    /** Whether the calling thread is running one of this runner's jobs (a job that stops its own scheduler). */
+    boolean onJobThread() {
+        return onJobThread.get() == this;
+    }
+
+    private final ThreadLocal<Runner> onJobThread = new ThreadLocal<>();
+
     private void execute(SlotRun run) {
+        onJobThread.set(this);
+        try {
+            executeOnThread(run);
+        } finally {
+            onJobThread.remove();
+        }
+    }
+
+    private void executeOnThread(SlotRun run) {
         JobDefinition def = run.definition;
         String slot = run.scheduledTime().toString();
         Outcome outcome;
@@ -341,13 +357,13 @@ final class Runner {
         @Override
         public void lost(Watchdog<SlotRun>.Watch watch, String reason) {
             SlotRun run = watch.lease();
+            run.span.leaseLost(reason); // before the interrupt: the job thread ends the span once it stops
             run.interrupt();
             run.span.tag(events.warn("lease_lost").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.lease.slot().toString()).addKeyValue("lock_name", run.lockName)
                     .addKeyValue("action", "expire").addKeyValue("identifier", run.lease.token())
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("success", false)
                     .addKeyValue("reason", reason)).log("lease lost; the job is interrupted and must stop");
-            run.span.leaseLost(reason);
             events.metrics().leaseLost(run.definition.name(), reason.startsWith("renewal refused") ? "revoked" : "expired");
         }
 
@@ -363,12 +379,12 @@ final class Runner {
         @Override
         public void timedOut(Watchdog<SlotRun>.Watch watch) {
             SlotRun run = watch.lease();
+            run.span.timedOut(run.definition.timeout().toMillis()); // before the interrupt, as for a lost lease
             run.interrupt();
             run.span.tag(events.warn("job_timed_out").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.lease.slot().toString()).addKeyValue("fencing_token", run.fencingToken())
                     .addKeyValue("attempt", run.attempt()).addKeyValue("timeout_ms", run.definition.timeout().toMillis()))
                     .log("job ran past its timeout; interrupted");
-            run.span.timedOut(run.definition.timeout().toMillis());
         }
 
         @Override

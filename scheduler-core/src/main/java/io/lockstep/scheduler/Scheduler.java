@@ -76,8 +76,7 @@ public final class Scheduler implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Orders {@link #start}, {@link #update} and {@link #close}. */
     private final Object lifecycle = new Object();
-    /** Counted down when the first {@link #close} has ended: every run drained, the jobs closed. */
-    private final java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
+    private final StopLatch stopped = new StopLatch();
 
     private Scheduler(Builder b) {
         this.provider = b.provider;
@@ -152,6 +151,9 @@ public final class Scheduler implements AutoCloseable {
      */
     public void start() {
         synchronized (lifecycle) {
+            if (closed.get()) {
+                throw new IllegalStateException("scheduler closed");
+            }
             if (!started.compareAndSet(false, true)) {
                 throw new IllegalStateException("scheduler already started");
             }
@@ -230,25 +232,21 @@ public final class Scheduler implements AutoCloseable {
             first = closed.compareAndSet(false, true);
         }
         if (!first) {
-            awaitStopped(); // a second close (a container's destroy after its own stop timed out) returns when the first has
+            stopped.await(runner, shutdownTimeout.plus(INTERRUPT_GRACE).plusSeconds(30)); // returns when the first close has
             return;
         }
         try {
             stop();
         } finally {
-            stopped.countDown();
-        }
-    }
-
-    private void awaitStopped() {
-        try {
-            stopped.await();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            stopped.stopped();
         }
     }
 
     private void stop() {
+        if (!started.get()) { // built, never started (a context that failed to refresh): nothing runs, nobody to tell
+            created.closeWithin(java.util.Set.of(), shutdownTimeout);
+            return;
+        }
         events.info("worker_stopping").addKeyValue("running", threads.busy())
                 .addKeyValue("shutdown_timeout_ms", shutdownTimeout.toMillis())
                 .log(threads.busy() == 0 ? "stopping: no new claims; nothing is running"

@@ -10,7 +10,6 @@ import java.io.StringWriter;
 import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.FileSystems;
 import java.nio.file.Files;
-import java.nio.file.attribute.FileTime;
 import java.nio.file.Path;
 import java.nio.file.StandardWatchEventKinds;
 import java.nio.file.WatchKey;
@@ -57,7 +56,7 @@ final class ConfigReload implements AutoCloseable {
      * Watches the file's directory and puts {@code request} in {@code requests} when the file
      * changes (created, modified or replaced), once per burst of changes.
      */
-    void watch(BlockingQueue<String> requests, String request, FileTime loadedVersion) throws IOException {
+    void watch(BlockingQueue<String> requests, String request, String loadedVersion) throws IOException {
         watch = FileSystems.getDefault().newWatchService();
         file.getParent().register(watch, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY,
                 StandardWatchEventKinds.ENTRY_DELETE);
@@ -70,13 +69,14 @@ final class ConfigReload implements AutoCloseable {
                     WatchKey key = watch.take();
                     boolean ours = ours(key);
                     if (!key.reset()) {
-                        EVENTS.atWarn().addKeyValue("event", "config_watch_stopped").addKeyValue("worker", scheduler.workerId())
-                                .addKeyValue("config", file.toString())
-                                .log("the config file's directory can no longer be watched; reload with SIGHUP");
+                        stopped();
                         return;
                     }
                     if (ours) {
-                        settle(watch);
+                        if (!settle(watch)) {
+                            stopped();
+                            return;
+                        }
                         requests.add(request);
                     }
                 }
@@ -88,29 +88,39 @@ final class ConfigReload implements AutoCloseable {
         t.start();
     }
 
-    /** Whether the key's events touch the file (or Kubernetes' {@code ..data} swap of a ConfigMap's files). */
+    private void stopped() {
+        EVENTS.atWarn().addKeyValue("event", "config_watch_stopped").addKeyValue("worker", scheduler.workerId())
+                .addKeyValue("config", file.toString()).log("the config file's directory can no longer be watched; reload with SIGHUP");
+    }
+
+    /**
+     * Whether the key's events touch the file (or Kubernetes' {@code ..data} swap of a ConfigMap's
+     * files); lost events ({@code OVERFLOW}) may have, so they count too.
+     */
     private boolean ours(WatchKey key) {
-        return key.pollEvents().stream().anyMatch(e -> e.context() instanceof Path p
-                && (p.equals(file.getFileName()) || p.toString().startsWith("..")));
+        return key.pollEvents().stream().anyMatch(e -> e.kind() == StandardWatchEventKinds.OVERFLOW
+                || e.context() instanceof Path p && (p.equals(file.getFileName()) || p.toString().startsWith("..")));
     }
 
     /**
      * Waits until the file has been quiet for {@link #SETTLE_MILLIS} (other files of the directory
      * do not count), and at most {@link #SETTLE_MAX_MILLIS}.
      */
-    private void settle(WatchService watch) throws InterruptedException {
+    private boolean settle(WatchService watch) throws InterruptedException {
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SETTLE_MAX_MILLIS);
         long quietUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SETTLE_MILLIS);
         while (true) {
             long now = System.nanoTime();
             long wait = Math.min(quietUntil, end) - now;
             if (wait <= 0) {
-                return;
+                return true;
             }
             WatchKey more = watch.poll(wait, TimeUnit.NANOSECONDS);
             if (more != null) {
                 boolean touched = ours(more);
-                more.reset();
+                if (!more.reset()) {
+                    return false;
+                }
                 if (touched) {
                     quietUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SETTLE_MILLIS);
                 }
@@ -118,11 +128,11 @@ final class ConfigReload implements AutoCloseable {
         }
     }
 
-    /** The file's modification time, or null when it cannot be read. */
-    static FileTime version(Path file) {
+    /** A digest of the file's bytes (a change within the file system's time granularity shows too), or null if unreadable. */
+    static String version(Path file) {
         try {
-            return Files.getLastModifiedTime(file);
-        } catch (IOException e) {
+            return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(file)));
+        } catch (IOException | java.security.NoSuchAlgorithmException e) {
             return null;
         }
     }
@@ -140,7 +150,7 @@ final class ConfigReload implements AutoCloseable {
         try {
             update = scheduler.update(next.jobs());
         } catch (VirtualMachineError e) {
-            throw e;
+            throw e; // the worker's main loop drains on its way out
         } catch (RuntimeException | Error e) { // whatever a job's factory or constructor throws: the worker goes on, and drains at its stop
             failed(why, List.of(e instanceof LockstepException || e instanceof IllegalArgumentException
                     ? String.valueOf(e.getMessage()) : String.valueOf(e)));

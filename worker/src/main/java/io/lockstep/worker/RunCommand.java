@@ -29,6 +29,9 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import sun.misc.Signal;
+import sun.misc.SignalHandler;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * {@code run --config FILE [--worker-id ID]}: runs until SIGTERM or SIGINT, then drains; reloads
@@ -67,14 +70,27 @@ final class RunCommand implements Callable<Integer> {
     }
 
     private int runWorker() {
-        PrintWriter err = spec.commandLine().getErr();
         // Signals first (a SIGHUP before its handler would end the JVM): SIGTERM/SIGINT always drain once
-        // the worker has started, SIGHUP reloads then.
+        // the worker has started, SIGHUP reloads then. The JVM's own handlers are back when this returns
+        // (a worker that did not start exits as before; an in-process caller keeps its Ctrl-C).
         BlockingQueue<String> requests = new LinkedBlockingQueue<>();
-        Signal.handle(new Signal("TERM"), s -> requests.add(STOP));
-        Signal.handle(new Signal("INT"), s -> requests.add(STOP));
-        Signal.handle(new Signal("HUP"), s -> requests.add("SIGHUP"));
-        java.nio.file.attribute.FileTime loadedVersion = ConfigReload.version(config);
+        List<Signal> signals = List.of(new Signal("TERM"), new Signal("INT"), new Signal("HUP"));
+        List<SignalHandler> before = new ArrayList<>();
+        for (Signal signal : signals) {
+            before.add(Signal.handle(signal, s -> requests.add(s.getName().equals("HUP") ? "SIGHUP" : STOP)));
+        }
+        try {
+            return runWorker(requests);
+        } finally {
+            for (int i = 0; i < signals.size(); i++) {
+                Signal.handle(signals.get(i), before.get(i));
+            }
+        }
+    }
+
+    private int runWorker(BlockingQueue<String> requests) {
+        PrintWriter err = spec.commandLine().getErr();
+        String loadedVersion = ConfigReload.version(config);
         Optional<ServiceLoader.Provider<JobFactory>> factoryType = Configs.factory(err);
         if (factoryType == null) {
             return WorkerMain.BAD_INPUT;
@@ -171,15 +187,16 @@ final class RunCommand implements Callable<Integer> {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        } finally { // whatever ends the loop (a VM error in a reload included), the worker drains
+            reload.close();
+            scheduler.close(); // drains, writes every outcome, then closes the jobs that are AutoCloseable
+            close(factory, err);
+            Telemetry.close(otel); // the last spans go out
+            if (http != null) {
+                http.close();
+            }
+            provider.close();
         }
-        reload.close();
-        scheduler.close(); // drains, writes every outcome, then closes the jobs that are AutoCloseable
-        close(factory, err);
-        Telemetry.close(otel); // the last spans go out
-        if (http != null) {
-            http.close();
-        }
-        provider.close();
         return WorkerMain.OK;
     }
 
