@@ -194,7 +194,13 @@ class ProductionRedisIT {
         await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").size() >= 3 * JOBS);
         Instant killedAt = Instant.now();
         fault.run();
+        Instant faultDone = Instant.now();
         await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, killedAt.plusSeconds(5)));
+        // Every worker follows the failover: each starts runs again, not only the first to get there
+        // (with waitReplicas: 1 runs resume ~14 s after the kill, and one worker may not have had a
+        // slot of its own yet when every job has).
+        await().atMost(Duration.ofSeconds(30)).until(() -> workers.stream().allMatch(w -> w.events("job_started").stream()
+                .anyMatch(e -> WorkerProcess.ts(e).isAfter(faultDone))));
         Instant resumed = cluster.events("job_started").stream().map(WorkerProcess::ts).filter(t -> t.isAfter(killedAt.plusMillis(500)))
                 .min(Instant::compareTo).orElseThrow();
         Instant until = Instant.now();
