@@ -106,25 +106,22 @@ class RedlockLivenessIT {
         CliRun status = cli("status", "--json");
         assertThat(status.out()).doesNotContain("mastersDisagree");
 
-        // One more master down: the four that answer agree the job runs (before, 2 paused against 2: no slot ran).
-        redlock.servers.get(0).pause();
+        // One more master down (killed: the issue's case; a SIGSTOPped master, whose every call waits out
+        // nodeTimeout, is a liveness question of its own, left to the Redlock work of issue 23): the four
+        // that answer agree the job runs (before the repair, 2 paused against 2: no slot ran).
+        redlock.servers.get(0).kill();
         Instant from = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
         Instant to = from.plusSeconds(5);
-        try {
-            await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").stream()
-                    .anyMatch(e -> e.path("job").asText().equals("job-00") && !WorkerProcess.slot(e).isBefore(to)));
-        } finally {
-            redlock.servers.get(0).resume();
-        }
+        await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").stream()
+                .anyMatch(e -> e.path("job").asText().equals("job-00") && !WorkerProcess.slot(e).isBefore(to)));
         long ran = started("job-00", from, to);
         System.out.printf("%nRedlockLivenessIT: new masters: first run %d ms after the workers were launched; resume that missed 2 "
                 + "masters repaired %d ms after they were back; with 1 master down after it, job-00 ran %d of 5 slots%n",
                 firstRun.toMillis(), repair.toMillis(), ran);
         assertThat(firstRun).as("new masters: no quarantine to wait out (the default is minutes)").isLessThan(Duration.ofSeconds(20));
         // The four masters that answer agree the job runs: before the repair, 2 paused against 2,
-        // and none of the 5 slots ran. (Runs saw 3 to 5 of 5 here: with a master SIGSTOPped some
-        // slots are missed, not yet explained; none runs twice.)
-        assertThat(ran).as("slots of the resumed job with one master down").isPositive();
+        // and none of the 5 slots ran.
+        assertThat(ran).as("slots of the resumed job with one master down").isGreaterThanOrEqualTo(4);
         assertThat(cluster.startsBySlot()).as("each slot once").allSatisfy((slot, workers) -> assertThat(workers).as(slot).hasSize(1));
     }
 
