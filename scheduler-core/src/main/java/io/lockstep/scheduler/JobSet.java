@@ -31,14 +31,11 @@ final class JobSet {
     private static final Duration REMEMBER_RETIRED = Duration.ofHours(25);
 
     private volatile Map<String, ScheduledJob> current;
-    /** Every definition of the config in force, disabled ones included (they make its hash). */
-    private volatile List<JobDefinition> definitions;
     /** Retired versions, by identity, and when they were retired (cluster time). */
     private final Map<ScheduledJob, Instant> retired = new IdentityHashMap<>();
 
-    JobSet(List<ScheduledJob> jobs, List<JobDefinition> definitions) {
+    JobSet(List<ScheduledJob> jobs) {
         this.current = byName(jobs);
-        this.definitions = List.copyOf(definitions);
     }
 
     /** @throws IllegalArgumentException when two definitions share a name */
@@ -74,10 +71,6 @@ final class JobSet {
         return current.keySet();
     }
 
-    List<JobDefinition> definitions() {
-        return definitions;
-    }
-
     /** Whether {@code job} is the version in force (not one a reload retired). */
     boolean current(ScheduledJob job) {
         return current.get(job.name()) == job;
@@ -100,19 +93,14 @@ final class JobSet {
     /**
      * Puts {@code jobs} in force at {@code now}: every version in force now and not among them is
      * retired.
-     *
-     * @return the retired versions
      */
-    @SuppressWarnings("UnusedReturnValue")
-    List<ScheduledJob> replace(List<ScheduledJob> jobs, List<JobDefinition> definitions, Instant now) {
+    void replace(List<ScheduledJob> jobs, Instant now) {
         Map<String, ScheduledJob> next = byName(jobs);
         List<ScheduledJob> gone = current.values().stream().filter(j -> next.get(j.name()) != j).toList();
         synchronized (retired) {
             retired.values().removeIf(at -> at.isBefore(now.minus(REMEMBER_RETIRED)));
             gone.forEach(j -> retired.put(j, now));
         }
-        this.definitions = List.copyOf(definitions);
         this.current = next;
-        return gone;
     }
 }

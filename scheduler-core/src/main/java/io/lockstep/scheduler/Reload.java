@@ -76,7 +76,7 @@ final class Reload {
         next.forEach(j -> inForce.add(j.name()));
         List<String> removed = jobs.names().stream().filter(n -> !inForce.contains(n)).toList();
         Instant at = running ? clock.now() : Instant.now();
-        jobs.replace(next, definitions, at);
+        jobs.replace(next, at); // the definitions' hash (disabled jobs included) goes to the heartbeat below
         metrics.registerJobs(made.stream().map(ScheduledJob::name).toList());
         membership.update(definitions);
         if (running) {

@@ -90,7 +90,7 @@ public final class Scheduler implements AutoCloseable {
         this.outage = outage;
         metrics.bind(threads, outage::up);
         this.created = CreatedJobs.create(b.jobs, b.jobFactory, b.closeJobs, events);
-        JobSet jobs = new JobSet(created.jobs(), b.jobs);
+        JobSet jobs = new JobSet(created.jobs());
         this.jobs = jobs;
         metrics.registerJobs(jobs.names());
         ExecutorService executor = b.executor != null ? b.executor : defaultExecutor(b.threads);
