@@ -237,6 +237,8 @@ final class ScaleRun {
     }
 
     /** Reads the slot record of each slot that did not start (pipelined): skipped, missed, or none. */
+    private static final io.lockstep.redis.RedisKeys KEYS = new io.lockstep.redis.RedisKeys("lockstep", false);
+
     private static NotStarted classify(Target target, List<String> slots) {
         long skipped = 0;
         long missed = 0;
@@ -248,7 +250,7 @@ final class ScaleRun {
                 try (redis.clients.jedis.AbstractPipeline p = redis.pipelined()) {
                     for (String key : part) {
                         String[] f = key.split("@");
-                        states.add(p.hget("lockstep:{" + f[0] + "}:slot:" + f[1], "state"));
+                        states.add(p.hget(KEYS.slot(f[0], Long.parseLong(f[1])), "state"));
                     }
                     p.sync();
                 }

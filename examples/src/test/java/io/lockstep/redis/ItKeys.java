@@ -22,18 +22,22 @@ public final class ItKeys {
 
     /** A SCAN pattern for the slot records of the jobs matching {@code jobGlob}. */
     public static String slotPattern(String jobGlob) {
-        String any = KEYS.slot(jobGlob, 0);
-        return any.substring(0, any.length() - 1) + "*";
+        return KEYS.slotPattern(jobGlob);
     }
 
-    /** The job's marks (hash: decided, started, holder). */
+    /** The marks of the job's group (hash: the job's fields are {@link #mark}s). */
     public static String marks(String job) {
         return KEYS.marks(job);
     }
 
+    /** The field of a job's mark {@code name} (decided, started, holder, until, closed) in its group's {@link #marks}. */
+    public static String mark(String job, String name) {
+        return RedisKeys.markField(job) + name;
+    }
+
     /** job@slot (ISO instant) of a slot record's key. */
     public static String jobAtSlot(String slotKey) {
-        String job = slotKey.substring(slotKey.indexOf('{') + 1, slotKey.indexOf('}'));
+        String job = slotKey.substring(slotKey.indexOf("}:") + 2, slotKey.lastIndexOf(":slot:"));
         long millis = Long.parseLong(slotKey.substring(slotKey.lastIndexOf(':') + 1));
         if (!slotKey.equals(KEYS.slot(job, millis))) {
             throw new IllegalArgumentException("not a slot record key: " + slotKey);

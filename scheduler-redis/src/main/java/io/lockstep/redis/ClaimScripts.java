@@ -127,10 +127,10 @@ final class ClaimScripts {
                         Long.toString(first.recordTtl().toMillis()), first.workerId(),
                         first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
                         Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()), Long.toString(first.misfireGrace().toMillis()),
-                        historyKeep));
+                        historyKeep, RedisKeys.markField(job)));
             }
             List<String> callKeys = new ArrayList<>(group.size() * 7);
-            List<String> args = new ArrayList<>(group.size() * 13);
+            List<String> args = new ArrayList<>(group.size() * 14);
             for (int i : group) {
                 ClaimRequest request = requests.get(i);
                 Lease lease = request.lease();
@@ -150,7 +150,7 @@ final class ClaimScripts {
                         // The staged lease also covers the replicas' wait: the reply (and so the start)
                         // can come that much later.
                         Long.toString(ClaimRequest.STAGED_MARGIN.plus(replicas.count() > 0 ? replicas.timeout()
-                                : java.time.Duration.ZERO).toMillis()), historyKeep));
+                                : java.time.Duration.ZERO).toMillis()), historyKeep, RedisKeys.markField(job)));
             }
             return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);
@@ -188,8 +188,74 @@ final class ClaimScripts {
         return new Decided(results, holders, confirmed);
     }
 
-    /** {@link io.lockstep.scheduler.lock.LockProvider#slotStates} on this server ({@code states.lua}, many slots to a call). */
+    /**
+     * {@link io.lockstep.scheduler.lock.LockProvider#slotStates} on one server, from the marks: one
+     * {@code HMGET} per group of jobs, however many slots (so that the workers that stepped aside
+     * cost Redis one command per group per round, not two per slot each). Per slot: the job's
+     * {@code decided} mark before the slot, no record ({@link SlotState#NONE}: claim it); at the
+     * slot, decided, and either closed or never taken ({@code holder}, {@code closed}), or held by a
+     * run whose lease ends at {@code until}; past it (a later slot was decided first: rare), what
+     * the slot's own record says ({@link #slotRecords}).
+     */
     List<SlotState> slotStates(List<SlotState.Ref> refs) {
+        if (refs.isEmpty()) {
+            return List.of();
+        }
+        Map<String, List<Integer>> byKey = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < refs.size(); i++) {
+            byKey.computeIfAbsent(keys.marks(refs.get(i).job()), k -> new ArrayList<>()).add(i);
+        }
+        SlotState[] states = new SlotState[refs.size()];
+        List<Integer> later = new ArrayList<>();
+        List<Map.Entry<String, List<Integer>>> entries = List.copyOf(byKey.entrySet());
+        List<Response<List<String>>> responses = new ArrayList<>(entries.size());
+        try (AbstractPipeline p = calls.jedis.pipelined()) {
+            for (Map.Entry<String, List<Integer>> e : entries) {
+                List<String> fields = new ArrayList<>(e.getValue().size() * 4);
+                for (int i : e.getValue()) {
+                    String f = RedisKeys.markField(refs.get(i).job());
+                    fields.addAll(List.of(f + "decided", f + "holder", f + "until", f + "closed"));
+                }
+                responses.add(p.hmget(e.getKey(), fields.toArray(String[]::new)));
+            }
+            p.sync();
+        } catch (JedisException e) {
+            throw calls.wrap("states", e);
+        }
+        for (int k = 0; k < entries.size(); k++) {
+            List<Integer> items = entries.get(k).getValue();
+            List<String> values = responses.get(k).get();
+            for (int j = 0; j < items.size(); j++) {
+                int i = items.get(j);
+                String slot = Long.toString(refs.get(i).slot().toEpochMilli());
+                long decided = values.get(4 * j) == null ? 0 : calls.asLong("states", values.get(4 * j));
+                long at = refs.get(i).slot().toEpochMilli();
+                if (decided < at) {
+                    states[i] = SlotState.NONE;
+                } else if (decided > at) {
+                    later.add(i);
+                } else if (slot.equals(values.get(4 * j + 1)) && !slot.equals(values.get(4 * j + 3))) {
+                    states[i] = new SlotState(SlotState.Kind.RUNNING, calls.asLong("states", values.get(4 * j + 2)));
+                } else {
+                    states[i] = SlotState.DECIDED;
+                }
+            }
+        }
+        if (!later.isEmpty()) {
+            List<SlotState> records = slotRecords(later.stream().map(refs::get).toList());
+            for (int j = 0; j < later.size(); j++) {
+                states[later.get(j)] = records.get(j);
+            }
+        }
+        return List.of(states);
+    }
+
+    /**
+     * What the records of these slots say ({@code states.lua}, many slots to a call): Redlock's
+     * view of one master (the marks stay where a claim without a majority was given back, so
+     * Redlock counts the records), and the rare slot the marks cannot tell.
+     */
+    List<SlotState> slotRecords(List<SlotState.Ref> refs) {
         if (refs.isEmpty()) {
             return List.of();
         }
@@ -254,7 +320,7 @@ final class ClaimScripts {
             Lease l = g.lease();
             return new RedisCalls.Call(UNCLAIM, List.of(keys.slot(l.job(), l.slot().toEpochMilli()), keys.lease(l), keys.running(l.job()),
                     keys.marks(l.job())),
-                    List.of(l.token(), Long.toString(l.slot().toEpochMilli()), g.mode()));
+                    List.of(l.token(), Long.toString(l.slot().toEpochMilli()), g.mode(), RedisKeys.markField(l.job())));
         });
     }
 
@@ -312,7 +378,7 @@ final class ClaimScripts {
         List<Response<String>> responses = new ArrayList<>(jobs.size());
         try (AbstractPipeline p = calls.jedis.pipelined()) {
             for (String job : jobs) {
-                responses.add(p.hget(keys.marks(job), "decided"));
+                responses.add(p.hget(keys.marks(job), RedisKeys.markField(job) + "decided"));
             }
             p.sync();
             for (int i = 0; i < jobs.size(); i++) {

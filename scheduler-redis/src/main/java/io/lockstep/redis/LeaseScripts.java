@@ -159,16 +159,18 @@ final class LeaseScripts {
         List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, completions.size()).boxed().toList(),
                 i -> completions.get(i).lease().job());
         RedisCalls.Replies answered = calls.batch("complete", groups, group -> {
-            List<String> callKeys = new ArrayList<>(group.size() * 4);
-            List<String> args = new ArrayList<>(group.size() * 9);
+            List<String> callKeys = new ArrayList<>(group.size() * 5);
+            List<String> args = new ArrayList<>(group.size() * 10);
             for (int i : group) {
                 Completion c = completions.get(i);
                 Lease l = c.lease();
                 long slot = l.slot().toEpochMilli();
-                callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.history(l.job())));
+                callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.history(l.job()),
+                        keys.marks(l.job())));
                 String error = c.error().length() > MAX_ERROR ? c.error().substring(0, MAX_ERROR) + "..." : c.error();
                 args.addAll(List.of(l.token(), c.outcome().label(), Long.toString(slot), Integer.toString(c.attempt()),
-                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep), c.handOverMode(), Long.toString(c.fencingToken())));
+                        Long.toString(c.durationMs()), error, Integer.toString(historyKeep), c.handOverMode(), Long.toString(c.fencingToken()),
+                        RedisKeys.markField(l.job())));
             }
             return new RedisCalls.Call(COMPLETE, callKeys, args);
         }, replicas);

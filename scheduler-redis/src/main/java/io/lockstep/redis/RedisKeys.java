@@ -6,28 +6,34 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Every key Lockstep writes, under one prefix ({@code redis.keyPrefix}). Keys of one job share a
- * hash tag, and so do the cluster-wide ones ({@code {workers}}), so that every script call touches
- * one hash slot and the layout works unchanged on Redis Cluster:
+ * Every key Lockstep writes, under one prefix ({@code redis.keyPrefix}): key layout
+ * {@value #LAYOUT}. A job's keys carry the hash tag of its group, one of {@value #GROUPS}
+ * ({@link #tag}); the cluster-wide ones share {@code {workers}}. So every script call touches one
+ * hash slot, the layout works unchanged on Redis Cluster, and there one call carries the claims,
+ * starts and outcomes of every job of a group, not of one job:
  * <pre>
- *   &lt;prefix&gt;:{&lt;job&gt;}:slot:&lt;epochMillis&gt;   slot record (hash): running, then done / missed / skipped; has a ttl
- *   &lt;prefix&gt;:{&lt;job&gt;}:fence                 fence counter: max(counter + 1, Redis TIME in us) per claim; ttl 7 days, refreshed
- *   &lt;prefix&gt;:{&lt;job&gt;}:lease                 lease of an {@code overlap: skip} job (one run at a time)
- *   &lt;prefix&gt;:{&lt;job&gt;}:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
- *   &lt;prefix&gt;:{&lt;job&gt;}:running               runs in flight (zset: slot -> lease end, server ms), for recovery
- *   &lt;prefix&gt;:{&lt;job&gt;}:last                  marks (hash): the latest slot the cluster decided ('decided', for
- *                                           catch-up and stale claims) and started ('started', for slot order),
- *                                           and the slot whose run took the lease ('holder'); ttl 7 days
- *   &lt;prefix&gt;:{&lt;job&gt;}:history               the job's last runs (stream, capped at history.keep); ttl a week
- *   &lt;prefix&gt;:{&lt;job&gt;}:decisions             its last slots decided without a run (stream, the same cap and ttl)
- *   &lt;prefix&gt;:{&lt;job&gt;}:paused                the job is paused (hash: note, by, at); ttl = the pause's --for
- *   &lt;prefix&gt;:{workers}:info                 live workers (hash: id -> JSON), ttl: the heartbeat's
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:slot:&lt;epochMillis&gt;  slot record (hash): running, then done / missed / skipped; has a ttl
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:fence           fence counter: max(counter + 1, Redis TIME in us) per claim; ttl 7 days, refreshed
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:lease           lease of an {@code overlap: skip} job (one run at a time)
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:running         runs in flight (zset: slot -> lease end, server ms), for recovery
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:marks                 the group's marks (hash), per job: '&lt;job&gt;:decided', the latest slot the
+ *                                           cluster decided (for catch-up and stale claims, and what a worker that
+ *                                           stepped aside reads: one HMGET per group), '&lt;job&gt;:started', the latest
+ *                                           that started (slot order), '&lt;job&gt;:holder', the slot whose run took the
+ *                                           lease, and '&lt;job&gt;:until', when that claim's lease ends; ttl 7 days
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:history         the job's last runs (stream, capped at history.keep); ttl a week
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:decisions       its last slots decided without a run (stream, the same cap and ttl)
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:paused          the job is paused (hash: note, by, at); ttl = the pause's --for
+ *   &lt;prefix&gt;:{workers}:info                 live workers (hash: id -> JSON with the key layout), ttl: the heartbeat's
  *   &lt;prefix&gt;:{workers}:seen                 when each was last heard from (zset: id -> server ms)
  *   &lt;prefix&gt;:{workers}:config:&lt;hash&gt;        the job definitions a config hash stands for (hash: job -> JSON)
  *   &lt;prefix&gt;:{workers}:triggers             manual runs requested in the last minute (zset: 'job slot' -> slot ms)
  *   &lt;prefix&gt;:{workers}:operator             Redlock: the latest pause/resume per job on this master (hash: job -> JSON); no ttl
  *   &lt;prefix&gt;:{workers}:deployment           Redlock: this master's deployment marker (hash: id, created, run, fresh); no ttl
  * </pre>
+ * Layout 1 (before 0.2) tagged each job's keys with the job's own name ({@code {<job>}}) and kept
+ * the marks per job; see {@link LegacyLayout} for how a cluster moves from it.
  *
  * @param prefix the key prefix
  * @param cluster whether the keys live on Redis Cluster (a script call may then touch one hash slot only)
@@ -37,15 +43,62 @@ public record RedisKeys(String prefix, boolean cluster) {
     /** At most this many slots (or runs) go in one script call. */
     static final int PER_CALL = 64;
 
+    /** The key layout these keys follow, written in every worker's heartbeat entry. */
+    static final int LAYOUT = 2;
+
+    /**
+     * How many groups the jobs' keys fall into. A few times the masters of any Redis Cluster
+     * Lockstep is likely to meet (so the groups spread over them), few enough that one round of a
+     * worker's claims is at most this many script calls. Part of the layout: changing it moves keys.
+     */
+    static final int GROUPS = 32;
+
+    /**
+     * The hash tag of each group: group i's is the first {@code <i>.<n>} (n = 0, 1, ...) whose
+     * hash slot (CRC16 mod 16384) falls in the i-th of {@value #GROUPS} equal ranges of the 16,384
+     * slots. Redis Cluster gives each master a contiguous range of slots, so the groups spread
+     * evenly over any number of masters up to {@value #GROUPS}.
+     */
+    private static final String[] TAGS = new String[GROUPS];
+
+    static {
+        int width = 16384 / GROUPS;
+        for (int i = 0; i < GROUPS; i++) {
+            for (int n = 0; TAGS[i] == null; n++) {
+                String tag = i + "." + n;
+                if (redis.clients.jedis.util.JedisClusterCRC16.getSlot(tag) / width == i) {
+                    TAGS[i] = tag;
+                }
+            }
+        }
+    }
+
+    /** The group of a job: CRC32 of its name's UTF-8 bytes, modulo {@value #GROUPS} (stable across versions and JVMs). */
+    static int group(String job) {
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update(job.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return (int) (crc.getValue() % GROUPS);
+    }
+
+    /** The hash tag of a job's keys, braces included. */
+    static String tag(String job) {
+        return "{" + TAGS[group(job)] + "}";
+    }
+
+    /** The start of every key of one job: {@code <prefix>:{<tag>}:<job>:}. */
+    private String base(String job) {
+        return prefix + ":" + tag(job) + ":" + job + ":";
+    }
+
     /**
      * Splits items into the groups one script call may carry: at most {@link #PER_CALL}, and on
-     * Redis Cluster only items of one hash slot (a job's keys share its hash tag; jobs whose tags
-     * fall in the same slot share a call, others never do, or the call fails with CROSSSLOT).
+     * Redis Cluster only items of jobs of one group (their keys share its hash tag; other groups'
+     * keys are in other hash slots, and a call touching two fails with CROSSSLOT).
      */
     List<List<Integer>> groups(List<Integer> items, java.util.function.IntFunction<String> job) {
         Map<Integer, List<Integer>> bySlot = new java.util.LinkedHashMap<>();
         for (int i : items) {
-            int slot = cluster ? redis.clients.jedis.util.JedisClusterCRC16.getSlot(fence(job.apply(i))) : 0;
+            int slot = cluster ? group(job.apply(i)) : 0;
             bySlot.computeIfAbsent(slot, k -> new ArrayList<>()).add(i);
         }
         List<List<Integer>> chunks = new ArrayList<>();
@@ -58,29 +111,41 @@ public record RedisKeys(String prefix, boolean cluster) {
     }
 
 
-    String slot(String job, long slotMillis) {
-        return prefix + ":{" + job + "}:slot:" + slotMillis;
+    /** The record of a slot of a job (public for tools that read the records, such as the benchmark harness). */
+    public String slot(String job, long slotMillis) {
+        return base(job) + "slot:" + slotMillis;
+    }
+
+    /** A SCAN pattern for the slot records of the jobs matching {@code jobGlob} (whatever their group). */
+    String slotPattern(String jobGlob) {
+        return prefix + ":{*}:" + jobGlob + ":slot:*";
     }
 
     String fence(String job) {
-        return prefix + ":{" + job + "}:fence";
+        return base(job) + "fence";
     }
 
     String lease(Lease lease) {
-        String base = prefix + ":{" + lease.job() + "}:lease";
+        String base = base(lease.job()) + "lease";
         return lease.exclusive() ? base : base + ":" + lease.slot().toEpochMilli();
     }
 
     String running(String job) {
-        return prefix + ":{" + job + "}:running";
+        return base(job) + "running";
     }
 
+    /** The marks of the job's group (hash); the job's fields are {@link #markField}s. */
     String marks(String job) {
-        return prefix + ":{" + job + "}:last";
+        return prefix + ":" + tag(job) + ":marks";
+    }
+
+    /** The prefix of a job's fields in its group's marks: {@code <job>:} (then decided, started, holder, until). */
+    static String markField(String job) {
+        return job + ":";
     }
 
     String history(String job) {
-        return prefix + ":{" + job + "}:history";
+        return base(job) + "history";
     }
 
     /**
@@ -88,11 +153,11 @@ public record RedisKeys(String prefix, boolean cluster) {
      * beside its history of runs, so that a long pause cannot push the runs out of theirs.
      */
     String decisions(String job) {
-        return prefix + ":{" + job + "}:decisions";
+        return base(job) + "decisions";
     }
 
     String paused(String job) {
-        return prefix + ":{" + job + "}:paused";
+        return base(job) + "paused";
     }
 
     String workers() {

@@ -29,11 +29,18 @@ final class RedisMembers {
     private final UnifiedJedis jedis;
     private final RedisCalls calls;
     private final RedisKeys keys;
+    /** Keeps layout 1 workers away ({@link LegacyLayout}); null for the start check's probe, which publishes no real jobs. */
+    private final LegacyLayout legacy;
 
     RedisMembers(UnifiedJedis jedis, RedisCalls calls, RedisKeys keys) {
+        this(jedis, calls, keys, true);
+    }
+
+    RedisMembers(UnifiedJedis jedis, RedisCalls calls, RedisKeys keys, boolean holdLegacy) {
         this.jedis = jedis;
         this.calls = calls;
         this.keys = keys;
+        this.legacy = holdLegacy ? new LegacyLayout(jedis, calls, keys.prefix()) : null;
     }
 
     /**
@@ -67,7 +74,11 @@ final class RedisMembers {
         }
         // On Redis Cluster the heartbeat's master is not the clock of every job: leave the clock to its probe.
         long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
-        return new Beat(new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3)), triggers, serverTime,
+        if (legacy != null) {
+            legacy.report(describe(parse((List<?>) r.get(2), (List<?>) r.get(3), false)));
+            legacy.refresh(System.currentTimeMillis());
+        }
+        return new Beat(new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3), true), triggers, serverTime,
                 calls.asLong("heartbeat", r.get(1)) == 1), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
     }
 
@@ -214,6 +225,19 @@ final class RedisMembers {
         } catch (JedisException e) {
             throw calls.wrap("publish config", e);
         }
+        if (legacy != null) {
+            legacy.hold(jobs.keySet(), System.currentTimeMillis());
+        }
+    }
+
+    /** The live workers of another key layout ({@link LegacyLayout}), as "id on host (version)". */
+    List<String> otherLayouts(Duration ttl) {
+        return describe(live(ttl, false));
+    }
+
+    private static List<String> describe(List<WorkerInfo> workers) {
+        return workers.stream().map(w -> w.id() + " on " + w.host() + " (" + (w.version().isEmpty() ? "an older version" : w.version()) + ")")
+                .toList();
     }
 
     Map<String, String> config(String configHash) {
@@ -235,6 +259,10 @@ final class RedisMembers {
 
     /** The live workers as the last heartbeat of anyone left them (for {@code status}), oldest first. */
     List<WorkerInfo> live(Duration ttl) {
+        return live(ttl, true);
+    }
+
+    private List<WorkerInfo> live(Duration ttl, boolean ourLayout) {
         try {
             Map<String, String> info = jedis.hgetAll(keys.workers());
             List<redis.clients.jedis.resps.Tuple> seen = jedis.zrangeWithScores(keys.seen(), 0, -1);
@@ -249,13 +277,14 @@ final class RedisMembers {
                 flatSeen.add(t.getElement());
                 flatSeen.add(Long.toString((long) t.getScore()));
             });
-            return parse(flatInfo, flatSeen);
+            return parse(flatInfo, flatSeen, ourLayout);
         } catch (JedisException e) {
             throw calls.wrap("workers", e);
         }
     }
 
-    private static List<WorkerInfo> parse(List<?> info, List<?> seen) {
+    /** The entries of live workers of our key layout ({@code ourLayout}), or of any other. */
+    private static List<WorkerInfo> parse(List<?> info, List<?> seen, boolean ourLayout) {
         Map<String, Instant> lastSeen = new HashMap<>();
         for (int i = 0; i + 1 < seen.size(); i += 2) {
             lastSeen.put(text(seen.get(i)), Instant.ofEpochMilli((long) Double.parseDouble(text(seen.get(i + 1)))));
@@ -264,8 +293,9 @@ final class RedisMembers {
         for (int i = 0; i + 1 < info.size(); i += 2) {
             String id = text(info.get(i));
             Instant at = lastSeen.get(id);
-            if (at != null) {
-                fromJson(text(info.get(i + 1)), at).ifPresent(w -> workers.put(id, w));
+            String json = text(info.get(i + 1));
+            if (at != null && (layout(json) == RedisKeys.LAYOUT) == ourLayout) {
+                fromJson(json, at).ifPresent(w -> workers.put(id, w));
             }
         }
         return workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList();
@@ -285,6 +315,7 @@ final class RedisMembers {
         m.put("threads", w.threads());
         m.put("busy", w.busy());
         m.put("configHash", w.configHash());
+        m.put("layout", RedisKeys.LAYOUT);
         if (w.draining()) {
             m.put("draining", true);
         }
@@ -292,6 +323,15 @@ final class RedisMembers {
             return JSON.writeValueAsString(m);
         } catch (JsonProcessingException e) {
             throw new IllegalStateException(e);
+        }
+    }
+
+    /** The key layout a worker entry names: 1 when it names none (written before layouts were named). */
+    private static int layout(String json) {
+        try {
+            return JSON.readTree(json).path("layout").asInt(1);
+        } catch (JsonProcessingException | RuntimeException e) {
+            return 1;
         }
     }
 

@@ -34,7 +34,8 @@ final class RedlockStart {
                 continue;
             }
             String why = v.failure();
-            if (why.contains("authentication failed") || why.contains("permission denied") || why.contains("TLS")) {
+            if (why.contains("authentication failed") || why.contains("permission denied") || why.contains("TLS")
+                    || why.contains("older key layout")) {
                 throw new LockException(v.node(), why, null);
             }
             down.add(v.node() + " (" + why + ")");

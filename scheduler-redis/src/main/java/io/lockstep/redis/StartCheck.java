@@ -16,7 +16,7 @@ import redis.clients.jedis.exceptions.JedisException;
  * What a worker checks at start, before anything runs: the server answers, takes our credentials,
  * lets this user run every script the way a worker does (a probe slot of {@value #PREFLIGHT_JOB}
  * is claimed, renewed, looked at, completed and recovered; its keys have ttls like any job's), and
- * will not evict keys. Stateless.
+ * will not evict keys; and no live worker of an older key layout uses it ({@link LegacyLayout}). Stateless.
  */
 final class StartCheck {
 
@@ -41,6 +41,10 @@ final class StartCheck {
         } catch (JedisException e) {
             throw calls.wrap("ping", e);
         }
+        List<String> others = provider.members().otherLayouts(WorkerInfo.HEARTBEAT_TTL);
+        if (!others.isEmpty()) {
+            throw new io.lockstep.scheduler.lock.LockException(target, LegacyLayout.refusal(target, others), null);
+        }
         Lease probe = new Lease(PREFLIGHT_JOB, Instant.ofEpochMilli(provider.serverTimeMillis() - 1),
                 java.util.UUID.randomUUID().toString().replace("-", ""), Duration.ofSeconds(2), false);
         provider.claim(List.of(new ClaimRequest(probe, "preflight", Duration.ofSeconds(10), false)));
@@ -52,7 +56,7 @@ final class StartCheck {
         // Membership: publish a config, heartbeat, read the config back, leave; on keys of its own
         // (under the same prefix, so the same ACL pattern), so that no worker ever sees the probe.
         RedisMembers probeMembers = new RedisMembers(jedis, calls,
-                new RedisKeys(provider.keys().prefix() + ":" + PREFLIGHT_JOB, provider.keys().cluster()));
+                new RedisKeys(provider.keys().prefix() + ":" + PREFLIGHT_JOB, provider.keys().cluster()), false);
         Instant now = Instant.ofEpochMilli(provider.serverTimeMillis());
         probeMembers.publish(PREFLIGHT_JOB, java.util.Map.of(PREFLIGHT_JOB, "{}"));
         probeMembers.heartbeat(new WorkerInfo(PREFLIGHT_JOB, "preflight", 0, "preflight", now, 0, 0, PREFLIGHT_JOB, now),

@@ -2,16 +2,17 @@
 -- many slots (of jobs in the same hash slot on Redis Cluster; of any jobs on a standalone server):
 -- the script's own cost is then paid once per batch instead of once per slot.
 -- Per slot i (0-based), 7 keys from KEYS[7i+1]:
---   slot record (hash), fence counter, lease, running index (zset), marks (hash: decided, started,
---   holder = the slot whose run last took the lease), pause (hash; exists while the job is paused),
+--   slot record (hash), fence counter, lease, running index (zset), the marks of the job's group
+--   (hash; the job's fields are '<job>:' then decided, started, holder = the slot whose run last
+--   took the lease, until = when that claim's lease ends), pause (hash; exists while the job is paused),
 --   decisions (stream: the job's slots decided without a run, beside its history of runs, which
 --   complete.lua writes; apart, so that a long pause cannot push the runs out)
--- and 13 arguments from ARGV[13i+1]:
+-- and 14 arguments from ARGV[14i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
 --   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
 --   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below),
 --   how long past its slot the short lease of a claim made ahead lives (ms), how many entries the
---   decisions stream keeps (history.keep; 0: none)
+--   decisions stream keeps (history.keep; 0: none), the job's field prefix in the marks ('<job>:')
 -- A slot decided without a run (missed, skipped, paused) gets an entry there, as a run's outcome
 -- gets one in the history: outcome missed | skipped | paused, and 'reason' (late: past misfireGrace by this server's
 -- clock; reported: its worker reported it missed, see its slot_missed event; order: a later slot
@@ -60,6 +61,7 @@ local function claim(k, a)
   local record, fence_key, lease_key, running, marks_key, pause_key, decisions = k[1], k[2], k[3], k[4], k[5], k[6], k[7]
   local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), tonumber(a[5])
   local slot = tonumber(slot_text)
+  local f = a[14]
 
   local function reply(status, fence, holder)
     local first = redis.call('ZRANGE', running, 0, 0, 'WITHSCORES')
@@ -68,11 +70,14 @@ local function claim(k, a)
 
   -- A staged claim (made ahead) holds a short lease until its start; see the header.
   local staged = a[11] ~= '0'
-  local function take_lease()
-    local lease_ttl = ttl
+  local function lease_ttl()
     if staged then
-      lease_ttl = math.max(slot - now, 0) + tonumber(a[12])
+      return math.max(slot - now, 0) + tonumber(a[12])
     end
+    return ttl
+  end
+  local function take_lease()
+    local lease_ttl = lease_ttl()
     redis.call('SET', lease_key, token, 'PX', lease_ttl)
     redis.call('ZADD', running, now + lease_ttl, slot_text)
     if redis.call('PTTL', running) < record_ttl then
@@ -102,7 +107,7 @@ local function claim(k, a)
       end
       if lease == false or lease == token then
         take_lease()
-        redis.call('HSET', marks_key, 'holder', slot_text)
+        redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', now + lease_ttl())
         return reply('claimed', tonumber(r[3]))
       end
       -- Another token holds the job's lease: a later slot replaced ours (overlap: replace) before
@@ -129,7 +134,7 @@ local function claim(k, a)
   local manual = a[10] == '1'
   local decided, started = 0, 0
   if not manual then
-    local marks = redis.call('HMGET', marks_key, 'decided', 'started')
+    local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started')
     decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
     if now >= slot + record_ttl and (marks[1] == false or slot <= decided) then
       return reply('stale', 0)
@@ -150,13 +155,15 @@ local function claim(k, a)
     redis.call('PEXPIRE', record, record_ttl + math.max(slot - now, 0)) -- from the slot, not from a claim made ahead
     local mark = {}
     if slot > decided and not manual then
-      mark = {'decided', slot_text}
+      mark = {f .. 'decided', slot_text}
     end
     if state == 'running' or state == 'claimed' then
-      mark[#mark + 1] = 'holder'
+      mark[#mark + 1] = f .. 'holder'
       mark[#mark + 1] = slot_text
+      mark[#mark + 1] = f .. 'until'
+      mark[#mark + 1] = now + lease_ttl()
       if slot > started and not manual then
-        mark[#mark + 1] = 'started'
+        mark[#mark + 1] = f .. 'started'
         mark[#mark + 1] = slot_text
       end
     end
@@ -206,7 +213,7 @@ local function claim(k, a)
     -- What it revoked is kept on the new record ('revoked': the run's slot, token, lease end and
     -- running entry's score), so that Redlock can give it back should this claim win no majority
     -- (unclaim.lua).
-    local held = redis.call('HGET', marks_key, 'holder')
+    local held = redis.call('HGET', marks_key, f .. 'holder')
     local score = held and redis.call('ZSCORE', running, held)
     if score then
       revoked = cjson.encode({held, holder, now + redis.call('PTTL', lease_key), tonumber(score)})
@@ -225,8 +232,8 @@ end
 local replies = {}
 for i = 0, #KEYS / 7 - 1 do
   local a = {}
-  for j = 1, 13 do
-    a[j] = ARGV[13 * i + j]
+  for j = 1, 14 do
+    a[j] = ARGV[14 * i + j]
   end
   local k = {}
   for j = 1, 7 do

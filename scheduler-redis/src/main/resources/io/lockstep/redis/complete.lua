@@ -4,11 +4,13 @@
 -- run that was replaced, recovered by another worker or abandoned no longer owns its record, so
 -- its outcome never overwrites a newer one; a run counts only while it is in the running index.
 -- One call may carry many runs (see claim.lua).
--- Per run i (0-based): KEYS[4i+1..4i+4] slot record, lease, running index, history (stream);
--- ARGV[9i+1..9i+9] owner token, outcome, slot (epoch ms), attempts, duration (ms), error, keep,
+-- Per run i (0-based): KEYS[5i+1..5i+5] slot record, lease, running index, history (stream), the marks
+-- of the job's group; ARGV[10i+1..10i+10] owner token, outcome, slot (epoch ms), attempts, duration (ms), error, keep,
 -- hand-over ('' | 'rerun' | 'unstarted'), the run's fencing token for the history ('0': the record's;
 -- on Redlock a master that missed the token's raise holds its own, so every master is told the one
--- the run had, and the run shows once in a merged history).
+-- the run had, and the run shows once in a merged history), the job's field prefix in the marks ('<job>:').
+-- A run that ended (not handed over) leaves its slot as the job's '<job>:closed' mark, so that a worker
+-- that stepped aside for the slot knows from the marks alone that no run of it is in flight.
 -- A hand-over leaves the slot to a peer instead of closing it: 'rerun' (the run lost its lease or
 -- was cut off by its worker's stop, under recover: rerun) keeps the record 'running' with its entry
 -- in the running index expired now, so that recover.lua reruns it at the next look; 'unstarted'
@@ -20,9 +22,9 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
-for i = 0, #KEYS / 4 - 1 do
-  local record, lease, running, history = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
-  local a = 9 * i
+for i = 0, #KEYS / 5 - 1 do
+  local record, lease, running, history = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 3], KEYS[5 * i + 4]
+  local a = 10 * i
   local token, outcome, slot, hand = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 8]
   if redis.call('GET', lease) == token then
     redis.call('DEL', lease)
@@ -42,6 +44,7 @@ for i = 0, #KEYS / 4 - 1 do
   else
     if hand == '' then
       redis.call('HSET', record, 'state', 'done', 'outcome', outcome)
+      redis.call('HSET', KEYS[5 * i + 5], ARGV[a + 10] .. 'closed', slot)
     else
       redis.call('ZADD', running, now - 2, slot) -- expired now (runs.lua's 2 ms margin): the next look hands it to a peer
       redis.call('HSET', record, 'state', hand == 'unstarted' and 'claimed' or 'running', 'handed', token,

@@ -1,11 +1,11 @@
 -- Deals with one slot whose run lost its lease without an outcome: runs it again under a new token
 -- and the next fencing token (rerun), or records it as abandoned. Exactly one caller wins.
 -- KEYS[1] slot record  KEYS[2] fence counter  KEYS[3] lease  KEYS[4] running index (zset)
--- KEYS[5] the job's marks (hash; 'holder' names the slot whose run took the lease, see claim.lua)
+-- KEYS[5] the marks of the job's group (hash; '<job>:holder' names the slot whose run took the lease, see claim.lua)
 -- KEYS[6] the job's decisions (stream, see claim.lua)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
 -- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)  ARGV[8] misfire grace (ms)
--- ARGV[9] how many entries the decisions keep (0: none)
+-- ARGV[9] how many entries the decisions keep (0: none)  ARGV[10] the job's field prefix in the marks ('<job>:')
 -- Each decision goes to the decisions stream: recovered (the rerun: its worker and new token, and in
 -- 'error' the run it replaced), abandoned (the dead run's worker and token), missed (not_started).
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
@@ -47,7 +47,7 @@ if mine[1] == 'running' and mine[2] == ARGV[1] then
   if lease == false or lease == ARGV[1] then
     redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[3])
     redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[2])
-    redis.call('HSET', KEYS[5], 'holder', ARGV[2])
+    redis.call('HSET', KEYS[5], ARGV[10] .. 'holder', ARGV[2])
     return reply('claimed', tonumber(mine[3]))
   end
   return reply('taken', 0)
@@ -107,7 +107,7 @@ end
 local ttl = tonumber(ARGV[3])
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ttl)
 redis.call('ZADD', KEYS[4], now + ttl, ARGV[2])
-redis.call('HSET', KEYS[5], 'holder', ARGV[2])
+redis.call('HSET', KEYS[5], ARGV[10] .. 'holder', ARGV[2])
 if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[7]) then
   redis.call('PEXPIRE', KEYS[5], ARGV[7])
 end

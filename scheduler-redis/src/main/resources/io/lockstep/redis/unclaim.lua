@@ -1,7 +1,8 @@
 -- Redlock: gives back what a request that did not reach a quorum wrote on one node, so that the
 -- slot can be decided again. The marks (watermarks) stay; they only ever move forward.
--- KEYS[1] slot record  KEYS[2] the job's lease  KEYS[3] running index  KEYS[4] the job's marks
+-- KEYS[1] slot record  KEYS[2] the job's lease  KEYS[3] running index  KEYS[4] the marks of the job's group
 -- ARGV[1] owner token  ARGV[2] slot (epoch ms)  ARGV[3] all | running | recovery | recovery-taken | recovery:<state>
+-- ARGV[4] the job's field prefix in the marks ('<job>:')
 --
 -- A claim (all, running): the slot record while this token owns it (all: in any state but done;
 -- running: only while running or claimed, so a decision a quorum made stays), the lease (only if
@@ -51,8 +52,8 @@ if ours and r[3] and redis.call('GET', KEYS[2]) == ARGV[1] then
   local v = cjson.decode(r[3])
   redis.call('ZREM', KEYS[3], ARGV[2])
   redis.call('ZADD', KEYS[3], v[4], v[1])
-  if redis.call('HGET', KEYS[4], 'holder') == ARGV[2] then
-    redis.call('HSET', KEYS[4], 'holder', v[1])
+  if redis.call('HGET', KEYS[4], ARGV[4] .. 'holder') == ARGV[2] then
+    redis.call('HSET', KEYS[4], ARGV[4] .. 'holder', v[1])
   end
   if v[3] > now then
     redis.call('SET', KEYS[2], v[2], 'PX', v[3] - now)

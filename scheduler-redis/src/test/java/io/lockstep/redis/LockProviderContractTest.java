@@ -454,6 +454,43 @@ abstract class LockProviderContractTest {
     }
 
     /**
+     * What a worker that stepped aside reads of a slot (on Redis, from the marks of the job's group,
+     * one command per group): nothing before the claim (claim it), a lease to look at while a claim
+     * or its run holds the slot, decided once the run ended or the slot was decided without a run;
+     * and for a slot the cluster passed over (a later slot was decided first), what its own record
+     * says: none.
+     */
+    @Test
+    void slotStatesTellAPeerThatSteppedAsideWhetherToClaimOrWhenToLook() {
+        Duration ahead = Duration.ofSeconds(10);
+        String job = RedisFixture.job();
+        Instant slot = now().plusSeconds(3);
+        java.util.function.Function<Instant, io.lockstep.scheduler.lock.SlotState> state =
+                s -> store().slotStates(List.of(new io.lockstep.scheduler.lock.SlotState.Ref(job, s))).get(0);
+        assertThat(state.apply(slot)).isEqualTo(io.lockstep.scheduler.lock.SlotState.NONE);
+        ClaimRequest staged = request(job, slot, "a", LEASE, Mode.CLAIM, false, ahead);
+        assertThat(status(staged)).isEqualTo(Status.CLAIMED);
+        io.lockstep.scheduler.lock.SlotState held = state.apply(slot);
+        assertThat(held.kind()).as("claimed ahead").isIn(io.lockstep.scheduler.lock.SlotState.Kind.STAGED,
+                io.lockstep.scheduler.lock.SlotState.Kind.RUNNING);
+        assertThat(held.leaseEndMillis()).as("the short lease's end").isPositive()
+                .isLessThanOrEqualTo(slot.plus(ClaimRequest.STAGED_MARGIN).toEpochMilli());
+        assertThat(state.apply(slot.minusSeconds(1))).as("an earlier slot nobody decided").isEqualTo(io.lockstep.scheduler.lock.SlotState.NONE);
+        assertThat(state.apply(slot.plusSeconds(1))).as("a later slot").isEqualTo(io.lockstep.scheduler.lock.SlotState.NONE);
+        assertThat(start(staged, GRACE)).isEqualTo(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+        assertThat(state.apply(slot).kind()).as("running").isNotIn(io.lockstep.scheduler.lock.SlotState.Kind.NONE,
+                io.lockstep.scheduler.lock.SlotState.Kind.DECIDED);
+        assertThat(complete(staged)).isTrue();
+        assertThat(state.apply(slot)).as("its run ended").isEqualTo(io.lockstep.scheduler.lock.SlotState.DECIDED);
+
+        String missed = RedisFixture.job();
+        Instant past = now().minusMillis(5);
+        assertThat(status(request(missed, past, "b", LEASE, Mode.MISS_ONLY, false, Duration.ZERO))).isEqualTo(Status.MISSED);
+        assertThat(store().slotStates(List.of(new io.lockstep.scheduler.lock.SlotState.Ref(missed, past))).get(0))
+                .as("decided without a run").isEqualTo(io.lockstep.scheduler.lock.SlotState.DECIDED);
+    }
+
+    /**
      * A staged claim whose worker never started it (killed or stalled before its start) is known
      * never to have run: once its short lease runs out a peer runs it, even under recover: none
      * (an ABANDON request wins it as a run), within the slot's grace; past the grace it is recorded

@@ -280,7 +280,7 @@ class RedisDecisionsTest {
         Instant now = redis.serverNow();
         Instant slot = now.minus(ClaimRequest.recordTtl(LEASE, GRACE)).minusSeconds(10);
         // The cluster was down before this slot: it is caught up (it is later than the last decided slot).
-        redis.raw().hset(redis.provider().keys().marks(job), "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
+        redis.raw().hset(redis.provider().keys().marks(job), RedisKeys.markField(job) + "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
         ClaimRequest caughtUp = request(job, slot, "a", true, Mode.CATCH_UP);
         assertThat(claim(caughtUp)).isEqualTo(Status.CLAIMED);
         String fenceAfterRun = redis.raw().get(redis.provider().keys().fence(job));

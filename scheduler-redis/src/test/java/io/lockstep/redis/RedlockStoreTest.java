@@ -266,7 +266,7 @@ class RedlockStoreTest {
         single(2).claims().unclaim(y);
         assertThat(p.renew(List.of(old))).as("the old run's renewal: never replaced").containsExactly(true);
         for (int i = 0; i < 5; i++) {
-            assertThat(nodes.clients.get(i).hget(p.keys().marks(job), "holder")).as("master %d: the lease's holder", i)
+            assertThat(nodes.clients.get(i).hget(p.keys().marks(job), RedisKeys.markField(job) + "holder")).as("master %d: the lease's holder", i)
                     .isEqualTo(Long.toString(first.toEpochMilli()));
         }
     }
@@ -446,7 +446,7 @@ class RedlockStoreTest {
     @Test
     void withoutMarkersButWithLockstepsStateOnOneMasterNoneCountsEarly() {
         RedisLockProvider p = redlock(Optional.of(Duration.ofMinutes(5)));
-        nodes.clients.get(1).hset(p.keys().marks(StartCheck.PREFLIGHT_JOB), "decided", "1");
+        nodes.clients.get(1).hset(p.keys().marks(StartCheck.PREFLIGHT_JOB), RedisKeys.markField(StartCheck.PREFLIGHT_JOB) + "decided", "1");
         p.ping();
         for (int i = 0; i < 5; i++) {
             assertThat(nodes.clients.get(i).hget(p.keys().deployment(), "fresh")).as("master %d", i).isEqualTo("0");

@@ -127,7 +127,7 @@ class SchedulerOnRedisTest {
              RedisClient raw = RedisClient.create(server.host(), server.port());
              CapturedEvents events = new CapturedEvents()) {
             String job = RedisFixture.job();
-            raw.hset(provider.keys().marks(job), "started", Long.toString(provider.serverTimeMillis() + 3_600_000));
+            raw.hset(provider.keys().marks(job), RedisKeys.markField(job) + "started", Long.toString(provider.serverTimeMillis() + 3_600_000));
             List<Instant> ran = new CopyOnWriteArrayList<>();
             try (Scheduler scheduler = Scheduler.builder(provider).workerId("w").job(perSecond(job))
                     .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
@@ -161,7 +161,7 @@ class SchedulerOnRedisTest {
              CapturedEvents events = new CapturedEvents()) {
             String job = RedisFixture.job();
             // The cluster decided a slot as late as now (the case the script names: a slot as late was decided).
-            raw.hset(provider.keys().marks(job), "decided", Long.toString(provider.serverTimeMillis()));
+            raw.hset(provider.keys().marks(job), RedisKeys.markField(job) + "decided", Long.toString(provider.serverTimeMillis()));
             List<Instant> ran = new CopyOnWriteArrayList<>();
             LockProvider behind = new ClockBehind(provider, Duration.ofMinutes(3));
             try (Scheduler scheduler = Scheduler.builder(behind).workerId("w").job(perSecond(job))

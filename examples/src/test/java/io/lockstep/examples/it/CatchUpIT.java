@@ -47,7 +47,7 @@ class CatchUpIT {
             assertThat(b.terminate()).isZero();
             Map<String, Instant> last = new HashMap<>();
             for (String job : JOBS) {
-                last.put(job, Instant.ofEpochMilli(Long.parseLong(redis.hget(ItKeys.marks(job), "decided"))));
+                last.put(job, Instant.ofEpochMilli(Long.parseLong(redis.hget(ItKeys.marks(job), ItKeys.mark(job, "decided")))));
             }
 
             // The cluster stays down until five slots of every job and their grace have passed.

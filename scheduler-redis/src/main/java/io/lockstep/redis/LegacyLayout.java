@@ -1,0 +1,118 @@
+package io.lockstep.redis;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * How workers of key layout {@value RedisKeys#LAYOUT} keep away from workers of an older one on the
+ * same Redis. The two never see each other's slot records, so side by side both would run every
+ * slot. So they never run side by side:
+ * <ul>
+ *   <li>a worker refuses to start while a live worker of another layout is in the workers' list
+ *       (its heartbeat entry has no {@code layout}, or another): one line naming each, and a
+ *       non-zero exit ({@link StartCheck});</li>
+ *   <li>a running worker holds every job of its config paused in layout 1's keys
+ *       ({@code <prefix>:{<job>}:paused}, what a layout 1 worker reads before each claim and each
+ *       start), rewritten every minute with a ttl of {@link #PAUSE_TTL}: a layout 1 worker started
+ *       later (a host rolled back, one forgotten) runs nothing and records every slot as paused,
+ *       with {@link #NOTE} as the pause's note;</li>
+ *   <li>such a worker is left out of the view slots are shared over, and reported (event
+ *       {@code layout_mixed}) each time the set of them changes.</li>
+ * </ul>
+ * An upgrade across layouts is therefore stop all, then start all (the README's "Upgrading"). The
+ * held pauses end {@link #PAUSE_TTL} after the last new worker stops, so a rollback to layout 1
+ * runs again by itself after that. Thread-safe.
+ */
+final class LegacyLayout {
+
+    /** How long the held pauses outlive the last rewrite; rewritten every {@link #REWRITE}. */
+    static final Duration PAUSE_TTL = Duration.ofMinutes(3);
+    static final Duration REWRITE = Duration.ofMinutes(1);
+    static final String NOTE = "held by workers of key layout " + RedisKeys.LAYOUT
+            + " (a newer Lockstep) on this Redis: stop this worker, or stop those for "
+            + PAUSE_TTL.toMinutes() + " minutes to run this version";
+
+    private final UnifiedJedis jedis;
+    private final RedisCalls calls;
+    private final String prefix;
+    private volatile Collection<String> jobs = List.of();
+    private volatile long rewrittenAt;
+    private volatile String reported = "";
+
+    LegacyLayout(UnifiedJedis jedis, RedisCalls calls, String prefix) {
+        this.jedis = jedis;
+        this.calls = calls;
+        this.prefix = prefix;
+    }
+
+    /** Layout 1's pause key of a job. */
+    static String pauseKey(String prefix, String job) {
+        return prefix + ":{" + job + "}:paused";
+    }
+
+    /** Holds these jobs paused for layout 1 workers from now on (the config published, at start and at each reload). */
+    void hold(Collection<String> jobs, long serverMillis) {
+        this.jobs = List.copyOf(jobs);
+        write(serverMillis);
+    }
+
+    /** Rewrites the held pauses when {@link #REWRITE} has passed (called with each heartbeat); best effort. */
+    void refresh(long serverMillis) {
+        if (System.nanoTime() - rewrittenAt >= REWRITE.toNanos()) {
+            try {
+                write(serverMillis);
+            } catch (RuntimeException e) {
+                // Tried again with the next heartbeat.
+            }
+        }
+    }
+
+    private void write(long serverMillis) {
+        Collection<String> held = jobs;
+        if (held.isEmpty()) {
+            return;
+        }
+        try (AbstractPipeline p = jedis.pipelined()) {
+            for (String job : held) {
+                String key = pauseKey(prefix, job);
+                p.hset(key, java.util.Map.of("note", NOTE, "by", "lockstep key layout " + RedisKeys.LAYOUT,
+                        "at", Long.toString(serverMillis)));
+                p.pexpire(key, PAUSE_TTL.toMillis());
+            }
+            p.sync();
+        } catch (JedisException e) {
+            throw calls.wrap("hold layout 1 paused", e);
+        }
+        rewrittenAt = System.nanoTime();
+    }
+
+    /**
+     * Reports (event {@code layout_mixed}) the live workers of another layout when they are not the
+     * ones reported last; {@code others} as "id on host (version)".
+     */
+    void report(List<String> others) {
+        String now = String.join(", ", others);
+        if (now.equals(reported)) {
+            return;
+        }
+        reported = now;
+        if (!others.isEmpty()) {
+            org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atError().addKeyValue("event", "layout_mixed")
+                    .addKeyValue("layout", RedisKeys.LAYOUT).addKeyValue("others", new ArrayList<>(others))
+                    .log("workers of an older key layout are live on this Redis (" + now + "); they run nothing, their "
+                            + "jobs are held paused for them; stop them (see the README's Upgrading)");
+        }
+    }
+
+    /** The one line a worker refuses to start with while {@code others} (of another layout) are live. */
+    static String refusal(String target, List<String> others) {
+        return target + ": live workers of an older key layout use this Redis (" + String.join(", ", others)
+                + "); this version (key layout " + RedisKeys.LAYOUT + ") must not run beside them: stop every one "
+                + "of them, then start this one (see the README's Upgrading)";
+    }
+}
