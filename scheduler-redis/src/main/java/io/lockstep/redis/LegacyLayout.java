@@ -15,12 +15,19 @@ import redis.clients.jedis.exceptions.JedisException;
  * <ul>
  *   <li>a worker refuses to start while a live worker of another layout is in the workers' list
  *       (its heartbeat entry has no {@code layout}, or another): one line naming each, and a
- *       non-zero exit ({@link StartCheck});</li>
+ *       non-zero exit (checked when it first publishes its config, before its first claim:
+ *       {@link RedisMembers#publish}; the operators' commands, which touch only their own
+ *       layout's keys, work beside either);</li>
  *   <li>a running worker holds every job of its config paused in layout 1's keys
  *       ({@code <prefix>:{<job>}:paused}, what a layout 1 worker reads before each claim and each
  *       start), rewritten every minute with a ttl of {@link #PAUSE_TTL}: a layout 1 worker started
  *       later (a host rolled back, one forgotten) runs nothing and records every slot as paused,
- *       with {@link #NOTE} as the pause's note;</li>
+ *       with {@link #NOTE} as the pause's note. The same write drops layout 1's running index of
+ *       each job ({@code <prefix>:{<job>}:running}): the claims its stopped workers handed back
+ *       unstarted (a layout 1 worker runs those whatever the pause) and the runs its killed
+ *       workers left are not run by a layout 1 worker again (a layout 2 worker never knew of
+ *       them: stop the old workers gracefully). Manual runs and operators' commands have keys of
+ *       their own per layout, so a layout 1 worker never sees layout 2's;</li>
  *   <li>such a worker is left out of the view slots are shared over, and reported (event
  *       {@code layout_mixed}) each time the set of them changes.</li>
  * </ul>
@@ -55,6 +62,11 @@ final class LegacyLayout {
         return prefix + ":{" + job + "}:paused";
     }
 
+    /** Whether {@link #hold} was called: the worker's config was published once. */
+    boolean holding() {
+        return !jobs.isEmpty();
+    }
+
     /** Holds these jobs paused for layout 1 workers from now on (the config published, at start and at each reload). */
     void hold(Collection<String> jobs, long serverMillis) {
         this.jobs = List.copyOf(jobs);
@@ -83,6 +95,7 @@ final class LegacyLayout {
                 p.hset(key, java.util.Map.of("note", NOTE, "by", "lockstep key layout " + RedisKeys.LAYOUT,
                         "at", Long.toString(serverMillis)));
                 p.pexpire(key, PAUSE_TTL.toMillis());
+                p.del(prefix + ":{" + job + "}:running");
             }
             p.sync();
         } catch (JedisException e) {

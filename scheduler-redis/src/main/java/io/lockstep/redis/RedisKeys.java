@@ -28,8 +28,8 @@ import java.util.Map;
  *   &lt;prefix&gt;:{workers}:info                 live workers (hash: id -> JSON with the key layout), ttl: the heartbeat's
  *   &lt;prefix&gt;:{workers}:seen                 when each was last heard from (zset: id -> server ms)
  *   &lt;prefix&gt;:{workers}:config:&lt;hash&gt;        the job definitions a config hash stands for (hash: job -> JSON)
- *   &lt;prefix&gt;:{workers}:triggers             manual runs requested in the last minute (zset: 'job slot' -> slot ms)
- *   &lt;prefix&gt;:{workers}:operator             Redlock: the latest pause/resume per job on this master (hash: job -> JSON); no ttl
+ *   &lt;prefix&gt;:{workers}:manual               manual runs requested in the last minute (zset: 'job slot' -> slot ms)
+ *   &lt;prefix&gt;:{workers}:commands             Redlock: the latest pause/resume per job on this master (hash: job -> JSON); no ttl
  *   &lt;prefix&gt;:{workers}:deployment           Redlock: this master's deployment marker (hash: id, created, run, fresh); no ttl
  * </pre>
  * Layout 1 (before 0.2) tagged each job's keys with the job's own name ({@code {<job>}}) and kept
@@ -168,8 +168,9 @@ public record RedisKeys(String prefix, boolean cluster) {
         return prefix + ":{workers}:seen";
     }
 
+    /** Layout 1 named it {@code triggers}: a layout 1 worker must not see layout 2's manual runs (it would run them, paused or not). */
     String triggers() {
-        return prefix + ":{workers}:triggers";
+        return prefix + ":{workers}:manual";
     }
 
     /** Redlock: this master's deployment marker ({@code marker.lua}). */
@@ -179,7 +180,7 @@ public record RedisKeys(String prefix, boolean cluster) {
 
     /** Redlock: the latest operator command (pause, resume) each job was given on this master ({@code operator.lua}). */
     String operator() {
-        return prefix + ":{workers}:operator";
+        return prefix + ":{workers}:commands"; // layout 1's was 'operator': its workers must not repair layout 2's pauses
     }
 
     String config(String hash) {

@@ -215,7 +215,20 @@ final class RedisMembers {
         return Instant.ofEpochMilli(serverMillis % 1000 == 0 ? serverMillis + 1 : serverMillis);
     }
 
+    /**
+     * Publishes the job definitions a config hash stands for (a worker's start, and each reload);
+     * the first publication also holds the jobs paused for layout 1 workers ({@link LegacyLayout}).
+     *
+     * @throws io.lockstep.scheduler.lock.LockException at the first, when a live worker of another
+     *     key layout uses this Redis: the worker refuses to start (one line naming each)
+     */
     void publish(String configHash, Map<String, String> jobs) {
+        if (legacy != null && !legacy.holding()) {
+            List<String> others = otherLayouts(io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_TTL);
+            if (!others.isEmpty()) {
+                throw new io.lockstep.scheduler.lock.LockException(calls.target, LegacyLayout.refusal(calls.target, others), null);
+            }
+        }
         try {
             String key = keys.config(configHash);
             if (!jobs.isEmpty()) {

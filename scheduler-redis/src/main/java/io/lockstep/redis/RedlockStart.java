@@ -34,8 +34,7 @@ final class RedlockStart {
                 continue;
             }
             String why = v.failure();
-            if (why.contains("authentication failed") || why.contains("permission denied") || why.contains("TLS")
-                    || why.contains("older key layout")) {
+            if (why.contains("authentication failed") || why.contains("permission denied") || why.contains("TLS")) {
                 throw new LockException(v.node(), why, null);
             }
             down.add(v.node() + " (" + why + ")");

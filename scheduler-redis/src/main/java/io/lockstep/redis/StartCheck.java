@@ -16,7 +16,7 @@ import redis.clients.jedis.exceptions.JedisException;
  * What a worker checks at start, before anything runs: the server answers, takes our credentials,
  * lets this user run every script the way a worker does (a probe slot of {@value #PREFLIGHT_JOB}
  * is claimed, renewed, looked at, completed and recovered; its keys have ttls like any job's), and
- * will not evict keys; and no live worker of an older key layout uses it ({@link LegacyLayout}). Stateless.
+ * will not evict keys. Stateless.
  */
 final class StartCheck {
 
@@ -40,10 +40,6 @@ final class StartCheck {
             jedis.ping();
         } catch (JedisException e) {
             throw calls.wrap("ping", e);
-        }
-        List<String> others = provider.members().otherLayouts(WorkerInfo.HEARTBEAT_TTL);
-        if (!others.isEmpty()) {
-            throw new io.lockstep.scheduler.lock.LockException(target, LegacyLayout.refusal(target, others), null);
         }
         Lease probe = new Lease(PREFLIGHT_JOB, Instant.ofEpochMilli(provider.serverTimeMillis() - 1),
                 java.util.UUID.randomUUID().toString().replace("-", ""), Duration.ofSeconds(2), false);

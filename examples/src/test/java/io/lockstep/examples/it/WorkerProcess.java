@@ -70,6 +70,20 @@ final class WorkerProcess implements AutoCloseable {
         return launch(dir, id, command, env);
     }
 
+    /**
+     * Starts {@code run --config config --worker-id id} from another worker JAR (an older version's,
+     * for the upgrade test), without the test classes.
+     */
+    static WorkerProcess startJar(Path dir, Path jar, Path config, String id) {
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dlogback.configurationFile=" + Path.of(System.getProperty("lockstep.configDir", "../config"), "logback.xml")
+                        .toAbsolutePath(),
+                "-cp", jar.toString(), "io.lockstep.worker.WorkerMain", "run", "--config", config.toString(), "--worker-id", id));
+        return launch(dir, id, command, Map.of());
+    }
+
     /** The ITs' own classes (job classes that misbehave on purpose), for the workers' class path. */
     private static final String TEST_CLASSES = Path.of("target", "test-classes").toAbsolutePath().toString();
 
