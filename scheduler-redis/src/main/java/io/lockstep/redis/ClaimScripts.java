@@ -121,22 +121,21 @@ final class ClaimScripts {
                 long slot = lease.slot().toEpochMilli();
                 String job = lease.job();
                 return new RedisCalls.Call(RECOVER,
-                        List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
-                                keys.decisions(job)),
+                        List.of(keys.slot(job, slot), keys.lease(lease), keys.running(job), keys.marks(job), keys.decisions(job)),
                         List.of(lease.token(), Long.toString(slot), Long.toString(lease.ttl().toMillis()),
                         Long.toString(first.recordTtl().toMillis()), first.workerId(),
                         first.mode() == ClaimRequest.Mode.RECOVER ? "rerun" : "abandon",
                         Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()), Long.toString(first.misfireGrace().toMillis()),
                         historyKeep, RedisKeys.markField(job)));
             }
-            List<String> callKeys = new ArrayList<>(group.size() * 7);
+            List<String> callKeys = new ArrayList<>(group.size() * 6);
             List<String> args = new ArrayList<>(group.size() * 14);
             for (int i : group) {
                 ClaimRequest request = requests.get(i);
                 Lease lease = request.lease();
                 long slot = lease.slot().toEpochMilli();
                 String job = lease.job();
-                callKeys.addAll(List.of(keys.slot(job, slot), keys.fence(job), keys.lease(lease), keys.running(job), keys.marks(job),
+                callKeys.addAll(List.of(keys.slot(job, slot), keys.lease(lease), keys.running(job), keys.marks(job),
                         keys.paused(job), keys.decisions(job)));
                 args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
                         Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
@@ -292,8 +291,9 @@ final class ClaimScripts {
     void raiseFences(List<Lease> leases, List<Long> agreed) {
         calls.batch("fence", java.util.stream.IntStream.range(0, leases.size()).boxed().toList(), i -> {
             Lease l = leases.get(i);
-            return new RedisCalls.Call(RedlockLocks.FENCE_RAISE, List.of(keys.fence(l.job()), keys.slot(l.job(), l.slot().toEpochMilli())),
-                    List.of(l.token(), Long.toString(agreed.get(i)), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis())));
+            return new RedisCalls.Call(RedlockLocks.FENCE_RAISE, List.of(keys.marks(l.job()), keys.slot(l.job(), l.slot().toEpochMilli())),
+                    List.of(l.token(), Long.toString(agreed.get(i)), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
+                            RedisKeys.markField(l.job()) + "fence"));
         });
     }
 

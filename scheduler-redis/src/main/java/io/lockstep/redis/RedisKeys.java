@@ -13,7 +13,6 @@ import java.util.Map;
  * starts and outcomes of every job of a group, not of one job:
  * <pre>
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:slot:&lt;epochMillis&gt;  slot record (hash): running, then done / missed / skipped; has a ttl
- *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:fence           fence counter: max(counter + 1, Redis TIME in us) per claim; ttl 7 days, refreshed
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:lease           lease of an {@code overlap: skip} job (one run at a time)
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:running         runs in flight (zset: slot -> lease end, server ms), for recovery
@@ -21,7 +20,9 @@ import java.util.Map;
  *                                           cluster decided (for catch-up and stale claims, and what a worker that
  *                                           stepped aside reads: one HMGET per group), '&lt;job&gt;:started', the latest
  *                                           that started (slot order), '&lt;job&gt;:holder', the slot whose run took the
- *                                           lease, and '&lt;job&gt;:until', when that claim's lease ends; ttl 7 days
+ *                                           lease, '&lt;job&gt;:until', when that claim's lease ends, '&lt;job&gt;:closed', the
+ *                                           slot of its last run that ended, and '&lt;job&gt;:fence', the fence counter
+ *                                           (max(counter + 1, Redis TIME in us) per claim); ttl 7 days, refreshed
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:history         the job's last runs (stream, capped at history.keep); ttl a week
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:decisions       its last slots decided without a run (stream, the same cap and ttl)
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:paused          the job is paused (hash: note, by, at); ttl = the pause's --for
@@ -101,6 +102,11 @@ public record RedisKeys(String prefix, boolean cluster) {
             int slot = cluster ? group(job.apply(i)) : 0;
             bySlot.computeIfAbsent(slot, k -> new ArrayList<>()).add(i);
         }
+        if (!cluster && !items.isEmpty()) {
+            // One server takes any mix, but a call whose slots are of few groups writes few marks
+            // keys (each gets its ttl once per call): the items in group order (stable: a job's in its order).
+            bySlot.get(0).sort(java.util.Comparator.comparingInt(i -> group(job.apply(i))));
+        }
         List<List<Integer>> chunks = new ArrayList<>();
         for (List<Integer> same : bySlot.values()) {
             for (int from = 0; from < same.size(); from += PER_CALL) {
@@ -119,10 +125,6 @@ public record RedisKeys(String prefix, boolean cluster) {
     /** A SCAN pattern for the slot records of the jobs matching {@code jobGlob} (whatever their group). */
     String slotPattern(String jobGlob) {
         return prefix + ":{*}:" + jobGlob + ":slot:*";
-    }
-
-    String fence(String job) {
-        return base(job) + "fence";
     }
 
     String lease(Lease lease) {

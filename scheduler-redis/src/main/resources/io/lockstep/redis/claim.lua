@@ -1,10 +1,11 @@
 -- Decides slots, each atomically, by the server's clock (never the worker's). One call may carry
 -- many slots (of jobs in the same hash slot on Redis Cluster; of any jobs on a standalone server):
 -- the script's own cost is then paid once per batch instead of once per slot.
--- Per slot i (0-based), 7 keys from KEYS[7i+1]:
---   slot record (hash), fence counter, lease, running index (zset), the marks of the job's group
---   (hash; the job's fields are '<job>:' then decided, started, holder = the slot whose run last
---   took the lease, until = when that claim's lease ends), pause (hash; exists while the job is paused),
+-- Per slot i (0-based), 6 keys from KEYS[6i+1]:
+--   slot record (hash), lease, running index (zset), the marks of the job's group (hash; the job's
+--   fields are '<job>:' then decided, started, holder = the slot whose run last took the lease,
+--   until = when that claim's lease ends, fence = the job's fence counter, see fence.lua),
+--   pause (hash; exists while the job is paused),
 --   decisions (stream: the job's slots decided without a run, beside its history of runs, which
 --   complete.lua writes; apart, so that a long pause cannot push the runs out)
 -- and 14 arguments from ARGV[14i+1]:
@@ -57,8 +58,11 @@ local function remember(stream, keep, slot_text, worker, outcome, reason, manual
   end
 end
 
+-- The marks keys this call wrote, each given its ttl once at the end (not once per slot).
+local touched = {}
+
 local function claim(k, a)
-  local record, fence_key, lease_key, running, marks_key, pause_key, decisions = k[1], k[2], k[3], k[4], k[5], k[6], k[7]
+  local record, lease_key, running, marks_key, pause_key, decisions = k[1], k[2], k[3], k[4], k[5], k[6]
   local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), tonumber(a[5])
   local slot = tonumber(slot_text)
   local f = a[14]
@@ -85,7 +89,19 @@ local function claim(k, a)
     end
   end
 
-  local r = redis.call('HMGET', record, 'token', 'state', 'fence', 'why')
+  -- The marks first: a slot later than the job's 'decided' mark has no record (every record of a
+  -- scheduled slot moved the mark to it in the same call), so the record is read only when it may
+  -- exist: a repeat, a race, a slot decided otherwise, or a manual run (which never moves the marks).
+  local manual = a[10] == '1'
+  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence')
+  local decided, started = 0, 0
+  if not manual then
+    decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
+  end
+  local r = {false}
+  if manual or slot <= decided then
+    r = redis.call('HMGET', record, 'token', 'state', 'fence', 'why')
+  end
   if r[1] then
     if r[1] ~= token then
       return reply('taken', 0, r[1]) -- the record decides, not a time window
@@ -108,6 +124,7 @@ local function claim(k, a)
       if lease == false or lease == token then
         take_lease()
         redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', now + lease_ttl())
+        touched[marks_key] = a[9]
         return reply('claimed', tonumber(r[3]))
       end
       -- Another token holds the job's lease: a later slot replaced ours (overlap: replace) before
@@ -131,14 +148,8 @@ local function claim(k, a)
   if ahead and now < slot - tonumber(a[11]) then
     return reply('early', 0)
   end
-  local manual = a[10] == '1'
-  local decided, started = 0, 0
-  if not manual then
-    local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started')
-    decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
-    if now >= slot + record_ttl and (marks[1] == false or slot <= decided) then
-      return reply('stale', 0)
-    end
+  if not manual and now >= slot + record_ttl and (marks[1] == false or slot <= decided) then
+    return reply('stale', 0)
   end
 
   local function decide(state, fence, why)
@@ -158,6 +169,8 @@ local function claim(k, a)
       mark = {f .. 'decided', slot_text}
     end
     if state == 'running' or state == 'claimed' then
+      mark[#mark + 1] = f .. 'fence'
+      mark[#mark + 1] = string.format('%.0f', fence)
       mark[#mark + 1] = f .. 'holder'
       mark[#mark + 1] = slot_text
       mark[#mark + 1] = f .. 'until'
@@ -169,8 +182,8 @@ local function claim(k, a)
     end
     if #mark > 0 then
       redis.call('HSET', marks_key, unpack(mark))
+      touched[marks_key] = a[9]
     end
-    redis.call('PEXPIRE', marks_key, a[9])
     if state == 'missed' then
       remember(decisions, a[13], slot_text, a[6], 'missed', why, manual)
     elseif state == 'skipped' then
@@ -220,7 +233,7 @@ local function claim(k, a)
       redis.call('ZREM', running, held)
     end
   end
-  local fence = next_fence(fence_key, a[9], micros)
+  local fence = next_fence_after(marks[3], micros)
   decide(staged and 'claimed' or 'running', fence)
   if revoked then
     redis.call('HSET', record, 'revoked', revoked)
@@ -230,16 +243,19 @@ local function claim(k, a)
 end
 
 local replies = {}
-for i = 0, #KEYS / 7 - 1 do
+for i = 0, #KEYS / 6 - 1 do
   local a = {}
   for j = 1, 14 do
     a[j] = ARGV[14 * i + j]
   end
   local k = {}
-  for j = 1, 7 do
-    k[j] = KEYS[7 * i + j]
+  for j = 1, 6 do
+    k[j] = KEYS[6 * i + j]
   end
   replies[i + 1] = claim(k, a)
+end
+for key, ttl in pairs(touched) do
+  redis.call('PEXPIRE', key, ttl) -- the marks live 7 days past the last decision of any job of the group
 end
 -- The server's clock as the call ends: every reply carries it (decisions used 'now', from the start).
 local e = redis.call('TIME')

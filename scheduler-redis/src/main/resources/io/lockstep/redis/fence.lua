@@ -3,11 +3,18 @@
 -- counter was lost (a restart without persistence, a failover that lost the last increments, the
 -- counter's own ttl, refreshed on every use), as long as the servers' clocks are within a failover's
 -- time of each other. The one place the rule is written: claims, recoveries and the lock API use it.
-local function next_fence(key, ttl, micros)
-  local fence = tonumber(redis.call('GET', key) or '0') + 1
+-- A job's counter is the field '<job>:fence' of its group's marks (read and written with the other
+-- marks, no command of its own); a lock's is a key of its own.
+local function next_fence_after(current, micros)
+  local fence = tonumber(current or '0') + 1
   if fence < micros then
     fence = micros
   end
+  return fence
+end
+
+local function next_fence(key, ttl, micros)
+  local fence = next_fence_after(redis.call('GET', key), micros)
   redis.call('SET', key, string.format('%.0f', fence), 'PX', ttl)
   return fence
 end

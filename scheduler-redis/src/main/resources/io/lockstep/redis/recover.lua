@@ -1,10 +1,10 @@
 -- Deals with one slot whose run lost its lease without an outcome: runs it again under a new token
 -- and the next fencing token (rerun), or records it as abandoned. Exactly one caller wins.
--- KEYS[1] slot record  KEYS[2] fence counter  KEYS[3] lease  KEYS[4] running index (zset)
--- KEYS[5] the marks of the job's group (hash; '<job>:holder' names the slot whose run took the lease, see claim.lua)
--- KEYS[6] the job's decisions (stream, see claim.lua)
+-- KEYS[1] slot record  KEYS[2] lease  KEYS[3] running index (zset)
+-- KEYS[4] the marks of the job's group (hash; '<job>:holder' names the slot whose run took the lease,
+-- '<job>:fence' is the job's fence counter, see claim.lua)  KEYS[5] the job's decisions (stream, see claim.lua)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
--- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the fence counter (ms)  ARGV[8] misfire grace (ms)
+-- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the marks (ms)  ARGV[8] misfire grace (ms)
 -- ARGV[9] how many entries the decisions keep (0: none)  ARGV[10] the job's field prefix in the marks ('<job>:')
 -- Each decision goes to the decisions stream: recovered (the rerun: its worker and new token, and in
 -- 'error' the run it replaced), abandoned (the dead run's worker and token), missed (not_started).
@@ -30,24 +30,24 @@ local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 local function remember(worker, outcome, token, reason, replaced)
   if tonumber(ARGV[9]) > 0 then
-    redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[9], '*', 'slot', ARGV[2], 'worker', worker, 'outcome', outcome,
+    redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[9], '*', 'slot', ARGV[2], 'worker', worker, 'outcome', outcome,
         'attempt', '0', 'token', token, 'durationMs', '0', 'error', replaced, 'reason', reason,
         'manual', redis.call('HGET', KEYS[1], 'manual') or '0')
-    redis.call('PEXPIRE', KEYS[6], 604800000)
+    redis.call('PEXPIRE', KEYS[5], 604800000)
   end
 end
 
 local function reply(status, fence)
-  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   return {status, fence, now, tonumber(first[2] or '0')}
 end
 local mine = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'abandoned_token')
 if mine[1] == 'running' and mine[2] == ARGV[1] then
-  local lease = redis.call('GET', KEYS[3])
+  local lease = redis.call('GET', KEYS[2])
   if lease == false or lease == ARGV[1] then
-    redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[3])
-    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[3]), ARGV[2])
-    redis.call('HSET', KEYS[5], ARGV[10] .. 'holder', ARGV[2])
+    redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+    redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
+    redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2])
     return reply('claimed', tonumber(mine[3]))
   end
   return reply('taken', 0)
@@ -56,16 +56,16 @@ elseif mine[1] == 'abandoned' and mine[4] == ARGV[1] then
 elseif mine[1] == 'missed' and mine[2] == ARGV[1] then
   return reply('missed', 0)
 end
-local score = redis.call('ZSCORE', KEYS[4], ARGV[2])
+local score = redis.call('ZSCORE', KEYS[3], ARGV[2])
 if not score or tonumber(score) > now - 2 then -- expired 2 ms past its score, as runs.lua counts it
   return reply('taken', 0) -- renewed, finished, or already dealt with
 end
 local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'worker')
 if record[1] ~= 'running' and record[1] ~= 'claimed' then
-  redis.call('ZREM', KEYS[4], ARGV[2])
+  redis.call('ZREM', KEYS[3], ARGV[2])
   return reply('taken', 0)
 end
-local holder = redis.call('GET', KEYS[3])
+local holder = redis.call('GET', KEYS[2])
 if holder == record[2] then
   return reply('taken', 0) -- the run's lease is still alive
 end
@@ -81,14 +81,14 @@ end
 if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) then
   keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'missed', 'why', 'not_started', 'token', ARGV[1], 'at', now)
-  redis.call('ZREM', KEYS[4], ARGV[2])
+  redis.call('ZREM', KEYS[3], ARGV[2])
   remember(ARGV[5], 'missed', '0', 'not_started', '')
   return reply('missed', 0)
 end
 if ARGV[6] == 'abandon' and not unstarted then
   keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'abandoned_token', ARGV[1], 'at', now)
-  redis.call('ZREM', KEYS[4], ARGV[2])
+  redis.call('ZREM', KEYS[3], ARGV[2])
   remember(record[4] or '', 'abandoned', record[3] or '0', 'lease_lost', '')
   return reply('abandoned', tonumber(record[3]))
 end
@@ -96,7 +96,8 @@ if holder then
   return reply('busy', 0) -- another run of the job holds the exclusive lease
 end
 keep_undo()
-local fence = next_fence(KEYS[2], ARGV[7], micros)
+local fence = next_fence_after(redis.call('HGET', KEYS[4], ARGV[10] .. 'fence'), micros)
+redis.call('HSET', KEYS[4], ARGV[10] .. 'fence', string.format('%.0f', fence))
 redis.call('HSET', KEYS[1], 'state', 'running', 'token', ARGV[1], 'worker', ARGV[5], 'fence', fence, 'at', now)
 redis.call('HINCRBY', KEYS[1], 'recoveries', 1)
 remember(ARGV[5], 'recovered', string.format('%.0f', fence), unstarted and 'not_started' or 'lease_lost',
@@ -105,10 +106,10 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
 local ttl = tonumber(ARGV[3])
-redis.call('SET', KEYS[3], ARGV[1], 'PX', ttl)
-redis.call('ZADD', KEYS[4], now + ttl, ARGV[2])
-redis.call('HSET', KEYS[5], ARGV[10] .. 'holder', ARGV[2])
-if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[7]) then
-  redis.call('PEXPIRE', KEYS[5], ARGV[7])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[2])
+redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2])
+if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[7]) then
+  redis.call('PEXPIRE', KEYS[4], ARGV[7])
 end
 return reply('claimed', fence)

@@ -57,9 +57,9 @@ for i = 0, #KEYS / 5 - 1 do
     redis.call('HSET', record, 'state', 'running')
     redis.call('PEXPIRE', lease, ttl)
     redis.call('ZADD', running, 'XX', now + ttl, slot_text)
-    if redis.call('PTTL', record) < 2 * ttl then
-      redis.call('PEXPIRE', record, 2 * ttl)
-    end
+    -- The record needs no longer ttl: claim.lua gave it the slot's record ttl (misfire grace plus at
+    -- least two leases) counted from the slot, and a start comes within the grace of it, so it
+    -- still has two leases ahead; the watchdog's renewals extend it from there (renew.lua).
     status = 'started'
   end
   replies[i + 1] = status

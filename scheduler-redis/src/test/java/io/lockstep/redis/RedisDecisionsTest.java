@@ -283,7 +283,7 @@ class RedisDecisionsTest {
         redis.raw().hset(redis.provider().keys().marks(job), RedisKeys.markField(job) + "decided", Long.toString(slot.minusSeconds(60).toEpochMilli()));
         ClaimRequest caughtUp = request(job, slot, "a", true, Mode.CATCH_UP);
         assertThat(claim(caughtUp)).isEqualTo(Status.CLAIMED);
-        String fenceAfterRun = redis.raw().get(redis.provider().keys().fence(job));
+        String fenceAfterRun = redis.raw().hget(redis.provider().keys().marks(job), RedisKeys.markField(job) + "fence");
         assertThat(redis.provider().complete(caughtUp.lease(), Outcome.SUCCEEDED)).isTrue();
         // Its record's ttl runs out; a worker that was busy or paused all along comes back to it.
         String record = redis.provider().keys().slot(job, slot.toEpochMilli());
@@ -294,7 +294,7 @@ class RedisDecisionsTest {
         assertThat(claim(request(job, slot, "later", true, Mode.MISS_ONLY))).isEqualTo(Status.STALE);
         assertThat(claim(request(job, slot, "latest", true, Mode.CLAIM))).isEqualTo(Status.STALE);
         assertThat(redis.raw().exists(record)).as("nothing written").isFalse();
-        assertThat(redis.raw().get(redis.provider().keys().fence(job))).as("no fencing token taken").isEqualTo(fenceAfterRun);
+        assertThat(redis.raw().hget(redis.provider().keys().marks(job), RedisKeys.markField(job) + "fence")).as("no fencing token taken").isEqualTo(fenceAfterRun);
     }
 
     @Test
@@ -309,7 +309,7 @@ class RedisDecisionsTest {
         assertThat(claim(older)).as("repeated after a lost reply").isEqualTo(Status.SUPERSEDED);
         assertThat(claim(request(job, s13, "c", false, Mode.CLAIM))).isEqualTo(Status.TAKEN);
         assertThat(redis.raw().hget(redis.provider().keys().slot(job, s13.toEpochMilli()), "state")).isEqualTo("missed");
-        assertThat(Long.parseLong(redis.raw().get(redis.provider().keys().fence(job)))).as("no fencing token taken out of order").isEqualTo(newer);
+        assertThat(Long.parseLong(redis.raw().hget(redis.provider().keys().marks(job), RedisKeys.markField(job) + "fence"))).as("no fencing token taken out of order").isEqualTo(newer);
     }
 
     @Test
@@ -360,7 +360,7 @@ class RedisDecisionsTest {
         long second = redis.provider().claim(List.of(request(RedisFixture.job(), redis.serverNow().minusMillis(5), "b", true, Mode.CLAIM))).get(0).fencingToken();
         assertThat(second).as("a later claim of another job, from another counter").isGreaterThan(first);
         assertThat(first).as("microseconds of Redis time").isGreaterThan(redis.serverNow().minusSeconds(10).toEpochMilli() * 1_000);
-        assertThat(redis.raw().pttl(redis.provider().keys().fence(job))).as("the counter has a ttl, refreshed by every claim")
+        assertThat(redis.raw().pttl(redis.provider().keys().marks(job))).as("the counter has a ttl, refreshed by every claim")
                 .isGreaterThan(Duration.ofDays(6).toMillis());
     }
 

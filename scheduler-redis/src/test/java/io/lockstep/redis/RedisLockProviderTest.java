@@ -56,7 +56,7 @@ class RedisLockProviderTest {
         ClaimResult result = redis.provider().claim(List.of(request(job, slot, "a", false))).get(0);
         assertThat(result.status()).isEqualTo(Status.EARLY);
         assertThat(redis.raw().exists(redis.provider().keys().slot(job, slot.toEpochMilli()))).isFalse();
-        assertThat(redis.raw().exists(redis.provider().keys().fence(job))).isFalse();
+        assertThat(redis.raw().hexists(redis.provider().keys().marks(job), RedisKeys.markField(job) + "fence")).isFalse();
     }
 
     @Test
@@ -183,7 +183,7 @@ class RedisLockProviderTest {
         redis.provider().claim(List.of(r));
         List<String> keys = new java.util.ArrayList<>(redis.raw().scan("0", new ScanParams().match(redis.provider().keys().slotPattern(job)
                 .replace(":slot:*", ":*")).count(1000)).getResult());
-        assertThat(keys).containsExactlyInAnyOrder(redis.provider().keys().slot(job, slot.toEpochMilli()), redis.provider().keys().fence(job),
+        assertThat(keys).containsExactlyInAnyOrder(redis.provider().keys().slot(job, slot.toEpochMilli()),
                 redis.provider().keys().lease(r.lease()), redis.provider().keys().running(job));
         keys.add(redis.provider().keys().marks(job)); // the group's marks: the job's fields in a hash of its group
         for (String key : keys) {

@@ -353,7 +353,7 @@ class RedlockStoreTest {
         RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
         String job = job();
         long ahead = System.currentTimeMillis() * 1000 + Duration.ofHours(1).toNanos() / 1000;
-        nodes.clients.get(4).set(p.keys().fence(job), Long.toString(ahead));
+        nodes.clients.get(4).hset(p.keys().marks(job), RedisKeys.markField(job) + "fence", Long.toString(ahead));
         Instant slot = slotNow(p);
         ClaimResult first = p.claim(List.of(claim(job, slot.minusSeconds(2), "a"))).get(0);
         assertThat(first.fencingToken()).isEqualTo(ahead + 1);

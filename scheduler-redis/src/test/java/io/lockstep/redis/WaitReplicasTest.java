@@ -29,7 +29,8 @@ class WaitReplicasTest {
              RedisClient raw = RedisClient.create(master.host(), master.port());
              RedisLockProvider provider = RedisLockProvider.builder().uri(master.uri()).waitReplicas(1, Duration.ofMillis(100)).build()) {
             await().atMost(Duration.ofSeconds(10)).until(() -> raw.info("replication").contains("connected_slaves:1")
-                    && raw.info("replication").contains("state=online"));
+                    && raw.info("replication").contains("state=online")
+                    && raw.waitReplicas(1, 1_000) == 1); // online and acknowledging: a replica just attached may not ack within 100 ms yet
             ClaimRequest acknowledged = request(provider, "a");
             assertThat(provider.claim(List.of(acknowledged))).extracting(ClaimResult::status).containsExactly(ClaimResult.Status.CLAIMED);
             assertThat(provider.complete(acknowledged.lease(), Outcome.SUCCEEDED)).isTrue();
