@@ -52,6 +52,33 @@ final class Charts {
         save(chart, file);
     }
 
+    /**
+     * The capacity model: the slots per second Redis can decide, from the Redis time per slot
+     * measured here (one core per master, busy all the time), for 1 to 6 masters; and what the runs
+     * started per second, on one Redis and on the Cluster of 3 masters.
+     */
+    static void capacity(Path file, RunAll.Scale scale) throws IOException {
+        XYChart chart = chart("capacity: slots per second Redis can decide", "Redis masters (one core each)", "slots per second");
+        double[] masters = {1, 2, 3, 4, 5, 6};
+        double perSlot = scale.byLoad().get(0).redisMicrosPerSlot();
+        chart.addSeries(String.format(java.util.Locale.ROOT, "model: %.0f µs per slot (one Redis, %,d slots/s)", perSlot,
+                scale.byLoad().get(0).jobs()), masters, java.util.Arrays.stream(masters).map(n -> n * 1e6 / perSlot).toArray())
+                .setMarker(SeriesMarkers.NONE);
+        List<ScaleRun.Result> cluster = scale.cluster().stream().filter(r -> r.started() > 0).toList();
+        if (!cluster.isEmpty()) {
+            double clusterPerSlot = cluster.get(0).redisMicrosPerSlot();
+            chart.addSeries(String.format(java.util.Locale.ROOT, "model: %.0f µs per slot (Cluster, %,d slots/s)", clusterPerSlot,
+                    cluster.get(0).jobs()), masters, java.util.Arrays.stream(masters).map(n -> n * 1e6 / clusterPerSlot).toArray())
+                    .setMarker(SeriesMarkers.NONE);
+            chart.addSeries("measured: slots started per second, Cluster of 3", cluster.stream().mapToDouble(r -> 3).toArray(),
+                    cluster.stream().mapToDouble(ScaleRun.Result::firedPerSecond).toArray()).setMarker(SeriesMarkers.DIAMOND);
+        }
+        List<ScaleRun.Result> single = scale.byLoad().stream().filter(r -> r.started() > 0).toList();
+        chart.addSeries("measured: slots started per second, one Redis", single.stream().mapToDouble(r -> 1).toArray(),
+                single.stream().mapToDouble(ScaleRun.Result::firedPerSecond).toArray()).setMarker(SeriesMarkers.CIRCLE);
+        save(chart, file);
+    }
+
     private static XYChart chart(String title, String x, String y) {
         return new XYChartBuilder().width(800).height(450).title(title).xAxisTitle(x).yAxisTitle(y).build();
     }

@@ -146,10 +146,14 @@ final class ScaleRun {
             Instant from = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);
             sleepUntil(from.minusMillis(300));
             Map<String, Long> before = commandStats(target.masters());
+            if (ScriptProfile.enabled()) {
+                ScriptProfile.start(target.masters());
+            }
             long[] cpuBefore = cpu(processes);
             Instant to = from.plus(window);
             sleepUntil(to.minusMillis(300));
             Map<String, Long> after = commandStats(target.masters());
+            Map<String, long[]> profile = ScriptProfile.enabled() ? ScriptProfile.stop(target.masters()) : null;
             long[] cpuAfter = cpu(processes);
             long heapKb = 0;
             for (Process p : processes) {
@@ -164,7 +168,12 @@ final class ScaleRun {
                     throw new IllegalStateException("a worker did not stop within 60 s");
                 }
             }
-            return measure(label, target, dir, workers, jobs, threads, from, to, before, after, cpuBefore, cpuAfter, window, heapKb, cron);
+            Result result = measure(label, target, dir, workers, jobs, threads, from, to, before, after, cpuBefore, cpuAfter, window,
+                    heapKb, cron);
+            if (profile != null) {
+                System.out.println("[bench]   Redis time by script (slow log, threshold 0):" + ScriptProfile.format(profile, result.started()));
+            }
+            return result;
         } finally {
             processes.forEach(Process::destroyForcibly);
         }
@@ -236,9 +245,10 @@ final class ScaleRun {
                 notStarted.isEmpty() ? NotStarted.NONE : classify(target, notStarted), p99PerSecond, executedBy);
     }
 
-    /** Reads the slot record of each slot that did not start (pipelined): skipped, missed, or none. */
+    /** The workers' keys (default prefix), to read the records of the slots that did not start. */
     private static final io.lockstep.redis.RedisKeys KEYS = new io.lockstep.redis.RedisKeys("lockstep", false);
 
+    /** Reads the slot record of each slot that did not start (pipelined): skipped, missed, or none. */
     private static NotStarted classify(Target target, List<String> slots) {
         long skipped = 0;
         long missed = 0;

@@ -18,7 +18,7 @@ import java.util.function.Supplier;
  * <p>Each scheduled slot (job, slot) has a preferred claimer: the live worker (same config as ours)
  * with the highest rendezvous hash of (worker, job, slot). It claims the slot {@link #AHEAD} of
  * time (a staged claim, started at the slot: see {@link Starter}); the others wait until
- * {@link #BACKOFF} after the slot and then read what the store's records say of the slots they
+ * {@link #BACKOFF} after the slot and then read what the store says of the slots they
  * stepped aside for, in one round trip ({@link LockProvider#slotStates}): evidence, not a word.
  * <ul>
  *   <li>decided: nothing to do;</li>
@@ -120,7 +120,7 @@ final class Preference {
         return claimNow;
     }
 
-    /** The records' states of these slots, or null when the store cannot be read (then they are all claimed). */
+    /** What the store says of these slots, or null when the store cannot be read (then they are all claimed). */
     private List<SlotState> states(List<DueSlot> slots) {
         try {
             return provider.slotStates(slots.stream().map(d -> new SlotState.Ref(d.definition().name(), d.slot)).toList());

@@ -191,10 +191,11 @@ final class ClaimScripts {
      * {@link io.lockstep.scheduler.lock.LockProvider#slotStates} on one server, from the marks: one
      * {@code HMGET} per group of jobs, however many slots (so that the workers that stepped aside
      * cost Redis one command per group per round, not two per slot each). Per slot: the job's
-     * {@code decided} mark before the slot, no record ({@link SlotState#NONE}: claim it); at the
-     * slot, decided, and either closed or never taken ({@code holder}, {@code closed}), or held by a
-     * run whose lease ends at {@code until}; past it (a later slot was decided first: rare), what
-     * the slot's own record says ({@link #slotRecords}).
+     * {@code decided} mark before the slot: no record ({@link SlotState#NONE}: claim it); the slot
+     * {@code closed} (its run ended, or it was decided without one): {@link SlotState#DECIDED}; the
+     * slot decided and the lease's {@code holder}: a run (or a claim made ahead) whose lease ends at
+     * {@code until}; anything else (a later slot decided first, a manual run or a recovery took the
+     * lease since: rare), what the slot's own record says ({@link #slotRecords}).
      */
     List<SlotState> slotStates(List<SlotState.Ref> refs) {
         if (refs.isEmpty()) {
@@ -231,12 +232,12 @@ final class ClaimScripts {
                 long at = refs.get(i).slot().toEpochMilli();
                 if (decided < at) {
                     states[i] = SlotState.NONE;
-                } else if (decided > at) {
-                    later.add(i);
-                } else if (slot.equals(values.get(4 * j + 1)) && !slot.equals(values.get(4 * j + 3))) {
+                } else if (slot.equals(values.get(4 * j + 3))) {
+                    states[i] = SlotState.DECIDED; // decided, and nothing of it in flight: closed, or decided without a run
+                } else if (decided == at && slot.equals(values.get(4 * j + 1))) {
                     states[i] = new SlotState(SlotState.Kind.RUNNING, calls.asLong("states", values.get(4 * j + 2)));
                 } else {
-                    states[i] = SlotState.DECIDED;
+                    later.add(i); // a later slot was decided first, or a manual run or a recovery took the lease since
                 }
             }
         }

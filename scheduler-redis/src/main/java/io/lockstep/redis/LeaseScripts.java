@@ -59,16 +59,16 @@ final class LeaseScripts {
         List<List<Integer>> groups = keys.groups(java.util.stream.IntStream.range(0, requests.size()).boxed().toList(),
                 i -> requests.get(i).lease().job());
         RedisCalls.Replies answered = calls.batch("start", groups, group -> {
-            List<String> callKeys = new ArrayList<>(group.size() * 5);
-            List<String> args = new ArrayList<>(group.size() * 5);
+            List<String> callKeys = new ArrayList<>(group.size() * 6);
+            List<String> args = new ArrayList<>(group.size() * 6);
             for (int i : group) {
                 StartRequest r = requests.get(i);
                 Lease l = r.lease();
                 long slot = l.slot().toEpochMilli();
                 callKeys.addAll(List.of(keys.slot(l.job(), slot), keys.lease(l), keys.running(l.job()), keys.paused(l.job()),
-                        keys.decisions(l.job())));
+                        keys.decisions(l.job()), keys.marks(l.job())));
                 args.addAll(List.of(l.token(), Long.toString(slot), Long.toString(l.ttl().toMillis()),
-                        Long.toString(r.misfireGrace().toMillis()), Integer.toString(historyKeep)));
+                        Long.toString(r.misfireGrace().toMillis()), Integer.toString(historyKeep), RedisKeys.markField(l.job())));
             }
             return new RedisCalls.Call(START, callKeys, args);
         }, replicas);

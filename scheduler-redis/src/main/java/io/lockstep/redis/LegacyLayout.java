@@ -4,9 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import redis.clients.jedis.AbstractPipeline;
-import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * How workers of key layout {@value RedisKeys#LAYOUT} keep away from workers of an older one on the
@@ -38,21 +35,23 @@ import redis.clients.jedis.exceptions.JedisException;
 final class LegacyLayout {
 
     /** How long the held pauses outlive the last rewrite; rewritten every {@link #REWRITE}. */
-    static final Duration PAUSE_TTL = Duration.ofMinutes(3);
+    static final Duration PAUSE_TTL = Duration.ofMinutes(10);
     static final Duration REWRITE = Duration.ofMinutes(1);
+    static final String BY = "lockstep key layout " + RedisKeys.LAYOUT;
     static final String NOTE = "held by workers of key layout " + RedisKeys.LAYOUT
             + " (a newer Lockstep) on this Redis: stop this worker, or stop those for "
             + PAUSE_TTL.toMinutes() + " minutes to run this version";
 
-    private final UnifiedJedis jedis;
     private final RedisCalls calls;
     private final String prefix;
+    private static final LuaScript HOLD = LuaScript.load("hold_legacy.lua");
+
     private volatile Collection<String> jobs = List.of();
+    private volatile boolean holding;
     private volatile long rewrittenAt;
     private volatile String reported = "";
 
-    LegacyLayout(UnifiedJedis jedis, RedisCalls calls, String prefix) {
-        this.jedis = jedis;
+    LegacyLayout(RedisCalls calls, String prefix) {
         this.calls = calls;
         this.prefix = prefix;
     }
@@ -64,13 +63,21 @@ final class LegacyLayout {
 
     /** Whether {@link #hold} was called: the worker's config was published once. */
     boolean holding() {
-        return !jobs.isEmpty();
+        return holding;
     }
 
-    /** Holds these jobs paused for layout 1 workers from now on (the config published, at start and at each reload). */
+    /**
+     * Holds these jobs paused for layout 1 workers from now on (the config published, at start and
+     * at each reload). Best effort: a master that does not answer is written at a later heartbeat.
+     */
     void hold(Collection<String> jobs, long serverMillis) {
         this.jobs = List.copyOf(jobs);
-        write(serverMillis);
+        holding = true;
+        try {
+            write(serverMillis);
+        } catch (RuntimeException e) {
+            // Written again with the next heartbeats (refresh), as soon as every master answers.
+        }
     }
 
     /** Rewrites the held pauses when {@link #REWRITE} has passed (called with each heartbeat); best effort. */
@@ -89,19 +96,13 @@ final class LegacyLayout {
         if (held.isEmpty()) {
             return;
         }
-        try (AbstractPipeline p = jedis.pipelined()) {
-            for (String job : held) {
-                String key = pauseKey(prefix, job);
-                p.hset(key, java.util.Map.of("note", NOTE, "by", "lockstep key layout " + RedisKeys.LAYOUT,
-                        "at", Long.toString(serverMillis)));
-                p.pexpire(key, PAUSE_TTL.toMillis());
-                p.del(prefix + ":{" + job + "}:running");
-            }
-            p.sync();
-        } catch (JedisException e) {
-            throw calls.wrap("hold layout 1 paused", e);
+        List<String> all = List.copyOf(held);
+        List<Object> replies = calls.batch("hold layout 1 paused", all, job -> new RedisCalls.Call(HOLD,
+                List.of(pauseKey(prefix, job), prefix + ":{" + job + "}:running"),
+                List.of(BY, NOTE, Long.toString(serverMillis), Long.toString(PAUSE_TTL.toMillis()))));
+        if (replies.stream().noneMatch(r -> r instanceof ScriptPipeline.CallFailed)) {
+            rewrittenAt = System.nanoTime(); // else again at the next heartbeat: the master that failed may answer by then
         }
-        rewrittenAt = System.nanoTime();
     }
 
     /**

@@ -40,7 +40,7 @@ final class RedisMembers {
         this.jedis = jedis;
         this.calls = calls;
         this.keys = keys;
-        this.legacy = holdLegacy ? new LegacyLayout(jedis, calls, keys.prefix()) : null;
+        this.legacy = holdLegacy ? new LegacyLayout(calls, keys.prefix()) : null;
     }
 
     /**
@@ -223,11 +223,9 @@ final class RedisMembers {
      *     key layout uses this Redis: the worker refuses to start (one line naming each)
      */
     void publish(String configHash, Map<String, String> jobs) {
-        if (legacy != null && !legacy.holding()) {
-            List<String> others = otherLayouts(io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_TTL);
-            if (!others.isEmpty()) {
-                throw new io.lockstep.scheduler.lock.LockException(calls.target, LegacyLayout.refusal(calls.target, others), null);
-            }
+        boolean first = legacy != null && !legacy.holding();
+        if (first) {
+            refuseBesideOtherLayouts();
         }
         try {
             String key = keys.config(configHash);
@@ -240,6 +238,16 @@ final class RedisMembers {
         }
         if (legacy != null) {
             legacy.hold(jobs.keySet(), System.currentTimeMillis());
+        }
+        if (first) {
+            refuseBesideOtherLayouts(); // one that started between the first look and the hold (no claim of ours went out yet)
+        }
+    }
+
+    private void refuseBesideOtherLayouts() {
+        List<String> others = otherLayouts(io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_TTL);
+        if (!others.isEmpty()) {
+            throw new io.lockstep.scheduler.lock.LockException(calls.target, LegacyLayout.refusal(calls.target, others), null);
         }
     }
 
@@ -270,9 +278,16 @@ final class RedisMembers {
         }
     }
 
-    /** The live workers as the last heartbeat of anyone left them (for {@code status}), oldest first. */
+    /**
+     * The live workers as the last heartbeat of anyone left them (for {@code status}), oldest first;
+     * of every key layout, so that an operator sees an older version's worker too (its version
+     * says which).
+     */
     List<WorkerInfo> live(Duration ttl) {
-        return live(ttl, true);
+        List<WorkerInfo> all = new ArrayList<>(live(ttl, true));
+        all.addAll(live(ttl, false));
+        all.sort(java.util.Comparator.comparing(WorkerInfo::started));
+        return all;
     }
 
     private List<WorkerInfo> live(Duration ttl, boolean ourLayout) {

@@ -123,7 +123,7 @@ local function claim(k, a)
       end
       if lease == false or lease == token then
         take_lease()
-        redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', now + lease_ttl())
+        redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', now + lease_ttl()))
         touched[marks_key] = a[9]
         return reply('claimed', tonumber(r[3]))
       end
@@ -167,6 +167,10 @@ local function claim(k, a)
     local mark = {}
     if slot > decided and not manual then
       mark = {f .. 'decided', slot_text}
+      if state == 'missed' or state == 'skipped' then
+        mark[3] = f .. 'closed' -- decided without a run: nothing of it is in flight
+        mark[4] = slot_text
+      end
     end
     if state == 'running' or state == 'claimed' then
       mark[#mark + 1] = f .. 'fence'
@@ -174,7 +178,7 @@ local function claim(k, a)
       mark[#mark + 1] = f .. 'holder'
       mark[#mark + 1] = slot_text
       mark[#mark + 1] = f .. 'until'
-      mark[#mark + 1] = now + lease_ttl()
+      mark[#mark + 1] = string.format('%.0f', now + lease_ttl())
       if slot > started and not manual then
         mark[#mark + 1] = f .. 'started'
         mark[#mark + 1] = slot_text

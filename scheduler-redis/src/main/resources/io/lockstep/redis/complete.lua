@@ -10,7 +10,9 @@
 -- on Redlock a master that missed the token's raise holds its own, so every master is told the one
 -- the run had, and the run shows once in a merged history), the job's field prefix in the marks ('<job>:').
 -- A run that ended (not handed over) leaves its slot as the job's '<job>:closed' mark, so that a worker
--- that stepped aside for the slot knows from the marks alone that no run of it is in flight.
+-- that stepped aside for the slot knows from the marks alone that no run of it is in flight. (The
+-- marks exist: every decision of the group refreshes their ttl of 7 days; only a run that outlived
+-- a week without another decision in its group writes them back here without one, until the next.)
 -- A hand-over leaves the slot to a peer instead of closing it: 'rerun' (the run lost its lease or
 -- was cut off by its worker's stop, under recover: rerun) keeps the record 'running' with its entry
 -- in the running index expired now, so that recover.lua reruns it at the next look; 'unstarted'

@@ -10,6 +10,9 @@ local agreed = tonumber(ARGV[2])
 if ARGV[4] then
   if tonumber(redis.call('HGET', KEYS[1], ARGV[4]) or '0') < agreed then
     redis.call('HSET', KEYS[1], ARGV[4], ARGV[2])
+    if redis.call('PTTL', KEYS[1]) < 0 then
+      redis.call('PEXPIRE', KEYS[1], ARGV[3]) -- a master the claim never reached: the marks are new here
+    end
   end
 elseif tonumber(redis.call('GET', KEYS[1]) or '0') < agreed then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])

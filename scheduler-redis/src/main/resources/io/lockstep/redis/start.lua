@@ -6,9 +6,13 @@
 --   late    the slot's grace passed (the worker stalled after claiming ahead): recorded as missed;
 --   paused  the job was paused since the claim: recorded as skipped, as a claim at the slot would be;
 --   started the run may start at its slot.
--- One call may carry many runs (see claim.lua). Per run i (0-based): KEYS[5i+1..5i+5] slot record,
--- lease, running index, pause, decisions (stream, see claim.lua); ARGV[5i+1..5i+5] owner token,
--- slot (epoch ms), lease ttl (ms), misfire grace (ms), how many entries the decisions keep. A slot
+-- One call may carry many runs (see claim.lua). Per run i (0-based): KEYS[6i+1..6i+6] slot record,
+-- lease, running index, pause, decisions (stream, see claim.lua), the marks of the job's group;
+-- ARGV[6i+1..6i+6] owner token, slot (epoch ms), lease ttl (ms), misfire grace (ms), how many
+-- entries the decisions keep, the job's field prefix in the marks ('<job>:'). A started run's
+-- lease end goes to the marks ('<job>:until'), where a worker that stepped aside for the slot reads
+-- when to look for it. (With overlap: allow, a later slot may be the 'holder' by then: its peers
+-- then look up to one lease early or late, and each look sets the next.) A slot
 -- decided here without a run (late, paused) gets its entry there, as claim.lua's decisions do. Returns per run the status, then this server's clock read last (epoch
 -- microseconds): a started run begins (slot - that time) after the reply arrives, never before the
 -- slot by this clock, and reading it last makes that as close to the slot as it can be. Retry-safe:
@@ -24,10 +28,11 @@ local function remember(stream, keep, record, slot_text, outcome, reason)
     redis.call('PEXPIRE', stream, 604800000)
   end
 end
-for i = 0, #KEYS / 5 - 1 do
-  local record, lease, running, pause, decisions = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 3], KEYS[5 * i + 4], KEYS[5 * i + 5]
-  local token, slot_text, ttl, grace = ARGV[5 * i + 1], ARGV[5 * i + 2], tonumber(ARGV[5 * i + 3]), tonumber(ARGV[5 * i + 4])
-  local keep = ARGV[5 * i + 5]
+for i = 0, #KEYS / 6 - 1 do
+  local record, lease, running, pause, decisions = KEYS[6 * i + 1], KEYS[6 * i + 2], KEYS[6 * i + 3], KEYS[6 * i + 4], KEYS[6 * i + 5]
+  local token, slot_text, ttl, grace = ARGV[6 * i + 1], ARGV[6 * i + 2], tonumber(ARGV[6 * i + 3]), tonumber(ARGV[6 * i + 4])
+  local keep = ARGV[6 * i + 5]
+  local marks, f = KEYS[6 * i + 6], ARGV[6 * i + 6]
   local slot = tonumber(slot_text)
   local r = redis.call('HMGET', record, 'token', 'state', 'why')
   local status
@@ -57,6 +62,8 @@ for i = 0, #KEYS / 5 - 1 do
     redis.call('HSET', record, 'state', 'running')
     redis.call('PEXPIRE', lease, ttl)
     redis.call('ZADD', running, 'XX', now + ttl, slot_text)
+    -- The marks hash exists (the claim wrote it moments ago), so this never creates it without a ttl.
+    redis.call('HSET', marks, f .. 'until', string.format('%.0f', now + ttl))
     -- The record needs no longer ttl: claim.lua gave it the slot's record ttl (misfire grace plus at
     -- least two leases) counted from the slot, and a start comes within the grace of it, so it
     -- still has two leases ahead; the watchdog's renewals extend it from there (renew.lua).

@@ -488,6 +488,19 @@ abstract class LockProviderContractTest {
         assertThat(status(request(missed, past, "b", LEASE, Mode.MISS_ONLY, false, Duration.ZERO))).isEqualTo(Status.MISSED);
         assertThat(store().slotStates(List.of(new io.lockstep.scheduler.lock.SlotState.Ref(missed, past))).get(0))
                 .as("decided without a run").isEqualTo(io.lockstep.scheduler.lock.SlotState.DECIDED);
+
+        // overlap: allow: a manual run takes the job's marks ('holder') while the slot's run goes on;
+        // the slot is still in flight (its worker may die: a peer must look for it), never "decided".
+        String allow = RedisFixture.job();
+        Instant scheduled = now().minusMillis(5);
+        ClaimRequest run = perSlot(allow, scheduled, "c");
+        assertThat(status(run)).isEqualTo(Status.CLAIMED);
+        ClaimRequest manual = new ClaimRequest(new Lease(allow, scheduled.plusMillis(1), "d", LEASE, false), "w-d", GRACE, Mode.CLAIM,
+                false, true, Duration.ZERO);
+        assertThat(status(manual)).isEqualTo(Status.CLAIMED);
+        assertThat(store().slotStates(List.of(new io.lockstep.scheduler.lock.SlotState.Ref(allow, scheduled))).get(0).kind())
+                .as("a run in flight beside a manual one").isNotIn(io.lockstep.scheduler.lock.SlotState.Kind.NONE,
+                        io.lockstep.scheduler.lock.SlotState.Kind.DECIDED);
     }
 
     /**

@@ -4,8 +4,10 @@ import java.time.Instant;
 import java.util.Objects;
 
 /**
- * What the store's record of one slot says ({@link LockProvider#slotStates}): the evidence a worker
- * that stepped aside for a slot reads after the backoff, instead of racing for it.
+ * What the store says of one slot ({@link LockProvider#slotStates}): the evidence a worker that
+ * stepped aside for a slot reads after the backoff, instead of racing for it. A store may answer
+ * from the slot's record or from marks that say as much (Redis reads its group's marks: one command
+ * for many slots, and {@link Kind#RUNNING} for a claim made ahead as for a run).
  *
  * @param kind where the slot stands
  * @param leaseEndMillis for {@link Kind#STAGED} and {@link Kind#RUNNING}: when, by the store's
