@@ -171,7 +171,7 @@ final class ScaleRun {
             Result result = measure(label, target, dir, workers, jobs, threads, from, to, before, after, cpuBefore, cpuAfter, window,
                     heapKb, cron);
             if (profile != null) {
-                System.out.println("[bench]   Redis time by script (slow log, threshold 0):" + ScriptProfile.format(profile, result.started()));
+                System.out.println("[bench]   Redis time by script (slow log, threshold 0):" + ScriptProfile.format(profile));
             }
             return result;
         } finally {

@@ -85,11 +85,16 @@ final class ScriptProfile {
         return new String[] {"other script", "1"};
     }
 
-    /** One line per script: calls, slots per call, µs per call, µs per fired slot. */
-    static String format(Map<String, long[]> by, double firedSlots) {
+    /**
+     * One line per script (and per command, which the slow log also lists from inside scripts):
+     * calls, slots per call, µs per call, µs per slot it carried. The log keeps the last 500,000
+     * entries, so in a busy window it holds the window's later part: the averages stand, the
+     * counts are of that part.
+     */
+    static String format(Map<String, long[]> by) {
         StringBuilder s = new StringBuilder();
-        by.forEach((name, v) -> s.append(String.format(Locale.ROOT, "%n    %-14s %8d calls, %6.1f slots/call, %7.1f us/call, %6.2f us per fired slot",
-                name, v[0], (double) v[1] / v[0], (double) v[2] / v[0], v[2] / Math.max(1, firedSlots))));
+        by.forEach((name, v) -> s.append(String.format(Locale.ROOT, "%n    %-16s %8d calls, %6.1f slots/call, %8.1f us/call, %6.2f us per slot",
+                name, v[0], (double) v[1] / v[0], (double) v[2] / v[0], (double) v[2] / Math.max(1, v[1]))));
         return s.toString();
     }
 }
