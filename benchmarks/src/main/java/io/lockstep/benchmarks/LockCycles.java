@@ -37,6 +37,21 @@ final class LockCycles {
         return rows;
     }
 
+    /**
+     * {@code --only lock -Dbench.floorOnly=true}: the single-server lock cycle alone (Lockstep, the raw
+     * Jedis floor, Redisson), throughput only, at 1 and 8 threads (about a minute and a half), for the
+     * spread of several runs of the targets that compare them; no Redlock, no latency percentiles.
+     */
+    static List<Row> floorOnly(int redisPort) throws RunnerException {
+        List<Row> rows = new ArrayList<>();
+        for (int threads : new int[] {1, 8}) {
+            for (RunResult t : new Runner(options(LockCycleBenchmark.class, redisPort, List.of(), threads, Mode.Throughput, false)).run()) {
+                rows.add(new Row(name(t), threads, t.getPrimaryResult().getScore(), t.getPrimaryResult().getScoreError(), 0, 0));
+            }
+        }
+        return rows;
+    }
+
     private static List<Row> rows(Options throughputRun, Options latencyRun, int threads) throws RunnerException {
         List<Row> rows = new ArrayList<>();
         Collection<RunResult> throughput = new Runner(throughputRun).run();

@@ -29,6 +29,9 @@ public final class MemoryProbe {
             long heapAfter = heapAfterGc();
             System.out.println((loaded - t0) / 1_000_000 + " " + (started - loaded) / 1_000_000 + " " + heapBefore / 1024
                     + " " + heapAfter / 1024 + " " + sinceJvm);
+            if (Boolean.getBoolean("probe.hold")) {
+                Thread.sleep(30_000); // -Dprobe.hold=true: time to take a class histogram (jcmd PID GC.class_histogram)
+            }
         }
     }
 

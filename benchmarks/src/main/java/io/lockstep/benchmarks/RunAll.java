@@ -133,7 +133,8 @@ public final class RunAll {
             Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
             Duration window = Duration.ofSeconds(quick ? 10 : 60);
             switch (part) {
-                case "lock" -> lockCycles(redis, quick).forEach(r -> log(String.format(java.util.Locale.ROOT,
+                case "lock" -> (Boolean.getBoolean("bench.floorOnly") ? LockCycles.floorOnly(redis.port())
+                        : lockCycles(redis, quick)).forEach(r -> log(String.format(java.util.Locale.ROOT,
                         "%-10s %d threads: %,.0f ± %,.0f cycles/s, p50 %.0f µs, p99 %.0f µs", r.impl(), r.threads(), r.opsPerSecond(),
                         r.opsError(), r.p50Micros(), r.p99Micros())));
                 case "scale" -> scale(redis, work, quick);
