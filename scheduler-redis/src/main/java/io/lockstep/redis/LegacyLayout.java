@@ -17,9 +17,12 @@ import java.util.List;
  *       layout's keys, work beside either);</li>
  *   <li>a running worker holds every job of its config paused in layout 1's keys
  *       ({@code <prefix>:{<job>}:paused}, what a layout 1 worker reads before each claim and each
- *       start), rewritten every minute with a ttl of {@link #PAUSE_TTL}: a layout 1 worker started
+ *       start), with a ttl of {@link #PAUSE_TTL}, rewritten before it runs out: a layout 1 worker started
  *       later (a host rolled back, one forgotten) runs nothing and records every slot as paused,
- *       with {@link #NOTE} as the pause's note. The same write drops layout 1's running index of
+ *       with {@link #NOTE} as the pause's note. Each worker writes them when it publishes its
+ *       config (its start, each reload); after that one worker keeps them (the first of the live
+ *       ones by id), every {@link #REWRITE}, one script call per job: an idle cluster of 1,000 jobs
+ *       sends about 3 calls a second for it. The same write drops layout 1's running index of
  *       each job ({@code <prefix>:{<job>}:running}): the claims its stopped workers handed back
  *       unstarted (a layout 1 worker runs those whatever the pause) and the runs its killed
  *       workers left are not run by a layout 1 worker again (a layout 2 worker never knew of
@@ -36,7 +39,7 @@ final class LegacyLayout {
 
     /** How long the held pauses outlive the last rewrite; rewritten every {@link #REWRITE}. */
     static final Duration PAUSE_TTL = Duration.ofMinutes(10);
-    static final Duration REWRITE = Duration.ofMinutes(1);
+    static final Duration REWRITE = Duration.ofMinutes(4);
     static final String BY = "lockstep key layout " + RedisKeys.LAYOUT;
     static final String NOTE = "held by workers of key layout " + RedisKeys.LAYOUT
             + " (a newer Lockstep) on this Redis: stop this worker, or stop those for "
@@ -80,9 +83,12 @@ final class LegacyLayout {
         }
     }
 
-    /** Rewrites the held pauses when {@link #REWRITE} has passed (called with each heartbeat); best effort. */
-    void refresh(long serverMillis) {
-        if (System.nanoTime() - rewrittenAt >= REWRITE.toNanos()) {
+    /**
+     * Rewrites the held pauses when {@link #REWRITE} has passed, if this worker is the one that keeps
+     * them ({@code keeper}: the first live worker by id); called with each heartbeat; best effort.
+     */
+    void refresh(long serverMillis, boolean keeper) {
+        if (keeper && System.nanoTime() - rewrittenAt >= REWRITE.toNanos()) {
             try {
                 write(serverMillis);
             } catch (RuntimeException e) {

@@ -74,11 +74,13 @@ final class RedisMembers {
         }
         // On Redis Cluster the heartbeat's master is not the clock of every job: leave the clock to its probe.
         long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
+        List<WorkerInfo> live = parse((List<?>) r.get(2), (List<?>) r.get(3), true);
         if (legacy != null) {
             legacy.report(describe(parse((List<?>) r.get(2), (List<?>) r.get(3), false)));
-            legacy.refresh(System.currentTimeMillis());
+            legacy.refresh(System.currentTimeMillis(), live.stream().map(WorkerInfo::id).min(String::compareTo)
+                    .map(self.id()::equals).orElse(true));
         }
-        return new Beat(new Heartbeat(parse((List<?>) r.get(2), (List<?>) r.get(3), true), triggers, serverTime,
+        return new Beat(new Heartbeat(live, triggers, serverTime,
                 calls.asLong("heartbeat", r.get(1)) == 1), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
     }
 
