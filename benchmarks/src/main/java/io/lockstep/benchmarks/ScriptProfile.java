@@ -68,7 +68,7 @@ final class ScriptProfile {
             return new String[] {"claim.lua", "6"};
         }
         if (keys.size() >= 4 && keys.get(3).endsWith(":paused")) {
-            return new String[] {"start.lua", "5"};
+            return new String[] {"start.lua", "6"};
         }
         if (keys.size() >= 4 && keys.get(3).endsWith(":history")) {
             return new String[] {"complete.lua", "5"};

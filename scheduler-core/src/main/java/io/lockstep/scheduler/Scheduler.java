@@ -83,7 +83,7 @@ public final class Scheduler implements AutoCloseable {
         this.workerId = b.workerId;
         this.threads = new JobThreads(b.threads);
         this.shutdownTimeout = b.shutdownTimeout;
-        SchedulerMetrics metrics = new SchedulerMetrics(b.meterRegistry);
+        SchedulerMetrics metrics = new SchedulerMetrics(b.meterRegistry, b.meterRegistryGiven);
         this.events = new Events(workerId, metrics);
         this.clock = new ClusterClock(b.clock);
         Outage outage = new Outage(events, provider::describe);
@@ -286,6 +286,7 @@ public final class Scheduler implements AutoCloseable {
         private final List<JobDefinition> jobs = new ArrayList<>();
         private io.micrometer.core.instrument.MeterRegistry meterRegistry =
                 new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
+        private boolean meterRegistryGiven;
         /** An {@code io.opentelemetry.api.OpenTelemetry}, or null: typed Object so this class loads without the API. */
         private Object openTelemetry;
 
@@ -305,6 +306,7 @@ public final class Scheduler implements AutoCloseable {
          */
         public Builder meterRegistry(io.micrometer.core.instrument.MeterRegistry registry) {
             this.meterRegistry = Objects.requireNonNull(registry, "registry");
+            this.meterRegistryGiven = true;
             return this;
         }
 

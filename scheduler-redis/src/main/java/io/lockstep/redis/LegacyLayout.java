@@ -20,9 +20,9 @@ import java.util.List;
  *       start), with a ttl of {@link #PAUSE_TTL}, rewritten before it runs out: a layout 1 worker started
  *       later (a host rolled back, one forgotten) runs nothing and records every slot as paused,
  *       with {@link #NOTE} as the pause's note. Each worker writes them when it publishes its
- *       config (its start, each reload); after that one worker keeps them (the first of the live
- *       ones by id), every {@link #REWRITE}, one script call per job: an idle cluster of 1,000 jobs
- *       sends about 3 calls a second for it. The same write drops layout 1's running index of
+ *       config (its start, each reload); after that one worker per config keeps them (the first of
+ *       the live ones that run it, by id), every {@link #REWRITE}, one script call per job: an idle
+ *       cluster of 1,000 jobs sends about 4 calls a second for it. The same write drops layout 1's running index of
  *       each job ({@code <prefix>:{<job>}:running}): the claims its stopped workers handed back
  *       unstarted (a layout 1 worker runs those whatever the pause) and the runs its killed
  *       workers left are not run by a layout 1 worker again (a layout 2 worker never knew of
@@ -52,6 +52,8 @@ final class LegacyLayout {
     private volatile Collection<String> jobs = List.of();
     private volatile boolean holding;
     private volatile long rewrittenAt;
+    /** Jobs whose hold was not written (their master did not answer), written again with the next heartbeat. */
+    private volatile Collection<String> pending = List.of();
     private volatile String reported = "";
 
     LegacyLayout(RedisCalls calls, String prefix) {
@@ -71,43 +73,57 @@ final class LegacyLayout {
 
     /**
      * Holds these jobs paused for layout 1 workers from now on (the config published, at start and
-     * at each reload). Best effort: a master that does not answer is written at a later heartbeat.
+     * at each reload). Best effort: a job whose master did not answer is written again with a later
+     * heartbeat ({@link #refresh}), by this worker, keeper or not.
      */
     void hold(Collection<String> jobs, long serverMillis) {
         this.jobs = List.copyOf(jobs);
         holding = true;
-        try {
-            write(serverMillis);
-        } catch (RuntimeException e) {
-            // Written again with the next heartbeats (refresh), as soon as every master answers.
+        pending = write(this.jobs, serverMillis);
+        if (pending.isEmpty()) {
+            rewrittenAt = System.nanoTime();
         }
     }
 
     /**
-     * Rewrites the held pauses when {@link #REWRITE} has passed, if this worker is the one that keeps
-     * them ({@code keeper}: the first live worker by id); called with each heartbeat; best effort.
+     * Called with each heartbeat: writes again the jobs whose master did not answer last time, and
+     * all of them when {@link #REWRITE} has passed if this worker keeps the holds ({@code keeper}:
+     * the first live worker by id of those that run its config, so every config's jobs have one).
+     * Best effort.
      */
     void refresh(long serverMillis, boolean keeper) {
-        if (keeper && System.nanoTime() - rewrittenAt >= REWRITE.toNanos()) {
-            try {
-                write(serverMillis);
-            } catch (RuntimeException e) {
-                // Tried again with the next heartbeat.
-            }
+        boolean due = keeper && System.nanoTime() - rewrittenAt >= REWRITE.toNanos();
+        Collection<String> retry = pending;
+        if (!due && retry.isEmpty()) {
+            return;
+        }
+        List<String> failed = write(due ? jobs : retry, serverMillis);
+        pending = failed;
+        if (due && failed.isEmpty()) {
+            rewrittenAt = System.nanoTime();
         }
     }
 
-    private void write(long serverMillis) {
-        Collection<String> held = jobs;
+    /** Writes the holds of these jobs (one script call each, one round trip); returns those whose master did not answer. */
+    private List<String> write(Collection<String> held, long serverMillis) {
         if (held.isEmpty()) {
-            return;
+            return List.of();
         }
         List<String> all = List.copyOf(held);
-        List<Object> replies = calls.batch("hold layout 1 paused", all, job -> new RedisCalls.Call(HOLD,
-                List.of(pauseKey(prefix, job), prefix + ":{" + job + "}:running"),
-                List.of(BY, NOTE, Long.toString(serverMillis), Long.toString(PAUSE_TTL.toMillis()))));
-        if (replies.stream().noneMatch(r -> r instanceof ScriptPipeline.CallFailed)) {
-            rewrittenAt = System.nanoTime(); // else again at the next heartbeat: the master that failed may answer by then
+        try {
+            List<Object> replies = calls.batch("hold layout 1 paused", all, job -> new RedisCalls.Call(HOLD,
+                    List.of(pauseKey(prefix, job), prefix + ":{" + job + "}:running"),
+                    List.of(BY, NOTE, Long.toString(serverMillis), Long.toString(PAUSE_TTL.toMillis()))), RedisCalls.Replicas.NONE)
+                    .replies();
+            List<String> failed = new ArrayList<>();
+            for (int i = 0; i < all.size(); i++) {
+                if (replies.get(i) instanceof ScriptPipeline.CallFailed) {
+                    failed.add(all.get(i));
+                }
+            }
+            return failed;
+        } catch (RuntimeException e) {
+            return all; // nothing answered
         }
     }
 

@@ -77,8 +77,8 @@ final class RedisMembers {
         List<WorkerInfo> live = parse((List<?>) r.get(2), (List<?>) r.get(3), true);
         if (legacy != null) {
             legacy.report(describe(parse((List<?>) r.get(2), (List<?>) r.get(3), false)));
-            legacy.refresh(System.currentTimeMillis(), live.stream().map(WorkerInfo::id).min(String::compareTo)
-                    .map(self.id()::equals).orElse(true));
+            legacy.refresh(System.currentTimeMillis(), live.stream().filter(w -> w.configHash().equals(self.configHash()))
+                    .map(WorkerInfo::id).min(String::compareTo).map(self.id()::equals).orElse(true));
         }
         return new Beat(new Heartbeat(live, triggers, serverTime,
                 calls.asLong("heartbeat", r.get(1)) == 1), stored, commands, r.size() > 6 ? text(r.get(6)) : "");

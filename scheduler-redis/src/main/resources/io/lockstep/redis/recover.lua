@@ -47,7 +47,7 @@ if mine[1] == 'running' and mine[2] == ARGV[1] then
   if lease == false or lease == ARGV[1] then
     redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
     redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
-    redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2])
+    redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2], ARGV[10] .. 'until', string.format('%.0f', now + tonumber(ARGV[3])))
     return reply('claimed', tonumber(mine[3]))
   end
   return reply('taken', 0)
@@ -81,6 +81,7 @@ end
 if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) then
   keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'missed', 'why', 'not_started', 'token', ARGV[1], 'at', now)
+  redis.call('HSET', KEYS[4], ARGV[10] .. 'closed', ARGV[2]) -- nothing of it in flight
   redis.call('ZREM', KEYS[3], ARGV[2])
   remember(ARGV[5], 'missed', '0', 'not_started', '')
   return reply('missed', 0)
@@ -88,6 +89,7 @@ end
 if ARGV[6] == 'abandon' and not unstarted then
   keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'abandoned_token', ARGV[1], 'at', now)
+  redis.call('HSET', KEYS[4], ARGV[10] .. 'closed', ARGV[2]) -- nothing of it in flight
   redis.call('ZREM', KEYS[3], ARGV[2])
   remember(record[4] or '', 'abandoned', record[3] or '0', 'lease_lost', '')
   return reply('abandoned', tonumber(record[3]))
@@ -108,7 +110,7 @@ end
 local ttl = tonumber(ARGV[3])
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[2])
-redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2])
+redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2], ARGV[10] .. 'until', string.format('%.0f', now + ttl))
 if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[7]) then
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
 end

@@ -50,12 +50,14 @@ for i = 0, #KEYS / 6 - 1 do
     redis.call('HSET', record, 'state', 'missed', 'why', 'late', 'at', now)
     redis.call('DEL', lease)
     redis.call('ZREM', running, slot_text)
+    redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
     remember(decisions, keep, record, slot_text, 'missed', 'late')
     status = 'late'
   elseif redis.call('EXISTS', pause) == 1 then
     redis.call('HSET', record, 'state', 'skipped', 'why', 'paused', 'at', now)
     redis.call('DEL', lease)
     redis.call('ZREM', running, slot_text)
+    redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
     remember(decisions, keep, record, slot_text, 'paused', 'paused')
     status = 'paused'
   else
