@@ -74,9 +74,10 @@ final class RedisMembers {
         }
         // On Redis Cluster the heartbeat's master is not the clock of every job: leave the clock to its probe.
         long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
-        List<WorkerInfo> live = parse((List<?>) r.get(2), (List<?>) r.get(3), true);
+        Live parsed = parse((List<?>) r.get(2), (List<?>) r.get(3));
+        List<WorkerInfo> live = parsed.ours();
         if (legacy != null) {
-            legacy.report(describe(parse((List<?>) r.get(2), (List<?>) r.get(3), false)));
+            legacy.report(describe(parsed.others()));
             legacy.refresh(System.currentTimeMillis(), live.stream().filter(w -> w.configHash().equals(self.configHash()))
                     .map(WorkerInfo::id).min(String::compareTo).map(self.id()::equals).orElse(true));
         }
@@ -255,7 +256,7 @@ final class RedisMembers {
 
     /** The live workers of another key layout ({@link LegacyLayout}), as "id on host (version)". */
     List<String> otherLayouts(Duration ttl) {
-        return describe(live(ttl, false));
+        return describe(read(ttl).others());
     }
 
     private static List<String> describe(List<WorkerInfo> workers) {
@@ -286,13 +287,17 @@ final class RedisMembers {
      * says which).
      */
     List<WorkerInfo> live(Duration ttl) {
-        List<WorkerInfo> all = new ArrayList<>(live(ttl, true));
-        all.addAll(live(ttl, false));
+        Live read = read(ttl);
+        List<WorkerInfo> all = new ArrayList<>(read.ours());
+        all.addAll(read.others());
         all.sort(java.util.Comparator.comparing(WorkerInfo::started));
         return all;
     }
 
-    private List<WorkerInfo> live(Duration ttl, boolean ourLayout) {
+    /** The live workers' entries, ours (our key layout) and the others, each oldest first. */
+    private record Live(List<WorkerInfo> ours, List<WorkerInfo> others) {}
+
+    private Live read(Duration ttl) {
         try {
             Map<String, String> info = jedis.hgetAll(keys.workers());
             List<redis.clients.jedis.resps.Tuple> seen = jedis.zrangeWithScores(keys.seen(), 0, -1);
@@ -307,28 +312,36 @@ final class RedisMembers {
                 flatSeen.add(t.getElement());
                 flatSeen.add(Long.toString((long) t.getScore()));
             });
-            return parse(flatInfo, flatSeen, ourLayout);
+            return parse(flatInfo, flatSeen);
         } catch (JedisException e) {
             throw calls.wrap("workers", e);
         }
     }
 
-    /** The entries of live workers of our key layout ({@code ourLayout}), or of any other. */
-    private static List<WorkerInfo> parse(List<?> info, List<?> seen, boolean ourLayout) {
+    /** The entries of live workers, split by key layout (one JSON parse each). */
+    private static Live parse(List<?> info, List<?> seen) {
         Map<String, Instant> lastSeen = new HashMap<>();
         for (int i = 0; i + 1 < seen.size(); i += 2) {
             lastSeen.put(text(seen.get(i)), Instant.ofEpochMilli((long) Double.parseDouble(text(seen.get(i + 1)))));
         }
-        Map<String, WorkerInfo> workers = new LinkedHashMap<>();
+        List<WorkerInfo> ours = new ArrayList<>();
+        List<WorkerInfo> others = new ArrayList<>();
         for (int i = 0; i + 1 < info.size(); i += 2) {
-            String id = text(info.get(i));
-            Instant at = lastSeen.get(id);
-            String json = text(info.get(i + 1));
-            if (at != null && (layout(json) == RedisKeys.LAYOUT) == ourLayout) {
-                fromJson(json, at).ifPresent(w -> workers.put(id, w));
+            Instant at = lastSeen.get(text(info.get(i)));
+            if (at == null) {
+                continue;
+            }
+            try {
+                JsonNode n = JSON.readTree(text(info.get(i + 1)));
+                // An entry without a layout was written before layouts were named: layout 1.
+                (n.path("layout").asInt(1) == RedisKeys.LAYOUT ? ours : others).add(fromJson(n, at));
+            } catch (JsonProcessingException | RuntimeException e) {
+                // Unreadable (written by another version, say): not a worker we can count on.
             }
         }
-        return workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList();
+        ours.sort(java.util.Comparator.comparing(WorkerInfo::started));
+        others.sort(java.util.Comparator.comparing(WorkerInfo::started));
+        return new Live(List.copyOf(ours), List.copyOf(others));
     }
 
     private static String text(Object o) {
@@ -356,24 +369,10 @@ final class RedisMembers {
         }
     }
 
-    /** The key layout a worker entry names: 1 when it names none (written before layouts were named). */
-    private static int layout(String json) {
-        try {
-            return JSON.readTree(json).path("layout").asInt(1);
-        } catch (JsonProcessingException | RuntimeException e) {
-            return 1;
-        }
-    }
-
-    /** A worker entry; empty when it cannot be read (written by another version, say). */
-    private static java.util.Optional<WorkerInfo> fromJson(String json, Instant lastSeen) {
-        try {
-            JsonNode n = JSON.readTree(json);
-            return java.util.Optional.of(new WorkerInfo(n.path("id").asText(), n.path("host").asText(), n.path("pid").asLong(),
-                    n.path("version").asText(), Instant.ofEpochMilli(n.path("started").asLong()), n.path("threads").asInt(),
-                    n.path("busy").asInt(), n.path("configHash").asText(), lastSeen, n.path("draining").asBoolean(false)));
-        } catch (JsonProcessingException | RuntimeException e) {
-            return java.util.Optional.empty();
-        }
+    /** A worker entry. */
+    private static WorkerInfo fromJson(JsonNode n, Instant lastSeen) {
+        return new WorkerInfo(n.path("id").asText(), n.path("host").asText(), n.path("pid").asLong(),
+                n.path("version").asText(), Instant.ofEpochMilli(n.path("started").asLong()), n.path("threads").asInt(),
+                n.path("busy").asInt(), n.path("configHash").asText(), lastSeen, n.path("draining").asBoolean(false));
     }
 }
