@@ -149,7 +149,7 @@ final class ClaimEvents {
         events.metrics().missed(d.definition().name(), code, 1);
         var event = events.warn("slot_missed").addKeyValue("job", d.definition().name())
                 .addKeyValue("slot", d.slot.toString()).addKeyValue("lateness_ms", latenessMs)
-                .addKeyValue("reason", reason);
+                .addKeyValue("reason", reason).addKeyValue("code", code);
         if (lockName != null) {
             event = event.addKeyValue("lock_name", lockName);
         }

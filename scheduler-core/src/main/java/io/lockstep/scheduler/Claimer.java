@@ -240,7 +240,8 @@ final class Claimer {
         switch (result.status()) {
             case CLAIMED -> {
                 SlotRun run = new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual,
-                        request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON);
+                        request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
+                        d.kind() == DueSlot.Kind.CATCH_UP);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
                 if (request.staged()) {
                     // Staged: a short lease, until the slot plus STAGED_MARGIN by the store's clock; counted

@@ -228,7 +228,7 @@ final class Completer {
                     .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
                     .addKeyValue("action", "release").addKeyValue("identifier", run.lease.token())
                     .addKeyValue("duration_ms", durationMs).addKeyValue("success", ours)
-                    .addKeyValue("outcome", p.outcome().label())
+                    .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("outcome", p.outcome().label())
                     .log(!ours ? "slot no longer ours (its lease ran out, or a newer run replaced it)"
                             : handedBack ? "slot handed back: it is run again (on a peer, or here)" : "slot released");
             if (!ours && p.outcome() != Outcome.NOT_STARTED) {

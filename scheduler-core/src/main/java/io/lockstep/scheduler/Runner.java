@@ -243,9 +243,10 @@ final class Runner {
             var started = events.info("job_started").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
                     .addKeyValue("lateness_ms", Duration.between(run.scheduledTime(), clock.now()).toMillis());
-            if (run.manual) {
-                started = started.addKeyValue("manual", true);
-            }
+            // Flags audit reads: a rerun follows slot_recovered; a catch-up may start past misfireGrace.
+            started = run.manual ? started.addKeyValue("manual", true) : started;
+            started = run.recovered ? started.addKeyValue("rerun", true) : started;
+            started = run.catchUp ? started.addKeyValue("catch_up", true) : started;
             run.span.tag(started).log("job started");
             events.metrics().started(def.name(), Duration.between(run.scheduledTime(), clock.now()));
             run.attach(Thread.currentThread());
@@ -347,7 +348,6 @@ final class Runner {
 
     /** What the watchdog tells the runner: each step of a lease becomes an event. */
     private final class LeaseEvents implements Watchdog.Listener<SlotRun> {
-
         private final Outage outage;
 
         LeaseEvents(Outage outage) {

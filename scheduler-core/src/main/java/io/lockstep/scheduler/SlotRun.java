@@ -33,8 +33,10 @@ final class SlotRun implements JobContext {
     volatile long graceEndsNanos = Long.MAX_VALUE;
     /** A manual run ({@code trigger}); its events carry {@code manual: true}. */
     final boolean manual;
-    /** A rerun of a slot whose earlier run lost its lease or never started ({@code slot_recovered}). */
+    /** A rerun of a slot whose earlier run lost its lease or never started ({@code slot_recovered}); {@code rerun: true}. */
     final boolean recovered;
+    /** A slot caught up at start ({@code catchUp}); its {@code job_started} carries {@code catch_up: true}. */
+    final boolean catchUp;
     /** The run's trace, from its first attempt's start ({@link RunTracer}). */
     volatile RunSpan span = RunSpan.NONE;
     /** The watchdog's view of the lease; set once, before the run is handed to a job thread. */
@@ -48,9 +50,10 @@ final class SlotRun implements JobContext {
     private volatile Thread thread;
 
     SlotRun(JobDefinition definition, Job job, Lease lease, String lockName, long fencingToken, String workerId,
-            long claimSentNanos, boolean manual, boolean recovered) {
+            long claimSentNanos, boolean manual, boolean recovered, boolean catchUp) {
         this.manual = manual;
         this.recovered = recovered;
+        this.catchUp = catchUp;
         this.definition = definition;
         this.job = job;
         this.lease = lease;

@@ -7,13 +7,13 @@ import picocli.CommandLine.Command;
 /**
  * The worker's command line, {@code bin/lockstep} in the distribution: {@code run}, {@code validate},
  * and the operator commands {@code status}, {@code history}, {@code trigger}, {@code pause},
- * {@code resume}. Exit codes: 0 clean, 1 runtime failure (Redis unreachable), 2 bad config or usage,
- * 3 a triggered run did not succeed.
+ * {@code resume}, and {@code audit}. Exit codes: 0 clean, 1 runtime failure (Redis unreachable), 2 bad config or
+ * usage, 3 a triggered run did not succeed, 4 an audit found a guarantee broken.
  */
 @Command(name = "lockstep", mixinStandardHelpOptions = true, versionProvider = WorkerMain.Version.class, scope = CommandLine.ScopeType.INHERIT,
         description = "Runs cron jobs exactly once per slot across a cluster of workers coordinated through Redis.",
         subcommands = {RunCommand.class, ValidateCommand.class, StatusCommand.class, HistoryCommand.class,
-                TriggerCommand.class, PauseCommand.class, ResumeCommand.class, CommandLine.HelpCommand.class})
+                TriggerCommand.class, PauseCommand.class, ResumeCommand.class, AuditCommand.class, CommandLine.HelpCommand.class})
 public final class WorkerMain implements Runnable {
 
     public static final int OK = 0;

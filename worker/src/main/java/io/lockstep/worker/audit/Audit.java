@@ -1,0 +1,119 @@
+package io.lockstep.worker.audit;
+
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.config.LockstepConfig;
+import java.io.IOException;
+import java.io.InputStream;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * {@code lockstep audit}: reads a cluster's exported events and says whether the guarantees held,
+ * in the spirit of Jepsen's Chronos checker: the config gives every slot that should have been
+ * decided in the window (the targets), the events give what became of each (runs and reports),
+ * and each check compares the two. Unlike Chronos, which matches runs to targets by time within
+ * an epsilon, every event names its slot, so a run is matched to its slot exactly, and the
+ * fencing tokens and Redis-time lateness the events carry let the checks see order and timing
+ * by the store's clock rather than the hosts'.
+ *
+ * <p>Streaming: the input is read once and only the {@link Ev} fields the checks need are kept
+ * (about 60 bytes an event). The checks then go job by job.
+ */
+public final class Audit {
+
+    /**
+     * How the audit reads time.
+     *
+     * @param from the window's first slot, or null for the first event's time plus {@code margin}
+     * @param to the window's last slot, or null for the last event's time less {@code margin}
+     * @param margin the default window's cut at each end, or null for the longest {@code misfireGrace} of the
+     *     enabled jobs plus 5 s: a slot near the end may not be decided yet, one near the start was decided before the log began
+     * @param tolerance how far two clocks' readings may disagree: a start this much before its slot, or out of slot
+     *     order by this much, is not a violation (the workers read Redis's clock over a network)
+     * @param stopAllowance how long a run may take to stop once its worker told it that its lease was lost
+     */
+    public record Options(Instant from, Instant to, Duration margin, Duration tolerance, Duration stopAllowance) {
+        public static final Duration DEFAULT_TOLERANCE = Duration.ofMillis(100);
+        public static final Duration DEFAULT_STOP_ALLOWANCE = Duration.ofSeconds(2);
+        /** A run is decided by Redis within misfireGrace; its thread then starts at once. This covers a busy host. */
+        static final long START_LATENCY_MS = 1_000;
+
+        public static Options defaults() {
+            return new Options(null, null, null, DEFAULT_TOLERANCE, DEFAULT_STOP_ALLOWANCE);
+        }
+    }
+
+    /** The input could not be read, or gave nothing to check: exit 2. */
+    public static final class BadInput extends Exception {
+        public BadInput(String message) {
+            super(message);
+        }
+    }
+
+    private Audit() {}
+
+    /** Reads {@code paths} ("-" for {@code stdin}) and checks them against {@code config}'s enabled jobs. */
+    public static AuditReport run(List<String> paths, InputStream stdin, LockstepConfig config, Options options) throws BadInput {
+        Ledger ledger = new Ledger();
+        EventReader reader = new EventReader(ledger);
+        try {
+            reader.read(paths, stdin);
+        } catch (IOException e) {
+            throw new BadInput("cannot read " + e.getMessage());
+        }
+        if (reader.events == 0) {
+            throw new BadInput("no Lockstep events in " + String.join(", ", paths) + " (" + reader.lines
+                    + " lines read; each event is one JSON object with \"event\", \"worker\" and \"ts\")");
+        }
+        List<JobDefinition> jobs = config.jobs().stream().filter(JobDefinition::enabled).toList();
+        Duration margin = options.margin() != null ? options.margin()
+                : jobs.stream().map(JobDefinition::misfireGrace).max(Duration::compareTo).orElse(Duration.ZERO).plusSeconds(5);
+        Instant from = options.from() != null ? options.from() : Instant.ofEpochMilli(ledger.minTs).plus(margin);
+        Instant to = options.to() != null ? options.to() : Instant.ofEpochMilli(ledger.maxTs).minus(margin);
+        if (from.isAfter(to)) {
+            throw new BadInput("the window is empty: " + from + " .. " + to + " (the events span " + Instant.ofEpochMilli(ledger.minTs)
+                    + " .. " + Instant.ofEpochMilli(ledger.maxTs) + ", less a margin of " + margin.toMillis()
+                    + " ms at each end); pass --from and --to, or a smaller --margin");
+        }
+        AuditReport report = new AuditReport();
+        report.from = from;
+        report.to = to;
+        report.lines = reader.lines;
+        report.events = reader.events;
+        report.skippedLines = reader.skipped;
+        report.duplicates = ledger.duplicates;
+        report.unreadable = ledger.unreadableSlots;
+        Checks checks = new Checks(ledger, report, options, from.toEpochMilli(), to.toEpochMilli());
+        Set<String> known = new HashSet<>();
+        for (JobDefinition job : config.jobs()) {
+            known.add(job.name());
+            if (job.enabled()) {
+                checks.job(job);
+            }
+        }
+        checks.workers();
+        Set<String> unknown = new TreeSet<>(ledger.slots.keySet());
+        unknown.removeAll(known);
+        if (!unknown.isEmpty()) {
+            report.notes.add("events of jobs not in " + config.source() + " were not checked: " + String.join(", ", unknown));
+        }
+        return report;
+    }
+
+    /** The slots of {@code job}'s schedule in [from, to], epoch ms, ascending. */
+    static List<Long> schedule(JobDefinition job, long from, long to) {
+        List<Long> slots = new ArrayList<>();
+        Optional<Instant> next = job.schedule().next(Instant.ofEpochMilli(from - 1));
+        while (next.isPresent() && next.get().toEpochMilli() <= to) {
+            slots.add(next.get().toEpochMilli());
+            next = job.schedule().next(next.get());
+        }
+        return slots;
+    }
+}

@@ -1,0 +1,199 @@
+package io.lockstep.worker.audit;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+import java.util.zip.GZIPInputStream;
+
+/**
+ * Reads Lockstep's JSON events out of whatever a log store exported, one line at a time: plain
+ * event lines (the worker's stdout), lines with a prefix before the JSON (Loki's {@code logcli},
+ * CloudWatch's {@code timestamp message}), an Elasticsearch hit ({@code _source}) and a Docker
+ * json-file line (the event as the string {@code log}, {@code message} or {@code line}).
+ * Files ending in {@code .gz} are read through gzip. A line without {@code event} and
+ * {@code worker} is not a scheduler event: counted, skipped. Streams: nothing but the current
+ * line is held.
+ */
+final class EventReader {
+
+    private static final JsonFactory JSON = new JsonFactory();
+    private static final int MAX_DEPTH = 3;
+
+    /** What was read, for the summary. */
+    long lines, events, skipped;
+
+    private final Map<String, String> interned = new HashMap<>();
+    private final Consumer<Fields> sink;
+    private final Fields fields = new Fields();
+
+    EventReader(Consumer<Fields> sink) {
+        this.sink = sink;
+    }
+
+    /** The fields of one event line; reused from line to line. */
+    static final class Fields {
+        String event, worker, job, slot, reason, outcome, code, from, to;
+        long ts, token, attempt, lateness, clockOffset, count;
+        boolean manual, catchUp, rerun, success, lockName;
+
+        void clear() {
+            event = worker = job = slot = reason = outcome = code = from = to = null;
+            ts = token = lateness = Ev.NONE;
+            attempt = clockOffset = count = 0;
+            manual = catchUp = rerun = success = lockName = false;
+        }
+    }
+
+    /** Reads every file under each path (directories recursively, in name order); "-" is {@code stdin}. */
+    void read(List<String> paths, InputStream stdin) throws IOException {
+        for (String p : paths) {
+            if (p.equals("-")) {
+                read(stdin);
+                continue;
+            }
+            Path path = Path.of(p);
+            if (!Files.exists(path)) {
+                throw new IOException(p + ": no such file or directory");
+            }
+            List<Path> files;
+            try (Stream<Path> walk = Files.walk(path)) {
+                files = walk.filter(Files::isRegularFile).sorted().toList();
+            }
+            for (Path f : files) {
+                try (InputStream in = f.toString().endsWith(".gz") ? new GZIPInputStream(Files.newInputStream(f), 1 << 16)
+                        : Files.newInputStream(f)) {
+                    read(in);
+                } catch (IOException | UncheckedIOException e) {
+                    throw new IOException(f + ": " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()), e);
+                }
+            }
+        }
+    }
+
+    private void read(InputStream in) throws IOException {
+        CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPLACE)
+                .onUnmappableCharacter(CodingErrorAction.REPLACE);
+        BufferedReader reader = new BufferedReader(new InputStreamReader(in, utf8), 1 << 16);
+        for (String line; (line = reader.readLine()) != null; ) {
+            line(line);
+        }
+    }
+
+    /** One line: an event to the sink, or counted as skipped. */
+    void line(String line) {
+        lines++;
+        // The JSON starts at one of the first braces: a prefix may hold some of its own (logcli's {labels}).
+        int brace = -1;
+        for (int tries = 0; tries < 3 && (brace = line.indexOf('{', brace + 1)) >= 0; tries++) {
+            fields.clear();
+            if (parse(line.substring(brace), 0) && fields.event != null && fields.worker != null && fields.ts != Ev.NONE) {
+                events++;
+                sink.accept(fields);
+                return;
+            }
+        }
+        skipped++;
+    }
+
+    /** Parses one JSON object into {@link #fields}; false when it is not JSON. Nested forms are looked into. */
+    private boolean parse(String json, int depth) {
+        String embedded = null;
+        try (JsonParser p = JSON.createParser(json)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return false;
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken value = p.nextToken();
+                if (value == JsonToken.START_OBJECT) {
+                    if (name.equals("_source") && depth < MAX_DEPTH) {
+                        field(p, depth); // an Elasticsearch hit: the event is its _source
+                    } else {
+                        p.skipChildren();
+                    }
+                } else if (value == JsonToken.START_ARRAY) {
+                    p.skipChildren();
+                } else if (value == JsonToken.VALUE_STRING && (name.equals("log") || name.equals("message") || name.equals("line"))) {
+                    String text = p.getText();
+                    if (text.startsWith("{")) {
+                        embedded = text;
+                    }
+                } else {
+                    set(name, p);
+                }
+            }
+        } catch (IOException | DateTimeParseException | NumberFormatException e) {
+            return false; // not JSON, or cut short: skipped, never half read
+        }
+        if (fields.event == null && embedded != null && depth < MAX_DEPTH) {
+            return parse(embedded, depth + 1);
+        }
+        return true;
+    }
+
+    /** The fields of a nested object (Elasticsearch's {@code _source}). */
+    private void field(JsonParser p, int depth) throws IOException {
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = p.currentName();
+            JsonToken value = p.nextToken();
+            if (value == JsonToken.START_OBJECT || value == JsonToken.START_ARRAY) {
+                p.skipChildren();
+            } else {
+                set(name, p);
+            }
+        }
+    }
+
+    private void set(String name, JsonParser p) throws IOException {
+        Fields f = fields;
+        switch (name) {
+            case "event" -> f.event = intern(p.getText());
+            case "worker" -> f.worker = intern(p.getText());
+            case "ts", "@timestamp" -> {
+                if (f.ts == Ev.NONE || name.equals("ts")) {
+                    f.ts = Instant.parse(p.getText()).toEpochMilli();
+                }
+            }
+            case "job" -> f.job = intern(p.getText());
+            case "slot" -> f.slot = p.getText();
+            case "reason" -> f.reason = intern(p.getText());
+            case "outcome" -> f.outcome = intern(p.getText());
+            case "code" -> f.code = intern(p.getText());
+            case "from" -> f.from = p.getText();
+            case "to" -> f.to = p.getText();
+            case "fencing_token" -> f.token = p.getValueAsLong(Ev.NONE);
+            case "attempt" -> f.attempt = p.getValueAsLong(0);
+            case "lateness_ms" -> f.lateness = p.getValueAsLong(Ev.NONE);
+            case "clock_offset_ms" -> f.clockOffset = p.getValueAsLong(0);
+            case "count" -> f.count = p.getValueAsLong(0);
+            case "manual" -> f.manual = p.getValueAsBoolean();
+            case "catch_up" -> f.catchUp = p.getValueAsBoolean();
+            case "rerun" -> f.rerun = p.getValueAsBoolean();
+            case "success" -> f.success = p.getValueAsBoolean();
+            case "lock_name" -> f.lockName = true;
+            default -> { }
+        }
+    }
+
+    private String intern(String s) {
+        String known = interned.putIfAbsent(s, s);
+        return known != null ? known : s;
+    }
+}
