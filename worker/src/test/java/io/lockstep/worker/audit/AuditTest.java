@@ -1,0 +1,314 @@
+package io.lockstep.worker.audit;
+
+import static io.lockstep.worker.audit.EventLog.at;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.lockstep.scheduler.config.ConfigLoader;
+import io.lockstep.scheduler.config.LockstepConfig;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The audit on hand-written event streams: each legitimate case holds (a rerun after a lost lease,
+ * catch-up, a manual run, a pause, a stale slot, an outage, a vanished worker, time with no worker
+ * running), and each violation is named by its check, with the events that show it.
+ * Job {@code tick} fires every second (lease 5 s, misfireGrace 2 s); the window is slots 1..10 s.
+ */
+class AuditTest {
+
+    private static final String JOB = "tick";
+
+    @TempDir
+    Path dir;
+
+    private LockstepConfig config;
+    private EventLog log;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        Path file = dir.resolve("jobs.yaml");
+        Files.writeString(file, """
+                redis:
+                  uri: redis://127.0.0.1:6379
+                defaults:
+                  lease: 5s
+                  misfireGrace: 2s
+                jobs:
+                  - name: tick
+                    cron: "* * * * * *"
+                    class: com.example.NotLoadedByAudit
+                  - name: off
+                    cron: "* * * * * *"
+                    class: com.example.NotLoadedByAudit
+                    enabled: false
+                """);
+        config = ConfigLoader.defaults().checkingClasses(false).load(file);
+        log = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+    }
+
+    /** Slots 1..10 run once each, alternating workers, tokens rising with the slot; {@code except} left to the test. */
+    private EventLog everySlotRunsOnce(Set<Integer> except) {
+        for (int s = 1; s <= 10; s++) {
+            if (!except.contains(s)) {
+                log.run(s % 2 == 0 ? "w2" : "w1", JOB, s, 1000 + s * 10L);
+            }
+        }
+        return log;
+    }
+
+    private AuditReport audit() throws Audit.BadInput {
+        return audit(Audit.Options.defaults());
+    }
+
+    private AuditReport audit(Audit.Options base) throws Audit.BadInput {
+        Path file = log.write(dir, "events.log");
+        Audit.Options options = new Audit.Options(at(1), at(10), null, base.tolerance(), base.stopAllowance());
+        return Audit.run(List.of(file.toString()), InputStream(), config, options);
+    }
+
+    private static ByteArrayInputStream InputStream() {
+        return new ByteArrayInputStream(new byte[0]);
+    }
+
+    private static void assertHolds(AuditReport report) {
+        assertThat(report.violations()).as("violations").isEmpty();
+        assertThat(report.holds()).isTrue();
+    }
+
+    private static void assertOnly(AuditReport report, String check, int count) {
+        assertThat(report.violations()).as("violations").allSatisfy(v -> assertThat(v.check()).isEqualTo(check));
+        assertThat(report.violationsByCheck().get(check)).isEqualTo(count);
+        assertThat(report.holds()).isFalse();
+    }
+
+    // ---- legitimate histories: every check holds ----
+
+    @Test
+    void aCleanHistoryHolds() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.slotsChecked()).isEqualTo(10);
+        assertThat(report.startedOnce).isEqualTo(10);
+        assertThat(report.flags()).isEmpty();
+    }
+
+    @Test
+    void aRerunAfterALostLeaseUnderAHigherTokenHolds() throws Exception {
+        everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "")
+                .leaseLost("w1", JOB, 3, 1030, 8.5).failed("w1", JOB, 3, 1030, 8.6, "lease lost")
+                .recovered("w2", JOB, 3, 1200, 9.0).started("w2", JOB, 3, 1200, 6010, "\"rerun\":true")
+                .succeeded("w2", JOB, 3, 1200, 9.1);
+        AuditReport report = audit();
+        assertHolds(report); // the rerun starts after slots 4..9 and above their tokens: the exception to the order
+        assertThat(report.rerunSlots).isEqualTo(1);
+        assertThat(report.startedOnce).isEqualTo(9);
+    }
+
+    @Test
+    void catchUpAfterTimeWithNoWorkerRunningHolds() throws Exception {
+        // w1 stops after slot 2; nothing runs 3..6; w2 starts at 7.5 and catches up 3..7, later than misfireGrace.
+        log = new EventLog().workerStarted("w1", -5).run("w1", JOB, 1, 1010).run("w1", JOB, 2, 1020).workerStopped("w1", 2.5)
+                .workerStarted("w2", 7.5);
+        for (int s = 3; s <= 7; s++) {
+            log.started("w2", JOB, s, 1000 + s * 10L, Math.round((7.6 - s) * 1000) + s, "\"catch_up\":true");
+        }
+        for (int s = 8; s <= 10; s++) {
+            log.run("w2", JOB, s, 1000 + s * 10L);
+        }
+        log.workerStopped("w2", 20);
+        assertHolds(audit());
+    }
+
+    @Test
+    void slotsWithNoWorkerRunningAreCountedNotBlamed() throws Exception {
+        log = new EventLog().workerStarted("w1", -5).run("w1", JOB, 1, 1010).workerStopped("w1", 1.5).workerStarted("w1", 8.5);
+        for (int s = 9; s <= 10; s++) {
+            log.run("w1", JOB, s, 1000 + s * 10L);
+        }
+        log.workerStopped("w1", 20);
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.unattended).isEqualTo(7); // 2..8: w1 was stopped
+    }
+
+    @Test
+    void aManualRunBetweenSlotsHolds() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.started("w1", JOB, 4.321, 1045, 800, "\"manual\":true").succeeded("w1", JOB, 4.321, 1045, 5.2);
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.manualRuns).isEqualTo(1);
+        assertThat(report.outsideSchedule).isZero();
+    }
+
+    @Test
+    void pausedStaleAndOutageSlotsAreReportedNotSilent() throws Exception {
+        everySlotRunsOnce(Set.of(2, 3, 5, 6)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.skipped("w1", JOB, 2, "paused").skipped("w2", JOB, 3, "paused")
+                .stale("w1", JOB, 5, 5.3)
+                // Redis unreachable: each worker reports the slot itself; one behind a partition ran it elsewhere.
+                .missed("w1", JOB, 6, 8.1, "outage", "lock store unreachable: connection refused")
+                .missed("w2", JOB, 6, 8.1, "outage", "lock store unreachable: connection refused");
+        log.raw(log.lines.get(log.lines.size() - 1)); // delivered twice by a log shipper
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.reported).containsEntry("skipped (paused)", 2L).containsEntry("stale", 1L).containsEntry("missed (outage)", 1L);
+        assertThat(report.duplicates).isEqualTo(1);
+    }
+
+    @Test
+    void aSlotMissedInAnOutageThatRanBehindAPartitionIsNotAContradiction() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.missed("w1", JOB, 4, 6.1, "outage", "lock store unreachable: timeout"); // w2 reached Redis and ran it
+        assertHolds(audit());
+    }
+
+    @Test
+    void aWorkerThatVanishedIsFlaggedNotBlamed() throws Exception {
+        everySlotRunsOnce(Set.of(6, 7, 8, 9, 10)).workerStopped("w1", 20);
+        // w2 ran slot 4 and was killed: no worker_stopped, no event after 4.05; w1 never got 6..
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.flags()).extracting(AuditReport.Flag::slot).contains(at(6));
+        assertThat(report.vanished).singleElement().asString().startsWith("w2");
+    }
+
+    @Test
+    void eventsWrappedByLogStoresAreRead() throws Exception {
+        everySlotRunsOnce(Set.of(5, 6, 7)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.lines.addAll(List.of(
+                // Loki's logcli: a time and the stream's labels before the line
+                "2026-12-01T10:00:05.003Z {app=\"lockstep\", host=\"a\"} " + line(new EventLog().run("w1", JOB, 5, 1050), 1),
+                // an Elasticsearch hit
+                "{\"_index\":\"logs\",\"_source\":" + line(new EventLog().run("w2", JOB, 6, 1060), 1) + "}",
+                // Docker's json-file: the event as an escaped string
+                "{\"log\":" + com.fasterxml.jackson.databind.node.TextNode.valueOf(line(new EventLog().run("w1", JOB, 7, 1070), 1) + "\n")
+                        + ",\"stream\":\"stdout\"}",
+                "Exception in thread main: not an event", "{\"event\":\"no worker or time\"}"));
+        AuditReport report = audit();
+        assertThat(report.violations()).extracting(AuditReport.Violation::slot).doesNotContain(at(5), at(6), at(7));
+        assertThat(report.skippedLines).isEqualTo(2);
+        assertThat(report.startedOnce).isEqualTo(10);
+        assertHolds(report);
+    }
+
+    private static String line(EventLog one, int index) {
+        return one.lines.get(index); // the job_started of a run()
+    }
+
+    // ---- violations: each named, with its events ----
+
+    @Test
+    void aSilentSlotWhileWorkersRunIsAViolation() throws Exception {
+        everySlotRunsOnce(Set.of(7)).workerStopped("w1", 20).workerStopped("w2", 20);
+        AuditReport report = audit();
+        assertOnly(report, "silent-slot", 1);
+        assertThat(report.violations().get(0).slot()).isEqualTo(at(7));
+        assertThat(report.violations().get(0).message()).contains("w1, w2 were running");
+    }
+
+    @Test
+    void aSecondRunWithoutARecoveryIsAViolation() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.started("w2", JOB, 5, 1055, 4, "").succeeded("w2", JOB, 5, 1055, 5.1);
+        AuditReport report = audit();
+        assertOnly(report, "second-run", 1);
+        assertThat(report.violations().get(0).events()).hasSize(2).anySatisfy(e -> assertThat(e).contains("w2  job_started fencing_token=1055"));
+    }
+
+    @Test
+    void aRerunWhileTheFirstRunStillHeldItsLeaseIsAViolation() throws Exception {
+        everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.started("w1", JOB, 3, 1030, 3, "").succeeded("w1", JOB, 3, 1030, 3.8) // went on, its lease held
+                .recovered("w2", JOB, 3, 1200, 3.5).started("w2", JOB, 3, 1200, 520, "\"rerun\":true").succeeded("w2", JOB, 3, 1200, 3.6);
+        assertOnly(audit(), "second-run", 1);
+    }
+
+    @Test
+    void twoWorkersStartingUnderOneTokenIsAViolation() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.started("w2", JOB, 5, 1050, 4, "").succeeded("w2", JOB, 5, 1050, 5.1);
+        AuditReport report = audit();
+        assertOnly(report, "second-run", 1);
+        assertThat(report.violations().get(0).message()).contains("same fencing token 1050");
+    }
+
+    @Test
+    void tokensOutOfSlotOrderAreAViolation() throws Exception {
+        everySlotRunsOnce(Set.of(4, 5)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.run("w2", JOB, 4, 1050).run("w1", JOB, 5, 1040); // swapped
+        AuditReport report = audit();
+        assertOnly(report, "token-order", 1);
+        assertThat(report.violations().get(0).slot()).isEqualTo(at(5));
+    }
+
+    @Test
+    void anOlderSlotStartingAfterANewerOneIsAViolation() throws Exception {
+        everySlotRunsOnce(Set.of(4)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.run("w2", JOB, 4, 1040, 1500); // started at 5.5, after slot 5 started at 5.003
+        AuditReport report = audit();
+        assertOnly(report, "start-order", 1);
+        assertThat(report.violations().get(0).message()).contains("the earlier slot " + at(4));
+    }
+
+    @Test
+    void aStartBeforeItsSlotOrPastItsGraceIsAViolation() throws Exception {
+        everySlotRunsOnce(Set.of(2, 10)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.run("w2", JOB, 2, 1020, -300).run("w1", JOB, 10, 1100, 3500);
+        AuditReport report = audit();
+        assertOnly(report, "start-time", 2);
+        assertThat(report.violations()).extracting(AuditReport.Violation::message)
+                .anySatisfy(m -> assertThat(m).contains("300 ms before its slot"))
+                .anySatisfy(m -> assertThat(m).contains("past misfireGrace"));
+    }
+
+    @Test
+    void aRunThatKeptGoingAfterItsLeaseWasLostIsAViolation() throws Exception {
+        everySlotRunsOnce(Set.of(3, 6)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "").leaseLost("w1", JOB, 3, 1030, 4)
+                .succeeded("w1", JOB, 3, 1030, 7.5); // 3.5 s after it was told
+        log.claimed("w2", JOB, 6, 1060).started("w2", JOB, 6, 1060, 3, "").leaseLost("w2", JOB, 6, 1060, 6.5); // never ended
+        AuditReport report = audit();
+        assertOnly(report, "lease-stop", 2);
+        assertThat(report.violations()).extracting(AuditReport.Violation::message)
+                .anySatisfy(m -> assertThat(m).contains("ran 3500 ms after"))
+                .anySatisfy(m -> assertThat(m).contains("no outcome was logged"));
+        assertThat(audit(new Audit.Options(null, null, null, Duration.ofMillis(100), Duration.ofSeconds(4))).violations())
+                .as("within a 4 s allowance only the run that never ended").hasSize(1);
+    }
+
+    @Test
+    void eventsThatContradictEachOtherAreAViolation() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.missed("w2", JOB, 4, 6.1, "late", "later than misfireGrace"); // the store decided a miss, yet it ran
+        log.recovered("w2", JOB, 7, 1300, 12.5); // its run finished and was recorded, yet recovered as lost
+        AuditReport report = audit();
+        assertOnly(report, "contradiction", 2);
+    }
+
+    // ---- bad input ----
+
+    @Test
+    void inputWithoutEventsOrAnEmptyWindowIsBadInput() {
+        log = new EventLog().raw("not json").raw("{\"a\":1}");
+        assertThatThrownBy(this::audit).isInstanceOf(Audit.BadInput.class).hasMessageContaining("no Lockstep events").hasMessageContaining("2 lines");
+        Path missing = dir.resolve("nope.log");
+        assertThatThrownBy(() -> Audit.run(List.of(missing.toString()), InputStream(), config, Audit.Options.defaults()))
+                .isInstanceOf(Audit.BadInput.class).hasMessageContaining("nope.log: no such file");
+        log = new EventLog().workerStarted("w1", 0).workerStopped("w1", 3);
+        Path file = log.write(dir, "short.log");
+        assertThatThrownBy(() -> Audit.run(List.of(file.toString()), InputStream(), config, Audit.Options.defaults()))
+                .isInstanceOf(Audit.BadInput.class).hasMessageContaining("the window is empty");
+    }
+}
