@@ -104,6 +104,7 @@ class CatchUpIT {
             assertThat(cluster.events("slot_missed")).filteredOn(e -> down.get(e.path("job").asText()).contains(WorkerProcess.slot(e)))
                     .isNotEmpty()
                     .allSatisfy(e -> assertThat(e.path("reason").asText()).startsWith("no worker was running"));
+            cluster.assertAuditHolds();
         }
     }
 

@@ -82,6 +82,7 @@ class ClaimAheadIT {
             assertThat(stranded).as("the victims had claimed slots ahead when they were killed (else this proves nothing)").isPositive();
             System.out.printf("%nClaimAheadIT: 3 workers killed 100-150 ms before a slot; %d slots they had claimed ahead each ran"
                     + " once on a peer%n", stranded);
+            cluster.assertAuditHolds();
         }
     }
 
@@ -123,6 +124,7 @@ class ClaimAheadIT {
             assertThat(cluster.silentSlots(JOBS, slot, to)).isEmpty();
             System.out.printf("%nClaimAheadIT: a worker stalled %d ms after claiming %d slots ahead started none of them;"
                     + " peers ran each once%n", GRACE_MS + 2_000, claimedAhead.size());
+            cluster.assertAuditHolds();
         }
     }
 

@@ -111,6 +111,7 @@ class ClockJumpIT {
                     ranAfter("jumper", from), ranAfter("jumper", ahead) - ranAfter("jumper", behind), ranAfter("jumper", behind),
                     steady.events("job_started").size(), runs.stream().mapToLong(r -> Duration.between(r.slot(), r.started()).toMillis())
                             .max().orElse(0));
+            cluster.assertAuditHolds();
         }
     }
 

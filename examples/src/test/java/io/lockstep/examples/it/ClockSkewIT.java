@@ -51,6 +51,7 @@ class ClockSkewIT {
             Map<String, List<String>> starts = cluster.startsBySlot();
             assertThat(starts.values()).allSatisfy(ws -> assertThat(ws).hasSize(1));
             assertThat(cluster.slotsNeverStarted(JOBS, from, to)).isEmpty();
+            cluster.assertAuditHolds();
         }
     }
 }

@@ -212,6 +212,34 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /** What {@code lockstep audit} answered: its exit code and what it printed. */
+    record AuditRun(int exit, String out, String err) {}
+
+    /**
+     * Runs {@code lockstep audit} over every worker's events (earlier lives of a restarted id too)
+     * against the shared config, as a user would after exporting their logs.
+     */
+    AuditRun audit(String... options) {
+        List<String> args = new ArrayList<>(List.of("audit", "--config", config.toString()));
+        args.addAll(List.of(options));
+        try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+            files.filter(f -> f.getFileName().toString().matches(".*\\.out(\\.\\d+)?\\.jsonl")).sorted().forEach(f -> args.add(f.toString()));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        java.io.StringWriter out = new java.io.StringWriter(), err = new java.io.StringWriter();
+        int exit = io.lockstep.worker.WorkerMain.execute(new java.io.PrintWriter(out, true), new java.io.PrintWriter(err, true),
+                args.toArray(String[]::new));
+        return new AuditRun(exit, out.toString(), err.toString());
+    }
+
+    /** The audit of this cluster's own events holds: exit 0, every check. */
+    void assertAuditHolds(String... options) {
+        AuditRun run = audit(options);
+        System.out.printf("%naudit of %s:%n%s%s", dir, run.out(), run.err());
+        org.assertj.core.api.Assertions.assertThat(run.exit()).as("lockstep audit exit code; it printed:%n%s%s", run.out(), run.err()).isZero();
+    }
+
     @Override
     public void close() {
         workers.forEach(WorkerProcess::close);

@@ -26,7 +26,7 @@ class ClusterIT {
     Path dir;
 
     @Test
-    void threeWorkersRunEverySlotOfTwentyPerSecondJobsExactlyOnce() {
+    void threeWorkersRunEverySlotOfTwentyPerSecondJobsExactlyOnce() throws java.io.IOException {
         try (Cluster cluster = new Cluster(dir, Cluster.perSecondJobs(JOBS, 50, "5s", "2s"))) {
             Map<String, Long> before = cluster.commandStats();
             for (String id : List.of("w1", "w2", "w3")) {
@@ -57,7 +57,64 @@ class ClusterIT {
             assertThat(cluster.events("worker_stopped")).hasSize(3);
 
             report(cluster, before, after, perWorker, from, to);
+            cluster.assertAuditHolds();
+            negativeControl(cluster, from);
         }
+    }
+
+    /**
+     * The audit's negative control: the same events with one run duplicated (a copy of a start on
+     * another worker under the next token), one event dropped (a start), and two starts' tokens
+     * swapped. The audit must name each, at its slot, and nothing else.
+     */
+    private void negativeControl(Cluster cluster, Instant from) throws java.io.IOException {
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        List<String> lines = new java.util.ArrayList<>();
+        for (WorkerProcess w : cluster.workers) {
+            lines.addAll(java.nio.file.Files.readAllLines(w.log()));
+        }
+        // job-05's starts in the window, by slot: tamper with the 12th, 17th and 22nd/23rd (the audit's
+        // default window begins misfireGrace + 5 s after the first event, a few seconds into the test's).
+        List<Integer> starts = new java.util.ArrayList<>();
+        for (int i = 0; i < lines.size(); i++) {
+            String line = lines.get(i);
+            if (line.contains("\"event\":\"job_started\"") && line.contains("\"job\":\"job-05\"")
+                    && !Instant.parse(json.readTree(line).path("slot").asText()).isBefore(from)) {
+                starts.add(i);
+            }
+        }
+        starts.sort(java.util.Comparator.comparing(i -> lines.get(i).substring(lines.get(i).indexOf("\"slot\""))));
+        var duplicated = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(lines.get(starts.get(12)));
+        String otherWorker = duplicated.path("worker").asText().equals("w1") ? "w2" : "w1";
+        duplicated.put("worker", otherWorker).put("fencing_token", duplicated.path("fencing_token").asLong() + 1);
+        var first = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(lines.get(starts.get(22)));
+        var second = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(lines.get(starts.get(23)));
+        long token = first.path("fencing_token").asLong();
+        first.put("fencing_token", second.path("fencing_token").asLong());
+        second.put("fencing_token", token);
+        String dropped = json.readTree(lines.get(starts.get(17))).path("slot").asText();
+        lines.set(starts.get(22), first.toString());
+        lines.set(starts.get(23), second.toString());
+        lines.remove((int) starts.get(17));
+        lines.add(duplicated.toString());
+        Path tampered = dir.resolve("tampered.jsonl");
+        java.nio.file.Files.write(tampered, lines);
+
+        java.io.StringWriter out = new java.io.StringWriter();
+        int exit = io.lockstep.worker.WorkerMain.execute(new java.io.PrintWriter(out, true), new java.io.PrintWriter(new java.io.StringWriter(), true),
+                "audit", "--config", cluster.config.toString(), "--json", tampered.toString());
+        com.fasterxml.jackson.databind.JsonNode report = json.readTree(out.toString());
+        System.out.printf("%naudit of the tampered log: %s%n", report.path("checks"));
+        assertThat(exit).as("audit of a tampered log").isEqualTo(4);
+        Map<String, Integer> checks = new TreeMap<>();
+        report.path("checks").fields().forEachRemaining(e -> checks.put(e.getKey(), e.getValue().asInt()));
+        assertThat(checks).containsEntry("silent-slot", 1).containsEntry("second-run", 1).containsEntry("token-order", 1)
+                .containsEntry("start-order", 0).containsEntry("start-time", 0).containsEntry("lease-stop", 0).containsEntry("contradiction", 0);
+        Map<String, String> named = new TreeMap<>();
+        report.path("violations").forEach(v -> named.put(v.path("check").asText(), v.path("job").asText() + "@" + v.path("slot").asText()));
+        assertThat(named).containsEntry("silent-slot", "job-05@" + dropped)
+                .containsEntry("second-run", "job-05@" + duplicated.path("slot").asText())
+                .containsEntry("token-order", "job-05@" + second.path("slot").asText());
     }
 
     /** Prints the figures the closing note quotes: lateness and Redis commands per fired slot. */

@@ -110,6 +110,7 @@ class FaultIT {
             Set<String> stoppedStarts = stopped.events("job_started").stream().map(WorkerProcess::key).collect(Collectors.toSet());
             assertThat(stoppedStarts).noneMatch(k -> WorkerProcess.slotOf(k).isAfter(stoppedAt.plusSeconds(1))
                     && WorkerProcess.slotOf(k).isBefore(resumedAt.minusSeconds(1)));
+            cluster.assertAuditHolds();
         }
     }
 

@@ -87,6 +87,7 @@ class FencedStockIT {
             assertThat(state.reservations()).hasSize((int) reservedInLogs);
             assertThat(stopped.events("job_failed").stream().filter(e -> paused.path("slot").asText().equals(e.path("slot").asText())))
                     .singleElement().satisfies(e -> assertThat(e.path("reason").asText()).isEqualTo("lease lost"));
+            cluster.assertAuditHolds();
         }
     }
 

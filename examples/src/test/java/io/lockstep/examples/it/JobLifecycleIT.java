@@ -51,6 +51,7 @@ class JobLifecycleIT {
                 assertThat(lines.indexOf("close job alpha")).as("newest first").isGreaterThan(lines.indexOf("close job beta"));
             }
             assertThat(cluster.startsBySlot().values()).allSatisfy(ws -> assertThat(ws).hasSize(1));
+            cluster.assertAuditHolds();
         }
     }
 }

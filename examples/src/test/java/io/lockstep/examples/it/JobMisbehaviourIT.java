@@ -84,6 +84,7 @@ class JobMisbehaviourIT {
             assertThat(w.events("lease_lost")).isEmpty();
             assertThat(w.events("tick_failed")).isEmpty();
             assertThat(w.events("worker_stopped")).hasSize(1);
+            cluster.assertAuditHolds();
         }
     }
 

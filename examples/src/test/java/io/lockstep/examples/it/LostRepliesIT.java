@@ -102,6 +102,7 @@ class LostRepliesIT {
                     .as("outcome of %s written and ours", WorkerProcess.key(e)).isTrue());
             System.out.printf("%nLostRepliesIT: %d claims won in Redis without a reply, all disowned; %d replies dropped%n",
                     unheard.size(), proxy.repliesDropped());
+            cluster.assertAuditHolds();
         }
     }
 
@@ -161,6 +162,7 @@ class LostRepliesIT {
             System.out.printf("%nLostRepliesIT: run ended with the link cut; outcome written %d ms after the run ended (%d ms after the"
                     + " link came back), lease kept, no rerun%n", Duration.between(WorkerProcess.ts(finished), WorkerProcess.ts(released)).toMillis(),
                     Duration.between(uncutAt, WorkerProcess.ts(released)).toMillis());
+            cluster.assertAuditHolds();
         }
     }
 

@@ -178,6 +178,7 @@ class OperationsIT {
             cluster.workers.get(2).signal("KILL");
             await().atMost(Duration.ofSeconds(25)).until(() -> statusJson(cluster).path("workers").findValuesAsText("id").size() == 2);
             assertThat(statusJson(cluster).path("workers").findValuesAsText("id")).containsExactlyInAnyOrder("w1", "w2");
+            cluster.assertAuditHolds();
         }
     }
 
@@ -196,6 +197,7 @@ class OperationsIT {
             cluster.startWithEnv("w2", Map.of("HTTP_PORT", Integer.toString(RedisFixture.freeLoopbackPort())));
             cluster.awaitStarted();
             statusPageInChromium(chromium.get(), port, cluster);
+            cluster.assertAuditHolds();
         }
     }
 
@@ -224,6 +226,7 @@ class OperationsIT {
             });
             assertThat(w2.events("config_drift")).hasSize(1); // reported once, not at every heartbeat
             assertThat(scrape(port).lines()).contains("lockstep_config_drift 1.0");
+            cluster.assertAuditHolds();
         }
     }
 
@@ -241,6 +244,7 @@ class OperationsIT {
             CliRun empty = cli("history", "--config", cluster.config.toString(), "--job", "tick");
             assertThat(empty.exit()).isZero();
             assertThat(empty.out()).contains("no runs of tick recorded yet");
+            cluster.assertAuditHolds();
         }
         Path nowhere = dir.resolve("down.yaml");
         Files.writeString(nowhere, "redis:\n  uri: redis://127.0.0.1:" + RedisFixture.freeLoopbackPort() + "\n  timeout: 300ms\n" + jobs());

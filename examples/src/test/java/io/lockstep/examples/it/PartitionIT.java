@@ -82,6 +82,7 @@ class PartitionIT {
             System.out.printf("%nPartitionIT: cut at +0 ms; holder lease_lost at +%d ms, job stopped at +%d ms; peer slot_recovered at +%d ms%n",
                     Duration.between(cutAt, WorkerProcess.ts(lost)).toMillis(), Duration.between(cutAt, WorkerProcess.ts(stopped)).toMillis(),
                     Duration.between(cutAt, WorkerProcess.ts(recovered)).toMillis());
+            cluster.assertAuditHolds();
         }
     }
 }

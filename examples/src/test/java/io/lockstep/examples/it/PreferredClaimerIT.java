@@ -109,6 +109,7 @@ class PreferredClaimerIT {
             for (WorkerProcess w : List.of(w1, w3)) {
                 assertThat(w.terminate()).isZero();
             }
+            cluster.assertAuditHolds();
         }
     }
 

@@ -251,6 +251,7 @@ class ProductionRedisIT {
                 assertThat(w.events("slot_released")).allSatisfy(e -> assertThat(e.path("success").asBoolean()).isTrue());
                 JsonNode started = w.events("worker_started").get(0);
                 assertThat(started.path("lock_store").asText()).startsWith("rediss 127.0.0.1:" + tlsPort);
+                cluster.assertAuditHolds();
             }
         }
     }

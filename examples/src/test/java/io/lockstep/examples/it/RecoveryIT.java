@@ -103,6 +103,7 @@ class RecoveryIT {
             assertThat(abandonedMs).as("abandoned within lease + 2 s").isLessThanOrEqualTo(BOUND.toMillis());
             assertThat(forSlot(cluster.events("job_started"), noneSlot).stream().filter(e -> job(e).equals("none-job")))
                     .as("recover: none never runs the slot again").hasSize(1);
+            cluster.assertAuditHolds();
         }
     }
 

@@ -78,6 +78,7 @@ class RedisOutageIT {
                     cluster.events("slot_missed").stream().map(WorkerProcess::key).distinct().filter(k -> inWindow(k, from, to)).count(),
                     2_000 - Duration.between(restartedAt, firstAfter).toMillis());
             assertThat(silent).as("slots of the outage window neither started nor reported").isEmpty();
+            cluster.assertAuditHolds();
         }
     }
 

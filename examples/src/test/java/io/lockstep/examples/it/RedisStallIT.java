@@ -99,6 +99,7 @@ class RedisStallIT {
             System.out.printf("%nRedisStallIT[%s]: every holder told its lease was lost %d ms into the stall; Redis answered again"
                     + " after %d ms (margin %d ms)%n", stall, Duration.between(stalledAt, allLost).toMillis(),
                     Duration.between(stalledAt, resumedAt).toMillis(), earliestMargin);
+            cluster.assertAuditHolds();
         }
     }
 

@@ -157,6 +157,7 @@ class RedlockIT {
                 + "first start %d ms after the kill (bound %d ms)%n", ran, missedInWindow, pause.toMillis(), NO_PAUSE.toMillis());
         // No pause: with a majority up, the next slot starts on time (a slot plus a claim after the kill).
         assertThat(pause).as("first start after two of five masters were killed").isLessThan(NO_PAUSE);
+        cluster.assertAuditHolds();
     }
 
     /**
@@ -209,6 +210,15 @@ class RedlockIT {
         }
         w1.terminate();
         late.terminate();
+        if (quarantine) {
+            cluster.assertAuditHolds();
+        } else {
+            // The audit, from the workers' events alone, names what the jobs' own records show.
+            Cluster.AuditRun audit = cluster.audit();
+            assertThat(audit.exit()).as("audit:%n%s", audit.out()).isEqualTo(4);
+            assertThat(audit.out()).contains("VIOLATION second-run")
+                    .contains(twice().get(0).substring(twice().get(0).indexOf('@') + 1));
+        }
     }
 
     private List<String> twice() {

@@ -132,6 +132,7 @@ class ShutdownIT {
             assertThat(cluster.startEventsBySlot().get(WorkerProcess.key(first))).as("the cut-off run and its one rerun").hasSize(2);
             System.out.printf("%nShutdownIT: a run cut off by SIGTERM (shutdownTimeout 2 s) was rerun by the peer %d ms after the"
                     + " interrupt, under a higher token%n", afterCut);
+            cluster.assertAuditHolds();
         }
     }
 

@@ -100,6 +100,13 @@ final class WorkerProcess implements AutoCloseable {
         Path out = dir.resolve(id + ".out.jsonl");
         Path err = dir.resolve(id + ".err.txt");
         try {
+            // A worker started again under the same id: its earlier life's events are kept beside (audit reads them all).
+            for (int n = 1; Files.exists(out); n++) {
+                Path earlier = dir.resolve(id + ".out." + n + ".jsonl");
+                if (!Files.exists(earlier)) {
+                    Files.move(out, earlier);
+                }
+            }
             ProcessBuilder builder = new ProcessBuilder(command);
             builder.environment().putAll(env);
             Process p = builder
@@ -130,6 +137,11 @@ final class WorkerProcess implements AutoCloseable {
 
     List<JsonNode> events(String name) {
         return events().stream().filter(e -> name.equals(e.path("event").asText())).toList();
+    }
+
+    /** The file its stdout goes to: its JSON events. */
+    Path log() {
+        return stdout;
     }
 
     boolean hasStarted() {
