@@ -236,6 +236,36 @@ final class Report {
         md.append(".\n\n");
     }
 
+    static final String AUDIT_START = "<!-- audit:start (written by the benchmark harness, --only audit or a whole run; do not edit) -->";
+    static final String AUDIT_END = "<!-- audit:end -->";
+
+    /** The audit's figures, in their own block of BENCHMARKS.md (so that {@code --only audit} can write them alone). */
+    static void writeAudit(Path dir, AuditBench.Result r) throws IOException {
+        List<Double> vsParse = r.runs().stream().map(x -> x.auditMs() / (double) x.parseMs()).sorted().toList();
+        List<Long> ms = r.runs().stream().map(AuditBench.Run::auditMs).sorted().toList();
+        List<Long> heap = r.runs().stream().map(AuditBench.Run::peakHeapMb).sorted().toList();
+        StringBuilder md = new StringBuilder(AUDIT_START).append("\n\n");
+        md.append(String.format(Locale.ROOT, "### `lockstep audit`: %,d events (%d MB), %d runs, each a fresh JVM with -Xmx512m (%s)%n%n",
+                r.events(), r.fileMb(), r.runs().size(), Instant.now().truncatedTo(ChronoUnit.SECONDS)));
+        md.append("| run | audit | floor: parse every line (Jackson tree) | audit / parse | floor: read the lines | peak heap | every check holds |\n"
+                + "|---|---|---|---|---|---|---|\n");
+        int i = 1;
+        for (AuditBench.Run x : r.runs()) {
+            md.append(String.format(Locale.ROOT, "| %d | %,d ms | %,d ms | %.2fx | %,d ms | %d MB | %s |%n", i++, x.auditMs(), x.parseMs(),
+                    x.auditMs() / (double) x.parseMs(), x.readMs(), x.peakHeapMb(), x.holds() ? "yes" : "**no**"));
+        }
+        md.append(String.format(Locale.ROOT, "%nMedian %,d ms (range %,d-%,d), %.2fx the parse floor (range %.2f-%.2f); peak heap median %d MB "
+                + "(max %d). Target: under 20 s and 512 MB: **%s**.%n%n", ms.get(ms.size() / 2), ms.get(0), ms.get(ms.size() - 1),
+                vsParse.get(vsParse.size() / 2), vsParse.get(0), vsParse.get(vsParse.size() - 1), heap.get(heap.size() / 2),
+                heap.get(heap.size() - 1), ms.get(ms.size() - 1) < 20_000 && heap.get(heap.size() - 1) < 512 ? "met" : "not met"));
+        md.append(AUDIT_END).append('\n');
+        Path file = dir.resolve("BENCHMARKS.md");
+        String text = Files.readString(file);
+        int a = text.indexOf(AUDIT_START), b = text.indexOf(AUDIT_END);
+        text = a < 0 || b < a ? text + "\n" + md : text.substring(0, a) + md + text.substring(b + AUDIT_END.length() + 1);
+        Files.writeString(file, text);
+    }
+
     private static void memory(StringBuilder md, RunAll.Memory m) {
         md.append(String.format(Locale.ROOT, "### Memory and start-up: %,d job definitions in one worker%n%n", m.jobs()));
         md.append("| heap after GC, before loading | after start | per job | config load | scheduler start | JVM start to started |\n|---|---|---|---|---|---|\n");

@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
  * Runs every benchmark against one redis-server it starts itself, and writes
  * {@code docs/BENCHMARKS.md} with {@code docs/lateness.png}:
  * <pre>
- *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR] [--only lock|scale|idle|memory]
+ *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR] [--only lock|scale|load|steady|idle|memory|audit]
  * </pre>
  * {@code --quick} shortens every window (a smoke run; its figures are not the published ones).
  * {@code --only} runs one part and prints its figures without writing the report (to check a
@@ -27,6 +27,8 @@ public final class RunAll {
      * thousands of short runs per second.
      */
     static final int THREADS = 512;
+    /** The audit benchmark's input: a million events (issue 24: under 20 s and 512 MB of heap). */
+    static final int AUDIT_EVENTS = 1_000_000;
 
     private RunAll() {}
 
@@ -42,7 +44,7 @@ public final class RunAll {
                 quick = true;
             } else if (args[i].equals("--out") && i + 1 < args.length) {
                 out = Path.of(args[++i]);
-            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "scale", "load", "steady", "idle", "memory").contains(args[i + 1])) {
+            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "scale", "load", "steady", "idle", "memory", "audit").contains(args[i + 1])) {
                 only = args[++i];
             } else if (args[i].equals("--jobs") && i + 1 < args.length && args[i + 1].matches("[1-9][0-9]{0,5}")) {
                 jobs = Integer.parseInt(args[++i]);
@@ -52,7 +54,7 @@ public final class RunAll {
                 onCluster = true;
             } else {
                 System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR] "
-                        + "[--only lock|scale|load|idle|memory] [--jobs N] [--workers N] [--cluster]");
+                        + "[--only lock|scale|load|idle|memory|audit] [--jobs N] [--workers N] [--cluster]");
                 System.exit(2);
             }
         }
@@ -93,8 +95,13 @@ public final class RunAll {
             Memory memory = memory(redis, work.resolve("memory"), 10_000);
             log("  " + memory);
 
+            log("audit: " + AUDIT_EVENTS + " events, 5 fresh JVMs with -Xmx512m");
+            AuditBench.Result audit = AuditBench.run(work.resolve("audit"), AUDIT_EVENTS, quick ? 1 : 5);
+            log(AuditBench.describe(audit));
+
             Duration took = Duration.ofNanos(System.nanoTime() - started);
             Report.write(out, redis, locks, scale, steady, replicated, idle, memory, took, quick);
+            Report.writeAudit(out, audit);
             log("wrote " + out.resolve("BENCHMARKS.md") + " and " + out.resolve("lateness.png") + " in " + took.toSeconds() + " s");
         }
     }
@@ -142,6 +149,13 @@ public final class RunAll {
                 case "steady" -> steady(redis, work, quick);
                 case "idle" -> log("  " + ScaleRun.run("idle", ScaleRun.Target.of(redis), work.resolve("idle"), WORKERS, 1_000, THREADS,
                         Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *"));
+                case "audit" -> {
+                    AuditBench.Result audit = AuditBench.run(work.resolve("audit"), AUDIT_EVENTS, quick ? 1 : 5);
+                    log(AuditBench.describe(audit));
+                    if (!quick) {
+                        Report.writeAudit(Path.of("docs"), audit); // its own block of BENCHMARKS.md
+                    }
+                }
                 default -> log("  " + memory(redis, work.resolve("memory"), 10_000));
             }
         }

@@ -248,7 +248,7 @@ public final class Scheduler implements AutoCloseable {
             return;
         }
         events.info("worker_stopping").addKeyValue("running", threads.busy())
-                .addKeyValue("shutdown_timeout_ms", shutdownTimeout.toMillis())
+                .addKeyValue("shutdown_timeout_ms", shutdownTimeout.toMillis()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .log(threads.busy() == 0 ? "stopping: no new claims; nothing is running"
                         : "stopping: no new claims; letting " + threads.busy() + " running job(s) finish within the shutdown "
                         + "timeout, then interrupting the rest and writing every outcome");

@@ -19,7 +19,7 @@ final class StartEvents {
                 .addKeyValue("lock_name", run.lockName)
                 .addKeyValue("reason", "started too late: the slot's misfireGrace had passed by the lock store's clock "
                         + "when its run was to start (the worker stalled after claiming it ahead)")
-                .log("slot missed");
+                .addKeyValue("code", "late_start").log("slot missed");
     }
 
     /** The store answered PAUSED: the job was paused since the claim (recorded skipped there). */

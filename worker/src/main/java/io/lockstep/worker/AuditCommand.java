@@ -47,13 +47,13 @@ final class AuditCommand implements Callable<Integer> {
     @Parameters(arity = "1..*", paramLabel = "LOG", description = "files or directories of event lines (.gz read as gzip); - for stdin")
     List<String> logs;
 
-    @Option(names = "--from", paramLabel = "T", description = "the window's first slot (ISO-8601, 2026-12-01T10:00:00Z); default: the first event's time plus --margin")
+    @Option(names = "--from", paramLabel = "T", description = "the window's first slot (ISO-8601, 2026-12-01T10:00:00Z); default: the first event's time (plus --margin if the log begins inside a worker's life)")
     String from;
 
-    @Option(names = "--to", paramLabel = "T", description = "the window's last slot; default: the last event's time less --margin")
+    @Option(names = "--to", paramLabel = "T", description = "the window's last slot; default: the last event's time (less --margin if a worker was still running when the log ends)")
     String to;
 
-    @Option(names = "--margin", paramLabel = "D", description = "the default window's cut at each end (default: the longest misfireGrace plus 5s)")
+    @Option(names = "--margin", paramLabel = "D", description = "the default window's cut at an end where the log was cut (default: the longest misfireGrace plus 1s)")
     String margin;
 
     @Option(names = "--tolerance", paramLabel = "D", defaultValue = "100ms",

@@ -49,8 +49,8 @@ class AuditCommandTest {
                         + ",\"attempt\":1,\"lateness_ms\":2"));
             }
         }
-        lines.add(event(t0.plusSeconds(31), "worker_stopping", ""));
-        lines.add(event(t0.plusSeconds(31), "worker_stopped", ""));
+        lines.add(event(t0.plusMillis(29_500), "worker_stopping", ""));
+        lines.add(event(t0.plusMillis(29_510), "worker_stopped", ""));
         Path file = dir.resolve("events-" + skip + ".log");
         Files.write(file, lines);
         return file;

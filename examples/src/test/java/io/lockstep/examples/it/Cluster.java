@@ -233,10 +233,32 @@ final class Cluster implements AutoCloseable {
         return new AuditRun(exit, out.toString(), err.toString());
     }
 
-    /** The audit of this cluster's own events holds: exit 0, every check. */
+    /**
+     * The audit of this cluster's own events holds: exit 0, every check. Workers still running are
+     * stopped first (SIGTERM, as an operator ends a run before exporting its logs), so that the log
+     * is whole.
+     */
     void assertAuditHolds(String... options) {
+        for (WorkerProcess w : workers) {
+            if (w.isAlive()) {
+                w.signal("CONT"); // one a test left stopped
+                w.terminate();
+            }
+        }
         AuditRun run = audit(options);
         System.out.printf("%naudit of %s:%n%s%s", dir, run.out(), run.err());
+        if (run.exit() != 0) { // keep the evidence: the test's directory is deleted after it
+            Path kept = Path.of("target", "audit-failures", dir.getFileName().toString());
+            try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+                Files.createDirectories(kept);
+                for (Path f : files.filter(Files::isRegularFile).toList()) {
+                    Files.copy(f, kept.resolve(f.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                }
+                System.out.println("the workers' logs and config are kept in " + kept.toAbsolutePath());
+            } catch (IOException e) {
+                System.out.println("could not keep the logs: " + e);
+            }
+        }
         org.assertj.core.api.Assertions.assertThat(run.exit()).as("lockstep audit exit code; it printed:%n%s%s", run.out(), run.err()).isZero();
     }
 

@@ -32,8 +32,9 @@ public final class Audit {
      *
      * @param from the window's first slot, or null for the first event's time plus {@code margin}
      * @param to the window's last slot, or null for the last event's time less {@code margin}
-     * @param margin the default window's cut at each end, or null for the longest {@code misfireGrace} of the
-     *     enabled jobs plus 5 s: a slot near the end may not be decided yet, one near the start was decided before the log began
+     * @param margin the default window's cut at an end where the log was cut (it begins inside a worker's life, or
+     *     ends while one still runs), or null for the longest {@code misfireGrace} of the enabled jobs plus 1 s: a slot near
+     *     such an end may have been decided before the log began, or not yet when it ends
      * @param tolerance how far two clocks' readings may disagree: a start this much before its slot, or out of slot
      *     order by this much, is not a violation (the workers read Redis's clock over a network)
      * @param stopAllowance how long a run may take to stop once its worker told it that its lease was lost
@@ -73,13 +74,20 @@ public final class Audit {
         }
         List<JobDefinition> jobs = config.jobs().stream().filter(JobDefinition::enabled).toList();
         Duration margin = options.margin() != null ? options.margin()
-                : jobs.stream().map(JobDefinition::misfireGrace).max(Duration::compareTo).orElse(Duration.ZERO).plusSeconds(5);
-        Instant from = options.from() != null ? options.from() : Instant.ofEpochMilli(ledger.minTs).plus(margin);
-        Instant to = options.to() != null ? options.to() : Instant.ofEpochMilli(ledger.maxTs).minus(margin);
+                : jobs.stream().map(JobDefinition::misfireGrace).max(Duration::compareTo).orElse(Duration.ZERO).plusSeconds(1);
+        // The margin guards an end where the log was cut: it began inside a worker's life, or ends while one still ran.
+        List<Ledger.Life> lives = ledger.lives();
+        boolean cutAtStart = lives.stream().anyMatch(Ledger.Life::begunBefore);
+        boolean cutAtEnd = lives.stream().anyMatch(l -> l.vanished() && l.lastSeen() > ledger.maxTs - margin.toMillis());
+        // The workers' lives by Redis time (each through its clock offset), not their raw times: a stepped host clock moves those.
+        long first = lives.stream().mapToLong(Ledger.Life::startCluster).min().orElse(ledger.minTs);
+        long last = lives.stream().mapToLong(l -> l.vanished() ? l.lastSeenCluster() : l.endCluster()).max().orElse(ledger.maxTs);
+        Instant from = options.from() != null ? options.from() : Instant.ofEpochMilli(first).plus(cutAtStart ? margin : Duration.ZERO);
+        Instant to = options.to() != null ? options.to() : Instant.ofEpochMilli(last).minus(cutAtEnd ? margin : Duration.ZERO);
         if (from.isAfter(to)) {
-            throw new BadInput("the window is empty: " + from + " .. " + to + " (the events span " + Instant.ofEpochMilli(ledger.minTs)
-                    + " .. " + Instant.ofEpochMilli(ledger.maxTs) + ", less a margin of " + margin.toMillis()
-                    + " ms at each end); pass --from and --to, or a smaller --margin");
+            throw new BadInput("the window is empty: " + from + " .. " + to + " (the workers' events span " + Instant.ofEpochMilli(first)
+                    + " .. " + Instant.ofEpochMilli(last) + (cutAtStart || cutAtEnd ? ", less a margin of " + margin.toMillis()
+                    + " ms where the log was cut" : "") + "); pass --from and --to" + (cutAtStart || cutAtEnd ? ", or a smaller --margin" : ""));
         }
         AuditReport report = new AuditReport();
         report.from = from;
@@ -89,7 +97,7 @@ public final class Audit {
         report.skippedLines = reader.skipped;
         report.duplicates = ledger.duplicates;
         report.unreadable = ledger.unreadableSlots;
-        Checks checks = new Checks(ledger, report, options, from.toEpochMilli(), to.toEpochMilli());
+        Checks checks = new Checks(ledger, lives, report, options, from.toEpochMilli(), to.toEpochMilli());
         Set<String> known = new HashSet<>();
         for (JobDefinition job : config.jobs()) {
             known.add(job.name());

@@ -34,14 +34,14 @@ final class Checks {
     /** One run: a fencing token's first {@code job_started}; {@code start} by Redis time (slot + lateness), or {@link Ev#NONE}. */
     private record Run(long slot, long token, Ev started, long start, boolean rerun) {}
 
-    Checks(Ledger ledger, AuditReport report, Audit.Options options, long from, long to) {
+    Checks(Ledger ledger, List<Life> lives, AuditReport report, Audit.Options options, long from, long to) {
         this.ledger = ledger;
         this.report = report;
         this.from = from;
         this.to = to;
         this.tolerance = options.tolerance().toMillis();
         this.stopAllowance = options.stopAllowance().toMillis();
-        this.lives = ledger.lives();
+        this.lives = lives;
     }
 
     void job(JobDefinition def) {
@@ -157,7 +157,9 @@ final class Checks {
             report.flag(def.name(), slot, "no run or report; " + describe(vanished) + " vanished near it and may have held it");
             return;
         }
-        List<String> running = lives.stream().filter(l -> slot >= l.startCluster() + 1000 && slot <= l.endCluster() - 1000)
+        // A worker answers for the slots whose grace ended while it ran: one stopped within a slot's grace may leave it
+        // undecided to its peers (a claim the store did not answer yet, a slot waiting for a thread).
+        List<String> running = lives.stream().filter(l -> slot >= l.startCluster() + 1000 && slot + grace + 1000 <= l.endCluster())
                 .map(Life::worker).distinct().sorted().toList();
         if (running.isEmpty()) {
             report.unattended++;

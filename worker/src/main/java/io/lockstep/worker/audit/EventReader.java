@@ -55,8 +55,8 @@ final class EventReader {
 
         void clear() {
             event = worker = job = slot = reason = outcome = code = from = to = null;
-            ts = token = lateness = Ev.NONE;
-            attempt = clockOffset = count = 0;
+            ts = token = lateness = clockOffset = Ev.NONE;
+            attempt = count = 0;
             manual = catchUp = rerun = success = lockName = false;
         }
     }
@@ -181,7 +181,7 @@ final class EventReader {
             case "fencing_token" -> f.token = p.getValueAsLong(Ev.NONE);
             case "attempt" -> f.attempt = p.getValueAsLong(0);
             case "lateness_ms" -> f.lateness = p.getValueAsLong(Ev.NONE);
-            case "clock_offset_ms" -> f.clockOffset = p.getValueAsLong(0);
+            case "clock_offset_ms" -> f.clockOffset = p.getValueAsLong(Ev.NONE);
             case "count" -> f.count = p.getValueAsLong(0);
             case "manual" -> f.manual = p.getValueAsBoolean();
             case "catch_up" -> f.catchUp = p.getValueAsBoolean();

@@ -5,7 +5,6 @@ import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,8 +37,12 @@ final class Ledger implements Consumer<EventReader.Fields> {
         final List<Ev> lifecycle = new ArrayList<>();
         long[] seen = new long[64];
         int seenCount;
-        /** The first slot event's time: a log that begins inside a life (before its worker_started) shows one. */
-        long firstSlotEvent = Long.MAX_VALUE;
+        /**
+         * A slot event came before any {@code worker_started} of this worker, in the order read: the log begins
+         * inside a life. (The order read, not the times: a host clock stepped back would put later events first.)
+         */
+        boolean slotEventBeforeStart;
+        boolean startSeen;
         private boolean sorted;
 
         WorkerLog(String id) {
@@ -83,15 +86,16 @@ final class Ledger implements Consumer<EventReader.Fields> {
      * One life of a worker: from its {@code worker_started} (or its first event, when the log began
      * later) to its {@code worker_stopping} when it stopped cleanly, or to its last event when it
      * vanished (no {@code worker_stopped}). {@code offset} turns its wall clock into Redis's
-     * ({@code clock_offset_ms}).
+     * ({@code clock_offset_ms}). {@code begunBefore}: the log began inside it (a slot event before any start).
      */
-    record Life(String worker, long start, long end, long lastSeen, boolean vanished, long offset) {
+    record Life(String worker, long start, long end, long lastSeen, boolean vanished, long offset, long endOffset, boolean begunBefore) {
         long startCluster() {
             return start + offset;
         }
 
+        /** Its end by Redis time: through the offset its {@code worker_stopping} logged (a clock stepped meanwhile), else its start's. */
         long endCluster() {
-            return end + offset;
+            return end + endOffset;
         }
 
         long lastSeenCluster() {
@@ -108,8 +112,10 @@ final class Ledger implements Consumer<EventReader.Fields> {
         maxTs = Math.max(maxTs, f.ts);
         switch (type) {
             case OTHER -> { }
-            case WORKER_STARTED, WORKER_STOPPING, WORKER_STOPPED ->
-                    w.lifecycle.add(new Ev(type, f.worker, f.ts, Ev.NONE, 0, f.clockOffset, 0, null));
+            case WORKER_STARTED, WORKER_STOPPING, WORKER_STOPPED -> {
+                w.lifecycle.add(new Ev(type, f.worker, f.ts, Ev.NONE, 0, f.clockOffset, 0, null));
+                w.startSeen |= type == Type.WORKER_STARTED;
+            }
             case SLOTS_MISSED -> {
                 try {
                     ranges.add(new Range(f.job, Instant.parse(f.from).toEpochMilli(), Instant.parse(f.to).toEpochMilli(), f.count,
@@ -146,7 +152,7 @@ final class Ledger implements Consumer<EventReader.Fields> {
         }
         Ev ev = new Ev(type, f.worker, f.ts, f.token, (int) f.attempt, f.lateness, flags, text);
         WorkerLog w = workers.get(f.worker);
-        w.firstSlotEvent = Math.min(w.firstSlotEvent, f.ts);
+        w.slotEventBeforeStart |= !w.startSeen;
         List<Ev> events = slots.computeIfAbsent(f.job, j -> new HashMap<>()).computeIfAbsent(slot, s -> new ArrayList<>(6));
         if (events.contains(ev)) {
             duplicates++;
@@ -180,8 +186,7 @@ final class Ledger implements Consumer<EventReader.Fields> {
     List<Life> lives() {
         List<Life> lives = new ArrayList<>();
         for (WorkerLog w : workers.values()) {
-            List<Ev> cycle = new ArrayList<>(w.lifecycle);
-            cycle.sort(Comparator.comparingLong(Ev::ts));
+            List<Ev> cycle = w.lifecycle; // in the order read: a stepped clock may disorder their times
             List<Integer> starts = new ArrayList<>();
             for (int i = 0; i < cycle.size(); i++) {
                 if (cycle.get(i).type() == Type.WORKER_STARTED) {
@@ -189,34 +194,35 @@ final class Ledger implements Consumer<EventReader.Fields> {
                 }
             }
             long firstSeen = w.lastSeenBefore(Long.MIN_VALUE);
-            if (starts.isEmpty() || cycle.get(starts.get(0)).ts() > w.firstSlotEvent) {
+            if (starts.isEmpty() || w.slotEventBeforeStart) {
                 // The log begins inside a life (a slot event before any start): from the first event to the first start.
                 long until = starts.isEmpty() ? Long.MAX_VALUE : cycle.get(starts.get(0)).ts();
-                lives.add(life(w, cycle, 0, starts.isEmpty() ? cycle.size() : starts.get(0), firstSeen, until, 0));
+                lives.add(life(w, cycle, 0, starts.isEmpty() ? cycle.size() : starts.get(0), firstSeen, until, 0, true));
             }
             for (int k = 0; k < starts.size(); k++) {
                 int from = starts.get(k);
                 int to = k + 1 < starts.size() ? starts.get(k + 1) : cycle.size();
                 long until = k + 1 < starts.size() ? cycle.get(to).ts() : Long.MAX_VALUE;
-                lives.add(life(w, cycle, from, to, cycle.get(from).ts(), until, cycle.get(from).lateness()));
+                lives.add(life(w, cycle, from, to, cycle.get(from).ts(), until, cycle.get(from).lateness() == Ev.NONE ? 0 : cycle.get(from).lateness(), false));
             }
         }
         return lives;
     }
 
-    private static Life life(WorkerLog w, List<Ev> cycle, int from, int to, long start, long until, long offset) {
-        long stopping = Long.MIN_VALUE;
+    private static Life life(WorkerLog w, List<Ev> cycle, int from, int to, long start, long until, long offset, boolean begunBefore) {
+        long stopping = Long.MIN_VALUE, endOffset = offset;
         boolean stopped = false;
         for (int i = from; i < to; i++) {
             Ev e = cycle.get(i);
             if (e.type() == Type.WORKER_STOPPING && stopping == Long.MIN_VALUE) {
                 stopping = e.ts();
+                endOffset = e.lateness() == Ev.NONE ? offset : e.lateness();
             } else if (e.type() == Type.WORKER_STOPPED) {
                 stopped = true;
             }
         }
         long lastSeen = w.lastSeenBefore(until == Long.MAX_VALUE ? Long.MAX_VALUE : until);
         long end = stopping != Long.MIN_VALUE ? stopping : lastSeen;
-        return new Life(w.id, start, end, lastSeen, !stopped, offset);
+        return new Life(w.id, start, end, lastSeen, !stopped, offset, endOffset, begunBefore);
     }
 }

@@ -185,6 +185,32 @@ class AuditTest {
     }
 
     @Test
+    void aWorkerWhoseHostClockWasSteppedBackAnHourIsReadByRedisTime() throws Exception {
+        // w1's wall clock goes back an hour after slot 5: its own timestamps jump, its slots and lateness (Redis time) do not.
+        log = new EventLog().workerStarted("w1", 0.5);
+        for (int s = 1; s <= 19; s++) {
+            log.run("w1", JOB, s, 1000 + s * 10L);
+        }
+        List<String> lines = new java.util.ArrayList<>(log.lines);
+        for (int i = 0; i < lines.size(); i++) {
+            String line = lines.get(i);
+            String ts = line.substring(7, line.indexOf('"', 7));
+            if (java.time.Instant.parse(ts).isAfter(at(5.5))) {
+                lines.set(i, line.replace(ts, java.time.Instant.parse(ts).minusSeconds(3600).toString()));
+            }
+        }
+        log.lines.clear();
+        log.lines.addAll(lines);
+        log.event(20 - 3600, "worker_stopping", "w1", "\"running\":0,\"clock_offset_ms\":3600000")
+                .event(20.01 - 3600, "worker_stopped", "w1", "\"drained\":true");
+        AuditReport report = Audit.run(List.of(log.write(dir, "stepped.log").toString()), InputStream(), config, Audit.Options.defaults());
+        assertHolds(report);
+        assertThat(report.from).isEqualTo(at(0.5));
+        assertThat(report.to).isEqualTo(at(20));
+        assertThat(report.startedOnce).isEqualTo(19);
+    }
+
+    @Test
     void eventsWrappedByLogStoresAreRead() throws Exception {
         everySlotRunsOnce(Set.of(5, 6, 7)).workerStopped("w1", 20).workerStopped("w2", 20);
         log.lines.addAll(List.of(
@@ -306,7 +332,8 @@ class AuditTest {
         Path missing = dir.resolve("nope.log");
         assertThatThrownBy(() -> Audit.run(List.of(missing.toString()), InputStream(), config, Audit.Options.defaults()))
                 .isInstanceOf(Audit.BadInput.class).hasMessageContaining("nope.log: no such file");
-        log = new EventLog().workerStarted("w1", 0).workerStopped("w1", 3);
+        // The log ends while w1 still runs, 2 s after it started: less the margin (misfireGrace + 1 s) at that end, nothing is left.
+        log = new EventLog().workerStarted("w1", 0).event(2, "redis_recovered", "w1", "");
         Path file = log.write(dir, "short.log");
         assertThatThrownBy(() -> Audit.run(List.of(file.toString()), InputStream(), config, Audit.Options.defaults()))
                 .isInstanceOf(Audit.BadInput.class).hasMessageContaining("the window is empty");
