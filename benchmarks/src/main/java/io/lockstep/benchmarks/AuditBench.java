@@ -127,7 +127,7 @@ public final class AuditBench {
         long n = 0;
         try (BufferedWriter w = Files.newBufferedWriter(log)) {
             for (String worker : WORKERS) {
-                n += line(w, t0.minusSeconds(5), "worker_started", worker, ",\"jobs\":100,\"threads\":8,\"clock_offset_ms\":0");
+                n += line(w, t0.minusMillis(1_500), "worker_started", worker, ",\"jobs\":100,\"threads\":8,\"clock_offset_ms\":0");
             }
             long k = 0;
             for (; n < events - 6; k++) {

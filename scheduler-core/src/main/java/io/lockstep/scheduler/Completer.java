@@ -262,8 +262,8 @@ final class Completer {
             unwritten.remove(key(run.definition.name(), run.scheduledTime()));
             events.error("outcome_unrecorded").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.scheduledTime().toString()).addKeyValue("lock_name", run.lockName)
-                    .addKeyValue("identifier", run.lease.token()).addKeyValue("outcome", p.outcome().label())
-                    .addKeyValue("reason", "lock store unreachable while the worker shut down")
+                    .addKeyValue("identifier", run.lease.token()).addKeyValue("fencing_token", run.fencingToken())
+                    .addKeyValue("outcome", p.outcome().label()).addKeyValue("reason", "lock store unreachable while the worker shut down")
                     .log("outcome could not be written before shutdown; the slot's lease runs out and its recover policy applies");
         }
     }

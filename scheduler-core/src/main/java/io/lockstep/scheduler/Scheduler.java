@@ -259,7 +259,7 @@ public final class Scheduler implements AutoCloseable {
         membership.stop();
         created.closeWithin(runner.jobsRunning(), shutdownTimeout); // every run has ended, its outcome written: their resources may go
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", threads.busy())
-                .log("worker stopped");
+                .addKeyValue("clock_offset_ms", clock.offsetMillis()).log("worker stopped");
     }
 
     private static ExecutorService defaultExecutor(int threads) {

@@ -6,10 +6,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -57,6 +55,9 @@ public final class Audit {
         }
     }
 
+    /** A default window (the events' span) longer than this is taken for a stray timestamp: --from/--to are asked for. */
+    static final Duration LONGEST_DEFAULT_WINDOW = Duration.ofDays(31);
+
     private Audit() {}
 
     /** Reads {@code paths} ("-" for {@code stdin}) and checks them against {@code config}'s enabled jobs. */
@@ -97,7 +98,11 @@ public final class Audit {
         report.skippedLines = reader.skipped;
         report.duplicates = ledger.duplicates;
         report.unreadable = ledger.unreadableSlots;
-        Checks checks = new Checks(ledger, lives, report, options, from.toEpochMilli(), to.toEpochMilli());
+        if ((options.from() == null || options.to() == null) && Duration.between(from, to).compareTo(LONGEST_DEFAULT_WINDOW) > 0) {
+            throw new BadInput("the events span " + from + " .. " + to + ", longer than " + LONGEST_DEFAULT_WINDOW.toDays()
+                    + " days: a stray timestamp? pass --from and --to");
+        }
+        Checks checks = new Checks(ledger, lives, report, options, from.toEpochMilli(), to.toEpochMilli(), margin.toMillis());
         Set<String> known = new HashSet<>();
         for (JobDefinition job : config.jobs()) {
             known.add(job.name());
@@ -106,22 +111,16 @@ public final class Audit {
             }
         }
         checks.workers();
+        if (report.slotsChecked == 0) {
+            throw new BadInput("no slot of an enabled job of " + config.source() + " lies in the window " + from + " .. " + to
+                    + (ledger.slots.isEmpty() ? "" : " (the events name " + String.join(", ", new TreeSet<>(ledger.slots.keySet())) + ")")
+                    + ": nothing to check; is it the workers' config, and the right window?");
+        }
         Set<String> unknown = new TreeSet<>(ledger.slots.keySet());
         unknown.removeAll(known);
         if (!unknown.isEmpty()) {
             report.notes.add("events of jobs not in " + config.source() + " were not checked: " + String.join(", ", unknown));
         }
         return report;
-    }
-
-    /** The slots of {@code job}'s schedule in [from, to], epoch ms, ascending. */
-    static List<Long> schedule(JobDefinition job, long from, long to) {
-        List<Long> slots = new ArrayList<>();
-        Optional<Instant> next = job.schedule().next(Instant.ofEpochMilli(from - 1));
-        while (next.isPresent() && next.get().toEpochMilli() <= to) {
-            slots.add(next.get().toEpochMilli());
-            next = job.schedule().next(next.get());
-        }
-        return slots;
     }
 }

@@ -8,7 +8,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -28,13 +27,14 @@ final class Checks {
 
     private final Ledger ledger;
     private final AuditReport report;
-    private final long from, to, tolerance, stopAllowance;
+    private final long from, to, tolerance, stopAllowance, margin;
     private final List<Life> lives;
 
     /** One run: a fencing token's first {@code job_started}; {@code start} by Redis time (slot + lateness), or {@link Ev#NONE}. */
     private record Run(long slot, long token, Ev started, long start, boolean rerun) {}
 
-    Checks(Ledger ledger, List<Life> lives, AuditReport report, Audit.Options options, long from, long to) {
+    Checks(Ledger ledger, List<Life> lives, AuditReport report, Audit.Options options, long from, long to, long margin) {
+        this.margin = margin;
         this.ledger = ledger;
         this.report = report;
         this.from = from;
@@ -47,9 +47,10 @@ final class Checks {
     void job(JobDefinition def) {
         Map<Long, List<Ev>> bySlot = ledger.slots.getOrDefault(def.name(), Map.of());
         List<Ledger.Range> ranges = ledger.ranges.stream().filter(r -> def.name().equals(r.job())).toList();
-        List<Long> schedule = Audit.schedule(def, from, to);
-        List<Run> originals = new ArrayList<>(schedule.size());
-        for (long slot : schedule) {
+        List<Run> originals = new ArrayList<>();
+        for (Instant next = def.schedule().next(Instant.ofEpochMilli(from - 1)).orElse(null); next != null && next.toEpochMilli() <= to;
+                next = def.schedule().next(next).orElse(null)) {
+            long slot = next.toEpochMilli();
             report.slotsChecked++;
             Run original = slot(def, slot, bySlot.getOrDefault(slot, List.of()), false, ranges);
             if (original != null && !original.rerun()) {
@@ -57,7 +58,6 @@ final class Checks {
             }
         }
         order(def, originals);
-        Set<Long> scheduled = new HashSet<>(schedule);
         for (Map.Entry<Long, List<Ev>> e : bySlot.entrySet()) {
             long slot = e.getKey();
             if (slot < from || slot > to) {
@@ -65,7 +65,7 @@ final class Checks {
             }
             if (e.getValue().stream().anyMatch(ev -> ev.type() == Type.JOB_STARTED && ev.has(Ev.MANUAL))) {
                 slot(def, slot, e.getValue(), true, ranges);
-            } else if (!scheduled.contains(slot)) {
+            } else if (!def.schedule().next(Instant.ofEpochMilli(slot - 1)).map(n -> n.toEpochMilli() == slot).orElse(false)) {
                 report.outsideSchedule++;
             }
             leaseStops(def, slot, e.getValue());
@@ -106,7 +106,7 @@ final class Checks {
                 report.violation("second-run", job, slot, "started again under fencing token " + r.token() + " by " + r.started().worker()
                         + " without a recovery (no slot_recovered names the token); the run before it was under " + prev.token() + " by "
                         + prev.started().worker(), List.of(prev.started(), r.started()));
-            } else if (!lost(prev, events)) {
+            } else if (!lost(prev, events, recoveredAt(slot, r, events))) {
                 rerunsHold = false;
                 report.violation("second-run", job, slot, "rerun under fencing token " + r.token() + " while the run under " + prev.token()
                         + " by " + prev.started().worker() + " had not lost its lease (no lease_lost, hand-over, or vanished worker shows it)",
@@ -157,6 +157,11 @@ final class Checks {
             report.flag(def.name(), slot, "no run or report; " + describe(vanished) + " vanished near it and may have held it");
             return;
         }
+        List<String> cut = lives.stream().filter(l -> l.begunBefore() && slot < l.startCluster() + margin).map(Life::worker).distinct().toList();
+        if (!cut.isEmpty()) {
+            report.flag(def.name(), slot, "no run or report; the log of " + String.join(", ", cut) + " begins after it (cut) and may hold it");
+            return;
+        }
         // A worker answers for the slots whose grace ended while it ran: one stopped within a slot's grace may leave it
         // undecided to its peers (a claim the store did not answer yet, a slot waiting for a thread).
         List<String> running = lives.stream().filter(l -> slot >= l.startCluster() + 1000 && slot + grace + 1000 <= l.endCluster())
@@ -169,19 +174,34 @@ final class Checks {
                 + (running.size() == 1 ? " was" : " were") + " running", events);
     }
 
-    /** Whether the log shows that run {@code prev} lost its lease, was handed over, or that its worker vanished or stopped. */
-    private boolean lost(Run prev, List<Ev> events) {
+    /** When rerun {@code r} was decided, by Redis time: its {@code slot_recovered}, else its start. */
+    private static long recoveredAt(long slot, Run r, List<Ev> events) {
+        for (Ev e : events) {
+            if (e.type() == Type.SLOT_RECOVERED && e.token() == r.token() && e.lateness() != Ev.NONE) {
+                return slot + e.lateness();
+            }
+        }
+        return r.start() != Ev.NONE ? r.start() : Long.MAX_VALUE;
+    }
+
+    /**
+     * Whether the log shows that run {@code prev} lost its lease ({@code lease_lost}, a failure for it), was handed
+     * over (an outcome that hands the slot over, {@code outcome_unrecorded}), or that its worker vanished before the
+     * rerun was decided. A release refused or {@code outcome_late} are not such signs: they follow any takeover, a
+     * wrongful one too.
+     */
+    private boolean lost(Run prev, List<Ev> events, long recoveredAt) {
         for (Ev e : events) {
             boolean same = e.token() == prev.token() || (e.token() == Ev.NONE && e.worker().equals(prev.started().worker()));
             if (!same) {
                 continue;
             }
             switch (e.type()) {
-                case LEASE_LOST, OUTCOME_LATE -> {
+                case LEASE_LOST, OUTCOME_UNRECORDED -> {
                     return true;
                 }
                 case SLOT_RELEASED -> {
-                    if (!e.has(Ev.SUCCESS) || HANDED_OVER.contains(e.text())) {
+                    if (HANDED_OVER.contains(e.text())) {
                         return true;
                     }
                 }
@@ -194,7 +214,7 @@ final class Checks {
             }
         }
         Life life = lifeAt(prev.started().worker(), prev.started().ts());
-        return life != null && life.vanished();
+        return life != null && life.vanished() && life.lastSeenCluster() <= recoveredAt + tolerance;
     }
 
     /** Started before its slot by Redis time, or after misfireGrace (scheduled first attempts; reruns and catch-up may be later). */
@@ -265,8 +285,10 @@ final class Checks {
             if (started == null) {
                 continue; // lost before it started
             }
-            List<Ev> ends = events.stream().filter(e -> e.type().isOutcome() && e.token() == lost.token() && e.worker().equals(lost.worker())
-                    && e.attempt() >= started.attempt()).toList();
+            // Its end: the outcome of its last attempt, or the writing of it (job_timed_out is logged at the interrupt, not the end).
+            List<Ev> ends = events.stream().filter(e -> e.token() == lost.token() && e.worker().equals(lost.worker())
+                    && ((e.type() != Type.JOB_TIMED_OUT && e.type().isOutcome() && e.attempt() >= started.attempt())
+                    || e.type() == Type.SLOT_RELEASED || e.type() == Type.OUTCOME_LATE || e.type() == Type.OUTCOME_UNRECORDED)).toList();
             if (ends.stream().anyMatch(e -> e.ts() <= lost.ts())) {
                 continue; // it had ended; the lease went while the outcome was written
             }
@@ -279,7 +301,11 @@ final class Checks {
                 continue;
             }
             Life life = lifeAt(lost.worker(), lost.ts());
-            if (life != null && (!life.vanished() || life.lastSeen() - lost.ts() > stopAllowance)) {
+            boolean timedOut = events.stream().anyMatch(e -> e.type() == Type.JOB_TIMED_OUT && e.token() == lost.token());
+            if (timedOut) {
+                report.flag(def.name(), slot, "the run under fencing token " + lost.token() + " timed out and lost its lease; its end is"
+                        + " only in slot_released, on the claims logger, which this log does not have");
+            } else if (life != null && (!life.vanished() || life.lastSeen() - lost.ts() > stopAllowance)) {
                 report.violation("lease-stop", def.name(), slot, "no outcome was logged after its lease was lost, though " + lost.worker()
                         + " went on " + (life.vanished() ? "logging for " + (life.lastSeen() - lost.ts()) + " ms" : "and stopped cleanly"),
                         List.of(started, lost));

@@ -25,7 +25,7 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
     /** The events the checks read; every other Lockstep event is counted and only moves its worker's last sighting. */
     enum Type {
         WORKER_STARTED, WORKER_STOPPING, WORKER_STOPPED,
-        SLOT_CLAIMED, JOB_STARTED, JOB_SUCCEEDED, JOB_FAILED, JOB_TIMED_OUT, LEASE_LOST, SLOT_RELEASED, OUTCOME_LATE,
+        SLOT_CLAIMED, JOB_STARTED, JOB_SUCCEEDED, JOB_FAILED, JOB_TIMED_OUT, LEASE_LOST, SLOT_RELEASED, OUTCOME_LATE, OUTCOME_UNRECORDED,
         SLOT_RECOVERED, SLOT_ABANDONED, SLOT_MISSED, SLOTS_MISSED, SLOT_SKIPPED, SLOT_STALE, SLOT_HANDED_OVER, OTHER;
 
         final String label = name().toLowerCase(Locale.ROOT);
@@ -43,6 +43,7 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
                 case "lease_lost" -> LEASE_LOST;
                 case "slot_released" -> SLOT_RELEASED;
                 case "outcome_late" -> OUTCOME_LATE;
+                case "outcome_unrecorded" -> OUTCOME_UNRECORDED;
                 case "slot_recovered" -> SLOT_RECOVERED;
                 case "slot_abandoned" -> SLOT_ABANDONED;
                 case "slot_missed" -> SLOT_MISSED;

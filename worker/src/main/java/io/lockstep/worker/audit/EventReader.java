@@ -3,7 +3,6 @@ package io.lockstep.worker.audit;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
@@ -14,7 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
-import java.time.format.DateTimeParseException;
+import java.time.DateTimeException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -35,6 +34,8 @@ final class EventReader {
 
     private static final JsonFactory JSON = new JsonFactory();
     private static final int MAX_DEPTH = 3;
+    /** A longer line is not an event (a binary file, a dump): skipped without being held. */
+    static final int MAX_LINE = 1 << 20;
 
     /** What was read, for the summary. */
     long lines, events, skipped;
@@ -75,6 +76,8 @@ final class EventReader {
             List<Path> files;
             try (Stream<Path> walk = Files.walk(path)) {
                 files = walk.filter(Files::isRegularFile).sorted().toList();
+            } catch (UncheckedIOException e) {
+                throw e.getCause();
             }
             for (Path f : files) {
                 try (InputStream in = f.toString().endsWith(".gz") ? new GZIPInputStream(Files.newInputStream(f), 1 << 16)
@@ -87,13 +90,49 @@ final class EventReader {
         }
     }
 
+    /** Splits {@code in} into lines of at most {@link #MAX_LINE} characters; a longer one is counted and skipped. */
     private void read(InputStream in) throws IOException {
         CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPLACE)
                 .onUnmappableCharacter(CodingErrorAction.REPLACE);
-        BufferedReader reader = new BufferedReader(new InputStreamReader(in, utf8), 1 << 16);
-        for (String line; (line = reader.readLine()) != null; ) {
-            line(line);
+        InputStreamReader reader = new InputStreamReader(in, utf8);
+        char[] buf = new char[1 << 16];
+        StringBuilder line = new StringBuilder(512);
+        boolean overlong = false;
+        for (int n; (n = reader.read(buf)) > 0; ) {
+            int start = 0;
+            for (int i = 0; i < n; i++) {
+                if (buf[i] == '\n') {
+                    overlong = append(line, buf, start, i, overlong);
+                    end(line, overlong);
+                    overlong = false;
+                    start = i + 1;
+                }
+            }
+            overlong = append(line, buf, start, n, overlong);
         }
+        if (line.length() > 0 || overlong) {
+            end(line, overlong);
+        }
+    }
+
+    private static boolean append(StringBuilder line, char[] buf, int from, int to, boolean overlong) {
+        if (overlong || line.length() + (to - from) > MAX_LINE) {
+            line.setLength(0);
+            return true;
+        }
+        line.append(buf, from, to - from);
+        return false;
+    }
+
+    private void end(StringBuilder line, boolean overlong) {
+        if (overlong) {
+            lines++;
+            skipped++;
+        } else {
+            int length = line.length();
+            line(length > 0 && line.charAt(length - 1) == '\r' ? line.substring(0, length - 1) : line.toString());
+        }
+        line.setLength(0);
     }
 
     /** One line: an event to the sink, or counted as skipped. */
@@ -114,7 +153,7 @@ final class EventReader {
 
     /** Parses one JSON object into {@link #fields}; false when it is not JSON. Nested forms are looked into. */
     private boolean parse(String json, int depth) {
-        String embedded = null;
+        embedded = null;
         try (JsonParser p = JSON.createParser(json)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return false;
@@ -130,20 +169,16 @@ final class EventReader {
                     }
                 } else if (value == JsonToken.START_ARRAY) {
                     p.skipChildren();
-                } else if (value == JsonToken.VALUE_STRING && (name.equals("log") || name.equals("message") || name.equals("line"))) {
-                    String text = p.getText();
-                    if (text.startsWith("{")) {
-                        embedded = text;
-                    }
                 } else {
                     set(name, p);
                 }
             }
-        } catch (IOException | DateTimeParseException | NumberFormatException e) {
+        } catch (IOException | DateTimeException | ArithmeticException | NumberFormatException e) {
             return false; // not JSON, or cut short: skipped, never half read
         }
         if (fields.event == null && embedded != null && depth < MAX_DEPTH) {
-            return parse(embedded, depth + 1);
+            String inner = embedded;
+            return parse(inner, depth + 1);
         }
         return true;
     }
@@ -161,9 +196,18 @@ final class EventReader {
         }
     }
 
+    /** An event embedded as a string ({@code log}, {@code message}, {@code line}), read when the object itself is not one. */
+    private String embedded;
+
     private void set(String name, JsonParser p) throws IOException {
         Fields f = fields;
         switch (name) {
+            case "log", "message", "line" -> {
+                String text = p.getText();
+                if (p.currentToken() == JsonToken.VALUE_STRING && text.startsWith("{")) {
+                    embedded = text;
+                }
+            }
             case "event" -> f.event = intern(p.getText());
             case "worker" -> f.worker = intern(p.getText());
             case "ts", "@timestamp" -> {

@@ -2,7 +2,7 @@ package io.lockstep.worker.audit;
 
 import io.lockstep.worker.audit.Ev.Type;
 import java.time.Instant;
-import java.time.format.DateTimeParseException;
+import java.time.DateTimeException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -38,11 +38,11 @@ final class Ledger implements Consumer<EventReader.Fields> {
         long[] seen = new long[64];
         int seenCount;
         /**
-         * A slot event came before any {@code worker_started} of this worker, in the order read: the log begins
-         * inside a life. (The order read, not the times: a host clock stepped back would put later events first.)
+         * The earliest start of a run it logged, by Redis time (slot + {@code lateness_ms}): before its first
+         * {@code worker_started}, the log begins inside a life. (Redis time, not the host's: a clock stepped back, or
+         * files read newest first, would put later events first.)
          */
-        boolean slotEventBeforeStart;
-        boolean startSeen;
+        long firstRunStart = Long.MAX_VALUE;
         private boolean sorted;
 
         WorkerLog(String id) {
@@ -113,14 +113,22 @@ final class Ledger implements Consumer<EventReader.Fields> {
         switch (type) {
             case OTHER -> { }
             case WORKER_STARTED, WORKER_STOPPING, WORKER_STOPPED -> {
-                w.lifecycle.add(new Ev(type, f.worker, f.ts, Ev.NONE, 0, f.clockOffset, 0, null));
-                w.startSeen |= type == Type.WORKER_STARTED;
+                long offset = f.clockOffset;
+                if (offset == Ev.NONE && type == Type.WORKER_STOPPED && !w.lifecycle.isEmpty()) {
+                    offset = w.lifecycle.get(w.lifecycle.size() - 1).lateness(); // logged before 0.2 without one: its stopping's
+                }
+                Ev ev = new Ev(type, f.worker, f.ts, Ev.NONE, 0, offset, 0, null);
+                if (w.lifecycle.contains(ev)) {
+                    duplicates++;
+                } else {
+                    w.lifecycle.add(ev);
+                }
             }
             case SLOTS_MISSED -> {
                 try {
                     ranges.add(new Range(f.job, Instant.parse(f.from).toEpochMilli(), Instant.parse(f.to).toEpochMilli(), f.count,
                             f.reason, new Ev(type, f.worker, f.ts, Ev.NONE, 0, Ev.NONE, 0, f.reason)));
-                } catch (DateTimeParseException | NullPointerException e) {
+                } catch (DateTimeException | ArithmeticException | NullPointerException e) {
                     unreadableSlots++;
                 }
             }
@@ -132,7 +140,7 @@ final class Ledger implements Consumer<EventReader.Fields> {
         long slot;
         try {
             slot = Instant.parse(f.slot).toEpochMilli();
-        } catch (DateTimeParseException | NullPointerException e) {
+        } catch (DateTimeException | ArithmeticException | NullPointerException e) {
             unreadableSlots++;
             return;
         }
@@ -147,18 +155,29 @@ final class Ledger implements Consumer<EventReader.Fields> {
             case SLOT_SKIPPED -> f.reason != null && f.reason.startsWith("overlap") ? "overlap" : f.reason;
             default -> f.reason;
         };
-        if (type == Type.SLOT_MISSED && UNILATERAL_MISSES.contains(text)) {
+        if (type == Type.SLOT_MISSED && (UNILATERAL_MISSES.contains(text) || unilateral(f.reason))) {
             flags |= Ev.UNILATERAL;
         }
         Ev ev = new Ev(type, f.worker, f.ts, f.token, (int) f.attempt, f.lateness, flags, text);
-        WorkerLog w = workers.get(f.worker);
-        w.slotEventBeforeStart |= !w.startSeen;
+        if (type == Type.JOB_STARTED && f.lateness != Ev.NONE) {
+            WorkerLog w = workers.get(f.worker);
+            w.firstRunStart = Math.min(w.firstRunStart, slot + f.lateness);
+        }
         List<Ev> events = slots.computeIfAbsent(f.job, j -> new HashMap<>()).computeIfAbsent(slot, s -> new ArrayList<>(6));
         if (events.contains(ev)) {
             duplicates++;
             return;
         }
         events.add(ev);
+    }
+
+    /**
+     * A miss the worker decided alone, whatever code it kept (a slot already late for another reason when the store
+     * stopped answering keeps that code; its reason says why it was not asked).
+     */
+    private static boolean unilateral(String reason) {
+        return reason != null && (reason.contains("lock store unreachable") || reason.contains("no majority")
+                || reason.contains("waitReplicas"));
     }
 
     /**
@@ -186,7 +205,9 @@ final class Ledger implements Consumer<EventReader.Fields> {
     List<Life> lives() {
         List<Life> lives = new ArrayList<>();
         for (WorkerLog w : workers.values()) {
-            List<Ev> cycle = w.lifecycle; // in the order read: a stepped clock may disorder their times
+            // By Redis time: each lifecycle event carries its host's offset (files may come newest first, a clock may step).
+            List<Ev> cycle = new ArrayList<>(w.lifecycle);
+            cycle.sort(java.util.Comparator.comparingLong(e -> e.ts() + (e.lateness() == Ev.NONE ? 0 : e.lateness())));
             List<Integer> starts = new ArrayList<>();
             for (int i = 0; i < cycle.size(); i++) {
                 if (cycle.get(i).type() == Type.WORKER_STARTED) {
@@ -194,19 +215,25 @@ final class Ledger implements Consumer<EventReader.Fields> {
                 }
             }
             long firstSeen = w.lastSeenBefore(Long.MIN_VALUE);
-            if (starts.isEmpty() || w.slotEventBeforeStart) {
-                // The log begins inside a life (a slot event before any start): from the first event to the first start.
-                long until = starts.isEmpty() ? Long.MAX_VALUE : cycle.get(starts.get(0)).ts();
-                lives.add(life(w, cycle, 0, starts.isEmpty() ? cycle.size() : starts.get(0), firstSeen, until, 0, true));
+            Ev firstStart = starts.isEmpty() ? null : cycle.get(starts.get(0));
+            if (firstStart == null || w.firstRunStart < firstStart.ts() + offset(firstStart) - 1000) {
+                // The log begins inside a life (a run started before any start of the worker): from that run to the first start.
+                long until = firstStart == null ? Long.MAX_VALUE : firstStart.ts();
+                long begin = w.firstRunStart != Long.MAX_VALUE ? w.firstRunStart : firstSeen;
+                lives.add(life(w, cycle, 0, starts.isEmpty() ? cycle.size() : starts.get(0), begin, until, 0, true));
             }
             for (int k = 0; k < starts.size(); k++) {
                 int from = starts.get(k);
                 int to = k + 1 < starts.size() ? starts.get(k + 1) : cycle.size();
                 long until = k + 1 < starts.size() ? cycle.get(to).ts() : Long.MAX_VALUE;
-                lives.add(life(w, cycle, from, to, cycle.get(from).ts(), until, cycle.get(from).lateness() == Ev.NONE ? 0 : cycle.get(from).lateness(), false));
+                lives.add(life(w, cycle, from, to, cycle.get(from).ts(), until, offset(cycle.get(from)), false));
             }
         }
         return lives;
+    }
+
+    private static long offset(Ev lifecycle) {
+        return lifecycle.lateness() == Ev.NONE ? 0 : lifecycle.lateness();
     }
 
     private static Life life(WorkerLog w, List<Ev> cycle, int from, int to, long start, long until, long offset, boolean begunBefore) {

@@ -323,6 +323,81 @@ class AuditTest {
         assertOnly(report, "contradiction", 2);
     }
 
+    @Test
+    void aTakeoverWhileTheFirstRunHeldItsLeaseIsNamedEvenThoughItsReleaseWasThenRefused() throws Exception {
+        everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.started("w1", JOB, 3, 1030, 3, "").recovered("w2", JOB, 3, 1200, 3.5)
+                .started("w2", JOB, 3, 1200, 520, "\"rerun\":true").succeeded("w2", JOB, 3, 1200, 3.6)
+                .succeeded("w1", JOB, 3, 1030, 3.8).released("w1", JOB, 3, 1030, 3.81, false, "succeeded")
+                .event(3.82, "outcome_late", "w1", "\"job\":\"tick\",\"slot\":\"" + EventLog.iso(3) + "\",\"fencing_token\":1030,\"outcome\":\"succeeded\"");
+        assertOnly(audit(), "second-run", 1); // the refusal and outcome_late follow the takeover: they do not excuse it
+    }
+
+    @Test
+    void aRunHandedOverAtShutdownWithItsOutcomeUnrecordedMayBeRerun() throws Exception {
+        everySlotRunsOnce(Set.of(3)).workerStopped("w2", 20);
+        log.started("w1", JOB, 3, 1030, 3, "").succeeded("w1", JOB, 3, 1030, 3.2)
+                .event(3.5, "outcome_unrecorded", "w1", "\"job\":\"tick\",\"slot\":\"" + EventLog.iso(3)
+                        + "\",\"fencing_token\":1030,\"outcome\":\"succeeded\",\"reason\":\"lock store unreachable while the worker shut down\"")
+                .workerStopped("w1", 20)
+                .recovered("w2", JOB, 3, 1200, 9).started("w2", JOB, 3, 1200, 6010, "\"rerun\":true").succeeded("w2", JOB, 3, 1200, 9.1);
+        assertHolds(audit());
+    }
+
+    @Test
+    void aMissReportedInAnOutageUnderAnEarlierCodeIsNotAContradiction() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.missed("w1", JOB, 4, 6.1, "fell_behind", "this worker fell behind its schedule; lock store unreachable: timeout");
+        assertHolds(audit());
+    }
+
+    @Test
+    void aTimedOutRunThatRanOnPastItsLostLeaseIsNamedByItsRelease() throws Exception {
+        everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "")
+                .event(3.5, "job_timed_out", "w1", "\"job\":\"tick\",\"slot\":\"" + EventLog.iso(3) + "\",\"fencing_token\":1030,\"attempt\":1")
+                .leaseLost("w1", JOB, 3, 1030, 4).released("w1", JOB, 3, 1030, 7.5, false, "timed_out");
+        assertOnly(audit(), "lease-stop", 1);
+    }
+
+    @Test
+    void rotatedFilesReadNewestFirstAndARepeatedStartLineKeepTheWorkersLives() throws Exception {
+        // w1 ran slots 1..4, stopped, started again and ran 6..10; its logrotate files sort newest first.
+        EventLog older = new EventLog().workerStarted("w1", 0.5).workerStarted("w1", 0.5);
+        for (int s = 1; s <= 4; s++) {
+            older.run("w1", JOB, s, 1000 + s * 10L);
+        }
+        older.workerStopped("w1", 4.5);
+        EventLog newer = new EventLog().workerStarted("w1", 5.2);
+        for (int s = 6; s <= 10; s++) {
+            newer.run("w1", JOB, s, 1000 + s * 10L);
+        }
+        newer.workerStopped("w1", 30);
+        Path logs = Files.createDirectories(dir.resolve("logs"));
+        newer.write(logs, "app.log");
+        older.write(logs, "app.log.1");
+        AuditReport report = Audit.run(List.of(logs.toString()), InputStream(), config,
+                new Audit.Options(at(1), at(10), null, Duration.ofMillis(100), Duration.ofSeconds(2)));
+        assertHolds(report);
+        assertThat(report.vanished).isEmpty();
+        assertThat(report.unattended).isEqualTo(1); // slot 5: w1 was stopped
+        assertThat(report.duplicates).isEqualTo(1);
+    }
+
+    @Test
+    void oversizedAndOutOfRangeLinesAreSkippedAndAnEventInsideAnElasticsearchMessageIsRead() throws Exception {
+        everySlotRunsOnce(Set.of(5)).workerStopped("w1", 20).workerStopped("w2", 20);
+        String five = line(new EventLog().run("w1", JOB, 5, 1050), 1);
+        log.raw("{\"_source\":{\"@timestamp\":\"2026-12-01T10:00:05Z\",\"message\":"
+                + com.fasterxml.jackson.databind.node.TextNode.valueOf(five) + "}}");
+        log.raw("x".repeat(EventReader.MAX_LINE + 10));
+        log.raw(five.replace(EventLog.iso(5.003), "+999999999-01-01T00:00:00Z"));
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.skippedLines).isEqualTo(2);
+        assertThat(report.startedOnce).isEqualTo(10);
+    }
+
     // ---- bad input ----
 
     @Test
@@ -337,5 +412,10 @@ class AuditTest {
         Path file = log.write(dir, "short.log");
         assertThatThrownBy(() -> Audit.run(List.of(file.toString()), InputStream(), config, Audit.Options.defaults()))
                 .isInstanceOf(Audit.BadInput.class).hasMessageContaining("the window is empty");
+        log = new EventLog().workerStarted("w1", 0).run("w1", "other-job", 1, 10).workerStopped("w1", 3);
+        Path other = log.write(dir, "other.log");
+        assertThatThrownBy(() -> Audit.run(List.of(other.toString()), InputStream(), config,
+                new Audit.Options(at(99.2), at(99.8), null, Duration.ofMillis(100), Duration.ofSeconds(2))))
+                .isInstanceOf(Audit.BadInput.class).hasMessageContaining("no slot of an enabled job").hasMessageContaining("other-job");
     }
 }
