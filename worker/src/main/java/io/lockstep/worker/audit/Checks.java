@@ -48,11 +48,16 @@ final class Checks {
         Map<Long, List<Ev>> bySlot = ledger.slots.getOrDefault(def.name(), Map.of());
         List<Ledger.Range> ranges = ledger.ranges.stream().filter(r -> def.name().equals(r.job())).toList();
         List<Run> originals = new ArrayList<>();
+        Set<Long> seen = new java.util.HashSet<>(); // the scheduled slots that have events: the rest are manual or outside the schedule
         for (Instant next = def.schedule().next(Instant.ofEpochMilli(from - 1)).orElse(null); next != null && next.toEpochMilli() <= to;
                 next = def.schedule().next(next).orElse(null)) {
             long slot = next.toEpochMilli();
             report.slotsChecked++;
-            Run original = slot(def, slot, bySlot.getOrDefault(slot, List.of()), false, ranges);
+            List<Ev> events = bySlot.get(slot);
+            if (events != null) {
+                seen.add(slot);
+            }
+            Run original = slot(def, slot, events != null ? events : List.of(), false, ranges);
             if (original != null && !original.rerun()) {
                 originals.add(original);
             }
@@ -65,7 +70,7 @@ final class Checks {
             }
             if (e.getValue().stream().anyMatch(ev -> ev.type() == Type.JOB_STARTED && ev.has(Ev.MANUAL))) {
                 slot(def, slot, e.getValue(), true, ranges);
-            } else if (!def.schedule().next(Instant.ofEpochMilli(slot - 1)).map(n -> n.toEpochMilli() == slot).orElse(false)) {
+            } else if (!seen.contains(slot)) {
                 report.outsideSchedule++;
             }
             leaseStops(def, slot, e.getValue());
