@@ -164,6 +164,7 @@ class ProductionRedisIT {
             keepLogs(cluster, "cluster-bulkhead");
             assertThat((double) ran / slots).as("%d of %d slots of the jobs on healthy masters ran", ran, slots).isGreaterThanOrEqualTo(0.95);
             assertThat(cluster.silentSlots(jobs, from, to)).as("slots neither started nor reported").isEmpty();
+            cluster.assertAuditHolds();
         }
     }
 
@@ -225,6 +226,29 @@ class ProductionRedisIT {
         System.out.printf("%nProductionRedisIT[%s]: fault at 0; first job started again %d ms later; %d slots reported missed;"
                 + " %d run again under a higher token after a lost claim%n", mode, Duration.between(killedAt, resumed).toMillis(),
                 cluster.events("slot_missed").size(), rerun.size());
+        if (rerun.isEmpty()) {
+            cluster.assertAuditHolds();
+        } else {
+            // The known limit, named from the events alone: each slot a lost claim let run again is a second-run, nothing else.
+            Cluster.AuditRun audit = cluster.audit("--json");
+            System.out.printf("audit after lost claims: %s%n", audit.out());
+            assertThat(audit.exit()).as("audit of a failover that lost claims").isEqualTo(4);
+            com.fasterxml.jackson.databind.JsonNode report = readJson(audit.out());
+            java.util.Set<String> named = new java.util.TreeSet<>();
+            report.path("violations").forEach(v -> {
+                assertThat(v.path("check").asText()).as(v.toString()).isEqualTo("second-run");
+                named.add(v.path("job").asText() + "@" + v.path("slot").asText());
+            });
+            assertThat(named).containsExactlyInAnyOrderElementsOf(rerun);
+        }
+    }
+
+    private static com.fasterxml.jackson.databind.JsonNode readJson(String json) {
+        try {
+            return new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     @Test

@@ -123,6 +123,7 @@ class RedlockLivenessIT {
         // and none of the 5 slots ran.
         assertThat(ran).as("slots of the resumed job with one master down").isGreaterThanOrEqualTo(4);
         assertThat(cluster.startsBySlot()).as("each slot once").allSatisfy((slot, workers) -> assertThat(workers).as(slot).hasSize(1));
+        cluster.assertAuditHolds();
     }
 
     @Test
@@ -182,5 +183,6 @@ class RedlockLivenessIT {
             redlock.servers.get(4).resume();
         }
         assertThat(ran).as("slots run through a rolling restart of durable masters").isEqualTo(slots);
+        cluster.assertAuditHolds(); // the killed holder is flagged, its run's rerun passes
     }
 }
