@@ -224,7 +224,8 @@ final class ClaimScripts {
         }
         for (int k = 0; k < entries.size(); k++) {
             List<Integer> items = entries.get(k).getValue();
-            List<String> values = responses.get(k).get();
+            // A master that did not answer (a Cluster node down) leaves its reply unset: no marks read, its slots are claimed.
+            List<String> values = ScriptPipeline.answeredOr(responses.get(k), java.util.Collections.nCopies(4 * items.size(), null));
             for (int j = 0; j < items.size(); j++) {
                 int i = items.get(j);
                 String slot = Long.toString(refs.get(i).slot().toEpochMilli());
@@ -383,7 +384,7 @@ final class ClaimScripts {
             }
             p.sync();
             for (int i = 0; i < jobs.size(); i++) {
-                String value = responses.get(i).get();
+                String value = ScriptPipeline.answered(responses.get(i));
                 if (value != null) {
                     last.put(jobs.get(i), Instant.ofEpochMilli(calls.asLong("last", value)));
                 }

@@ -26,6 +26,28 @@ final class ScriptPipeline {
     private ScriptPipeline() {}
 
     /**
+     * A pipelined reply, or {@code fallback} when there is none to read: its master never answered
+     * (Jedis's cluster pipeline leaves a failed node's replies unset, and {@code get} then throws
+     * {@link IllegalStateException}) or answered with an error (a MOVED while slots move).
+     */
+    static <T> T answeredOr(Response<T> response, T fallback) {
+        try {
+            return response.get();
+        } catch (RuntimeException e) {
+            return fallback;
+        }
+    }
+
+    /** A pipelined reply; one its master never sent is a connection failure, as the rest of the call's. */
+    static <T> T answered(Response<T> response) {
+        try {
+            return response.get();
+        } catch (IllegalStateException e) {
+            throw new JedisConnectionException("no reply from its master", e);
+        }
+    }
+
+    /**
      * The reply of a call whose master could not be reached while others in the same batch were
      * ({@link #pipeline}); nothing is known of what it did.
      */

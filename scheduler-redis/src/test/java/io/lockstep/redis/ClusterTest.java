@@ -139,6 +139,39 @@ class ClusterTest {
         }
     }
 
+    /**
+     * A bulkhead for the peers that stepped aside: with one master dead (before any failover),
+     * {@code slotStates} still answers: the healthy masters' slots as their marks say, the dead
+     * one's as unknown ({@code NONE}: claim them, and the claim meets the dead master). It threw
+     * before (Jedis leaves a dead node's pipelined replies unset), and one dead shard then failed
+     * every worker's whole tick.
+     */
+    @Test
+    void aDeadMasterLeavesTheOtherMastersSlotStatesReadable() {
+        Assumptions.assumeTrue(LocalCluster.unavailable().isEmpty(), () -> LocalCluster.unavailable().orElse(""));
+        try (LocalCluster cluster = LocalCluster.start();
+             RedisLockProvider provider = RedisLockProvider.builder().settings(new RedisSettings(
+                     new RedisSettings.Cluster(cluster.nodes()), "lockstep", Duration.ofSeconds(2),
+                     Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, Duration.ofMillis(200))).build()) {
+            List<ClaimRequest> done = requests(provider, "states", 30);
+            List<ClaimResult> claimed = provider.claim(done);
+            assertThat(claimed).extracting(ClaimResult::status).containsOnly(ClaimResult.Status.CLAIMED);
+            assertThat(provider.complete(done.stream().map(r -> new io.lockstep.scheduler.lock.Completion(r.lease(),
+                    io.lockstep.scheduler.lock.Outcome.SUCCEEDED)).toList())).containsOnly(true);
+            List<io.lockstep.scheduler.lock.SlotState.Ref> refs = done.stream()
+                    .map(r -> new io.lockstep.scheduler.lock.SlotState.Ref(r.lease().job(), r.lease().slot())).toList();
+            assertThat(provider.slotStates(refs)).extracting(io.lockstep.scheduler.lock.SlotState::kind)
+                    .containsOnly(io.lockstep.scheduler.lock.SlotState.Kind.DECIDED);
+
+            cluster.masters().get(0).kill();
+            List<io.lockstep.scheduler.lock.SlotState.Kind> kinds = provider.slotStates(refs).stream()
+                    .map(io.lockstep.scheduler.lock.SlotState::kind).toList();
+            assertThat(kinds).as("the healthy masters' slots, decided").contains(io.lockstep.scheduler.lock.SlotState.Kind.DECIDED);
+            assertThat(kinds).as("the dead master's, unknown: claimed").contains(io.lockstep.scheduler.lock.SlotState.Kind.NONE);
+            assertThat(kinds).containsOnly(io.lockstep.scheduler.lock.SlotState.Kind.DECIDED, io.lockstep.scheduler.lock.SlotState.Kind.NONE);
+        }
+    }
+
     private static List<ClaimRequest> requests(RedisLockProvider provider, String name, int jobs) {
         Instant slot = Instant.ofEpochMilli(provider.serverTimeMillis()).minusMillis(5);
         List<ClaimRequest> requests = new ArrayList<>();

@@ -89,6 +89,15 @@ class PoliciesIT {
         }
     }
 
+    /**
+     * The audit of the whole run holds: replaced runs (told at their next renewal), timed-out runs,
+     * retries within a claim, skipped slots, each as the guarantees allow.
+     */
+    @Test
+    void theAuditOfTheWholeRunHolds() {
+        cluster.assertAuditHolds();
+    }
+
     private long finished(String job) {
         return ofJob(cluster.events("slot_released"), job).size();
     }
