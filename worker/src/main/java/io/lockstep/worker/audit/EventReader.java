@@ -51,43 +51,74 @@ final class EventReader {
     /** The fields of one event line; reused from line to line. */
     static final class Fields {
         String event, worker, job, slot, reason, outcome, code, from, to;
-        long ts, token, attempt, lateness, clockOffset, count;
+        long ts, token, attempt, lateness, clockOffset, clockSkew, count;
         boolean manual, catchUp, rerun, success, lockName;
 
         void clear() {
             event = worker = job = slot = reason = outcome = code = from = to = null;
-            ts = token = lateness = clockOffset = Ev.NONE;
+            ts = token = lateness = clockOffset = clockSkew = Ev.NONE;
             attempt = count = 0;
             manual = catchUp = rerun = success = lockName = false;
         }
     }
 
-    /** Reads every file under each path (directories recursively, in name order); "-" is {@code stdin}. */
+    /**
+     * Reads every file under each path (directories recursively), oldest first by the time of each
+     * file's first event (so that logrotate's names, newest first, do not matter: a worker's events
+     * are then read in the order it wrote them), then {@code stdin} for "-".
+     */
     void read(List<String> paths, InputStream stdin) throws IOException {
+        List<Path> files = new java.util.ArrayList<>();
         for (String p : paths) {
             if (p.equals("-")) {
-                read(stdin);
                 continue;
             }
             Path path = Path.of(p);
             if (!Files.exists(path)) {
                 throw new IOException(p + ": no such file or directory");
             }
-            List<Path> files;
             try (Stream<Path> walk = Files.walk(path)) {
-                files = walk.filter(Files::isRegularFile).sorted().toList();
+                walk.filter(Files::isRegularFile).sorted().forEach(files::add);
             } catch (UncheckedIOException e) {
                 throw e.getCause();
             }
-            for (Path f : files) {
-                try (InputStream in = f.toString().endsWith(".gz") ? new GZIPInputStream(Files.newInputStream(f), 1 << 16)
-                        : Files.newInputStream(f)) {
-                    read(in);
-                } catch (IOException | UncheckedIOException e) {
-                    throw new IOException(f + ": " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()), e);
-                }
+        }
+        java.util.Map<Path, Long> first = new java.util.HashMap<>();
+        for (Path f : files) {
+            first.put(f, firstEventTime(f));
+        }
+        files.sort(java.util.Comparator.comparing(first::get));
+        for (Path f : files) {
+            try (InputStream in = open(f)) {
+                read(in);
+            } catch (IOException | UncheckedIOException e) {
+                throw new IOException(f + ": " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()), e);
             }
         }
+        if (paths.contains("-")) {
+            read(stdin);
+        }
+    }
+
+    private static InputStream open(Path f) throws IOException {
+        return f.toString().endsWith(".gz") ? new GZIPInputStream(Files.newInputStream(f), 1 << 16) : Files.newInputStream(f);
+    }
+
+    /** The time of the file's first event among its first lines, or the latest possible when it has none. */
+    private long firstEventTime(Path f) throws IOException {
+        try (java.io.BufferedReader r = new java.io.BufferedReader(new InputStreamReader(open(f), StandardCharsets.UTF_8))) {
+            int n = 0;
+            for (String line; n++ < 1000 && (line = r.readLine()) != null && line.length() <= MAX_LINE; ) {
+                int brace = line.indexOf('{');
+                fields.clear();
+                if (brace >= 0 && parse(line.substring(brace), 0) && fields.event != null && fields.ts != Ev.NONE) {
+                    return fields.ts;
+                }
+            }
+        } catch (IOException | UncheckedIOException e) {
+            throw new IOException(f + ": " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()), e);
+        }
+        return Long.MAX_VALUE;
     }
 
     /** Splits {@code in} into lines of at most {@link #MAX_LINE} characters; a longer one is counted and skipped. */
@@ -227,6 +258,7 @@ final class EventReader {
             case "lateness_ms" -> f.lateness = p.getValueAsLong(Ev.NONE);
             case "clock_offset_ms" -> f.clockOffset = p.getValueAsLong(Ev.NONE);
             case "count" -> f.count = p.getValueAsLong(0);
+            case "clock_skew_ms" -> f.clockSkew = p.getValueAsLong(Ev.NONE);
             case "manual" -> f.manual = p.getValueAsBoolean();
             case "catch_up" -> f.catchUp = p.getValueAsBoolean();
             case "rerun" -> f.rerun = p.getValueAsBoolean();

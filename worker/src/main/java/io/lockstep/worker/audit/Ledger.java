@@ -11,8 +11,9 @@ import java.util.Map;
 import java.util.function.Consumer;
 
 /**
- * Everything the checks need from the events, gathered in one pass in any order: each slot's
- * events ({@link Ev}, by job and slot), each worker's lifecycle and the times it was seen, and the
+ * Everything the checks need from the events, gathered in one pass: each slot's events ({@link Ev},
+ * by job and slot; their order does not matter), each worker's lifecycle (read in the order the
+ * worker wrote it: {@link EventReader} takes files oldest first) and the times it was seen, and the
  * ranges of {@code slots_missed}. An event repeated word for word (a log shipper's at-least-once
  * delivery) is kept once and counted.
  */
@@ -43,6 +44,8 @@ final class Ledger implements Consumer<EventReader.Fields> {
          * files read newest first, would put later events first.)
          */
         long firstRunStart = Long.MAX_VALUE;
+        /** {@code clock_skew_ms} of its {@code config_loaded}: the log's clock is the host's, the offsets are the skewed clock's. */
+        long skew;
         private boolean sorted;
 
         WorkerLog(String id) {
@@ -111,9 +114,13 @@ final class Ledger implements Consumer<EventReader.Fields> {
         minTs = Math.min(minTs, f.ts);
         maxTs = Math.max(maxTs, f.ts);
         switch (type) {
-            case OTHER -> { }
+            case OTHER -> {
+                if (f.clockSkew != Ev.NONE && "config_loaded".equals(f.event)) {
+                    w.skew = f.clockSkew; // a simulated skew (lockstep.clockSkew) moves the worker's clock, not its log's
+                }
+            }
             case WORKER_STARTED, WORKER_STOPPING, WORKER_STOPPED -> {
-                long offset = f.clockOffset;
+                long offset = f.clockOffset == Ev.NONE ? Ev.NONE : f.clockOffset + w.skew;
                 if (offset == Ev.NONE && type == Type.WORKER_STOPPED && !w.lifecycle.isEmpty()) {
                     offset = w.lifecycle.get(w.lifecycle.size() - 1).lateness(); // logged before 0.2 without one: its stopping's
                 }
@@ -205,9 +212,9 @@ final class Ledger implements Consumer<EventReader.Fields> {
     List<Life> lives() {
         List<Life> lives = new ArrayList<>();
         for (WorkerLog w : workers.values()) {
-            // By Redis time: each lifecycle event carries its host's offset (files may come newest first, a clock may step).
-            List<Ev> cycle = new ArrayList<>(w.lifecycle);
-            cycle.sort(java.util.Comparator.comparingLong(e -> e.ts() + (e.lateness() == Ev.NONE ? 0 : e.lateness())));
+            // In the order written (files are read oldest first): not by time, since a host clock may step mid-life,
+            // and the offset a worker last measured may predate the step.
+            List<Ev> cycle = w.lifecycle;
             List<Integer> starts = new ArrayList<>();
             for (int i = 0; i < cycle.size(); i++) {
                 if (cycle.get(i).type() == Type.WORKER_STARTED) {
