@@ -98,11 +98,8 @@ final class DueSlot implements Comparable<DueSlot> {
         }
     }
 
-    /**
-     * How late a manual run may still start: workers hear of a trigger with their next heartbeat,
-     * so at least a few heartbeats, and never less than the job's own grace.
-     */
-    static final Duration MANUAL_GRACE = Duration.ofSeconds(30);
+    /** How late a manual run may still start: {@link JobDefinition#MANUAL_GRACE}, or the job's own grace if longer. */
+    static final Duration MANUAL_GRACE = JobDefinition.MANUAL_GRACE;
 
     // Where each transition may come from (the table above).
     private static final Set<Stage> FROM_QUEUED = EnumSet.of(Stage.QUEUED), FROM_CHAINED = EnumSet.of(Stage.CHAINED),

@@ -55,6 +55,11 @@ public record JobDefinition(
     public static final Duration DEFAULT_MISFIRE_GRACE = Duration.ofSeconds(10);
     /** The shortest grace: a slot starts some milliseconds after its time, more under load. */
     public static final Duration MIN_MISFIRE_GRACE = Duration.ofSeconds(1);
+    /**
+     * How late a manual run ({@code trigger}) may still start, at least: workers hear of a trigger
+     * with their next heartbeat, so a few heartbeats, and never less than the job's own grace.
+     */
+    public static final Duration MANUAL_GRACE = Duration.ofSeconds(30);
     public static final Overlap DEFAULT_OVERLAP = Overlap.SKIP;
     public static final Duration DEFAULT_TIMEOUT = Duration.ZERO;
     public static final Retry DEFAULT_RETRY = Retry.NONE;

@@ -3,7 +3,6 @@ package io.lockstep.worker.audit;
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.worker.audit.Ev.Type;
 import io.lockstep.worker.audit.Ledger.Life;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -20,8 +19,6 @@ import java.util.stream.Collectors;
  */
 final class Checks {
 
-    /** How late a manual run may start (the scheduler's own, for a trigger heard at a heartbeat). */
-    private static final Duration MANUAL_GRACE = Duration.ofSeconds(30);
     private static final Set<String> CLOSING = Set.of("succeeded", "failed", "timed_out");
     private static final Set<String> HANDED_OVER = Set.of("lease_lost", "interrupted", "not_started");
 
@@ -232,7 +229,7 @@ final class Checks {
             report.violation("start-time", def.name(), slot, "started " + -lateness + " ms before its slot by Redis time", List.of(run.started()));
             return;
         }
-        long grace = manual ? Math.max(def.misfireGrace().toMillis(), MANUAL_GRACE.toMillis()) : def.misfireGrace().toMillis();
+        long grace = manual ? Math.max(def.misfireGrace().toMillis(), JobDefinition.MANUAL_GRACE.toMillis()) : def.misfireGrace().toMillis();
         if (!run.rerun() && !run.started().has(Ev.CATCH_UP) && run.started().attempt() <= 1
                 && lateness > grace + Audit.Options.START_LATENCY_MS + tolerance) {
             report.violation("start-time", def.name(), slot, "started " + lateness + " ms after its slot, past misfireGrace ("

@@ -66,8 +66,7 @@ final class Ledger implements Consumer<EventReader.Fields> {
                 Arrays.sort(seen, 0, seenCount);
                 sorted = true;
             }
-            int i = Arrays.binarySearch(seen, 0, seenCount, before);
-            int insertion = i >= 0 ? lowerBound(before) : -i - 1;
+            int insertion = lowerBound(before);
             return insertion == 0 ? seen[0] : seen[insertion - 1];
         }
 
