@@ -43,8 +43,7 @@ class ShutdownIT {
         try (Cluster cluster = new Cluster(dir, yaml);
              RedisClient redis = RedisClient.create(cluster.redis.host(), cluster.redis.port());
              RedisLockProvider provider = RedisLockProvider.builder().client(redis, "shutdown-it").build()) {
-            Files.writeString(cluster.config, Files.readString(cluster.config)
-                    .replace("shutdownTimeout: 10s", "shutdownTimeout: " + SHUTDOWN_TIMEOUT.toSeconds() + "s"));
+            cluster.editConfig("shutdownTimeout: 10s", "shutdownTimeout: " + SHUTDOWN_TIMEOUT.toSeconds() + "s");
             WorkerProcess w = cluster.start("w");
             cluster.awaitStarted();
             await().atMost(Duration.ofSeconds(20)).until(() -> List.of("drains", "overruns").stream()
@@ -59,6 +58,8 @@ class ShutdownIT {
             assertThat(w.waitForExit()).as("a drained worker exits 0").isZero();
 
             Instant stopping = WorkerProcess.ts(w.events("worker_stopping").get(0));
+            assertThat(w.events("worker_stopping").get(0).path("shutdown_timeout_ms").asLong()).as("the worker read the shorter timeout")
+                    .isEqualTo(SHUTDOWN_TIMEOUT.toMillis());
             JsonNode succeeded = single(w.events("job_succeeded"), drains);
             assertThat(Duration.between(stopping, WorkerProcess.ts(succeeded))).as("the drained run finished within the shutdown timeout")
                     .isLessThan(SHUTDOWN_TIMEOUT);
