@@ -100,8 +100,11 @@ class ReloadTest {
         Map<String, Object> first = await().atMost(Duration.ofSeconds(10))
                 .until(() -> harness.events().named("job_started", "report"), l -> !l.isEmpty()).get(0);
         Instant slot = Instant.parse((String) first.get("slot"));
-        assertThat(slot).isAfter(at);
+        // The new cron's first slot after the update, not the update instant: a whole, even second.
+        Instant firstEven = Instant.ofEpochSecond(at.getEpochSecond() + (at.getEpochSecond() % 2 == 0 ? 2 : 1));
+        assertThat(slot.getNano()).as("a whole second, not the update's instant %s", at).isZero();
         assertThat(slot.getEpochSecond() % 2).as("a slot of the new cron").isZero();
+        assertThat(slot).as("no slot before the update's next even second").isAfterOrEqualTo(firstEven);
 
         // And back to yearly: no run from the change itself, none after it.
         Instant back = Instant.now();
