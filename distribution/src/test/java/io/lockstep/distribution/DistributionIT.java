@@ -144,12 +144,18 @@ class DistributionIT {
             workers.add(builder.start());
         }
         try {
-            // Both workers have started a run they have not finished: the SIGTERM lands mid-run on each.
-            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
-                    .until(() -> runningOn("w1") > 0 && runningOn("w2") > 0 && finishedRuns() >= 4);
+            // Runs finish on both workers; then runs are held (waiting for a file) on each, so that the
+            // SIGTERM lands mid-run on each, and are let go only once both workers are stopping.
+            await().atMost(Duration.ofSeconds(60)).until(() -> finishedRuns() >= 4);
+            Files.writeString(ledgers.resolve("hold"), "");
+            await().atMost(Duration.ofSeconds(30)).until(() -> held("w1") && held("w2"));
             for (Process worker : workers) {
                 worker.destroy(); // SIGTERM to bin/lockstep's pid, which is the JVM (exec)
             }
+            await().atMost(Duration.ofSeconds(30)).until(() -> Files.readString(dir.resolve("w1.out")).contains("\"event\":\"worker_stopping\"")
+                    && Files.readString(dir.resolve("w2.out")).contains("\"event\":\"worker_stopping\""));
+            assertThat(runningOn("w1") > 0 && runningOn("w2") > 0).as("each worker still runs its held run as it stops").isTrue();
+            Files.writeString(ledgers.resolve("release"), "");
             for (Process worker : workers) {
                 assertThat(worker.waitFor(60, TimeUnit.SECONDS)).as("the worker stops within its shutdownTimeout").isTrue();
             }
@@ -269,7 +275,15 @@ class DistributionIT {
         }
         String events = Files.readString(dir.resolve("ex.out"));
         assertThat(worker.exitValue()).as("stderr: %s", Files.readString(dir.resolve("ex.err"))).isZero();
-        assertThat(events).contains("\"job\":\"reserve-stock\"").doesNotContain("\"event\":\"job_failed\"");
+        assertThat(events).as("both jobs succeeded on the worker")
+                .contains("\"event\":\"job_succeeded\",\"worker\":\"ex\",\"job\":\"heartbeat\"")
+                .contains("\"event\":\"job_succeeded\",\"worker\":\"ex\",\"job\":\"reserve-stock\"")
+                .doesNotContain("\"event\":\"job_failed\"");
+    }
+
+    /** Whether a run on {@code worker} is waiting for the test's release file. */
+    private static boolean held(String worker) throws IOException {
+        return ledger(worker).stream().anyMatch(l -> l.startsWith("held "));
     }
 
     /** Runs that started on {@code worker} and have not ended yet. */
@@ -344,7 +358,15 @@ class DistributionIT {
                         String run = context.jobName() + "@" + context.scheduledTime();
                         ledger.write("start " + run);
                         try {
-                            Thread.sleep(1500);
+                            Path ledgers = Path.of(System.getProperty("acme.ledgers"));
+                            if (Files.exists(ledgers.resolve("hold"))) { // the test holds this run across the SIGTERM
+                                ledger.write("held " + run);
+                                while (!Files.exists(ledgers.resolve("release"))) {
+                                    Thread.sleep(20);
+                                }
+                            } else {
+                                Thread.sleep(1500);
+                            }
                         } finally {
                             String json = new ObjectMapper().writeValueAsString(Map.of("slot", context.scheduledTime().toString()));
                             ledger.write("end " + run + " jackson=" + PackageVersion.VERSION + " loader="
