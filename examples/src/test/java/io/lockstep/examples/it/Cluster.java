@@ -262,6 +262,55 @@ final class Cluster implements AutoCloseable {
         org.assertj.core.api.Assertions.assertThat(run.exit()).as("lockstep audit exit code; it printed:%n%s%s", run.out(), run.err()).isZero();
     }
 
+    /**
+     * A control for a run whose audit holds: the same logs with one rerun forged, as a claim lost in a
+     * failover would make it (the first start of a slot at or after {@code after}, copied to another
+     * worker's log at its place in time, under the next fencing token). The audit must exit 4 and
+     * name that slot {@code second-run}, and nothing else.
+     */
+    void assertAuditNamesAForgedRerun(Instant after) {
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        try {
+            List<Path> logs;
+            try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+                logs = files.filter(f -> f.getFileName().toString().matches(".*\\.out(\\.\\d+)?\\.jsonl")).sorted().toList();
+            }
+            JsonNode original = events("job_started").stream().filter(e -> !WorkerProcess.slot(e).isBefore(after))
+                    .min(java.util.Comparator.comparing(WorkerProcess::ts)).orElseThrow();
+            String victim = original.path("worker").asText();
+            WorkerProcess other = workers.stream().filter(w -> !w.id.equals(victim)).findFirst().orElseThrow();
+            com.fasterxml.jackson.databind.node.ObjectNode forged = original.deepCopy();
+            forged.put("worker", other.id).put("fencing_token", original.path("fencing_token").asLong() + 1);
+            Path tampered = Files.createDirectories(dir.resolve("forged-rerun"));
+            List<String> args = new ArrayList<>(List.of("audit", "--config", config.toString(), "--json"));
+            for (Path log : logs) {
+                List<String> lines = new ArrayList<>(Files.readAllLines(log));
+                if (log.equals(other.log())) {
+                    int at = 0;
+                    while (at < lines.size() && !(lines.get(at).startsWith("{") && json.readTree(lines.get(at)).hasNonNull("ts")
+                            && WorkerProcess.ts(json.readTree(lines.get(at))).isAfter(WorkerProcess.ts(original)))) {
+                        at++;
+                    }
+                    lines.add(at, forged.toString());
+                }
+                Path copy = tampered.resolve(log.getFileName());
+                Files.write(copy, lines);
+                args.add(copy.toString());
+            }
+            java.io.StringWriter out = new java.io.StringWriter();
+            int exit = io.lockstep.worker.WorkerMain.execute(new java.io.PrintWriter(out, true),
+                    new java.io.PrintWriter(new java.io.StringWriter(), true), args.toArray(String[]::new));
+            JsonNode report = json.readTree(out.toString());
+            List<String> named = new ArrayList<>();
+            report.path("violations").forEach(v -> named.add(v.path("check").asText() + " " + v.path("job").asText() + "@" + v.path("slot").asText()));
+            org.assertj.core.api.Assertions.assertThat(exit).as("audit of the logs with a forged rerun: %s", out).isEqualTo(4);
+            org.assertj.core.api.Assertions.assertThat(named).as("what the audit named")
+                    .containsExactly("second-run " + original.path("job").asText() + "@" + original.path("slot").asText());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     @Override
     public void close() {
         workers.forEach(WorkerProcess::close);

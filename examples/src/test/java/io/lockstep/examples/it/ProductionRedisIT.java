@@ -228,6 +228,8 @@ class ProductionRedisIT {
                 cluster.events("slot_missed").size(), rerun.size());
         if (rerun.isEmpty()) {
             cluster.assertAuditHolds();
+            // The control: had the failover lost a claim, its rerun would be named, at its slot alone.
+            cluster.assertAuditNamesAForgedRerun(killedAt);
         } else {
             // The known limit, named from the events alone: each slot a lost claim let run again is a second-run, nothing else.
             Cluster.AuditRun audit = cluster.audit("--json");
