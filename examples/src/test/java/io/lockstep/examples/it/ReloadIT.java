@@ -127,6 +127,35 @@ class ReloadIT {
                     .isNotEmpty().allSatisfy(e -> assertThat(WorkerProcess.slot(e).getEpochSecond() % 2).as("the new cron's slots").isZero());
             assertThat(cluster.startsBySlot()).as("each slot once").allSatisfy((slot, workers) -> assertThat(workers).as(slot).hasSize(1));
 
+            // No slot silent across the rollout, by the schedule each worker ran: tick every second while
+            // every worker ran v1, its odd seconds while one still did (w2 and w3 reloaded last), its even
+            // seconds throughout; added every second from a second after w1 took it on.
+            Instant began = WorkerProcess.slot(gatedRun).plusSeconds(1);
+            Instant lastReload = java.util.stream.Stream.of(w2, w3).map(w -> WorkerProcess.ts(w.events("schedule_updated").get(0)))
+                    .max(Instant::compareTo).orElseThrow();
+            Instant end = Instant.now().truncatedTo(ChronoUnit.SECONDS).minusSeconds(3); // every slot's grace (2 s) over
+            Set<String> handled = cluster.handled();
+            Instant oldUntil = firstReload.truncatedTo(ChronoUnit.SECONDS);
+            List<String> silent = new java.util.ArrayList<>(io.lockstep.scheduler.SlotCoverage.silent(handled, List.of("tick"), began, oldUntil,
+                    Duration.ofSeconds(1)));
+            Instant firstEven = Instant.ofEpochSecond(oldUntil.getEpochSecond() + oldUntil.getEpochSecond() % 2);
+            silent.addAll(io.lockstep.scheduler.SlotCoverage.silent(handled, List.of("tick"), firstEven, end, Duration.ofSeconds(2)));
+            silent.addAll(io.lockstep.scheduler.SlotCoverage.silent(handled, List.of("tick"), firstEven.plusSeconds(1),
+                    lastReload.truncatedTo(ChronoUnit.SECONDS).minusSeconds(1), Duration.ofSeconds(2)));
+            silent.addAll(io.lockstep.scheduler.SlotCoverage.silent(handled, List.of("added"), WorkerProcess.ts(updated)
+                    .truncatedTo(ChronoUnit.SECONDS).plusSeconds(2), end, Duration.ofSeconds(1)));
+            assertThat(silent).as("slots neither started nor reported across the rollout [%s, %s)", began, end).isEmpty();
+            // Reloaded, not restarted: one life per worker.
+            assertThat(cluster.workers).allSatisfy(w -> assertThat(w.events("worker_started")).as(w.id).hasSize(1));
+            // The removed job's run in flight wrote its outcome: released as a success, and so in the history.
+            assertThat(cluster.events("slot_released")).filteredOn(e -> WorkerProcess.same(e, gatedRun))
+                    .singleElement().satisfies(e -> assertThat(e.path("success").asBoolean()).as("gated's run released as a success").isTrue());
+            try (io.lockstep.redis.RedisLockProvider provider = io.lockstep.redis.RedisLockProvider.builder().uri(redis.uri()).build()) {
+                assertThat(io.lockstep.redis.RedisAdmin.of(provider).history("gated", 50))
+                        .filteredOn(r -> r.slot().equals(WorkerProcess.slot(gatedRun))).singleElement()
+                        .satisfies(r -> assertThat(r.outcome()).isEqualTo("succeeded"));
+            }
+
             // w1's runs are traced: the logging exporter prints each span with its trace id, the one in the run's events.
             JsonNode traced = w1.events("job_started").stream().filter(e -> e.has("trace_id")).findFirst().orElseThrow();
             await().atMost(Duration.ofSeconds(10)).until(() -> w1.stderr().contains(traced.path("trace_id").asText()));
