@@ -90,6 +90,40 @@ class ReloadTest {
         assertThat(closed).as("the removed job's instance, once at the stop").hasValue(1);
     }
 
+    /**
+     * Guarantee 12: a slot claimed ahead before the update runs under the definition it was claimed
+     * under (here its params), the slots after it under the new one, and none is silent.
+     */
+    @Test
+    void aSlotClaimedAheadBeforeAnUpdateRunsUnderTheOldDefinitionAndTheNextUnderTheNew() {
+        Map<String, Object> seen = new ConcurrentHashMap<>();
+        Scheduler s = harness.start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w")
+                .job(job("p", EVERY_SECOND, Map.of("v", 1)))
+                .jobFactory(d -> ctx -> seen.put(ctx.scheduledTime().toString(), ctx.params().get("v"))));
+        // A claim made ahead: its slot is still to come when the update lands.
+        Instant ahead = await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+                .until(() -> harness.events().named("slot_claimed", "p").stream().map(e -> Instant.parse((String) e.get("slot")))
+                        .filter(slot -> slot.isAfter(Instant.now().plusMillis(50))).findFirst(),
+                java.util.Optional::isPresent).orElseThrow();
+        Instant at = Instant.now();
+        s.update(List.of(job("p", EVERY_SECOND, Map.of("v", 2))));
+        assertThat(ahead).as("the claim ahead's slot is after the update").isAfter(at);
+        Instant until = ahead.plusSeconds(3);
+        await().atMost(Duration.ofSeconds(10)).until(() -> seen.containsKey(until.toString()));
+        assertThat(seen.get(ahead.toString())).as("the slot claimed ahead before the update, %s", ahead).isEqualTo(1);
+        for (Instant slot = ahead.plusSeconds(1); !slot.isAfter(until); slot = slot.plusSeconds(1)) {
+            assertThat(seen.get(slot.toString())).as("slot %s, after the update", slot).isEqualTo(2);
+        }
+        Instant from = harness.events().named("job_started", "p").stream().map(e -> Instant.parse((String) e.get("slot")))
+                .min(Instant::compareTo).orElseThrow(); // the first slot the scheduler had, before the update
+        java.util.Set<String> handled = new java.util.HashSet<>();
+        for (String name : List.of("job_started", "slot_missed", "slot_skipped")) {
+            harness.events().named(name, "p").forEach(e -> handled.add(SlotCoverage.key("p", e.get("slot"))));
+        }
+        assertThat(SlotCoverage.silent(handled, List.of("p"), from, until, Duration.ofSeconds(1)))
+                .as("no slot silent across the update").isEmpty();
+    }
+
     @Test
     void aChangedCronTakesItsNextSlotFromTheUpdateAndAChangeNeverFiresARunByItself() {
         Scheduler s = harness.start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w")
