@@ -255,7 +255,9 @@ class FailurePathsTest {
         }
         assertThat(harness.events().named("job_started")).filteredOn(e -> "healthy".equals(e.get("job")))
                 .filteredOn(e -> !Instant.parse((String) e.get("slot")).isBefore(from))
-                .allSatisfy(e -> assertThat(((Number) e.get("lateness_ms")).longValue()).as("on time").isLessThan(300));
+                // on time: well within the 1 s grace (a few ms when the machine is idle; the bound leaves
+                // room for two test JVMs sharing two cores), not held up by the dead shard's calls
+                .allSatisfy(e -> assertThat(((Number) e.get("lateness_ms")).longValue()).as("on time").isLessThan(600));
     }
 
     // ---------------------------------------------------------------- one start round trip per instant

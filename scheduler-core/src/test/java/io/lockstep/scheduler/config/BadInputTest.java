@@ -47,7 +47,7 @@ class BadInputTest {
     }
 
     @Test
-    void aFileOverTheSizeLimitIsRefusedFromItsSizeWithoutBeingRead() throws IOException {
+    void aFileOverTheSizeLimitIsRefusedFromItsSizeBeforeBeingDecoded() throws IOException {
         // One byte over the limit (16 MiB: small enough to write for real where files cannot be sparse),
         // beginning with a byte that is not UTF-8: read and decoded before the size check, it would be
         // refused as "not valid UTF-8" at offset 0 instead.
