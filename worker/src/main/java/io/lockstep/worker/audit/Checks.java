@@ -215,8 +215,10 @@ final class Checks {
         List<String> running = new ArrayList<>();
         List<String> unsure = new ArrayList<>();
         for (Life l : lives) {
-            if (slot < l.startCluster() || slot > l.untilCluster()) {
-                continue; // not alive at the slot
+            if (slot <= l.startCluster() || slot > l.untilCluster()) {
+                // Not running it: a slot due by its worker_started (logged once its start had queued the next slots) is
+                // caught up or reported by it, or, when the cluster is new, by nobody.
+                continue;
             }
             Targets.Target t = targets.of(l, job, slot);
             if (t == null) {
