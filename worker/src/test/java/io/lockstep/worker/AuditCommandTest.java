@@ -88,4 +88,36 @@ class AuditCommandTest {
         assertThat(audit(events(-1).toString())).isEqualTo(WorkerMain.BAD_INPUT);
         assertThat(err.toString()).contains("jobs.yaml");
     }
+
+    @Test
+    void anUnverifiedSlotIsCountedInTextAndJsonListedWithVerboseAndFailsWithStrict() throws IOException {
+        // Slot 29 has no event; w1 stopped 500 ms after it, within its grace, before it could decide it: unverified.
+        Path log = events(29);
+        assertThat(audit(log.toString())).isZero();
+        assertThat(out.toString()).contains("1 with no worker running, 1 unverified")
+                .contains("unverified     1 (the log cannot show their fate; not blamed; --verbose lists them)")
+                .doesNotContain("unverified: tick @");
+        out.getBuffer().setLength(0);
+        assertThat(audit("--verbose", log.toString())).isZero();
+        assertThat(out.toString()).contains("unverified: tick @ 2026-12-01T10:00:29Z: no run or report; w1 stopped 500 ms after it");
+        out.getBuffer().setLength(0);
+        assertThat(audit("--json", log.toString())).isZero();
+        JsonNode report = new ObjectMapper().readTree(out.toString());
+        assertThat(report.path("holds").asBoolean()).isTrue();
+        assertThat(report.path("slots").path("unverified").asInt()).isEqualTo(1);
+        assertThat(report.path("slots").path("noWorkerRunning").asInt()).as("09:59:59, when w1 was starting").isEqualTo(1);
+        assertThat(report.path("unverified").get(0).path("slot").asText()).isEqualTo("2026-12-01T10:00:29Z");
+        assertThat(report.path("unverified").get(0).path("reason").asText()).contains("before it could decide it");
+        out.getBuffer().setLength(0);
+        assertThat(audit("--strict", log.toString())).isEqualTo(AuditCommand.VIOLATED);
+        assertThat(audit("--strict", events(-1).toString())).as("nothing unverified: --strict holds").isZero();
+    }
+
+    @Test
+    void severalConfigsAreGivenByRepeatingTheOption() throws IOException {
+        Path other = dir.resolve("other.yaml");
+        Files.writeString(other, "redis:\n  uri: redis://127.0.0.1:6379\njobs:\n  - name: tock\n    cron: \"* * * * * *\"\n    class: com.example.Nope\n");
+        assertThat(audit("--config", other.toString(), events(-1).toString())).isZero();
+        assertThat(out.toString()).contains("every check holds").contains("31 checked: 30 started once");
+    }
 }

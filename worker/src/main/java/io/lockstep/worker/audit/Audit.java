@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -62,6 +61,18 @@ public final class Audit {
 
     /** Reads {@code paths} ("-" for {@code stdin}) and checks them against {@code config}'s enabled jobs. */
     public static AuditReport run(List<String> paths, InputStream stdin, LockstepConfig config, Options options) throws BadInput {
+        return run(paths, stdin, List.of(config), options);
+    }
+
+    /**
+     * Reads {@code paths} ("-" for {@code stdin}) and checks them against the enabled jobs of the configs the workers had
+     * in force: each worker's {@code config_hash} picks its config among {@code configs} (the first for a life that logged
+     * none), so a log spanning a reload gets one verdict ({@link Targets}).
+     */
+    public static AuditReport run(List<String> paths, InputStream stdin, List<LockstepConfig> configs, Options options) throws BadInput {
+        if (configs.isEmpty()) {
+            throw new IllegalArgumentException("no config");
+        }
         Ledger ledger = new Ledger();
         EventReader reader = new EventReader(ledger);
         try {
@@ -73,7 +84,8 @@ public final class Audit {
             throw new BadInput("no Lockstep events in " + String.join(", ", paths) + " (" + reader.lines
                     + " lines read; each event is one JSON object with \"event\", \"worker\" and \"ts\")");
         }
-        List<JobDefinition> jobs = config.jobs().stream().filter(JobDefinition::enabled).toList();
+        List<JobDefinition> jobs = configs.stream().flatMap(c -> c.jobs().stream()).filter(JobDefinition::enabled).toList();
+        String sources = String.join(", ", configs.stream().map(c -> String.valueOf(c.source())).distinct().toList());
         Duration margin = options.margin() != null ? options.margin()
                 : jobs.stream().map(JobDefinition::misfireGrace).max(Duration::compareTo).orElse(Duration.ZERO).plusSeconds(1);
         // The margin guards an end where the log was cut: it began inside a worker's life, or ends while one still ran.
@@ -102,24 +114,26 @@ public final class Audit {
             throw new BadInput("the events span " + from + " .. " + to + ", longer than " + LONGEST_DEFAULT_WINDOW.toDays()
                     + " days: a stray timestamp? pass --from and --to");
         }
-        Checks checks = new Checks(ledger, lives, report, options, from.toEpochMilli(), to.toEpochMilli(), margin.toMillis());
-        Set<String> known = new HashSet<>();
-        for (JobDefinition job : config.jobs()) {
-            known.add(job.name());
-            if (job.enabled()) {
-                checks.job(job);
-            }
-        }
+        Targets targets = new Targets(configs);
+        targets.see(lives);
+        Checks checks = new Checks(ledger, lives, report, options, from.toEpochMilli(), to.toEpochMilli(), margin.toMillis(), targets);
+        Set<String> known = targets.known();
+        targets.jobs().forEach(checks::job);
         checks.workers();
+        if (!targets.notGiven.isEmpty()) {
+            report.notes.add("the workers logged config_hash " + String.join(", ", targets.notGiven) + ", which no --config matches"
+                    + " (given: " + String.join(", ", configs.stream().map(c -> c.source() + " = " + Targets.hash(c)).toList())
+                    + "): the slots only those configs could say are unverified; pass each config the workers ran");
+        }
         if (report.slotsChecked == 0) {
-            throw new BadInput("no slot of an enabled job of " + config.source() + " lies in the window " + from + " .. " + to
+            throw new BadInput("no slot of an enabled job of " + sources + " lies in the window " + from + " .. " + to
                     + (ledger.slots.isEmpty() ? "" : " (the events name " + String.join(", ", new TreeSet<>(ledger.slots.keySet())) + ")")
                     + ": nothing to check; is it the workers' config, and the right window?");
         }
         Set<String> unknown = new TreeSet<>(ledger.slots.keySet());
         unknown.removeAll(known);
         if (!unknown.isEmpty()) {
-            report.notes.add("events of jobs not in " + config.source() + " were not checked: " + String.join(", ", unknown));
+            report.notes.add("events of jobs not in " + sources + " were not checked: " + String.join(", ", unknown));
         }
         return report;
     }

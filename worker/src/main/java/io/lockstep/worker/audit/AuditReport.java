@@ -13,8 +13,8 @@ import java.util.TreeMap;
 
 /**
  * What {@link Audit} found: the counts of the summary, each violation with the events that show
- * it, and what it could not judge (flagged, not blamed). {@link #holds()} is the exit code's
- * question.
+ * it, and what the log cannot settle (unverified, with a reason; not blamed). {@link #holds()} is
+ * the exit code's question; {@code --strict} asks {@link #unverifiedCount()} too.
  */
 public final class AuditReport {
 
@@ -22,14 +22,14 @@ public final class AuditReport {
     public static final List<String> CHECKS = List.of("silent-slot", "second-run", "token-order", "start-order", "start-time",
             "lease-stop", "contradiction");
 
-    /** At most this many violations (and flags) are printed in full per check; every one is counted. */
+    /** At most this many violations are printed in full per check; every one is counted. */
     static final int SHOWN_PER_CHECK = 20;
 
     /** One broken promise: the check, the slot, what is wrong, and the events that show it. */
     public record Violation(String check, String job, Instant slot, String message, List<String> events) {}
 
-    /** A slot (or a run) the log cannot settle, and why; not a violation. */
-    public record Flag(String job, Instant slot, String message) {}
+    /** A slot (or a run) whose fate the log cannot show, and why: unverified, not a violation. */
+    public record Unverified(String job, Instant slot, String reason) {}
 
     Instant from, to;
     long lines, events, skippedLines, duplicates, unreadable;
@@ -37,7 +37,7 @@ public final class AuditReport {
     final Map<String, Long> reported = new TreeMap<>();
     final Map<String, Long> violationsByCheck = new LinkedHashMap<>();
     final List<Violation> violations = new ArrayList<>();
-    final List<Flag> flags = new ArrayList<>();
+    final List<Unverified> unverified = new ArrayList<>();
     final List<String> vanished = new ArrayList<>();
     final List<String> notes = new ArrayList<>();
 
@@ -50,8 +50,8 @@ public final class AuditReport {
         violations.add(new Violation(check, job, Instant.ofEpochMilli(slot), message, shown.stream().map(Ev::describe).toList()));
     }
 
-    void flag(String job, long slot, String message) {
-        flags.add(new Flag(job, Instant.ofEpochMilli(slot), message));
+    void unverified(String job, long slot, String reason) {
+        unverified.add(new Unverified(job, Instant.ofEpochMilli(slot), reason));
     }
 
     void reported(String why) {
@@ -67,8 +67,13 @@ public final class AuditReport {
         return List.copyOf(violations);
     }
 
-    public List<Flag> flags() {
-        return List.copyOf(flags);
+    public List<Unverified> unverified() {
+        return List.copyOf(unverified);
+    }
+
+    /** How many slots (or runs) the log cannot settle. */
+    public long unverifiedCount() {
+        return unverified.size();
     }
 
     public Map<String, Long> violationsByCheck() {
@@ -83,13 +88,18 @@ public final class AuditReport {
         return events;
     }
 
-    /** The summary table, then each violation with its events, then what was flagged. */
+    /** The summary table, then each violation with its events; the unverified slots counted by reason. */
     public void print(PrintWriter out) {
+        print(out, false);
+    }
+
+    /** The same; {@code verbose} lists every unverified slot with its reason. */
+    public void print(PrintWriter out, boolean verbose) {
         out.printf("window      %s .. %s%n", from, to);
         out.printf("input       %,d lines: %,d events, %,d other lines skipped, %,d repeated events ignored%s%n", lines, events,
                 skippedLines, duplicates, unreadable > 0 ? ", " + unreadable + " events without a readable job or slot" : "");
-        out.printf("slots       %,d checked: %,d started once, %,d rerun after a lost lease, %,d reported, %,d with no worker running%n",
-                slotsChecked, startedOnce, rerunSlots, reported.values().stream().mapToLong(Long::longValue).sum(), unattended);
+        out.printf("slots       %,d checked: %,d started once, %,d rerun after a lost lease, %,d reported, %,d with no worker running, %,d unverified%n",
+                slotsChecked, startedOnce, rerunSlots, reported.values().stream().mapToLong(Long::longValue).sum(), unattended, unverified.size());
         if (!reported.isEmpty()) {
             out.printf("reported    %s%n", String.join(", ", reported.entrySet().stream().map(e -> e.getKey() + " " + e.getValue()).toList()));
         }
@@ -99,7 +109,8 @@ public final class AuditReport {
         out.println();
         out.println("CHECK          RESULT");
         violationsByCheck.forEach((check, n) -> out.printf("%-14s %s%n", check, n == 0 ? "holds" : n + (n == 1 ? " violation" : " violations")));
-        out.printf("%-14s %s%n", "flagged", flags.isEmpty() ? "none" : flags.size() + " (not blamed; see below)");
+        out.printf("%-14s %s%n", "unverified", unverified.isEmpty() ? "none" : unverified.size() + " (the log cannot show their fate; not blamed"
+                + (verbose ? "; listed below)" : "; --verbose lists them)"));
         Map<String, Integer> shown = new TreeMap<>();
         for (Violation v : violations) {
             if (shown.merge(v.check(), 1, Integer::sum) > SHOWN_PER_CHECK) {
@@ -114,11 +125,14 @@ public final class AuditReport {
                 out.printf("%n(%d more %s violations not shown; --json lists them all)%n", n - SHOWN_PER_CHECK, check);
             }
         });
-        if (!flags.isEmpty()) {
+        if (!unverified.isEmpty()) {
             out.println();
-            flags.stream().limit(SHOWN_PER_CHECK).forEach(f -> out.printf("flagged: %s @ %s: %s%n", f.job(), f.slot(), f.message()));
-            if (flags.size() > SHOWN_PER_CHECK) {
-                out.printf("(%d more flagged; --json lists them all)%n", flags.size() - SHOWN_PER_CHECK);
+            if (verbose) {
+                unverified.forEach(u -> out.printf("unverified: %s @ %s: %s%n", u.job(), u.slot(), u.reason()));
+            } else {
+                Map<String, Long> byReason = new TreeMap<>();
+                unverified.forEach(u -> byReason.merge(kind(u.reason()), 1L, Long::sum));
+                byReason.forEach((why, n) -> out.printf("unverified: %,d %s%n", n, why));
             }
         }
         vanished.forEach(v -> out.println("vanished: " + v));
@@ -127,7 +141,13 @@ public final class AuditReport {
         out.println(holds() ? "every check holds" : violations.size() + (violations.size() == 1 ? " violation" : " violations"));
     }
 
-    /** The same as one JSON document. */
+    /** A reason without its names and numbers, to count the unverified by kind. */
+    static String kind(String reason) {
+        return reason.replaceAll("[0-9a-f]{16}", "<hash>").replaceAll("\\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z", "<time>")
+                .replaceAll("-?\\d+ ms", "N ms").replaceAll("all its \\d+", "all its N");
+    }
+
+    /** The same as one JSON document (every unverified slot listed). */
     public String toJson() {
         ObjectMapper mapper = new ObjectMapper();
         ObjectNode root = mapper.createObjectNode();
@@ -136,7 +156,7 @@ public final class AuditReport {
         root.putObject("input").put("lines", lines).put("events", events).put("skippedLines", skippedLines)
                 .put("repeatedEvents", duplicates).put("unreadableEvents", unreadable);
         ObjectNode slots = root.putObject("slots").put("checked", slotsChecked).put("startedOnce", startedOnce)
-                .put("rerun", rerunSlots).put("noWorkerRunning", unattended).put("manualRuns", manualRuns)
+                .put("rerun", rerunSlots).put("noWorkerRunning", unattended).put("unverified", unverified.size()).put("manualRuns", manualRuns)
                 .put("outsideSchedule", outsideSchedule);
         ObjectNode rep = slots.putObject("reported");
         reported.forEach(rep::put);
@@ -148,8 +168,8 @@ public final class AuditReport {
                     .put("message", v.message());
             v.events().forEach(o.putArray("events")::add);
         }
-        ArrayNode fs = root.putArray("flagged");
-        flags.forEach(f -> fs.addObject().put("job", f.job()).put("slot", f.slot().toString()).put("message", f.message()));
+        ArrayNode us = root.putArray("unverified");
+        unverified.forEach(u -> us.addObject().put("job", u.job()).put("slot", u.slot().toString()).put("reason", u.reason()));
         vanished.forEach(root.putArray("vanished")::add);
         notes.forEach(root.putArray("notes")::add);
         return root.toString();

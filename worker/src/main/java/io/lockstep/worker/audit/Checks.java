@@ -16,21 +16,37 @@ import java.util.stream.Collectors;
  * The checks, job by job. Each is named in {@link AuditReport#CHECKS} and explained in
  * docs/GUARANTEES.md under "What audit checks". A run is one fencing token's {@code job_started}
  * (its retries share the token); a slot's original run is its lowest token.
+ *
+ * <p>The targets (the slots that should have been decided) come from the job definitions each worker had in force
+ * at the slot: the config whose hash its {@code worker_started} or latest {@code schedule_updated} logged, among
+ * those given ({@link Targets}). A slot only a config not given could say is unverified, never blamed.
  */
 final class Checks {
 
     private static final Set<String> CLOSING = Set.of("succeeded", "failed", "timed_out");
     private static final Set<String> HANDED_OVER = Set.of("lease_lost", "interrupted", "not_started");
+    /** How far ahead of its slot a worker claims it: the scheduler's {@code Preference.AHEAD}. */
+    static final long CLAIM_AHEAD_MS = 250;
+    /**
+     * How long after a vanished worker's last event it may have decided a slot without logging it: it claims at most
+     * {@link #CLAIM_AHEAD_MS} ahead, plus half a second for the claim's round trip and the clock offset's error. A slot
+     * it claimed and did not run is recovered, abandoned or reported by a peer, and logged.
+     */
+    static final long VANISHED_REACH_MS = CLAIM_AHEAD_MS + 500;
+    /** A worker with a free job thread decides a slot (claim answered, run started or the report logged) within this of it. */
+    static final long DECIDE_MS = Audit.Options.START_LATENCY_MS;
 
     private final Ledger ledger;
     private final AuditReport report;
     private final long from, to, tolerance, stopAllowance, margin;
     private final List<Life> lives;
+    private final Targets targets;
+    private Map<String, long[][]> runsByWorker;
 
     /** One run: a fencing token's first {@code job_started}; {@code start} by Redis time (slot + lateness), or {@link Ev#NONE}. */
     private record Run(long slot, long token, Ev started, long start, boolean rerun) {}
 
-    Checks(Ledger ledger, List<Life> lives, AuditReport report, Audit.Options options, long from, long to, long margin) {
+    Checks(Ledger ledger, List<Life> lives, AuditReport report, Audit.Options options, long from, long to, long margin, Targets targets) {
         this.margin = margin;
         this.ledger = ledger;
         this.report = report;
@@ -39,38 +55,48 @@ final class Checks {
         this.tolerance = options.tolerance().toMillis();
         this.stopAllowance = options.stopAllowance().toMillis();
         this.lives = lives;
+        this.targets = targets;
     }
 
-    void job(JobDefinition def) {
-        Map<Long, List<Ev>> bySlot = ledger.slots.getOrDefault(def.name(), Map.of());
-        List<Ledger.Range> ranges = ledger.ranges.stream().filter(r -> def.name().equals(r.job())).toList();
+    /** Every slot of job {@code name} in the window that any given config schedules, and every slot of it with events. */
+    void job(String name) {
+        Map<Long, List<Ev>> bySlot = ledger.slots.getOrDefault(name, Map.of());
+        List<Ledger.Range> ranges = ledger.ranges.stream().filter(r -> name.equals(r.job())).toList();
         List<Run> originals = new ArrayList<>();
         Set<Long> seen = new java.util.HashSet<>(); // the scheduled slots that have events: the rest are manual or outside the schedule
-        for (Instant next = def.schedule().next(Instant.ofEpochMilli(from - 1)).orElse(null); next != null && next.toEpochMilli() <= to;
-                next = def.schedule().next(next).orElse(null)) {
-            long slot = next.toEpochMilli();
+        for (java.util.Iterator<Long> it = targets.candidates(name, from, to); it.hasNext(); ) {
+            long slot = it.next();
+            Targets.Target target = targets.at(name, slot, lives);
+            if (target == null) {
+                continue; // no config in force then schedules it
+            }
             report.slotsChecked++;
             List<Ev> events = bySlot.get(slot);
             if (events != null) {
                 seen.add(slot);
             }
-            Run original = slot(def, slot, events != null ? events : List.of(), false, ranges);
+            if (target.def() == null) {
+                report.unverified(name, slot, target.unverified());
+                continue;
+            }
+            Run original = slot(target.def(), slot, events != null ? events : List.of(), false, ranges);
             if (original != null && !original.rerun()) {
                 originals.add(original);
             }
         }
-        order(def, originals);
+        JobDefinition any = targets.anyDef(name);
+        order(name, originals);
         for (Map.Entry<Long, List<Ev>> e : bySlot.entrySet()) {
             long slot = e.getKey();
             if (slot < from || slot > to) {
                 continue;
             }
             if (e.getValue().stream().anyMatch(ev -> ev.type() == Type.JOB_STARTED && ev.has(Ev.MANUAL))) {
-                slot(def, slot, e.getValue(), true, ranges);
+                slot(any, slot, e.getValue(), true, ranges);
             } else if (!seen.contains(slot)) {
                 report.outsideSchedule++;
             }
-            leaseStops(def, slot, e.getValue());
+            leaseStops(name, slot, e.getValue());
         }
     }
 
@@ -96,6 +122,17 @@ final class Checks {
                 report.violation("second-run", job, slot, "started by " + String.join(" and ", workers) + " under the same fencing token "
                         + t.getKey(), t.getValue());
             }
+            // One worker starting one attempt twice (a double dispatch): lines that differ in their time are two starts. Lines
+            // equal in every field the audit reads (a shipper's repeat) were kept once by the ledger.
+            Map<String, List<Ev>> byAttempt = new java.util.TreeMap<>();
+            t.getValue().forEach(e -> byAttempt.computeIfAbsent(e.worker() + " attempt " + e.attempt(), k -> new ArrayList<>()).add(e));
+            byAttempt.forEach((who, same) -> {
+                if (same.size() > 1) {
+                    long apart = same.stream().mapToLong(Ev::ts).max().orElse(0) - same.stream().mapToLong(Ev::ts).min().orElse(0);
+                    report.violation("second-run", job, slot, "started " + same.size() + " times by " + who + " under fencing token "
+                            + t.getKey() + " (" + apart + " ms apart): one run dispatched twice", same);
+                }
+            });
             long start = first.lateness() == Ev.NONE ? Ev.NONE : slot + first.lateness();
             runs.add(new Run(slot, t.getKey(), first, start, first.has(Ev.RERUN) || recovered.contains(t.getKey())));
         }
@@ -108,11 +145,15 @@ final class Checks {
                 report.violation("second-run", job, slot, "started again under fencing token " + r.token() + " by " + r.started().worker()
                         + " without a recovery (no slot_recovered names the token); the run before it was under " + prev.token() + " by "
                         + prev.started().worker(), List.of(prev.started(), r.started()));
-            } else if (!lost(prev, events, recoveredAt(slot, r, events))) {
-                rerunsHold = false;
-                report.violation("second-run", job, slot, "rerun under fencing token " + r.token() + " while the run under " + prev.token()
-                        + " by " + prev.started().worker() + " had not lost its lease (no lease_lost, hand-over, or vanished worker shows it)",
-                        related(events, prev.token(), r.token()));
+            } else {
+                long decided = recoveredAt(slot, r, events);
+                String held = held(def, prev, events, decided);
+                if (held != null) {
+                    rerunsHold = false;
+                    report.violation("second-run", job, slot, "rerun under fencing token " + r.token() + ", decided at "
+                            + Instant.ofEpochMilli(decided) + " (Redis time), while the run under " + prev.token() + " by "
+                            + prev.started().worker() + " may still have held its lease: " + held, related(events, prev.token(), r.token()));
+                }
             }
             if (r.start() != Ev.NONE && prev.start() != Ev.NONE && r.start() < prev.start() - tolerance) {
                 report.violation("token-order", job, slot, "the run under fencing token " + r.token() + " started "
@@ -152,28 +193,99 @@ final class Checks {
             report.reported("missed (counted in slots_missed)");
             return;
         }
-        long lease = def.lease().toMillis(), grace = def.misfireGrace().toMillis();
-        List<Life> vanished = lives.stream().filter(l -> l.vanished() && l.lastSeenCluster() >= slot - lease - 1000
-                && l.lastSeenCluster() <= slot + grace + 1000).toList();
+        String job = def.name();
+        long grace = def.misfireGrace().toMillis();
+        // A worker that vanished may have decided it without a run and died before logging that: from a grace before its
+        // last event (a late decision) to its claims ahead after it. Its peers then stepped aside; beyond that they answer.
+        List<Life> vanished = lives.stream().filter(l -> l.vanished() && l.lastSeenCluster() >= slot - VANISHED_REACH_MS
+                && l.lastSeenCluster() <= slot + grace + DECIDE_MS).toList();
         if (!vanished.isEmpty()) {
-            report.flag(def.name(), slot, "no run or report; " + describe(vanished) + " vanished near it and may have held it");
+            report.unverified(job, slot, "no run or report; " + describe(vanished) + " vanished near it and may have decided it unlogged");
             return;
         }
         List<String> cut = lives.stream().filter(l -> l.begunBefore() && slot < l.startCluster() + margin).map(Life::worker).distinct().toList();
         if (!cut.isEmpty()) {
-            report.flag(def.name(), slot, "no run or report; the log of " + String.join(", ", cut) + " begins after it (cut) and may hold it");
+            report.unverified(job, slot, "no run or report; the log of " + String.join(", ", cut) + " begins after it (cut) and may hold it");
             return;
         }
-        // A worker answers for the slots whose grace ended while it ran: one stopped within a slot's grace may leave it
-        // undecided to its peers (a claim the store did not answer yet, a slot waiting for a thread).
-        List<String> running = lives.stream().filter(l -> slot >= l.startCluster() + 1000 && slot + grace + 1000 <= l.endCluster())
-                .map(Life::worker).distinct().sorted().toList();
-        if (running.isEmpty()) {
-            report.unattended++;
+        // A worker answers for the slots of its config that fell due while it ran (from 1 s after its start) and whose grace
+        // ended before its stop. One stopped within the grace answers too if it was free to decide: it claims a slot
+        // ahead and decides it within DECIDE_MS unless every job thread is busy (a slot waiting for a thread) or the store
+        // does not answer in time (a claim unanswered at the stop): those are the known limit, unverified.
+        List<String> running = new ArrayList<>();
+        List<String> unsure = new ArrayList<>();
+        for (Life l : lives) {
+            if (slot <= l.startCluster() || slot > l.untilCluster()) {
+                // Not running it: a slot due by its worker_started (logged once its start had queued the next slots) is
+                // caught up or reported by it, or, when the cluster is new, by nobody.
+                continue;
+            }
+            Targets.Target t = targets.of(l, job, slot);
+            if (t == null) {
+                continue; // its config does not schedule it
+            }
+            if (t.def() == null) {
+                unsure.add(t.unverified());
+            } else if (slot < l.startCluster() + 1000) {
+                unsure.add(l.worker() + " started " + (slot - l.startCluster()) + " ms before it");
+            } else if (slot + grace + 1000 <= l.untilCluster()) {
+                running.add(l.worker());
+            } else {
+                long stop = l.untilCluster();
+                int busy = busy(l, slot);
+                if (stop >= slot + DECIDE_MS && l.threads() > 0 && busy < l.threads()) {
+                    running.add(l.worker() + " (stopped " + (stop - slot) + " ms after it with " + (l.threads() - busy) + " free job threads)");
+                } else {
+                    unsure.add(l.worker() + " stopped " + (stop - slot) + " ms after it, within its grace, "
+                            + (stop < slot + DECIDE_MS ? "before it could decide it" : l.threads() == 0 ? "its job threads not logged"
+                            : "with all its " + l.threads() + " job threads busy") + " (a claim unanswered or a slot waiting for a thread at a stop)");
+                }
+            }
+        }
+        running = running.stream().distinct().sorted().toList();
+        if (!running.isEmpty()) {
+            report.violation("silent-slot", job, slot, "no worker started or reported it, while " + String.join(", ", running)
+                    + (running.size() == 1 ? " was" : " were") + " running", events);
             return;
         }
-        report.violation("silent-slot", def.name(), slot, "no worker started or reported it, while " + String.join(", ", running)
-                + (running.size() == 1 ? " was" : " were") + " running", events);
+        if (!unsure.isEmpty()) {
+            report.unverified(job, slot, "no run or report; " + String.join("; ", unsure.stream().distinct().toList()));
+            return;
+        }
+        report.unattended++;
+    }
+
+    /** How many runs {@code life}'s worker had going at {@code at} (Redis time): started, no outcome yet. */
+    private int busy(Life life, long at) {
+        if (runsByWorker == null) {
+            Map<String, List<long[]>> runs = new HashMap<>();
+            for (Map<Long, List<Ev>> bySlot : ledger.slots.values()) {
+                for (Map.Entry<Long, List<Ev>> e : bySlot.entrySet()) {
+                    for (Ev s : e.getValue()) {
+                        if (s.type() != Type.JOB_STARTED || s.lateness() == Ev.NONE) {
+                            continue;
+                        }
+                        long end = Long.MAX_VALUE;
+                        for (Ev o : e.getValue()) {
+                            if (o.token() == s.token() && o.worker().equals(s.worker()) && o.ts() >= s.ts()
+                                    && (o.type().isOutcome() || o.type() == Type.SLOT_RELEASED || o.type() == Type.OUTCOME_UNRECORDED)) {
+                                end = Math.min(end, cluster(o));
+                            }
+                        }
+                        runs.computeIfAbsent(s.worker(), w -> new ArrayList<>()).add(new long[] {e.getKey() + s.lateness(), end});
+                    }
+                }
+            }
+            runsByWorker = new HashMap<>();
+            runs.forEach((w, list) -> runsByWorker.put(w, list.toArray(long[][]::new)));
+        }
+        int n = 0;
+        for (long[] r : runsByWorker.getOrDefault(life.worker(), new long[0][])) {
+            if (r[0] <= at && at < r[1]) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** When rerun {@code r} was decided, by Redis time: its {@code slot_recovered}, else its start. */
@@ -187,36 +299,69 @@ final class Checks {
     }
 
     /**
-     * Whether the log shows that run {@code prev} lost its lease ({@code lease_lost}, a failure for it), was handed
-     * over (an outcome that hands the slot over, {@code outcome_unrecorded}), or that its worker vanished before the
-     * rerun was decided. A release refused or {@code outcome_late} are not such signs: they follow any takeover, a
-     * wrongful one too.
+     * Null when the log shows that run {@code prev}'s lease had ended, by Redis time, when the rerun was decided
+     * ({@code decidedAt}); else why not. The lease taken at its start ends no sooner than start + lease, so a lease
+     * that expired (a deadline {@code lease_lost}, a failure for it, {@code outcome_unrecorded}, its worker vanished) ends
+     * no sooner than that. An explicit hand-over (a release accepted with a handing-over outcome, a failure
+     * {@code interrupted by shutdown}) ends it at once. Only evidence logged by {@code decidedAt} (through its worker's
+     * clock offset, within the tolerance) counts: a {@code lease_lost} "renewal refused", a release refused,
+     * {@code outcome_late}, and any lease loss logged after the rerun was decided follow any takeover, a wrongful one too.
      */
-    private boolean lost(Run prev, List<Ev> events, long recoveredAt) {
+    private String held(JobDefinition def, Run prev, List<Ev> events, long decidedAt) {
+        long leaseEnd = prev.start() == Ev.NONE ? Long.MIN_VALUE : prev.start() + def.lease().toMillis();
+        boolean expired = decidedAt >= leaseEnd - tolerance;
+        String seen = null;
         for (Ev e : events) {
             boolean same = e.token() == prev.token() || (e.token() == Ev.NONE && e.worker().equals(prev.started().worker()));
-            if (!same) {
+            boolean loss = switch (e.type()) {
+                case LEASE_LOST, OUTCOME_UNRECORDED -> true;
+                case SLOT_RELEASED -> HANDED_OVER.contains(e.text());
+                case JOB_FAILED -> e.text() != null && (e.text().startsWith("lease lost") || e.text().startsWith("interrupted"));
+                default -> false;
+            };
+            if (!same || !loss) {
                 continue;
             }
-            switch (e.type()) {
-                case LEASE_LOST, OUTCOME_UNRECORDED -> {
-                    return true;
-                }
-                case SLOT_RELEASED -> {
-                    if (HANDED_OVER.contains(e.text())) {
-                        return true;
-                    }
-                }
-                case JOB_FAILED -> {
-                    if (e.text() != null && (e.text().startsWith("lease lost") || e.text().startsWith("interrupted"))) {
-                        return true;
-                    }
-                }
-                default -> { }
+            long at = cluster(e);
+            if (at > decidedAt + tolerance) {
+                seen = e.type().label + (e.text() == null ? "" : " (" + e.text() + ")") + " was logged only at " + Instant.ofEpochMilli(at)
+                        + ", after the rerun was decided";
+                continue;
             }
+            if (e.type() == Type.LEASE_LOST && e.text() != null && e.text().startsWith("renewal refused")) {
+                seen = "its lease_lost says renewal refused: a peer already held the lease";
+                continue;
+            }
+            if (e.type() == Type.SLOT_RELEASED) {
+                if (e.has(Ev.SUCCESS)) {
+                    return null; // handed over: the lease ended at the release
+                }
+                seen = "its hand-over was refused";
+                continue;
+            }
+            if (e.type() == Type.JOB_FAILED && e.text().startsWith("interrupted")) {
+                return null; // a shutdown's interrupt: its worker hands the slot over
+            }
+            if (expired) {
+                return null;
+            }
+            seen = e.type().label + " was logged, but a lease taken at its start (" + Instant.ofEpochMilli(prev.start())
+                    + ") lasts until " + Instant.ofEpochMilli(leaseEnd);
         }
         Life life = lifeAt(prev.started().worker(), prev.started().ts());
-        return life != null && life.vanished() && life.lastSeenCluster() <= recoveredAt + tolerance;
+        if (life != null && life.vanished() && life.lastSeenCluster() <= decidedAt + tolerance) {
+            if (expired) {
+                return null;
+            }
+            seen = prev.started().worker() + " vanished, but a lease taken at its start lasts until " + Instant.ofEpochMilli(leaseEnd);
+        }
+        return seen != null ? seen : "no lease_lost, hand-over or vanished worker before it shows the lease ended";
+    }
+
+    /** An event's time by Redis's clock: its worker's wall clock through the offset of the life it was written in. */
+    private long cluster(Ev e) {
+        Life life = lifeAt(e.worker(), e.ts());
+        return e.ts() + (life == null ? 0 : life.offset());
     }
 
     /** Started before its slot by Redis time, or after misfireGrace (scheduled first attempts; reruns and catch-up may be later). */
@@ -256,15 +401,15 @@ final class Checks {
     }
 
     /** Per job, the original runs in slot order: tokens rise, and no older slot starts after a newer one started. */
-    private void order(JobDefinition def, List<Run> originals) {
+    private void order(String job, List<Run> originals) {
         Run maxToken = null, maxStart = null;
         for (Run r : originals) {
             if (maxToken != null && r.token() <= maxToken.token()) {
-                report.violation("token-order", def.name(), r.slot(), "fencing token " + r.token() + " is not above " + maxToken.token()
+                report.violation("token-order", job, r.slot(), "fencing token " + r.token() + " is not above " + maxToken.token()
                         + ", the token of the earlier slot " + Instant.ofEpochMilli(maxToken.slot()), List.of(maxToken.started(), r.started()));
             }
             if (r.start() != Ev.NONE && maxStart != null && r.start() < maxStart.start() - tolerance) {
-                report.violation("start-order", def.name(), r.slot(), "the earlier slot " + Instant.ofEpochMilli(maxStart.slot()) + " started "
+                report.violation("start-order", job, r.slot(), "the earlier slot " + Instant.ofEpochMilli(maxStart.slot()) + " started "
                         + (maxStart.start() - r.start()) + " ms after this one by Redis time", List.of(maxStart.started(), r.started()));
             }
             if (maxToken == null || r.token() > maxToken.token()) {
@@ -277,7 +422,7 @@ final class Checks {
     }
 
     /** Each run told its lease was lost must end within the stop allowance, by its worker's own clock. */
-    private void leaseStops(JobDefinition def, long slot, List<Ev> events) {
+    private void leaseStops(String job, long slot, List<Ev> events) {
         for (Ev lost : events) {
             if (lost.type() != Type.LEASE_LOST || lost.token() == Ev.NONE) {
                 continue;
@@ -297,7 +442,7 @@ final class Checks {
             Ev end = ends.stream().min(Comparator.comparingLong(Ev::ts)).orElse(null);
             if (end != null) {
                 if (end.ts() - lost.ts() > stopAllowance) {
-                    report.violation("lease-stop", def.name(), slot, "ran " + (end.ts() - lost.ts()) + " ms after its worker told it its lease was lost"
+                    report.violation("lease-stop", job, slot, "ran " + (end.ts() - lost.ts()) + " ms after its worker told it its lease was lost"
                             + " (allowance " + stopAllowance + " ms)", List.of(started, lost, end));
                 }
                 continue;
@@ -305,14 +450,14 @@ final class Checks {
             Life life = lifeAt(lost.worker(), lost.ts());
             boolean timedOut = events.stream().anyMatch(e -> e.type() == Type.JOB_TIMED_OUT && e.token() == lost.token());
             if (timedOut) {
-                report.flag(def.name(), slot, "the run under fencing token " + lost.token() + " timed out and lost its lease; its end is"
+                report.unverified(job, slot, "the run under fencing token " + lost.token() + " timed out and lost its lease; its end is"
                         + " only in slot_released, on the claims logger, which this log does not have");
             } else if (life != null && (!life.vanished() || life.lastSeen() - lost.ts() > stopAllowance)) {
-                report.violation("lease-stop", def.name(), slot, "no outcome was logged after its lease was lost, though " + lost.worker()
+                report.violation("lease-stop", job, slot, "no outcome was logged after its lease was lost, though " + lost.worker()
                         + " went on " + (life.vanished() ? "logging for " + (life.lastSeen() - lost.ts()) + " ms" : "and stopped cleanly"),
                         List.of(started, lost));
             } else {
-                report.flag(def.name(), slot, "the run under fencing token " + lost.token() + " lost its lease and " + lost.worker()
+                report.unverified(job, slot, "the run under fencing token " + lost.token() + " lost its lease and " + lost.worker()
                         + " vanished before its end could be seen");
             }
         }
@@ -322,7 +467,8 @@ final class Checks {
     void workers() {
         lives.stream().filter(l -> l.vanished() && l.lastSeenCluster() <= to).sorted(Comparator.comparingLong(Life::lastSeen))
                 .forEach(l -> report.vanished.add(l.worker() + " (started " + Instant.ofEpochMilli(l.start()) + ", last event "
-                        + Instant.ofEpochMilli(l.lastSeen()) + ", no worker_stopped): slots near its end are flagged, not blamed"));
+                        + Instant.ofEpochMilli(l.lastSeen()) + ", no worker_stopped): silent slots up to " + VANISHED_REACH_MS
+                        + " ms after its last event are unverified, not blamed"));
     }
 
     private Life lifeAt(String worker, long ts) {

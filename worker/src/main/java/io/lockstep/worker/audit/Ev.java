@@ -24,7 +24,7 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
 
     /** The events the checks read; every other Lockstep event is counted and only moves its worker's last sighting. */
     enum Type {
-        WORKER_STARTED, WORKER_STOPPING, WORKER_STOPPED,
+        CONFIG_LOADED, WORKER_STARTED, SCHEDULE_UPDATED, WORKER_STOPPING, WORKER_STOPPED,
         SLOT_CLAIMED, JOB_STARTED, JOB_SUCCEEDED, JOB_FAILED, JOB_TIMED_OUT, LEASE_LOST, SLOT_RELEASED, OUTCOME_LATE, OUTCOME_UNRECORDED,
         SLOT_RECOVERED, SLOT_ABANDONED, SLOT_MISSED, SLOTS_MISSED, SLOT_SKIPPED, SLOT_STALE, SLOT_HANDED_OVER, OTHER;
 
@@ -32,7 +32,9 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
 
         static Type of(String event) {
             return switch (event) {
+                case "config_loaded" -> CONFIG_LOADED;
                 case "worker_started" -> WORKER_STARTED;
+                case "schedule_updated" -> SCHEDULE_UPDATED;
                 case "worker_stopping" -> WORKER_STOPPING;
                 case "worker_stopped" -> WORKER_STOPPED;
                 case "slot_claimed" -> SLOT_CLAIMED;
@@ -53,6 +55,12 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
                 case "slot_handed_over" -> SLOT_HANDED_OVER;
                 default -> OTHER;
             };
+        }
+
+        /** A line of a worker's lifecycle: a process's first line, its start, a reload, its stop. */
+        boolean isLifecycle() {
+            return this == CONFIG_LOADED || this == WORKER_STARTED || this == SCHEDULE_UPDATED || this == WORKER_STOPPING
+                    || this == WORKER_STOPPED;
         }
 
         /** A run's end on its worker: the outcome of an attempt. */

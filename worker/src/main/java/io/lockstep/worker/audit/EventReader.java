@@ -50,14 +50,14 @@ final class EventReader {
 
     /** The fields of one event line; reused from line to line. */
     static final class Fields {
-        String event, worker, job, slot, reason, outcome, code, from, to;
-        long ts, token, attempt, lateness, clockOffset, clockSkew, count;
+        String event, worker, job, slot, reason, outcome, code, from, to, configHash;
+        long ts, token, attempt, lateness, clockOffset, clockSkew, count, threads;
         boolean manual, catchUp, rerun, success, lockName;
 
         void clear() {
-            event = worker = job = slot = reason = outcome = code = from = to = null;
+            event = worker = job = slot = reason = outcome = code = from = to = configHash = null;
             ts = token = lateness = clockOffset = clockSkew = Ev.NONE;
-            attempt = count = 0;
+            attempt = count = threads = 0;
             manual = catchUp = rerun = success = lockName = false;
         }
     }
@@ -258,6 +258,8 @@ final class EventReader {
             case "lateness_ms" -> f.lateness = p.getValueAsLong(Ev.NONE);
             case "clock_offset_ms" -> f.clockOffset = p.getValueAsLong(Ev.NONE);
             case "count" -> f.count = p.getValueAsLong(0);
+            case "threads" -> f.threads = p.getValueAsLong(0);
+            case "config_hash" -> f.configHash = intern(p.getText());
             case "clock_skew_ms" -> f.clockSkew = p.getValueAsLong(Ev.NONE);
             case "manual" -> f.manual = p.getValueAsBoolean();
             case "catch_up" -> f.catchUp = p.getValueAsBoolean();

@@ -85,12 +85,19 @@ final class Ledger implements Consumer<EventReader.Fields> {
     }
 
     /**
-     * One life of a worker: from its {@code worker_started} (or its first event, when the log began
-     * later) to its {@code worker_stopping} when it stopped cleanly, or to its last event when it
-     * vanished (no {@code worker_stopped}). {@code offset} turns its wall clock into Redis's
-     * ({@code clock_offset_ms}). {@code begunBefore}: the log began inside it (a slot event before any start).
+     * One life of a worker (one process): from its {@code worker_started} (or its first event, when the log began
+     * later) to its {@code worker_stopping} when it stopped cleanly, or to its last event when it vanished (no
+     * {@code worker_stopped}). A life ends, at the latest, where the next process of the same id begins: its
+     * {@code config_loaded} (the worker command's first line), else its {@code worker_started}; so a worker killed
+     * with SIGKILL and started again under its id is seen to vanish at its own last event, not at the new process's
+     * first. {@code offset} turns its wall clock into Redis's ({@code clock_offset_ms}). {@code begunBefore}: the log
+     * began inside it (a slot event before any start). {@code configs}: the job definitions it had in force, by the
+     * {@code config_hash} of its {@code worker_started} and of each {@code schedule_updated} (a reload), from when
+     * (Redis time); a null hash (a log written before the field) stands for the first config given. {@code threads}:
+     * its job threads, 0 when not logged.
      */
-    record Life(String worker, long start, long end, long lastSeen, boolean vanished, long offset, long endOffset, boolean begunBefore) {
+    record Life(String worker, long start, long end, long lastSeen, boolean vanished, long offset, long endOffset, boolean begunBefore,
+            List<Segment> configs, int threads) {
         long startCluster() {
             return start + offset;
         }
@@ -103,7 +110,26 @@ final class Ledger implements Consumer<EventReader.Fields> {
         long lastSeenCluster() {
             return lastSeen + offset;
         }
+
+        /** Its end by Redis time: its stop, or its last event when it vanished. */
+        long untilCluster() {
+            return vanished ? lastSeenCluster() : endCluster();
+        }
+
+        /** The config hash in force at {@code at} (Redis time); the first one before its first segment. */
+        String configAt(long at) {
+            String hash = configs.isEmpty() ? null : configs.get(0).hash();
+            for (Segment s : configs) {
+                if (s.from() <= at) {
+                    hash = s.hash();
+                }
+            }
+            return hash;
+        }
     }
+
+    /** From {@code from} (Redis time) a life had the job definitions of {@code hash} in force (null: not logged). */
+    record Segment(long from, String hash) {}
 
     @Override
     public void accept(EventReader.Fields f) {
@@ -113,17 +139,19 @@ final class Ledger implements Consumer<EventReader.Fields> {
         minTs = Math.min(minTs, f.ts);
         maxTs = Math.max(maxTs, f.ts);
         switch (type) {
-            case OTHER -> {
-                if (f.clockSkew != Ev.NONE && "config_loaded".equals(f.event)) {
-                    w.skew = f.clockSkew; // a simulated skew (lockstep.clockSkew) moves the worker's clock, not its log's
+            case OTHER -> { }
+            case CONFIG_LOADED, WORKER_STARTED, SCHEDULE_UPDATED, WORKER_STOPPING, WORKER_STOPPED -> {
+                if (type == Type.CONFIG_LOADED) {
+                    // a simulated skew (lockstep.clockSkew) moves the worker's clock, not its log's; a new process, a new skew
+                    w.skew = f.clockSkew == Ev.NONE ? 0 : f.clockSkew;
                 }
-            }
-            case WORKER_STARTED, WORKER_STOPPING, WORKER_STOPPED -> {
                 long offset = f.clockOffset == Ev.NONE ? Ev.NONE : f.clockOffset + w.skew;
                 if (offset == Ev.NONE && type == Type.WORKER_STOPPED && !w.lifecycle.isEmpty()) {
                     offset = w.lifecycle.get(w.lifecycle.size() - 1).lateness(); // logged before 0.2 without one: its stopping's
                 }
-                Ev ev = new Ev(type, f.worker, f.ts, Ev.NONE, 0, offset, 0, null);
+                // worker_started keeps its job threads (as the attempt) and config_hash; schedule_updated its config_hash
+                Ev ev = new Ev(type, f.worker, f.ts, Ev.NONE, type == Type.WORKER_STARTED ? (int) f.threads : 0, offset, 0,
+                        type == Type.WORKER_STARTED || type == Type.SCHEDULE_UPDATED ? f.configHash : null);
                 if (w.lifecycle.contains(ev)) {
                     duplicates++;
                 } else {
@@ -215,24 +243,29 @@ final class Ledger implements Consumer<EventReader.Fields> {
             // and the offset a worker last measured may predate the step.
             List<Ev> cycle = w.lifecycle;
             List<Integer> starts = new ArrayList<>();
+            // Where a process begins: its config_loaded, or a worker_started not right after one (an embedded scheduler).
+            List<Integer> begins = new ArrayList<>();
             for (int i = 0; i < cycle.size(); i++) {
-                if (cycle.get(i).type() == Type.WORKER_STARTED) {
+                Type t = cycle.get(i).type();
+                if (t == Type.WORKER_STARTED) {
                     starts.add(i);
+                }
+                if (t == Type.CONFIG_LOADED || (t == Type.WORKER_STARTED && (i == 0 || cycle.get(i - 1).type() != Type.CONFIG_LOADED))) {
+                    begins.add(i);
                 }
             }
             long firstSeen = w.lastSeenBefore(Long.MIN_VALUE);
             Ev firstStart = starts.isEmpty() ? null : cycle.get(starts.get(0));
             if (firstStart == null || w.firstRunStart < firstStart.ts() + offset(firstStart) - 1000) {
                 // The log begins inside a life (a run started before any start of the worker): from that run to the first start.
-                long until = firstStart == null ? Long.MAX_VALUE : firstStart.ts();
+                long until = begins.isEmpty() ? Long.MAX_VALUE : cycle.get(begins.get(0)).ts();
                 long begin = w.firstRunStart != Long.MAX_VALUE ? w.firstRunStart : firstSeen;
-                lives.add(life(w, cycle, 0, starts.isEmpty() ? cycle.size() : starts.get(0), begin, until, 0, true));
+                lives.add(life(w, cycle, 0, begins.isEmpty() ? cycle.size() : begins.get(0), begin, until, 0, true));
             }
-            for (int k = 0; k < starts.size(); k++) {
-                int from = starts.get(k);
-                int to = k + 1 < starts.size() ? starts.get(k + 1) : cycle.size();
-                long until = k + 1 < starts.size() ? cycle.get(to).ts() : Long.MAX_VALUE;
-                lives.add(life(w, cycle, from, to, cycle.get(from).ts(), until, offset(cycle.get(from)), false));
+            for (int from : starts) {
+                int next = begins.stream().filter(b -> b > from).findFirst().orElse(cycle.size());
+                long until = next < cycle.size() ? cycle.get(next).ts() : Long.MAX_VALUE;
+                lives.add(life(w, cycle, from, next, cycle.get(from).ts(), until, offset(cycle.get(from)), false));
             }
         }
         return lives;
@@ -245,6 +278,8 @@ final class Ledger implements Consumer<EventReader.Fields> {
     private static Life life(WorkerLog w, List<Ev> cycle, int from, int to, long start, long until, long offset, boolean begunBefore) {
         long stopping = Long.MIN_VALUE, endOffset = offset;
         boolean stopped = false;
+        List<Segment> configs = new ArrayList<>();
+        int threads = 0;
         for (int i = from; i < to; i++) {
             Ev e = cycle.get(i);
             if (e.type() == Type.WORKER_STOPPING && stopping == Long.MIN_VALUE) {
@@ -252,10 +287,15 @@ final class Ledger implements Consumer<EventReader.Fields> {
                 endOffset = e.lateness() == Ev.NONE ? offset : e.lateness();
             } else if (e.type() == Type.WORKER_STOPPED) {
                 stopped = true;
+            } else if (e.type() == Type.WORKER_STARTED) {
+                configs.add(new Segment(start + offset, e.text()));
+                threads = e.attempt();
+            } else if (e.type() == Type.SCHEDULE_UPDATED && e.text() != null) {
+                configs.add(new Segment(e.ts() + offset, e.text()));
             }
         }
         long lastSeen = w.lastSeenBefore(until == Long.MAX_VALUE ? Long.MAX_VALUE : until);
         long end = stopping != Long.MIN_VALUE ? stopping : lastSeen;
-        return new Life(w.id, start, end, lastSeen, !stopped, offset, endOffset, begunBefore);
+        return new Life(w.id, start, end, lastSeen, !stopped, offset, endOffset, begunBefore, List.copyOf(configs), threads);
     }
 }

@@ -99,7 +99,7 @@ class AuditTest {
         assertHolds(report);
         assertThat(report.slotsChecked()).isEqualTo(10);
         assertThat(report.startedOnce).isEqualTo(10);
-        assertThat(report.flags()).isEmpty();
+        assertThat(report.unverified()).isEmpty();
     }
 
     @Test
@@ -175,13 +175,58 @@ class AuditTest {
     }
 
     @Test
-    void aWorkerThatVanishedIsFlaggedNotBlamed() throws Exception {
-        everySlotRunsOnce(Set.of(6, 7, 8, 9, 10)).workerStopped("w1", 20);
-        // w2 ran slot 4 and was killed: no worker_stopped, no event after 4.05; w1 never got 6..
+    void aWorkerThatVanishedLeavesOnlyTheSlotsItMayHaveClaimedAheadUnverified() throws Exception {
+        // w2 ran 2 and 4, and was killed after its last event at 5.8: no worker_stopped. Slot 6 lies within its claims
+        // ahead (250 ms + 500 ms): it may have decided it and died before logging it. Slots 8 and 10 fell due while w1 ran
+        // and nobody started or reported them: a live worker must take them over, so they are violations.
+        everySlotRunsOnce(Set.of(6, 8, 10)).event(5.8, "redis_recovered", "w2", "").workerStopped("w1", 20);
+        AuditReport report = audit();
+        assertOnly(report, "silent-slot", 2);
+        assertThat(report.violations()).extracting(AuditReport.Violation::slot).containsExactly(at(8), at(10));
+        assertThat(report.unverified()).singleElement().satisfies(u -> {
+            assertThat(u.slot()).isEqualTo(at(6));
+            assertThat(u.reason()).contains("w2").contains("vanished near it");
+        });
+        assertThat(report.vanished).singleElement().asString().startsWith("w2");
+    }
+
+    @Test
+    void aSilentSlotASecondAfterAWorkerVanishedWhileOthersRanIsASilentSlot() throws Exception {
+        // M3: w2 ran 2 and 4 and vanished (last event 4.055); slot 5 falls due 945 ms later, past its claims ahead, while w1 runs.
+        log = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+        for (int s = 1; s <= 10; s++) {
+            if (s == 2 || s == 4) {
+                log.run("w2", JOB, s, 1000 + s * 10L);
+            } else if (s != 5) {
+                log.run("w1", JOB, s, 1000 + s * 10L);
+            }
+        }
+        log.workerStopped("w1", 20);
+        AuditReport report = audit();
+        assertOnly(report, "silent-slot", 1);
+        assertThat(report.violations().get(0).slot()).isEqualTo(at(5));
+        assertThat(report.violations().get(0).message()).contains("w1 was running");
+    }
+
+    @Test
+    void aWorkerKilledAndStartedAgainUnderItsIdBeginsANewLifeAtItsFirstLine() throws Exception {
+        // w1 starts slot 5 and is killed (SIGKILL) at once; w2 recovers it once its lease (5 s from the start) has ended and
+        // runs 6..10; w1 is started again under its id at 14.9 (config_loaded, then worker_started). Its dead life ends at
+        // 5.003, not at the new process's first line.
+        log = new EventLog().configLoaded("w1", -5.1).workerStarted("w1", -5).workerStarted("w2", -5);
+        for (int s = 1; s <= 4; s++) {
+            log.run(s % 2 == 0 ? "w2" : "w1", JOB, s, 1000 + s * 10L);
+        }
+        log.claimed("w1", JOB, 5, 1050).started("w1", JOB, 5, 1050, 3, "");
+        for (int s = 6; s <= 10; s++) {
+            log.run("w2", JOB, s, 1000 + s * 10L);
+        }
+        log.recovered("w2", JOB, 5, 1200, 10.5).started("w2", JOB, 5, 1200, 5600, "\"rerun\":true").succeeded("w2", JOB, 5, 1200, 10.7)
+                .configLoaded("w1", 14.9).workerStarted("w1", 15).workerStopped("w1", 20).workerStopped("w2", 20);
         AuditReport report = audit();
         assertHolds(report);
-        assertThat(report.flags()).extracting(AuditReport.Flag::slot).contains(at(6));
-        assertThat(report.vanished).singleElement().asString().startsWith("w2");
+        assertThat(report.rerunSlots).isEqualTo(1);
+        assertThat(report.vanished).singleElement().asString().contains("last event " + at(5.003));
     }
 
     @Test
@@ -396,6 +441,204 @@ class AuditTest {
         assertHolds(report);
         assertThat(report.skippedLines).isEqualTo(2);
         assertThat(report.startedOnce).isEqualTo(10);
+    }
+
+    @Test
+    void aTakeoverFollowedByTheVictimsRefusedRenewalIsASecondRun() throws Exception {
+        // M2: w2 takes slot 3 over at 3.5 while w1's run (started 3.003, lease 5 s) holds it; w1's next renewal is refused
+        // and its job fails "lease lost". Those follow the takeover: they do not excuse it.
+        everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "")
+                .recovered("w2", JOB, 3, 1200, 3.5).started("w2", JOB, 3, 1200, 520, "\"rerun\":true").succeeded("w2", JOB, 3, 1200, 3.6)
+                .renewalRefused("w1", JOB, 3, 1030, 4.7).failed("w1", JOB, 3, 1030, 4.8, "lease lost");
+        AuditReport report = audit();
+        assertOnly(report, "second-run", 1);
+        assertThat(report.violations().get(0).message()).contains("rerun under fencing token 1200");
+    }
+
+    @Test
+    void aLeaseLossLoggedAfterTheRerunWasDecidedOrBeforeTheLeaseCouldEndIsNoExcuse() throws Exception {
+        // Slot 3: a deadline lease_lost logged after the recovery. Slot 6: one logged before it, but the recovery at 6.5
+        // came while a lease taken at the start (6.003) still ran until 11.003.
+        everySlotRunsOnce(Set.of(3, 6)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "")
+                .recovered("w2", JOB, 3, 1200, 3.5).started("w2", JOB, 3, 1200, 520, "\"rerun\":true").succeeded("w2", JOB, 3, 1200, 3.6)
+                .leaseLost("w1", JOB, 3, 1030, 4.0).failed("w1", JOB, 3, 1030, 4.1, "lease lost");
+        log.claimed("w2", JOB, 6, 1060).started("w2", JOB, 6, 1060, 3, "").leaseLost("w2", JOB, 6, 1060, 6.4)
+                .failed("w2", JOB, 6, 1060, 6.45, "lease lost")
+                .recovered("w1", JOB, 6, 1300, 6.5).started("w1", JOB, 6, 1300, 520, "\"rerun\":true").succeeded("w1", JOB, 6, 1300, 6.6);
+        AuditReport report = audit();
+        assertOnly(report, "second-run", 2);
+        assertThat(report.violations()).extracting(AuditReport.Violation::message)
+                .anySatisfy(m -> assertThat(m).contains("after the rerun was decided"))
+                .anySatisfy(m -> assertThat(m).contains("lasts until " + at(11.003)));
+    }
+
+    @Test
+    void oneWorkerStartingOneTokenTwiceIsASecondRunButAShippersRepeatIsNot() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.started("w1", JOB, 5, 1050, 33, ""); // 30 ms after its first start: dispatched twice
+        String start7 = log.lines.stream().filter(l -> l.contains("job_started") && l.contains(EventLog.iso(7))).findFirst().orElseThrow();
+        log.raw(start7); // the same line delivered twice
+        AuditReport report = audit();
+        assertOnly(report, "second-run", 1);
+        assertThat(report.violations().get(0).slot()).isEqualTo(at(5));
+        assertThat(report.violations().get(0).message()).contains("started 2 times by w1 attempt 1 under fencing token 1050 (30 ms apart)");
+        assertThat(report.duplicates).isEqualTo(1);
+    }
+
+    @Test
+    void aSlotDueWhileAWorkerRanIsSilentEvenIfItStoppedWithinTheGraceUnlessItCouldNotDecideIt() throws Exception {
+        // w1 alone (4 job threads, all free); slots 1..8 run, 9 and 10 have no event at all. It stops at 10.5: within
+        // slot 9's 2 s grace, but 1.5 s after it, and a worker with a free thread decides a slot claimed ahead within 1 s:
+        // the silence is a violation. Slot 10 came 500 ms before the stop: it may not have been decided; unverified.
+        log = new EventLog().workerStarted("w1", -5);
+        for (int s = 1; s <= 8; s++) {
+            log.run("w1", JOB, s, 1000 + s * 10L);
+        }
+        EventLog soon = new EventLog();
+        soon.lines.addAll(log.lines);
+        log.workerStopped("w1", 10.5);
+        AuditReport report = audit();
+        assertOnly(report, "silent-slot", 1);
+        assertThat(report.violations().get(0).slot()).isEqualTo(at(9));
+        assertThat(report.violations().get(0).message()).contains("w1 (stopped 1500 ms after it with 4 free job threads) was running");
+        assertThat(report.unverified()).extracting(AuditReport.Unverified::slot).containsExactly(at(10));
+        // Stopped 400 ms after slot 9: not "no worker running" (it was), but unverified; slot 10 came after its stop.
+        log = soon.workerStopped("w1", 9.4);
+        report = audit();
+        assertHolds(report);
+        assertThat(report.unattended).isEqualTo(1);
+        assertThat(report.unverified()).singleElement().satisfies(u -> {
+            assertThat(u.slot()).isEqualTo(at(9));
+            assertThat(u.reason()).contains("w1 stopped 400 ms after it, within its grace, before it could decide it");
+        });
+    }
+
+    // ---- a log spanning a reload: each worker's config_hash picks its config ----
+
+    private LockstepConfig config(String name, String jobs) throws IOException {
+        Path file = dir.resolve(name);
+        Files.writeString(file, "redis:\n  uri: redis://127.0.0.1:6379\ndefaults:\n  lease: 5s\n  misfireGrace: 2s\njobs:\n" + jobs);
+        return ConfigLoader.defaults().checkingClasses(false).load(file);
+    }
+
+    @Test
+    void aLogSpanningAReloadIsCheckedAgainstEachWorkersConfigInTurn() throws Exception {
+        // Before the reload tick runs every second; after it (5.6 s) every 2 s, and a new job tock on the odd seconds.
+        LockstepConfig before = config("before.yaml", "  - name: tick\n    cron: \"* * * * * *\"\n    class: com.example.X\n");
+        LockstepConfig after = config("after.yaml", "  - name: tick\n    cron: \"*/2 * * * * *\"\n    class: com.example.X\n"
+                + "  - name: tock\n    cron: \"1/2 * * * * *\"\n    class: com.example.X\n");
+        String a = Targets.hash(before), b = Targets.hash(after);
+        log = new EventLog().workerStarted("w1", -5, a).workerStarted("w2", -5, a);
+        for (int s = 1; s <= 5; s++) {
+            log.run(s % 2 == 0 ? "w2" : "w1", JOB, s, 1000 + s * 10L);
+        }
+        log.scheduleUpdated("w1", 5.6, b).scheduleUpdated("w2", 5.7, b);
+        for (int s = 6; s <= 10; s++) {
+            log.run(s % 2 == 0 ? "w2" : "w1", s % 2 == 0 ? JOB : "tock", s, 1000 + s * 10L);
+        }
+        log.workerStopped("w1", 20).workerStopped("w2", 20);
+        Path file = log.write(dir, "reload.log");
+        Audit.Options window = new Audit.Options(at(1), at(10), null, Duration.ofMillis(100), Duration.ofSeconds(2));
+        AuditReport report = Audit.run(List.of(file.toString()), InputStream(), List.of(before, after), window);
+        assertHolds(report);
+        assertThat(report.startedOnce).isEqualTo(10);
+        assertThat(report.outsideSchedule).isZero();
+        assertThat(report.unverified()).isEmpty();
+        // Given only the first config, the slots after the reload are unverified (config not given), never violations.
+        AuditReport partial = Audit.run(List.of(file.toString()), InputStream(), List.of(before), window);
+        assertHolds(partial);
+        assertThat(partial.unverified()).isNotEmpty().allSatisfy(u -> assertThat(u.reason()).contains("config " + b));
+        assertThat(partial.notes).anySatisfy(n -> assertThat(n).contains(b).contains("which no --config matches"));
+    }
+
+    // ---- inputs and edges (test-audit GG6) ----
+
+    @Test
+    void aGzippedLogAndStdinAreRead() throws Exception {
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
+        Path gz = dir.resolve("events.log.gz");
+        try (var out = new java.util.zip.GZIPOutputStream(Files.newOutputStream(gz))) {
+            out.write(String.join("\n", log.lines).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+        Audit.Options window = new Audit.Options(at(1), at(10), null, Duration.ofMillis(100), Duration.ofSeconds(2));
+        AuditReport fromGz = Audit.run(List.of(gz.toString()), InputStream(), config, window);
+        assertHolds(fromGz);
+        assertThat(fromGz.startedOnce).isEqualTo(10);
+        byte[] bytes = String.join("\n", log.lines).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        AuditReport fromStdin = Audit.run(List.of("-"), new ByteArrayInputStream(bytes), config, window);
+        assertHolds(fromStdin);
+        assertThat(fromStdin.startedOnce).isEqualTo(10);
+        assertThat(fromStdin.events()).isEqualTo(fromGz.events());
+    }
+
+    @Test
+    void aLogCutAtItsStartLeavesTheSlotsNearItsBeginningUnverified() throws Exception {
+        // w1's log begins inside its life (older files rotated away): no worker_started, its first line a run of slot 1.
+        // Slot 2, within --margin (misfireGrace + 1 s) of its first run, may be in the lost part; slot 7 is not.
+        log = new EventLog();
+        for (int s = 1; s <= 10; s++) {
+            if (s != 2 && s != 7) {
+                log.run("w1", JOB, s, 1000 + s * 10L);
+            }
+        }
+        log.workerStopped("w1", 20);
+        AuditReport report = audit();
+        assertOnly(report, "silent-slot", 1);
+        assertThat(report.violations().get(0).slot()).isEqualTo(at(7));
+        assertThat(report.unverified()).singleElement().satisfies(u -> {
+            assertThat(u.slot()).isEqualTo(at(2));
+            assertThat(u.reason()).contains("begins after it (cut)");
+        });
+        // By default the window starts a margin after the first run: slot 2 is not even in it.
+        AuditReport byDefault = Audit.run(List.of(log.write(dir, "cut.log").toString()), InputStream(), config, Audit.Options.defaults());
+        assertThat(byDefault.from).isEqualTo(at(1.003 + 3));
+    }
+
+    @Test
+    void aSpanOfMoreThan31DaysNeedsAnExplicitWindow() throws Exception {
+        // A stray timestamp 40 days on: the default window would be the whole span; --from/--to make it an explicit choice.
+        everySlotRunsOnce(Set.of()).workerStopped("w1", 20).event(40 * 86400.0, "worker_started", "w2", "\"clock_offset_ms\":0")
+                .event(40 * 86400.0 + 1, "worker_stopping", "w2", "\"clock_offset_ms\":0").event(40 * 86400.0 + 1.01, "worker_stopped", "w2", "");
+        Path file = log.write(dir, "long.log");
+        assertThatThrownBy(() -> Audit.run(List.of(file.toString()), InputStream(), config, Audit.Options.defaults()))
+                .isInstanceOf(Audit.BadInput.class).hasMessageContaining("longer than 31 days").hasMessageContaining("pass --from and --to");
+        assertHolds(audit());
+    }
+
+    @Test
+    void inTheQuietPresetARerunAfterALostLeaseHolds() throws Exception {
+        // LOCKSTEP_LOG_DETAIL=WARN: no slot_claimed, no slot_released. w1's lease of slot 3 (from 3.003, 5 s) passes its
+        // deadline at 8.0; w2 recovers it at 8.2, after the lease could have ended.
+        log = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+        for (int s = 1; s <= 10; s++) {
+            if (s != 3) {
+                log.quietRun(s % 2 == 0 ? "w2" : "w1", JOB, s, 1000 + s * 10L);
+            }
+        }
+        log.started("w1", JOB, 3, 1030, 3, "").leaseLost("w1", JOB, 3, 1030, 8.0).failed("w1", JOB, 3, 1030, 8.1, "lease lost")
+                .recovered("w2", JOB, 3, 1200, 8.2).started("w2", JOB, 3, 1200, 5300, "\"rerun\":true").succeeded("w2", JOB, 3, 1200, 8.4)
+                .workerStopped("w1", 20).workerStopped("w2", 20);
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.rerunSlots).isEqualTo(1);
+        assertThat(log.lines).noneMatch(l -> l.contains("slot_claimed") || l.contains("slot_released"));
+    }
+
+    @Test
+    void inTheQuietPresetASecondRunWhileTheLeaseHeldFails() throws Exception {
+        log = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+        for (int s = 1; s <= 10; s++) {
+            if (s != 3) {
+                log.quietRun(s % 2 == 0 ? "w2" : "w1", JOB, s, 1000 + s * 10L);
+            }
+        }
+        log.started("w1", JOB, 3, 1030, 3, "")
+                .recovered("w2", JOB, 3, 1200, 4.0).started("w2", JOB, 3, 1200, 1020, "\"rerun\":true").succeeded("w2", JOB, 3, 1200, 4.1)
+                .renewalRefused("w1", JOB, 3, 1030, 5.0).failed("w1", JOB, 3, 1030, 5.1, "lease lost")
+                .workerStopped("w1", 20).workerStopped("w2", 20);
+        assertOnly(audit(), "second-run", 1);
     }
 
     // ---- bad input ----

@@ -38,7 +38,23 @@ final class EventLog {
     }
 
     EventLog workerStarted(String worker, double ts) {
-        return event(ts, "worker_started", worker, "\"jobs\":1,\"clock_offset_ms\":0");
+        return event(ts, "worker_started", worker, "\"jobs\":1,\"threads\":4,\"clock_offset_ms\":0");
+    }
+
+    /** A worker started with job definitions of hash {@code configHash} (worker_started's config_hash) and 4 job threads. */
+    EventLog workerStarted(String worker, double ts, String configHash) {
+        return event(ts, "worker_started", worker, "\"jobs\":1,\"threads\":4,\"clock_offset_ms\":0,\"config_hash\":\"" + configHash + "\"");
+    }
+
+    /** The worker command's first line: a new process (RunCommand). */
+    EventLog configLoaded(String worker, double ts) {
+        return event(ts, "config_loaded", worker, "\"config\":\"jobs.yaml\",\"jobs\":1,\"threads\":4,\"clock_skew_ms\":0");
+    }
+
+    /** A reload put job definitions of hash {@code configHash} in force. */
+    EventLog scheduleUpdated(String worker, double ts, String configHash) {
+        return event(ts, "schedule_updated", worker, "\"jobs\":2,\"added\":\"\",\"changed\":\"tick\",\"removed\":\"\",\"config_hash\":\""
+                + configHash + "\"");
     }
 
     EventLog workerStopped(String worker, double ts) {
@@ -85,6 +101,18 @@ final class EventLog {
     EventLog leaseLost(String worker, String job, double slot, long token, double ts) {
         return event(ts, "lease_lost", worker, slotFields(job, slot) + ",\"fencing_token\":" + token + ",\"action\":\"expire\",\"success\":false"
                 + ",\"reason\":\"renewal deadline passed\"");
+    }
+
+    /** The victim's side of a takeover: its next renewal is refused (RenewThread), then its job fails. */
+    EventLog renewalRefused(String worker, String job, double slot, long token, double ts) {
+        return event(ts, "lease_lost", worker, slotFields(job, slot) + ",\"fencing_token\":" + token + ",\"action\":\"expire\",\"success\":false"
+                + ",\"reason\":\"renewal refused: the token no longer owns the lease\"");
+    }
+
+    /** A run as the quiet preset (LOCKSTEP_LOG_DETAIL=WARN) logs it: no slot_claimed, no slot_released. */
+    EventLog quietRun(String worker, String job, double slot, long token) {
+        started(worker, job, slot, token, 3, "");
+        return succeeded(worker, job, slot, token, slot + 0.053);
     }
 
     EventLog recovered(String worker, String job, double slot, long token, double ts) {
