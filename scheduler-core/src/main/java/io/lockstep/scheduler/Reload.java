@@ -91,6 +91,9 @@ final class Reload {
         events.info("schedule_updated").addKeyValue("jobs", next.size()).addKeyValue("added", String.join(",", added))
                 .addKeyValue("changed", String.join(",", changed)).addKeyValue("removed", String.join(",", removed))
                 .addKeyValue("config_hash", update.configHash())
+                // the instant (cluster time) that splits the two definitions: slots up to it are decided under
+                // the old ones, slots after it under the new (the audit checks each slot against the right one)
+                .addKeyValue("effective_at", at.toString())
                 .log(update.changedAnything() ? "job definitions updated; new and changed jobs start at their next slot"
                         : "job definitions updated; no job changed");
         return update;

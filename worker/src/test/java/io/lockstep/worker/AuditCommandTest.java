@@ -62,7 +62,7 @@ class AuditCommandTest {
 
     @Test
     void everyCheckHoldingExitsZeroWithTheSummary() throws IOException {
-        assertThat(audit(events(-1).toString())).isZero();
+        assertThat(audit(events(-1).toString())).as("%s", err).isZero();
         assertThat(out.toString()).contains("silent-slot    holds").contains("every check holds").contains("started once");
         assertThat(err.toString()).isEmpty();
     }

@@ -26,6 +26,11 @@ final class Cluster implements AutoCloseable {
     final Path dir;
     final LocalRedisServer redis;
     final Path config;
+    /**
+     * The configs {@link #audit} reads, when the workers ran others than {@link #config} (their own
+     * files, or a reload's versions): the audit matches each to the {@code config_hash} its workers log.
+     */
+    final List<Path> auditConfigs = new ArrayList<>();
     final List<WorkerProcess> workers = new ArrayList<>();
 
     Cluster(Path dir, String jobsYaml) {
@@ -220,7 +225,10 @@ final class Cluster implements AutoCloseable {
      * against the shared config, as a user would after exporting their logs.
      */
     AuditRun audit(String... options) {
-        List<String> args = new ArrayList<>(List.of("audit", "--config", config.toString()));
+        List<String> args = new ArrayList<>(List.of("audit"));
+        for (Path c : auditConfigs.isEmpty() ? List.of(config) : auditConfigs) {
+            args.addAll(List.of("--config", c.toString()));
+        }
         args.addAll(List.of(options));
         try (java.util.stream.Stream<Path> files = Files.list(dir)) {
             files.filter(f -> f.getFileName().toString().matches(".*\\.out(\\.\\d+)?\\.jsonl")).sorted().forEach(f -> args.add(f.toString()));

@@ -56,6 +56,10 @@ class ReloadIT {
             Path c3 = dir.resolve("w3.yaml");
             Files.writeString(c1, config(redis, "signal", v1));
             Files.writeString(c2, config(redis, "signal", v1));
+            // The two versions the rollout goes through, kept for the audit of its logs.
+            Files.writeString(dir.resolve("v1.yaml"), config(redis, "signal", v1));
+            Files.writeString(dir.resolve("v2.yaml"), config(redis, "signal", v2));
+            cluster.auditConfigs.addAll(List.of(dir.resolve("v1.yaml"), dir.resolve("v2.yaml")));
             Files.writeString(c3, config(redis, "watch", v1));
             WorkerProcess w1 = WorkerProcess.start(dir, c1, "w1", Map.of("OTEL_TRACES_EXPORTER", "logging", "OTEL_SERVICE_NAME", "reload-it"));
             WorkerProcess w2 = WorkerProcess.start(dir, c2, "w2", Map.of());
@@ -161,6 +165,9 @@ class ReloadIT {
             await().atMost(Duration.ofSeconds(10)).until(() -> w1.stderr().contains(traced.path("trace_id").asText()));
             assertThat(w1.stderr()).contains("'lockstep.run " + traced.path("job").asText() + "'");
             assertThat(w2.events("job_started")).allSatisfy(e -> assertThat(e.has("trace_id")).as("no OTEL_* variable: untraced").isFalse());
+
+            // One verdict over the whole rollout: each worker's slots checked against the config it ran at each.
+            cluster.assertAuditHolds("--strict");
         }
     }
 

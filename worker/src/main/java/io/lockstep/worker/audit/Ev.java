@@ -11,7 +11,9 @@ import java.util.Locale;
  * @param type what happened
  * @param worker the worker's id
  * @param ts when, by the worker's wall clock, epoch ms
- * @param token the fencing token, or {@link #NONE}
+ * @param token the fencing token, or {@link #NONE}; for {@code schedule_updated}, its {@code effective_at}
+ *     (epoch ms, cluster time: the instant that splits the old definitions' slots from the new ones'), or
+ *     {@link #NONE} when not logged
  * @param attempt the attempt, 0 when the event has none
  * @param lateness {@code lateness_ms}, or {@link #NONE}
  * @param flags {@link #MANUAL}, {@link #CATCH_UP}, {@link #RERUN}, {@link #SUCCESS}
@@ -82,7 +84,7 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
     String describe() {
         StringBuilder s = new StringBuilder().append(Instant.ofEpochMilli(ts)).append("  ").append(worker).append("  ").append(type.label);
         if (token != NONE) {
-            s.append(" fencing_token=").append(token);
+            s.append(type == Type.SCHEDULE_UPDATED ? " effective_at=" + Instant.ofEpochMilli(token) : " fencing_token=" + token);
         }
         if (attempt > 0) {
             s.append(" attempt=").append(attempt);

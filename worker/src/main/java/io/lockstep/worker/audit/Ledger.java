@@ -128,8 +128,12 @@ final class Ledger implements Consumer<EventReader.Fields> {
         }
     }
 
-    /** From {@code from} (Redis time) a life had the job definitions of {@code hash} in force (null: not logged). */
-    record Segment(long from, String hash) {}
+    /**
+     * From {@code from} (Redis time) a life had the job definitions of {@code hash} in force (null: not logged).
+     * {@code exact}: the worker logged the instant itself ({@code effective_at}); otherwise it is read from the
+     * line's time and is uncertain by {@link Targets#RELOAD_UNCERTAINTY_MS}.
+     */
+    record Segment(long from, String hash, boolean exact) {}
 
     @Override
     public void accept(EventReader.Fields f) {
@@ -150,7 +154,15 @@ final class Ledger implements Consumer<EventReader.Fields> {
                     offset = w.lifecycle.get(w.lifecycle.size() - 1).lateness(); // logged before 0.2 without one: its stopping's
                 }
                 // worker_started keeps its job threads (as the attempt) and config_hash; schedule_updated its config_hash
-                Ev ev = new Ev(type, f.worker, f.ts, Ev.NONE, type == Type.WORKER_STARTED ? (int) f.threads : 0, offset, 0,
+                long effectiveAt = Ev.NONE;
+                if (type == Type.SCHEDULE_UPDATED && f.effectiveAt != null) {
+                    try {
+                        effectiveAt = Instant.parse(f.effectiveAt).toEpochMilli();
+                    } catch (DateTimeException | ArithmeticException e) {
+                        effectiveAt = Ev.NONE; // read as a reload of unknown instant: its time is uncertain
+                    }
+                }
+                Ev ev = new Ev(type, f.worker, f.ts, effectiveAt, type == Type.WORKER_STARTED ? (int) f.threads : 0, offset, 0,
                         type == Type.WORKER_STARTED || type == Type.SCHEDULE_UPDATED ? f.configHash : null);
                 if (w.lifecycle.contains(ev)) {
                     duplicates++;
@@ -288,10 +300,11 @@ final class Ledger implements Consumer<EventReader.Fields> {
             } else if (e.type() == Type.WORKER_STOPPED) {
                 stopped = true;
             } else if (e.type() == Type.WORKER_STARTED) {
-                configs.add(new Segment(start + offset, e.text()));
+                configs.add(new Segment(start + offset, e.text(), false));
                 threads = e.attempt();
             } else if (e.type() == Type.SCHEDULE_UPDATED && e.text() != null) {
-                configs.add(new Segment(e.ts() + offset, e.text()));
+                // With effective_at the worker said exactly which slots the new definitions took: those after it.
+                configs.add(e.token() != Ev.NONE ? new Segment(e.token() + 1, e.text(), true) : new Segment(e.ts() + offset, e.text(), false));
             }
         }
         long lastSeen = w.lastSeenBefore(until == Long.MAX_VALUE ? Long.MAX_VALUE : until);

@@ -24,9 +24,11 @@ import java.util.TreeSet;
  * it could say unverified ("config not given"), never violations.
  *
  * <p>Around a reload the worker's two configs may both answer for a slot: a slot due up to the reload is still decided
- * under the definition it fell due under, and new definitions start at their next slot. The reload's time is read
- * through the worker's clock (its offset measured over a round trip, and the update's own work before the line), so within 500 ms of it a slot one config schedules and the other does not is unverified
- * for that worker.
+ * under the definition it fell due under, and new definitions start at their next slot. A worker logs the instant
+ * that splits them ({@code effective_at} in {@code schedule_updated}, cluster time): slots up to it are checked
+ * against the old config, slots after it against the new one, exactly. For a log without that field the reload's
+ * time is read through the worker's clock (its offset measured over a round trip, and the update's own work before
+ * the line), so within 500 ms of it a slot one config schedules and the other does not is unverified for that worker.
  */
 final class Targets {
 
@@ -158,18 +160,25 @@ final class Targets {
         };
     }
 
-    /** The config hashes {@code l} had in force within {@link #RELOAD_UNCERTAINTY_MS} of {@code slot}, the one at the slot first. */
+    /**
+     * The config hashes {@code l} may have had in force for {@code slot}, the one at the slot first: with a reload
+     * whose instant the worker logged ({@code effective_at}), exactly the one at the slot; with one read from the
+     * line's time, also the configs on both sides of it when it lies within {@link #RELOAD_UNCERTAINTY_MS}.
+     */
     private static List<String> around(Life l, long slot) {
         List<String> hashes = new ArrayList<>();
         hashes.add(l.configAt(slot));
-        for (Segment s : l.configs()) {
-            if (s.from() > slot - RELOAD_UNCERTAINTY_MS && s.from() <= slot + RELOAD_UNCERTAINTY_MS && !hashes.contains(s.hash())) {
-                hashes.add(s.hash());
+        List<Segment> segments = l.configs();
+        for (int i = 0; i < segments.size(); i++) {
+            Segment s = segments.get(i);
+            if (!s.exact() && s.from() > slot - RELOAD_UNCERTAINTY_MS && s.from() <= slot + RELOAD_UNCERTAINTY_MS) {
+                if (i > 0 && !hashes.contains(segments.get(i - 1).hash())) { // hashes may be null (not logged)
+                    hashes.add(segments.get(i - 1).hash());
+                }
+                if (!hashes.contains(s.hash())) {
+                    hashes.add(s.hash());
+                }
             }
-        }
-        String before = l.configAt(slot - RELOAD_UNCERTAINTY_MS);
-        if (!hashes.contains(before)) {
-            hashes.add(before);
         }
         return hashes;
     }

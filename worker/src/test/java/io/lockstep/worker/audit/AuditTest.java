@@ -553,6 +553,47 @@ class AuditTest {
         assertThat(partial.notes).anySatisfy(n -> assertThat(n).contains(b).contains("which no --config matches"));
     }
 
+    /**
+     * With the instant the reload took effect in its line ({@code effective_at}), each slot is checked against exactly
+     * one config, however close to the reload: tick@7 (only the old config has it, and it falls after the reload) is
+     * no one's to run; tock@7 (only the new one has it) is due, and silent when no one ran it.
+     */
+    @Test
+    void aReloadWithItsEffectiveInstantSplitsTheSlotsExactlyEvenWithinAFractionOfASecond() throws Exception {
+        LockstepConfig before = config("before.yaml", "  - name: tick\n    cron: \"* * * * * *\"\n    class: com.example.X\n");
+        LockstepConfig after = config("after.yaml", "  - name: tick\n    cron: \"*/2 * * * * *\"\n    class: com.example.X\n"
+                + "  - name: tock\n    cron: \"1/2 * * * * *\"\n    class: com.example.X\n");
+        String a = Targets.hash(before), b = Targets.hash(after);
+        java.util.function.Function<Boolean, AuditReport> audit = tockSeven -> {
+            log = new EventLog().workerStarted("w1", -5, a).workerStarted("w2", -5, a);
+            for (int s = 1; s <= 6; s++) {
+                log.run(s % 2 == 0 ? "w2" : "w1", JOB, s, 1000 + s * 10L);
+            }
+            // The reload lands 200 ms before slot 7 on both workers.
+            log.scheduleUpdated("w1", 6.81, b, 6.8).scheduleUpdated("w2", 6.82, b, 6.8);
+            for (int s = 7; s <= 10; s++) {
+                if (s != 7 || tockSeven) {
+                    log.run(s % 2 == 0 ? "w2" : "w1", s % 2 == 0 ? JOB : "tock", s, 1000 + s * 10L);
+                }
+            }
+            log.workerStopped("w1", 20).workerStopped("w2", 20);
+            try {
+                Path file = log.write(dir, "reload-" + tockSeven + ".log");
+                Audit.Options window = new Audit.Options(at(1), at(10), null, Duration.ofMillis(100), Duration.ofSeconds(2));
+                return Audit.run(List.of(file.toString()), InputStream(), List.of(before, after), window);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        AuditReport whole = audit.apply(true);
+        assertHolds(whole);
+        assertThat(whole.unverified()).as("tick@7 is the old config's, after the reload: no one's").isEmpty();
+        AuditReport missing = audit.apply(false);
+        assertOnly(missing, "silent-slot", 1);
+        assertThat(missing.violations()).extracting(v -> v.job() + "@" + v.slot()).containsExactly("tock@" + at(7));
+        assertThat(missing.unverified()).isEmpty();
+    }
+
     // ---- inputs and edges (test-audit GG6) ----
 
     @Test

@@ -57,6 +57,12 @@ final class EventLog {
                 + configHash + "\"");
     }
 
+    /** A reload whose line says the instant that split the two definitions ({@code effective_at}, seconds as {@code ts}). */
+    EventLog scheduleUpdated(String worker, double ts, String configHash, double effectiveAt) {
+        return event(ts, "schedule_updated", worker, "\"jobs\":2,\"added\":\"\",\"changed\":\"tick\",\"removed\":\"\",\"config_hash\":\""
+                + configHash + "\",\"effective_at\":\"" + at(effectiveAt) + "\"");
+    }
+
     EventLog workerStopped(String worker, double ts) {
         event(ts, "worker_stopping", worker, "\"running\":0");
         return event(ts + 0.01, "worker_stopped", worker, "\"drained\":true");
