@@ -60,6 +60,12 @@ public record JobDefinition(
      * with their next heartbeat, so a few heartbeats, and never less than the job's own grace.
      */
     public static final Duration MANUAL_GRACE = Duration.ofSeconds(30);
+    /**
+     * How long before its slot a worker may claim a slot (the preferred claimer decides it this far
+     * ahead, by Redis time): read by the scheduler and by the audit, which allows a worker that
+     * vanished this much of the future it may have decided without a word.
+     */
+    public static final Duration CLAIM_AHEAD = Duration.ofMillis(250);
     public static final Overlap DEFAULT_OVERLAP = Overlap.SKIP;
     public static final Duration DEFAULT_TIMEOUT = Duration.ZERO;
     public static final Retry DEFAULT_RETRY = Retry.NONE;

@@ -37,7 +37,7 @@ import java.util.function.Supplier;
 final class Preference {
 
     /** How long before its slot the preferred claimer claims it (by the store's clock); the run starts at the slot. */
-    static final Duration AHEAD = Duration.ofMillis(250);
+    static final Duration AHEAD = JobDefinition.CLAIM_AHEAD;
     /** How long after its slot the other workers look at whether the preferred claimer decided it. */
     static final Duration BACKOFF = Duration.ofMillis(100);
 

@@ -25,8 +25,8 @@ final class Checks {
 
     private static final Set<String> CLOSING = Set.of("succeeded", "failed", "timed_out");
     private static final Set<String> HANDED_OVER = Set.of("lease_lost", "interrupted", "not_started");
-    /** How far ahead of its slot a worker claims it: the scheduler's {@code Preference.AHEAD}. */
-    static final long CLAIM_AHEAD_MS = 250;
+    /** How far ahead of its slot a worker claims it: the scheduler's own figure. */
+    static final long CLAIM_AHEAD_MS = JobDefinition.CLAIM_AHEAD.toMillis();
     /**
      * How long after a vanished worker's last event it may have decided a slot without logging it: it claims at most
      * {@link #CLAIM_AHEAD_MS} ahead, plus half a second for the claim's round trip and the clock offset's error. A slot
