@@ -53,6 +53,21 @@ final class LeaseScripts {
     record Started(List<StartReply> answers) {}
 
     Started start(List<StartRequest> requests) {
+        return start(requests, false);
+    }
+
+    /**
+     * Redlock's split ({@link RedlockStore#start}): records each of {@code requests} missed
+     * ({@code no_quorum}) where this token still holds its claim, staged or started
+     * ({@code start.lua}'s split mode); answered {@link StartAnswer#SPLIT} where it is (now) so,
+     * {@link StartAnswer#LOST} where nothing here was the token's (or the slot was decided here
+     * already: late, paused).
+     */
+    Started recordSplit(List<StartRequest> requests) {
+        return start(requests, true);
+    }
+
+    private Started start(List<StartRequest> requests, boolean split) {
         if (requests.isEmpty()) {
             return new Started(List.of());
         }
@@ -69,6 +84,9 @@ final class LeaseScripts {
                         keys.decisions(l.job()), keys.marks(l.job())));
                 args.addAll(List.of(l.token(), Long.toString(slot), Long.toString(l.ttl().toMillis()),
                         Long.toString(r.misfireGrace().toMillis()), Integer.toString(historyKeep), RedisKeys.markField(l.job())));
+            }
+            if (split) {
+                args.add("no_quorum");
             }
             return new RedisCalls.Call(START, callKeys, args);
         }, replicas);
@@ -89,10 +107,10 @@ final class LeaseScripts {
             for (int j = 0; j < list.size() - 1; j++) {
                 String status = RedisCalls.asString(list.get(j));
                 try {
-                    StartAnswer a = StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
+                    StartAnswer a = "missed".equals(status) ? StartAnswer.SPLIT : StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
                     // A start fewer replicas than waitReplicas acknowledged could be lost in a
                     // failover (a peer would then run the slot again): it must not start.
-                    answers[groups.get(g).get(j)] = a == StartAnswer.STARTED && !answered.confirmed(g, replicas) ? StartAnswer.LOST : a;
+                    answers[groups.get(g).get(j)] = a == StartAnswer.STARTED && !answered.confirmed(g, replicas) ? StartAnswer.UNCONFIRMED : a;
                 } catch (IllegalArgumentException e) {
                     throw new LockException(target, "start: unexpected status " + status, null);
                 }

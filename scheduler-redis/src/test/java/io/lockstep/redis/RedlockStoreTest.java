@@ -115,6 +115,51 @@ class RedlockStoreTest {
         assertThat(status(p, claim(job, slot, "z"))).isEqualTo(ClaimResult.Status.TAKEN);
     }
 
+    /**
+     * M1 of the 2026-12-04 review: three masters, one down. A claim made ahead is staged on the two
+     * live ones; an operator's pause then reaches master 0 only (the command on its way to master
+     * 1), so the start is answered {@code paused} there and {@code started} on master 1: no
+     * majority. Before, that was {@code LOST}: the worker only logged {@code lease_lost} and handed
+     * the claim back, master 1 kept an undecided claim, peers read no majority and met the token on
+     * both ({@code TAKEN}), the runs check found one expired entry of two: the slot was never run and
+     * never reported. Now the start is answered {@code SPLIT}: the slot is recorded missed
+     * ({@code no_quorum}) wherever the claim was still the token's, so the two live masters both say
+     * it was decided without a run, nothing of it is left to recover, and its worker reports it.
+     */
+    @Test
+    void aStartTheLiveMastersSplitOnIsRecordedMissedEverywhereAndAnsweredSplit() {
+        nodes.close();
+        nodes = new LocalRedlock(3);
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        String job = job();
+        Instant slot = slotNow(p).plusSeconds(2);
+        nodes.servers.get(2).kill();
+        ClaimRequest staged = new ClaimRequest(new Lease(job, slot, "a", LEASE, true), "w-a", GRACE, ClaimRequest.Mode.CLAIM, false, false,
+                Duration.ofSeconds(5));
+        assertThat(status(p, staged)).as("staged on the two live masters").isEqualTo(ClaimResult.Status.CLAIMED);
+        RedisAdmin.of(single(0)).pause(job, "maintenance", Optional.empty(), "ops"); // reached master 0 only
+
+        io.lockstep.scheduler.lock.StartReply reply = p.start(List.of(new io.lockstep.scheduler.lock.StartRequest(staged.lease(), GRACE))).get(0);
+
+        String record = p.keys().slot(job, slot.toEpochMilli());
+        assertThat(nodes.clients.get(0).hmget(record, "state", "why")).as("master 0: decided by the pause").containsExactly("skipped", "paused");
+        assertThat(nodes.clients.get(1).hmget(record, "state", "why")).as("master 1, where it had started: decided without a run")
+                .containsExactly("missed", "no_quorum");
+        assertThat(reply.answer()).as("the start's answer").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.SPLIT);
+        for (int i : List.of(0, 1)) {
+            assertThat(nodes.clients.get(i).exists(p.keys().lease(staged.lease()))).as("master %d: the job's lease is free", i).isFalse();
+            assertThat(nodes.clients.get(i).zscore(p.keys().running(job), Long.toString(slot.toEpochMilli())))
+                    .as("master %d: no entry left for a recovery to find", i).isNull();
+        }
+        assertThat(p.slotStates(List.of(new io.lockstep.scheduler.lock.SlotState.Ref(job, slot))).get(0).kind())
+                .as("a peer that stepped aside reads it decided").isEqualTo(io.lockstep.scheduler.lock.SlotState.Kind.DECIDED);
+        assertThat(status(p, claim(job, slot, "peer"))).as("a peer's claim: the slot is the worker's, which reported it")
+                .isEqualTo(ClaimResult.Status.TAKEN);
+        // Repeated (its reply was lost): the same answer, nothing written twice.
+        assertThat(p.start(List.of(new io.lockstep.scheduler.lock.StartRequest(staged.lease(), GRACE))).get(0).answer())
+                .as("repeated").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.SPLIT);
+    }
+
     /** A recovery of {@code job}'s run at {@code slot} (rerun), under {@code token}. */
     private static ClaimRequest recover(String job, Instant slot, String token) {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, ClaimRequest.Mode.RECOVER, false);
