@@ -160,6 +160,59 @@ class RedlockStoreTest {
                 .as("repeated").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.SPLIT);
     }
 
+    /**
+     * M1 at the scheduler: a worker on three masters, one down. For a slot whose claim made ahead is
+     * staged on the two live masters, an operator's pause reaches master 0 only before the start:
+     * the worker reports that slot exactly once ({@code slot_missed}, code {@code no_quorum}) and
+     * never runs it. Before, its only line was {@code lease_lost}. The interleaving is made by
+     * watching master 0 for the staged claim and pausing there (about 200 ms before the start); a
+     * slot where the pause came too late (the run started) or reached master 1 too (a heartbeat
+     * copies operator commands) is no split, and the next slot is tried.
+     */
+    @Test
+    void aWorkerReportsOnceTheSlotWhoseStartTheLiveMastersSplitOn() {
+        nodes.close();
+        nodes = new LocalRedlock(3);
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        RedisAdmin onMaster0 = RedisAdmin.of(single(0));
+        String job = job();
+        nodes.servers.get(2).kill();
+        List<Instant> ran = new java.util.concurrent.CopyOnWriteArrayList<>();
+        io.lockstep.scheduler.JobDefinition perSecond = new io.lockstep.scheduler.JobDefinition(job,
+                io.lockstep.scheduler.cron.CronSchedule.of("* * * * * *", java.time.ZoneOffset.UTC), io.lockstep.scheduler.Job.class.getName(),
+                java.util.Map.of(), Duration.ofSeconds(1), Duration.ofSeconds(2), io.lockstep.scheduler.Overlap.SKIP, Duration.ZERO, true);
+        try (io.lockstep.scheduler.CapturedEvents events = new io.lockstep.scheduler.CapturedEvents();
+             io.lockstep.scheduler.Scheduler scheduler = io.lockstep.scheduler.Scheduler.builder(p).workerId("w").job(perSecond)
+                     .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
+            scheduler.start();
+            Instant split = null;
+            for (int attempt = 0; attempt < 10 && split == null; attempt++) {
+                Instant slot = Instant.ofEpochMilli((p.serverTimeMillis() + 1_400) / 1000 * 1000);
+                String record = p.keys().slot(job, slot.toEpochMilli());
+                await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(2))
+                        .until(() -> "claimed".equals(nodes.clients.get(0).hget(record, "state")));
+                onMaster0.pause(job, "maintenance", Optional.empty(), "ops"); // the command reached master 0 only
+                await().atMost(Duration.ofSeconds(5)).until(() -> !"claimed".equals(nodes.clients.get(0).hget(record, "state")));
+                if ("skipped".equals(nodes.clients.get(0).hget(record, "state")) && !"skipped".equals(nodes.clients.get(1).hget(record, "state"))) {
+                    split = slot;
+                }
+                RedisAdmin.of(p).resume(job);
+            }
+            assertThat(split).as("a slot staged on both live masters, then paused on master 0 alone before its start").isNotNull();
+            String at = split.toString();
+            await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(java.util.stream.Stream.concat(
+                    events.named("slot_missed", job).stream(), events.named("slot_skipped", job).stream()).filter(e -> at.equals(e.get("slot"))))
+                    .as("the reports of slot %s (its lease_lost lines: %s)", at,
+                            events.named("lease_lost", job).stream().filter(e -> at.equals(e.get("slot"))).map(e -> e.get("reason")).toList())
+                    .singleElement().satisfies(e -> {
+                        assertThat(e.get("event")).isEqualTo("slot_missed");
+                        assertThat(e.get("code")).isEqualTo("no_quorum");
+                    }));
+            assertThat(ran).as("runs").doesNotContain(split);
+            assertThat(events.named("lease_lost", job)).as("lease_lost").noneMatch(e -> at.equals(e.get("slot")));
+        }
+    }
+
     /** A recovery of {@code job}'s run at {@code slot} (rerun), under {@code token}. */
     private static ClaimRequest recover(String job, Instant slot, String token) {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, ClaimRequest.Mode.RECOVER, false);
