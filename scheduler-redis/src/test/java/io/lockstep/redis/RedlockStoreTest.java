@@ -623,6 +623,45 @@ class RedlockStoreTest {
     }
 
     /**
+     * m4 of the 2026-12-04 review: {@code durable} was believed, not checked. A master listed as
+     * durable that runs without {@code appendonly} (an operator's mistake) and comes back from an
+     * RDB snapshot (a save policy, a restored backup) brings its old marker back, with records older
+     * than its last writes; it counted at once. Now the start check names it (one line), and after
+     * the restart it sits out its quarantine like any other master.
+     */
+    @Test
+    void aMasterDeclaredDurableWithoutItsAofIsNamedAtTheStartAndQuarantinedAfterARestart() {
+        nodes.close();
+        nodes = new LocalRedlock(3); // redis-server's own persistence off: no appendonly, no save policy
+        String host = nodes.names().get(0);
+        RedisSettings.Redlock durable = new RedisSettings.Redlock(nodes.names(), Duration.ofMillis(300), Optional.of(Duration.ofMinutes(5)),
+                List.of(host));
+        try (io.lockstep.scheduler.CapturedEvents events = new io.lockstep.scheduler.CapturedEvents()) {
+            RedisLockProvider p = RedisLockProvider.builder().settings(new RedisSettings(durable, "lockstep", Duration.ofSeconds(1),
+                    Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build();
+            providers.add(p);
+            p.ping();
+            assertThat(events.named("redlock_durable_without_aof")).as("the start check's line").singleElement()
+                    .satisfies(e -> assertThat((String) e.get("target")).contains(host));
+            String job = job();
+            assertThat(status(p, claim(job, slotNow(p).minusSeconds(1), "a"))).isEqualTo(ClaimResult.Status.CLAIMED);
+            Instant slot = slotNow(p);
+            nodes.clients.get(0).sendCommand(redis.clients.jedis.Protocol.Command.SAVE); // a snapshot: what a save policy or a backup keeps
+            nodes.servers.get(0).restart(); // SIGKILL, then up again from the snapshot
+            try (redis.clients.jedis.RedisClient restarted = LocalRedlock.client(nodes.servers.get(0))) {
+                assertThat(restarted.hget(p.keys().deployment(), "id")).as("the marker came back with the snapshot").isNotNull();
+            }
+            nodes.servers.get(1).pause();
+            try {
+                assertQuarantined(p, slot, "declared durable, but without its AOF: quarantined");
+            } finally {
+                nodes.servers.get(1).resume();
+            }
+            assertThat(events.named("redlock_durable_without_aof")).as("named again after its restart").hasSize(2);
+        }
+    }
+
+    /**
      * A claim of a new job (what a quarantined master is told is still written there) finds no
      * majority that counts, because master 0 is quarantined; the first try may meet a broken pooled
      * connection to it instead, with the same answer: no decision.
