@@ -30,6 +30,20 @@ final class StartEvents {
                 .log("slot skipped: the job was paused before its start");
     }
 
+    /**
+     * The store's parts split on the start with no majority (Redlock: say paused on one live master,
+     * started on another): the store recorded it missed wherever the claim was ours, and nobody else
+     * reports it; this is its one report ({@code no_quorum}, a miss this worker decided alone).
+     */
+    void split(SlotRun run) {
+        events.metrics().missed(run.definition.name(), "no_quorum", 1);
+        events.warn("slot_missed").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
+                .addKeyValue("lock_name", run.lockName)
+                .addKeyValue("reason", "no majority of the redlock masters agreed on its start (say the job paused on one and not on"
+                        + " another, a master down): not started, and recorded missed where the claim was this worker's")
+                .addKeyValue("code", "no_quorum").log("slot missed");
+    }
+
     /** The claim was no longer ours, or its short lease ran out before its start could be recorded. */
     void leaseLost(SlotRun run, String reason) {
         events.warn("lease_lost").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())

@@ -29,9 +29,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * <ul>
  *   <li>late (the worker stalled past the grace): {@code slot_missed}, recorded by the store;</li>
  *   <li>paused since the claim: {@code slot_skipped}, recorded by the store;</li>
- *   <li>lost (the short lease ran out, a peer took the slot), or the store unreachable until the
- *       short lease ran out: {@code lease_lost}, and the claim is handed back unstarted, so that a
- *       peer runs it within its grace whatever the recover policy;</li>
+ *   <li>split (Redlock's masters answered with no majority, say paused on one and started on
+ *       another): {@code slot_missed} (code {@code no_quorum}), recorded missed by the store wherever
+ *       the claim was ours: nobody else would report it;</li>
+ *   <li>lost (a peer took the slot), unconfirmed (fewer replicas than {@code waitReplicas}
+ *       acknowledged the start), or the store unreachable until the short lease ran out:
+ *       {@code lease_lost}, and the claim is handed back unstarted, so that a peer runs it within
+ *       its grace whatever the recover policy;</li>
  *   <li>the worker stopping before the start: handed back unstarted at once
  *       ({@code slot_handed_over}).</li>
  * </ul>
@@ -304,9 +308,18 @@ final class Starter {
                     startEvents.paused(run);
                     notStarted(run, false);
                 }
+                case SPLIT -> {
+                    s.done = true;
+                    startEvents.split(run);
+                    notStarted(run, false); // recorded missed by the store where it was ours: nothing to hand back
+                }
                 case LOST -> {
                     s.done = true;
-                    leaseLost(run, "the claim made ahead was no longer ours at its start (its short lease ran out)");
+                    leaseLost(run, "the claim made ahead was no longer this worker's at its start (a peer took the slot over)");
+                }
+                case UNCONFIRMED -> {
+                    s.done = true;
+                    leaseLost(run, "fewer replicas than redis.waitReplicas acknowledged its start in time (a failover could lose it)");
                 }
             }
         }

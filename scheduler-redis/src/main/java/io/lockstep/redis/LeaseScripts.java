@@ -32,7 +32,7 @@ final class LeaseScripts {
 
     private final RedisCalls calls;
     private final RedisKeys keys;
-    /** How many replicas must acknowledge starts and outcomes ({@code waitReplicas}); renewals never wait. */
+    /** How many replicas must acknowledge starts, renewals and outcomes ({@code waitReplicas}). */
     private final RedisCalls.Replicas replicas;
     private final String target;
     /** How many runs each job's history keeps ({@code history.keep}). */
@@ -53,6 +53,21 @@ final class LeaseScripts {
     record Started(List<StartReply> answers) {}
 
     Started start(List<StartRequest> requests) {
+        return start(requests, false);
+    }
+
+    /**
+     * Redlock's split ({@link RedlockStore#start}): records each of {@code requests} missed
+     * ({@code no_quorum}) where this token still holds its claim, staged or started
+     * ({@code start.lua}'s split mode); answered {@link StartAnswer#SPLIT} where it is (now) so,
+     * {@link StartAnswer#LOST} where nothing here was the token's (or the slot was decided here
+     * already: late, paused).
+     */
+    Started recordSplit(List<StartRequest> requests) {
+        return start(requests, true);
+    }
+
+    private Started start(List<StartRequest> requests, boolean split) {
         if (requests.isEmpty()) {
             return new Started(List.of());
         }
@@ -69,6 +84,9 @@ final class LeaseScripts {
                         keys.decisions(l.job()), keys.marks(l.job())));
                 args.addAll(List.of(l.token(), Long.toString(slot), Long.toString(l.ttl().toMillis()),
                         Long.toString(r.misfireGrace().toMillis()), Integer.toString(historyKeep), RedisKeys.markField(l.job())));
+            }
+            if (split) {
+                args.add("no_quorum");
             }
             return new RedisCalls.Call(START, callKeys, args);
         }, replicas);
@@ -89,10 +107,10 @@ final class LeaseScripts {
             for (int j = 0; j < list.size() - 1; j++) {
                 String status = RedisCalls.asString(list.get(j));
                 try {
-                    StartAnswer a = StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
+                    StartAnswer a = "missed".equals(status) ? StartAnswer.SPLIT : StartAnswer.valueOf(status.toUpperCase(java.util.Locale.ROOT));
                     // A start fewer replicas than waitReplicas acknowledged could be lost in a
                     // failover (a peer would then run the slot again): it must not start.
-                    answers[groups.get(g).get(j)] = a == StartAnswer.STARTED && !answered.confirmed(g, replicas) ? StartAnswer.LOST : a;
+                    answers[groups.get(g).get(j)] = a == StartAnswer.STARTED && !answered.confirmed(g, replicas) ? StartAnswer.UNCONFIRMED : a;
                 } catch (IllegalArgumentException e) {
                     throw new LockException(target, "start: unexpected status " + status, null);
                 }
@@ -114,32 +132,49 @@ final class LeaseScripts {
 
     /**
      * {@link io.lockstep.scheduler.lock.LockProvider#renew} on this server ({@code renew.lua}, one
-     * call per lease, never waiting for replicas).
+     * call per lease). With {@code waitReplicas}, one {@code WAIT} per master follows the batch, in
+     * the same round trip (m5 of the 2026-12-04 review): a renewal fewer replicas acknowledged could
+     * be lost in a failover (the promoted replica would hold the lease only until the previous
+     * renewal's end, and a peer could rerun the slot meanwhile), so it does not count: answered null,
+     * sent again soon, the lease's deadline unchanged (the watchdog counts validity from the last
+     * confirmed renewal, and declares the lease lost when none comes in time). A refusal (0) counts
+     * as it is: it wrote nothing.
      *
-     * @throws PartiallyConfirmed when a master failed while others answered: its leases are null
-     *     (sent again soon, their deadlines unchanged)
+     * @throws PartiallyConfirmed when a master failed while others answered, or fewer replicas than
+     *     {@code waitReplicas} acknowledged: those leases are null
      */
     List<Boolean> renew(List<Lease> leases) {
         if (leases.isEmpty()) {
             return List.of();
         }
-        List<Object> replies = calls.batch("renew", leases, lease -> {
+        RedisCalls.Replies answered = calls.batch("renew", leases, lease -> {
             long slot = lease.slot().toEpochMilli();
             return new RedisCalls.Call(RENEW, List.of(keys.lease(lease), keys.slot(lease.job(), slot), keys.running(lease.job())),
                     List.of(lease.token(), Long.toString(lease.ttl().toMillis()), Long.toString(slot)));
-        }, RedisCalls.Replicas.NONE).replies();
+        }, replicas);
+        List<Object> replies = answered.replies();
         List<Boolean> owned = new ArrayList<>(replies.size());
-        boolean partial = false;
-        for (Object reply : replies) {
+        boolean failed = false;
+        boolean unconfirmed = false;
+        for (int i = 0; i < replies.size(); i++) {
+            Object reply = replies.get(i);
             if (reply instanceof ScriptPipeline.CallFailed) {
                 owned.add(null); // its master failed: sent again soon, the lease's deadline unchanged
-                partial = true;
+                failed = true;
+            } else if (calls.asLong("renew", reply) != 1L) {
+                owned.add(false);
+            } else if (!answered.confirmed(i, replicas)) {
+                owned.add(null);
+                unconfirmed = true;
             } else {
-                owned.add(calls.asLong("renew", reply) == 1L);
+                owned.add(true);
             }
         }
-        if (partial) {
-            throw new PartiallyConfirmed(target, target + ": renew: a master did not answer", owned);
+        if (failed || unconfirmed) {
+            throw new PartiallyConfirmed(target, target + ": renew: " + (failed ? "a master did not answer" : "")
+                    + (failed && unconfirmed ? ", and " : "") + (unconfirmed ? "fewer than " + replicas.count()
+                    + " replica(s) acknowledged some renewals within " + replicas.timeout().toMillis() + " ms (redis.waitReplicas: "
+                    + replicas.count() + "; are that many replicas connected and in sync?)" : ""), owned);
         }
         return owned;
     }

@@ -146,7 +146,77 @@ final class RedisCalls {
      * @param reply {@code uptime.lua}'s
      */
     boolean vouches(List<?> reply) {
-        return "1".equals(text(reply.get(1))) || (durable && "1".equals(text(reply.get(3))));
+        if ("1".equals(text(reply.get(1)))) {
+            return true;
+        }
+        if (!durable || !"1".equals(text(reply.get(3)))) {
+            return false;
+        }
+        if (reply.size() > 4 && "1".equals(text(reply.get(4)))) {
+            return true;
+        }
+        // Declared durable, but without its AOF (m4 of the 2026-12-04 review): its marker came back
+        // from an RDB snapshot or a restored backup, with records older than its last writes.
+        notDurable(reply.size() > 5 ? text(reply.get(5)) : "");
+        return false;
+    }
+
+    /** Whether the master is declared durable ({@code redis.redlock.durable}). */
+    boolean durable() {
+        return durable;
+    }
+
+    /**
+     * At the start, for a master declared durable: reads {@code INFO persistence}. Without
+     * {@code aof_enabled:1} it logs so ({@link #notDurable}); with it, {@code appendfsync} as
+     * {@code CONFIG GET} reads it (a warning unless {@code always}: a crash can lose the last second
+     * of writes), where the ACL user may run {@code CONFIG} (otherwise nothing more is said).
+     */
+    void checkDurable() {
+        String persistence;
+        String run;
+        try {
+            persistence = jedis.info("persistence");
+            run = jedis.info("server").lines().filter(l -> l.startsWith("run_id:"))
+                    .map(l -> l.substring("run_id:".length()).trim()).findFirst().orElse("");
+        } catch (JedisException e) {
+            throw wrap("persistence", e);
+        }
+        if (!persistence.lines().anyMatch(l -> l.trim().equals("aof_enabled:1"))) {
+            notDurable(run);
+            return;
+        }
+        String fsync;
+        try {
+            fsync = jedis.configGet("appendfsync").getOrDefault("appendfsync", "");
+        } catch (JedisException e) {
+            return; // CONFIG not allowed (an ACL, a renamed command): the AOF is on, that is what can be checked
+        }
+        org.slf4j.event.Level level = fsync.equals("always") ? org.slf4j.event.Level.INFO : org.slf4j.event.Level.WARN;
+        org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atLevel(level).addKeyValue("event", "redlock_durable")
+                .addKeyValue("target", target).addKeyValue("appendfsync", fsync)
+                .log(fsync.equals("always") ? target + " is durable: appendonly yes, appendfsync always"
+                        : target + " is listed in redis.redlock.durable and runs with appendonly, but appendfsync " + fsync
+                        + ": a crash can lose its last writes (up to a second), and it still counts at once after a restart;"
+                        + " set appendfsync always there");
+    }
+
+    /** The server run ({@code run_id}, new at every start) this master's "durable without its AOF" line was last logged for. */
+    private final java.util.concurrent.atomic.AtomicReference<String> notDurableRun = new java.util.concurrent.atomic.AtomicReference<>();
+
+    /**
+     * Logs, once per run of the server ({@code run}: its {@code run_id}), that this master is
+     * declared durable but runs without {@code appendonly}: it is counted like any other master, so
+     * it sits out the restart quarantine after a restart.
+     */
+    void notDurable(String run) {
+        if (run.equals(notDurableRun.getAndSet(run))) {
+            return;
+        }
+        org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "redlock_durable_without_aof")
+                .addKeyValue("target", target).log(target + " is listed in redis.redlock.durable, but runs without appendonly"
+                        + " (INFO persistence: aof_enabled:0): not trusted to keep its data across a restart, it sits out the restart"
+                        + " quarantine like any other master; set appendonly yes and appendfsync always there, or take it out of durable");
     }
 
     private static String text(Object o) {

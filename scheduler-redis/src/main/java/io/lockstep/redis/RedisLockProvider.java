@@ -148,12 +148,18 @@ public final class RedisLockProvider implements LockProvider {
 
     /**
      * {@inheritDoc} With {@code waitReplicas}, a start fewer replicas acknowledged is answered
-     * {@link StartAnswer#LOST}: a failover could lose it and let a peer run the slot again, so the
-     * run must not start (the scheduler then hands the claim back unstarted).
+     * {@link StartAnswer#UNCONFIRMED}: a failover could lose it and let a peer run the slot again, so
+     * the run must not start (the scheduler then hands the claim back unstarted). On Redlock, a start
+     * the masters split on is answered {@link StartAnswer#SPLIT} ({@link RedlockStore#start}).
      */
     @Override
     public List<StartReply> start(List<StartRequest> requests) {
         return redlock != null ? redlock.start(requests) : leaseScripts.start(requests).answers();
+    }
+
+    /** Redlock, on one master: {@link LeaseScripts#recordSplit}. */
+    List<StartReply> recordSplit(List<StartRequest> requests) {
+        return leaseScripts.recordSplit(requests).answers();
     }
 
     @Override

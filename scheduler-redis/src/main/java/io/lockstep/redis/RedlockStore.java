@@ -310,12 +310,21 @@ final class RedlockStore {
     }
 
     /**
-     * A start counts when a majority of the masters answer the same (started, late, paused); any
-     * other split is {@link StartAnswer#LOST}: the run does not start, and the scheduler hands the
-     * claim back unstarted on every master: where a minority started it, the hand-back turns it
-     * back into an unstarted claim (a peer runs it within its grace, or it is recorded missed);
-     * where the hand-back does not reach, its short lease or the full lease ends it, and what that
-     * master alone then reports is pruned ({@link RedlockRuns}).
+     * A start counts when a majority of the masters answer the same (started, late, paused, lost).
+     * While a master that counts has not answered ({@link StartAnswer#UNANSWERED}) and none of that
+     * holds, the answer is {@code UNANSWERED}: asked again while the short lease lasts. Any other
+     * split (say paused on one live master and started on another, a third down; or late on one
+     * master's clock and started on another's) is {@link StartAnswer#SPLIT} (M1 of the 2026-12-04
+     * review): the run does not start, and since the peers see the slot held by this token and no
+     * majority calls anything of it dead, nobody else would ever run or report it. So the slot is
+     * decided here, once: recorded missed ({@code no_quorum}, {@code start.lua}'s split mode) on
+     * every master where this token still holds the claim (where it started, where it is still
+     * staged, and on a master that was slow: it may have landed there), which leaves the masters
+     * that answered all saying "decided without a run", with no entry for a recovery to find; its
+     * worker reports it missed (code {@code no_quorum}). Recording it, rather than handing the
+     * claim back, is what keeps the report single: a handed-back claim on one master plus the staged
+     * one on a master that comes back would be a majority that runs or reports the slot a second
+     * time. (Where this write does not land, that master's leftover is a minority the prune drops.)
      */
     List<io.lockstep.scheduler.lock.StartReply> start(List<StartRequest> requests) {
         if (requests.isEmpty()) {
@@ -323,6 +332,7 @@ final class RedlockStore {
         }
         List<Quorum.Vote<List<io.lockstep.scheduler.lock.StartReply>>> votes = everywhere("start", p -> p.start(requests));
         List<io.lockstep.scheduler.lock.StartReply> answers = new ArrayList<>(requests.size());
+        List<StartRequest> split = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
             Map<StartAnswer, Integer> counts = new java.util.EnumMap<>(StartAnswer.class);
             List<Long> times = new ArrayList<>();
@@ -335,15 +345,22 @@ final class RedlockStore {
                     }
                 }
             }
-            StartAnswer decided = StartAnswer.LOST;
+            StartAnswer decided = counts.containsKey(StartAnswer.UNANSWERED) ? StartAnswer.UNANSWERED : StartAnswer.SPLIT;
             for (Map.Entry<StartAnswer, Integer> e : counts.entrySet()) {
                 if (e.getValue() >= nodes.quorum() && e.getKey() != StartAnswer.UNANSWERED) {
                     decided = e.getKey();
                 }
             }
+            if (decided == StartAnswer.SPLIT) {
+                split.add(requests.get(i));
+            }
             // A time a majority of the masters' clocks had reached when their replies arrived (as the claim's).
             times.sort(java.util.Comparator.reverseOrder());
             answers.add(new io.lockstep.scheduler.lock.StartReply(decided, times.size() >= nodes.quorum() ? times.get(nodes.quorum() - 1) : 0));
+        }
+        if (!split.isEmpty()) {
+            // To every master, those that seemed to fail too: the start may have landed there.
+            nodes.ask(p -> p.recordSplit(split), nodeWait);
         }
         return answers;
     }

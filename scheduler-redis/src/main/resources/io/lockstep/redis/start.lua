@@ -17,9 +17,19 @@
 -- microseconds): a started run begins (slot - that time) after the reply arrives, never before the
 -- slot by this clock, and reading it last makes that as close to the slot as it can be. Retry-safe:
 -- a start repeated after its reply was lost gets the same answer.
+--
+-- Redlock's split (ARGV[#KEYS + 1] = 'no_quorum'; RedlockStore.start): the masters answered a start
+-- with no majority (say paused on one live master and started on another, a third down). The run
+-- does not start, and its worker reports the slot missed (code no_quorum); so that every master says
+-- what that report says (a later majority then finds nothing to recover or run), each run whose
+-- record this token still holds, staged or started, is recorded missed (why 'no_quorum') here, as a
+-- decision without a run: the lease and the running entry go, the marks close the slot. A record
+-- already decided here (late, paused) stays as it is. Per run: 'missed' when the record is (now) so,
+-- 'lost' when nothing here is the token's; then the clock, as above. Retry-safe.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
+local split = ARGV[#KEYS + 1] == 'no_quorum'
 local function remember(stream, keep, record, slot_text, outcome, reason)
   if tonumber(keep) > 0 then
     local r = redis.call('HMGET', record, 'worker', 'manual')
@@ -36,7 +46,22 @@ for i = 0, #KEYS / 6 - 1 do
   local slot = tonumber(slot_text)
   local r = redis.call('HMGET', record, 'token', 'state', 'why')
   local status
-  if r[1] ~= token then
+  if split then
+    if r[1] == token and r[2] == 'missed' and r[3] == 'no_quorum' then
+      status = 'missed' -- a repeat
+    elseif r[1] == token and (r[2] == 'claimed' or r[2] == 'running') then
+      redis.call('HSET', record, 'state', 'missed', 'why', 'no_quorum', 'at', now)
+      if redis.call('GET', lease) == token then
+        redis.call('DEL', lease)
+      end
+      redis.call('ZREM', running, slot_text)
+      redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
+      remember(decisions, keep, record, slot_text, 'missed', 'no_quorum')
+      status = 'missed'
+    else
+      status = 'lost' -- not the token's here, or decided here already (late, paused): left as it is
+    end
+  elseif r[1] ~= token then
     status = 'lost'
   elseif r[2] == 'running' then
     status = redis.call('GET', lease) == token and 'started' or 'lost' -- a repeat

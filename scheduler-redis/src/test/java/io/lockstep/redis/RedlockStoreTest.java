@@ -115,6 +115,104 @@ class RedlockStoreTest {
         assertThat(status(p, claim(job, slot, "z"))).isEqualTo(ClaimResult.Status.TAKEN);
     }
 
+    /**
+     * M1 of the 2026-12-04 review: three masters, one down. A claim made ahead is staged on the two
+     * live ones; an operator's pause then reaches master 0 only (the command on its way to master
+     * 1), so the start is answered {@code paused} there and {@code started} on master 1: no
+     * majority. Before, that was {@code LOST}: the worker only logged {@code lease_lost} and handed
+     * the claim back, master 1 kept an undecided claim, peers read no majority and met the token on
+     * both ({@code TAKEN}), the runs check found one expired entry of two: the slot was never run and
+     * never reported. Now the start is answered {@code SPLIT}: the slot is recorded missed
+     * ({@code no_quorum}) wherever the claim was still the token's, so the two live masters both say
+     * it was decided without a run, nothing of it is left to recover, and its worker reports it.
+     */
+    @Test
+    void aStartTheLiveMastersSplitOnIsRecordedMissedEverywhereAndAnsweredSplit() {
+        nodes.close();
+        nodes = new LocalRedlock(3);
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        String job = job();
+        Instant slot = slotNow(p).plusSeconds(2);
+        nodes.servers.get(2).kill();
+        ClaimRequest staged = new ClaimRequest(new Lease(job, slot, "a", LEASE, true), "w-a", GRACE, ClaimRequest.Mode.CLAIM, false, false,
+                Duration.ofSeconds(5));
+        assertThat(status(p, staged)).as("staged on the two live masters").isEqualTo(ClaimResult.Status.CLAIMED);
+        RedisAdmin.of(single(0)).pause(job, "maintenance", Optional.empty(), "ops"); // reached master 0 only
+
+        io.lockstep.scheduler.lock.StartReply reply = p.start(List.of(new io.lockstep.scheduler.lock.StartRequest(staged.lease(), GRACE))).get(0);
+
+        String record = p.keys().slot(job, slot.toEpochMilli());
+        assertThat(nodes.clients.get(0).hmget(record, "state", "why")).as("master 0: decided by the pause").containsExactly("skipped", "paused");
+        assertThat(nodes.clients.get(1).hmget(record, "state", "why")).as("master 1, where it had started: decided without a run")
+                .containsExactly("missed", "no_quorum");
+        assertThat(reply.answer()).as("the start's answer").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.SPLIT);
+        for (int i : List.of(0, 1)) {
+            assertThat(nodes.clients.get(i).exists(p.keys().lease(staged.lease()))).as("master %d: the job's lease is free", i).isFalse();
+            assertThat(nodes.clients.get(i).zscore(p.keys().running(job), Long.toString(slot.toEpochMilli())))
+                    .as("master %d: no entry left for a recovery to find", i).isNull();
+        }
+        assertThat(p.slotStates(List.of(new io.lockstep.scheduler.lock.SlotState.Ref(job, slot))).get(0).kind())
+                .as("a peer that stepped aside reads it decided").isEqualTo(io.lockstep.scheduler.lock.SlotState.Kind.DECIDED);
+        assertThat(status(p, claim(job, slot, "peer"))).as("a peer's claim: the slot is the worker's, which reported it")
+                .isEqualTo(ClaimResult.Status.TAKEN);
+        // Repeated (its reply was lost): the same answer, nothing written twice.
+        assertThat(p.start(List.of(new io.lockstep.scheduler.lock.StartRequest(staged.lease(), GRACE))).get(0).answer())
+                .as("repeated").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.SPLIT);
+    }
+
+    /**
+     * M1 at the scheduler: a worker on three masters, one down. For a slot whose claim made ahead is
+     * staged on the two live masters, an operator's pause reaches master 0 only before the start:
+     * the worker reports that slot exactly once ({@code slot_missed}, code {@code no_quorum}) and
+     * never runs it. Before, its only line was {@code lease_lost}. The interleaving is made by
+     * watching master 0 for the staged claim and pausing there (about 200 ms before the start); a
+     * slot where the pause came too late (the run started) or reached master 1 too (a heartbeat
+     * copies operator commands) is no split, and the next slot is tried.
+     */
+    @Test
+    void aWorkerReportsOnceTheSlotWhoseStartTheLiveMastersSplitOn() {
+        nodes.close();
+        nodes = new LocalRedlock(3);
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        RedisAdmin onMaster0 = RedisAdmin.of(single(0));
+        String job = job();
+        nodes.servers.get(2).kill();
+        List<Instant> ran = new java.util.concurrent.CopyOnWriteArrayList<>();
+        io.lockstep.scheduler.JobDefinition perSecond = new io.lockstep.scheduler.JobDefinition(job,
+                io.lockstep.scheduler.cron.CronSchedule.of("* * * * * *", java.time.ZoneOffset.UTC), io.lockstep.scheduler.Job.class.getName(),
+                java.util.Map.of(), Duration.ofSeconds(1), Duration.ofSeconds(2), io.lockstep.scheduler.Overlap.SKIP, Duration.ZERO, true);
+        try (io.lockstep.scheduler.CapturedEvents events = new io.lockstep.scheduler.CapturedEvents();
+             io.lockstep.scheduler.Scheduler scheduler = io.lockstep.scheduler.Scheduler.builder(p).workerId("w").job(perSecond)
+                     .jobFactory(d -> ctx -> ran.add(ctx.scheduledTime())).shutdownTimeout(Duration.ofSeconds(1)).build()) {
+            scheduler.start();
+            Instant split = null;
+            for (int attempt = 0; attempt < 10 && split == null; attempt++) {
+                Instant slot = Instant.ofEpochMilli((p.serverTimeMillis() + 1_400) / 1000 * 1000);
+                String record = p.keys().slot(job, slot.toEpochMilli());
+                await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(2))
+                        .until(() -> "claimed".equals(nodes.clients.get(0).hget(record, "state")));
+                onMaster0.pause(job, "maintenance", Optional.empty(), "ops"); // the command reached master 0 only
+                await().atMost(Duration.ofSeconds(5)).until(() -> !"claimed".equals(nodes.clients.get(0).hget(record, "state")));
+                if ("skipped".equals(nodes.clients.get(0).hget(record, "state")) && !"skipped".equals(nodes.clients.get(1).hget(record, "state"))) {
+                    split = slot;
+                }
+                RedisAdmin.of(p).resume(job);
+            }
+            assertThat(split).as("a slot staged on both live masters, then paused on master 0 alone before its start").isNotNull();
+            String at = split.toString();
+            await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(java.util.stream.Stream.concat(
+                    events.named("slot_missed", job).stream(), events.named("slot_skipped", job).stream()).filter(e -> at.equals(e.get("slot"))))
+                    .as("the reports of slot %s (its lease_lost lines: %s)", at,
+                            events.named("lease_lost", job).stream().filter(e -> at.equals(e.get("slot"))).map(e -> e.get("reason")).toList())
+                    .singleElement().satisfies(e -> {
+                        assertThat(e.get("event")).isEqualTo("slot_missed");
+                        assertThat(e.get("code")).isEqualTo("no_quorum");
+                    }));
+            assertThat(ran).as("runs").doesNotContain(split);
+            assertThat(events.named("lease_lost", job)).as("lease_lost").noneMatch(e -> at.equals(e.get("slot")));
+        }
+    }
+
     /** A recovery of {@code job}'s run at {@code slot} (rerun), under {@code token}. */
     private static ClaimRequest recover(String job, Instant slot, String token) {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, ClaimRequest.Mode.RECOVER, false);
@@ -521,6 +619,45 @@ class RedlockStoreTest {
             assertQuarantined(p, slot, "a copy younger than the quarantine vouches for nothing");
         } finally {
             nodes.servers.get(1).resume();
+        }
+    }
+
+    /**
+     * m4 of the 2026-12-04 review: {@code durable} was believed, not checked. A master listed as
+     * durable that runs without {@code appendonly} (an operator's mistake) and comes back from an
+     * RDB snapshot (a save policy, a restored backup) brings its old marker back, with records older
+     * than its last writes; it counted at once. Now the start check names it (one line), and after
+     * the restart it sits out its quarantine like any other master.
+     */
+    @Test
+    void aMasterDeclaredDurableWithoutItsAofIsNamedAtTheStartAndQuarantinedAfterARestart() {
+        nodes.close();
+        nodes = new LocalRedlock(3); // redis-server's own persistence off: no appendonly, no save policy
+        String host = nodes.names().get(0);
+        RedisSettings.Redlock durable = new RedisSettings.Redlock(nodes.names(), Duration.ofMillis(300), Optional.of(Duration.ofMinutes(5)),
+                List.of(host));
+        try (io.lockstep.scheduler.CapturedEvents events = new io.lockstep.scheduler.CapturedEvents()) {
+            RedisLockProvider p = RedisLockProvider.builder().settings(new RedisSettings(durable, "lockstep", Duration.ofSeconds(1),
+                    Optional.empty(), Optional.empty(), RedisSettings.Tls.OFF, 0, RedisSettings.DEFAULT_WAIT_TIMEOUT)).build();
+            providers.add(p);
+            p.ping();
+            assertThat(events.named("redlock_durable_without_aof")).as("the start check's line").singleElement()
+                    .satisfies(e -> assertThat((String) e.get("target")).contains(host));
+            String job = job();
+            assertThat(status(p, claim(job, slotNow(p).minusSeconds(1), "a"))).isEqualTo(ClaimResult.Status.CLAIMED);
+            Instant slot = slotNow(p);
+            nodes.clients.get(0).sendCommand(redis.clients.jedis.Protocol.Command.SAVE); // a snapshot: what a save policy or a backup keeps
+            nodes.servers.get(0).restart(); // SIGKILL, then up again from the snapshot
+            try (redis.clients.jedis.RedisClient restarted = LocalRedlock.client(nodes.servers.get(0))) {
+                assertThat(restarted.hget(p.keys().deployment(), "id")).as("the marker came back with the snapshot").isNotNull();
+            }
+            nodes.servers.get(1).pause();
+            try {
+                assertQuarantined(p, slot, "declared durable, but without its AOF: quarantined");
+            } finally {
+                nodes.servers.get(1).resume();
+            }
+            assertThat(events.named("redlock_durable_without_aof")).as("named again after its restart").hasSize(2);
         }
     }
 

@@ -9,6 +9,7 @@ import io.lockstep.scheduler.lock.ClaimResult;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Outcome;
+import io.lockstep.scheduler.lock.PartiallyConfirmed;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -54,6 +55,41 @@ class WaitReplicasTest {
             } finally {
                 replica.resume();
             }
+        }
+    }
+
+    /**
+     * m5 of the 2026-12-04 review: renewals never waited for replicas, so a renewal the replica never
+     * received extended the holder's validity, though a failover would lose it (the promoted replica
+     * holds the lease only until the previous renewal's end, and a peer may rerun the slot while the
+     * holder believes it holds it). Now a renewal counts only once the replicas acknowledged it: an
+     * unacknowledged one is answered null inside {@link PartiallyConfirmed} (sent again, the lease's
+     * deadline unchanged), and the watchdog declares the lease lost if none is confirmed in time.
+     * (The 500 ms wait only bounds how long an acknowledgement may take on a loaded machine; the
+     * stopped replica sends none however long it is given.)
+     */
+    @Test
+    void aRenewalTheReplicaDidNotAcknowledgeDoesNotExtendTheLease() {
+        try (LocalRedisServer master = LocalRedisServer.start();
+             LocalRedisServer replica = LocalRedisServer.start("--replicaof", master.host(), Integer.toString(master.port()));
+             RedisClient raw = RedisClient.create(master.host(), master.port());
+             RedisLockProvider provider = RedisLockProvider.builder().uri(master.uri()).waitReplicas(1, Duration.ofMillis(500)).build()) {
+            await().atMost(Duration.ofSeconds(10)).until(() -> raw.info("replication").contains("connected_slaves:1")
+                    && raw.info("replication").contains("state=online") && caughtUp(raw.info("replication")));
+            ClaimRequest held = request(provider, "r");
+            assertThat(provider.claim(List.of(held))).extracting(ClaimResult::status).containsExactly(ClaimResult.Status.CLAIMED);
+            assertThat(provider.renew(List.of(held.lease()))).as("acknowledged").containsExactly(true);
+
+            replica.pause();
+            try {
+                assertThatThrownBy(() -> provider.renew(List.of(held.lease()))).as("a renewal the replica did not acknowledge")
+                        .isInstanceOfSatisfying(PartiallyConfirmed.class, e -> assertThat(e.answers()).containsExactly((Boolean) null))
+                        .hasMessageContaining("fewer than 1 replica(s) acknowledged some renewals within 500 ms");
+            } finally {
+                replica.resume();
+            }
+            await().atMost(Duration.ofSeconds(10)).ignoreExceptions()
+                    .untilAsserted(() -> assertThat(provider.renew(List.of(held.lease()))).as("acknowledged again").containsExactly(true));
         }
     }
 

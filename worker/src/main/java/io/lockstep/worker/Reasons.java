@@ -13,6 +13,7 @@ final class Reasons {
             "order", "a later slot of the job had already started",
             "disowned", "its claim's reply never came and its worker gave up on it",
             "not_started", "claimed, but its worker never started it",
+            "no_quorum", "the redlock masters split on its start (no majority agreed); its worker reported it missed",
             "lease_lost", "its run lost its lease without an outcome (its worker died or stalled)");
 
     private Reasons() {}
