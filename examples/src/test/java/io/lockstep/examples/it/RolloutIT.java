@@ -98,7 +98,9 @@ class RolloutIT {
             Files.writeString(gate, "open");
             Set<String> waited = new java.util.HashSet<>(dailyKeys);
             waited.add(manualKey);
-            await().atMost(Duration.ofSeconds(60)).until(() -> decidedBy(fresh).containsAll(waited));
+            await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(decidedBy(fresh))
+                    .as("what the new worker decided or was told once its thread freed up; its events since:%n%s", after(fresh, "job_succeeded"))
+                    .containsAll(waited));
 
             Map<String, List<String>> starts = cluster.startsBySlot();
             Map<String, List<String>> startersOfWaited = waited.stream().collect(Collectors.toMap(k -> k, starts::get));
@@ -111,6 +113,14 @@ class RolloutIT {
                     DAILY, reportedStale.size());
             cluster.assertAuditHolds();
         }
+    }
+
+    /** The worker's events from its first {@code type} on (lease renewals left out), one a line. */
+    private static String after(WorkerProcess w, String type) {
+        List<JsonNode> all = w.events();
+        int from = IntStream.range(0, all.size()).filter(i -> type.equals(all.get(i).path("event").asText())).findFirst().orElse(0);
+        return all.subList(from, all.size()).stream().filter(e -> !e.path("event").asText().equals("lease_renewed"))
+                .map(JsonNode::toString).collect(Collectors.joining("\n"));
     }
 
     /** Six-field cron (s m h dom mon dow) firing daily at {@code at}'s UTC time of day. */
