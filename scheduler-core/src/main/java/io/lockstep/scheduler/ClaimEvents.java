@@ -97,11 +97,18 @@ final class ClaimEvents {
             case SUPERSEDED -> missed(d, lateness, "a later slot of the job already started; slots start in order", lockName, "order");
             case UNCONFIRMED -> missed(d, lateness, "claim not acknowledged by the replicas within waitTimeout (redis.waitReplicas); "
                     + "disowned so that a failover cannot run it twice", lockName, "unconfirmed");
-            case STALE -> events.info("slot_stale").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                    .addKeyValue("lock_name", lockName).addKeyValue("lateness_ms", lateness)
-                    .addKeyValue("reason", "the slot's record may have expired and a slot as late was decided: "
-                            + "what became of it can no longer be known, so it is neither run nor reported again")
-                    .log("slot too old to decide");
+            case STALE -> {
+                var event = events.info("slot_stale").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                        .addKeyValue("lock_name", lockName).addKeyValue("lateness_ms", lateness)
+                        .addKeyValue("reason", (d.manual ? "the manual run's record may have expired"
+                                : "the slot's record may have expired and a slot as late was decided")
+                                + " (the shortest record life any worker gave the job is past, whatever this worker's config gives): "
+                                + "what became of it can no longer be known, so it is neither run nor reported again");
+                if (d.manual) {
+                    event = event.addKeyValue("manual", true);
+                }
+                event.log("slot too old to decide");
+            }
             case ABANDONED -> events.warn("slot_abandoned").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("fencing_token", result.fencingToken())
                     .addKeyValue("lateness_ms", lateness)

@@ -174,6 +174,10 @@ final class Claimer {
                 boolean claimed = result.status() == ClaimResult.Status.CLAIMED;
                 if (!claimed && reservations.get(handled)) {
                     threads.release(1);
+                    // Its thread is free again without a run ending: without this, the slots still
+                    // waiting for a thread would wait for the next run to end, or their deadline
+                    // (a busy worker whose first waiting slot was stale, taken or skipped).
+                    queue.threadFreed();
                 } else if (claimed && !reservations.get(handled)) {
                     threads.take(1); // an earlier, ambiguous claim of ours had won after all
                 }

@@ -65,6 +65,32 @@ public final class Fingerprints {
         return List.copyOf(found.values());
     }
 
+    /**
+     * The fields whose change moves which slots a job has, or what it is called: a config rolled
+     * out worker by worker decides each slot of either definition once, but an occurrence the change
+     * moved (or a renamed job's) can run under both until every worker runs the new one.
+     */
+    private static final java.util.Set<String> SLOT_IDENTITY = java.util.Set.of("cron", "zone", "job");
+
+    /**
+     * What rolling {@code differences} out worker by worker does (the {@code rollout} of a
+     * {@code config_drift} event). Every field but the slots' identity (cron, zone, the job's name)
+     * is safe: the store keeps the shortest slot record ttl any worker wrote (claim.lua's
+     * {@code kept}), so a slot one config decided stays decided for every other, whatever their
+     * misfireGrace and lease. A changed cron or zone, or a renamed job, cannot be made safe by the
+     * store, since the slots themselves differ; this says so and what to do.
+     */
+    public static String rollout(List<String> differences) {
+        List<String> moved = differences.stream().map(d -> d.substring(0, Math.max(d.indexOf(':'), 0)))
+                .filter(SLOT_IDENTITY::contains).distinct().toList();
+        if (moved.isEmpty()) {
+            return "safe worker by worker: every slot stays decided once, whichever config decides it";
+        }
+        return "not safe worker by worker (" + String.join(", ", moved) + "): each definition's slots are decided once, but a run"
+                + " the change moves (or a renamed job's) can run under both until every worker has the new config; if it must"
+                + " run once, pause the job for the rollout, or stop every worker and start them on the new config";
+    }
+
     /** The canonical description of one job: a JSON object, its fields in a fixed order. */
     public static String describe(JobDefinition d) {
         Map<String, Object> fields = new LinkedHashMap<>();

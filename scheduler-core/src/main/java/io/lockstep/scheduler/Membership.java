@@ -219,6 +219,7 @@ final class Membership {
             if (!previous.contains(d)) {
                 events.warn("config_drift").addKeyValue("job", d.job()).addKeyValue("workers", String.join(",", d.workers()))
                         .addKeyValue("differences", String.join("; ", d.differences()))
+                        .addKeyValue("rollout", Fingerprints.rollout(d.differences()))
                         .log("live workers disagree on a job's definition");
             }
         }

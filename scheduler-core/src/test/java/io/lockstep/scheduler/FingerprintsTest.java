@@ -46,6 +46,11 @@ class FingerprintsTest {
         assertThat(report.workers()).containsExactly("w1", "w2", "w3");
         assertThat(report.differences()).containsExactly("cron: 0 0 6 * * * vs 0 0 7 * * *");
         assertThat(drift.get(0).differences()).containsExactly("job: not defined vs defined");
+        // What a rollout of them does: a moved cron or a renamed job runs under both definitions meanwhile.
+        assertThat(Fingerprints.rollout(report.differences())).startsWith("not safe worker by worker (cron)");
+        assertThat(Fingerprints.rollout(drift.get(0).differences())).startsWith("not safe worker by worker (job)");
+        assertThat(Fingerprints.rollout(List.of("misfireGrace: PT10S vs PT5M", "lease: PT30S vs PT1M", "params: {} vs {a=1}")))
+                .startsWith("safe worker by worker");
         // Equal configs, or a config not published yet: no drift.
         assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h1", List.of("w2")), hash -> ours)).isEmpty();
         assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h9", List.of("w2")), hash -> Map.of())).isEmpty();

@@ -21,8 +21,10 @@ import java.util.Map;
  *                                           stepped aside reads: one HMGET per group), '&lt;job&gt;:started', the latest
  *                                           that started (slot order), '&lt;job&gt;:holder', the slot whose run took the
  *                                           lease, '&lt;job&gt;:until', when that claim's lease ends, '&lt;job&gt;:closed', the
- *                                           slot of its last run that ended, and '&lt;job&gt;:fence', the fence counter
- *                                           (max(counter + 1, Redis TIME in us) per claim); ttl 7 days, refreshed
+ *                                           slot of its last run that ended, '&lt;job&gt;:fence', the fence counter
+ *                                           (max(counter + 1, Redis TIME in us) per claim), and '&lt;job&gt;:kept' /
+ *                                           '&lt;job&gt;:mkept', the shortest record ttl a claim of a scheduled / manual
+ *                                           slot wrote (stale claims across configs, see claim.lua); ttl 7 days, refreshed
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:history         the job's last runs (stream, capped at history.keep); ttl a week
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:decisions       its last slots decided without a run (stream, the same cap and ttl)
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:paused          the job is paused (hash: note, by, at); ttl = the pause's --for

@@ -4,7 +4,8 @@
 -- Per slot i (0-based), 6 keys from KEYS[6i+1]:
 --   slot record (hash), lease, running index (zset), the marks of the job's group (hash; the job's
 --   fields are '<job>:' then decided, started, holder = the slot whose run last took the lease,
---   until = when that claim's lease ends, fence = the job's fence counter, see fence.lua),
+--   until = when that claim's lease ends, fence = the job's fence counter, see fence.lua,
+--   kept / mkept = the shortest record ttl a claim of a scheduled / manual slot wrote, see below),
 --   pause (hash; exists while the job is paused),
 --   decisions (stream: the job's slots decided without a run, beside its history of runs, which
 --   complete.lua writes; apart, so that a long pause cannot push the runs out)
@@ -26,7 +27,7 @@
 -- status is claimed|taken|skipped|paused|missed|superseded|stale|early|busy. (Redlock counts a
 -- 'taken' only when a majority of its masters name the same token.)
 -- A manual slot (a `trigger`: its slot is the request's time) is decided like any other, but
--- neither reads nor moves the marks, and runs even while the job is paused.
+-- neither reads nor moves the job's order ('decided', 'started'), and runs even while the job is paused.
 -- The last element lets every worker that races a slot know when to look for a run that died,
 -- without polling.
 --
@@ -36,6 +37,15 @@
 -- 'started' is never started (slots start in order); a slot with no record, no later than
 -- 'decided' and old enough that its record may have expired is refused ('stale'): its decision can
 -- no longer be known, so it is neither run nor reported again.
+-- "Old enough" is judged by the shortest record ttl any claim of the job wrote, not by the
+-- claimant's own: workers of two configs (a rollout that changed misfireGrace or lease) write
+-- records of different ttls, and a claimant with a longer one would otherwise take a slot whose
+-- shorter-lived record expired for undecided, and run it again. Each call that writes a record
+-- keeps its ttl in the marks when it is the shortest so far ('<job>:kept'; '<job>:mkept' for
+-- manual runs, which never move 'decided': a manual slot with no record older than that is stale
+-- too). A record of slot S lives until S + its writer's ttl at least, so a decided slot whose
+-- record is gone is always past S + kept. The marks are read anyway, and written in the same HSET
+-- as 'decided': the common path costs no extra command.
 --
 -- A claim made ahead (ARGV 11 > 0) is staged: its record says 'claimed', not 'running', and its
 -- lease lives only until the slot plus ARGV 12. At the slot its worker starts it (start.lua), which
@@ -93,11 +103,13 @@ local function claim(k, a)
   -- scheduled slot moved the mark to it in the same call), so the record is read only when it may
   -- exist: a repeat, a race, a slot decided otherwise, or a manual run (which never moves the marks).
   local manual = a[10] == '1'
-  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence')
+  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept')
   local decided, started = 0, 0
   if not manual then
     decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
   end
+  -- The shortest record ttl a claim of the job wrote (manual runs: their own), see the header.
+  local kept_field, kept = f .. (manual and 'mkept' or 'kept'), tonumber(marks[manual and 5 or 4] or '')
   local r = {false}
   if manual or slot <= decided then
     r = redis.call('HMGET', record, 'token', 'state', 'fence', 'why')
@@ -148,7 +160,7 @@ local function claim(k, a)
   if ahead and now < slot - tonumber(a[11]) then
     return reply('early', 0)
   end
-  if not manual and now >= slot + record_ttl and (marks[1] == false or slot <= decided) then
+  if now >= slot + math.min(record_ttl, kept or record_ttl) and (manual or marks[1] == false or slot <= decided) then
     return reply('stale', 0)
   end
 
@@ -183,6 +195,10 @@ local function claim(k, a)
         mark[#mark + 1] = f .. 'started'
         mark[#mark + 1] = slot_text
       end
+    end
+    if kept == nil or record_ttl < kept then
+      mark[#mark + 1] = kept_field
+      mark[#mark + 1] = string.format('%.0f', record_ttl)
     end
     if #mark > 0 then
       redis.call('HSET', marks_key, unpack(mark))

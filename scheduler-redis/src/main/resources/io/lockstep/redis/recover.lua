@@ -104,6 +104,9 @@ redis.call('HSET', KEYS[1], 'state', 'running', 'token', ARGV[1], 'worker', ARGV
 redis.call('HINCRBY', KEYS[1], 'recoveries', 1)
 remember(ARGV[5], 'recovered', string.format('%.0f', fence), unstarted and 'not_started' or 'lease_lost',
     (unstarted and 'claim' or 'run') .. ' of ' .. (record[4] or '?') .. ' (token ' .. (record[3] or '0') .. ')')
+-- Only ever lengthens the record's life (by this worker's ttl, from now): the shortest ttl the
+-- claims kept (claim.lua's '<job>:kept') stays a lower bound of it, so no 'kept' is written here.
+-- A record that is gone is never written back above: no score or no record answers 'taken'.
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end

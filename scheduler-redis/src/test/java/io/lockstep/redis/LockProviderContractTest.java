@@ -179,6 +179,54 @@ abstract class LockProviderContractTest {
         assertThat(status(claim(fresh, old, "e"))).as("a job nothing is known of (its marks may have expired too)").isEqualTo(Status.STALE);
     }
 
+    /**
+     * Review C1: workers of two configs (a rollout that raised misfireGrace or lease) write records
+     * of different ttls. A slot that one decided under a short ttl stays decided for a claimant with
+     * a longer one once that record has expired: the store judges a slot without a record by the
+     * shortest ttl any claim of the job wrote, not by the claimant's own. (Record ttls of seconds,
+     * so that the test waits seconds: the scheduler's are its grace plus two minutes at least.)
+     */
+    @Test
+    void aSlotDecidedUnderAShorterRecordTtlStaysDecidedForAClaimantWithALongerOne() {
+        String job = RedisFixture.job();
+        Instant slot = now().minusMillis(5);
+        ClaimRequest first = withRecordTtl(claim(job, slot, "a"), SHORT_RECORD);
+        ClaimResult won = decide(first);
+        assertThat(won.status()).isEqualTo(Status.CLAIMED);
+        assertThat(complete(first)).isTrue();
+        awaitStoreTime(won.serverTimeMillis() + SHORT_RECORD.toMillis() + 20);
+
+        assertThat(status(claim(job, slot, "b"))).as("the slot ran under a record that expired; a claimant whose own record would"
+                + " still live must not run it again").isEqualTo(Status.STALE);
+        assertThat(status(request(job, slot, "c", LEASE, Mode.MISS_ONLY, false, Duration.ZERO))).as("nor report it missed")
+                .isEqualTo(Status.STALE);
+        assertThat(status(request(job, slot, "d", LEASE, Mode.CATCH_UP, false, Duration.ZERO))).as("nor catch it up")
+                .isEqualTo(Status.STALE);
+        Instant next = now().minusMillis(5);
+        assertThat(status(claim(job, next, "e"))).as("a slot after the last decided one is claimed as ever").isEqualTo(Status.CLAIMED);
+    }
+
+    /** Review C1 for manual runs: they move no marks, so their records' shortest ttl is kept apart. */
+    @Test
+    void aManualRunDecidedUnderAShorterRecordTtlStaysDecidedForAClaimantWithALongerOne() {
+        String job = RedisFixture.job();
+        Instant slot = now().minusMillis(5);
+        ClaimRequest first = withRecordTtl(manual(job, slot, "a"), SHORT_RECORD);
+        ClaimResult won = decide(first);
+        assertThat(won.status()).isEqualTo(Status.CLAIMED);
+        assertThat(complete(first)).isTrue();
+        awaitStoreTime(won.serverTimeMillis() + SHORT_RECORD.toMillis() + 20);
+
+        assertThat(status(manual(job, slot, "b"))).as("the manual run ran under a record that expired; a worker that sees the"
+                + " trigger late must not run it again").isEqualTo(Status.STALE);
+        Instant later = now();
+        ClaimRequest another = manual(job, later.minusMillis(8), "c");
+        assertThat(status(another)).as("a new manual run of the job is claimed as ever").isEqualTo(Status.CLAIMED);
+        assertThat(complete(another)).isTrue();
+        assertThat(status(claim(job, later.minusMillis(4), "d"))).as("the job's schedule is not touched by the manual kept ttl")
+                .isEqualTo(Status.CLAIMED);
+    }
+
     @Test
     void aRunThatLostItsLeaseIsRecoveredOnceUnderAHigherToken() {
         String job = RedisFixture.job();
@@ -565,6 +613,18 @@ abstract class LockProviderContractTest {
         assertThat(store().complete(List.of(new Completion(never.lease(), Outcome.NOT_STARTED)))).containsExactly(true);
         assertThat(status(request(unstarted, slot, "d", LEASE, Mode.ABANDON, false, Duration.ZERO)))
                 .as("recover: none, but it never started").isEqualTo(Status.CLAIMED);
+    }
+
+    /** A record ttl the tests wait out (by the store's clock), far shorter than any a job's config gives. */
+    static final Duration SHORT_RECORD = Duration.ofMillis(1_500);
+
+    /** {@code r} with a record ttl of its own (a claimant of another config, scaled down to seconds). */
+    static ClaimRequest withRecordTtl(ClaimRequest r, Duration recordTtl) {
+        return new ClaimRequest(r.lease(), r.workerId(), r.misfireGrace(), r.mode(), r.replace(), r.manual(), r.ahead(), recordTtl);
+    }
+
+    private void awaitStoreTime(long millis) {
+        await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).until(() -> store().serverTimeMillis() > millis);
     }
 
     static ClaimRequest manual(String job, Instant slot, String token) {

@@ -24,9 +24,18 @@ import java.util.Objects;
  *     again at its time. A claim ahead that wins is staged: a short lease until the slot plus
  *     {@link #STAGED_MARGIN}, started by {@link LockProvider#start} (which checks the pause and the
  *     grace again at the start).
+ * @param recordTtl how long the slot record lives past its slot, at the least: the job's
+ *     {@link #recordTtl(Duration, Duration)} (null when constructed gives that); only the stores'
+ *     contract tests set another, to let a record expire in seconds
  */
 public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
-        Duration ahead) {
+        Duration ahead, Duration recordTtl) {
+
+    /** A request whose slot record lives the job's {@link #recordTtl(Duration, Duration)}. */
+    public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
+            Duration ahead) {
+        this(lease, workerId, misfireGrace, mode, replace, manual, ahead, null);
+    }
 
     /** A request decided no earlier than its slot. */
     public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual) {
@@ -78,6 +87,9 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
         Objects.requireNonNull(misfireGrace, "misfireGrace");
         Objects.requireNonNull(mode, "mode");
         Objects.requireNonNull(ahead, "ahead");
+        if (recordTtl == null) {
+            recordTtl = recordTtl(lease.ttl(), misfireGrace);
+        }
     }
 
     /** A plain claim ({@link Mode#CLAIM}, or {@link Mode#MISS_ONLY} when {@code missOnly}). */
@@ -107,16 +119,15 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
     }
 
     /**
-     * How long the slot record lives. It must outlive every moment at which a worker could still
-     * try to claim the slot (the grace, plus a paused worker catching up), so that the record, not
-     * a time window, decides; and it must not pile up for jobs that fire every second. Renewals keep
-     * the record of a long run alive as long as its lease.
+     * How long the slot record of a job with this lease and grace lives ({@link #recordTtl()}). It
+     * must outlive every moment at which a worker of the same config could still try to claim the
+     * slot (the grace, plus a paused worker catching up), so that the record, not a time window,
+     * decides; and it must not pile up for jobs that fire every second. Renewals keep the record of
+     * a long run alive as long as its lease. Workers of different configs (a rollout) may use
+     * different ttls for one slot: the store keeps the shortest one written per job (its
+     * {@code kept} mark) and judges a slot without a record by it, so a record that expired
+     * sooner than the claimant's own would have is never taken for an undecided slot.
      */
-    public Duration recordTtl() {
-        return recordTtl(lease.ttl(), misfireGrace);
-    }
-
-    /** {@link #recordTtl()} of a job with this lease and grace. */
     public static Duration recordTtl(Duration lease, Duration misfireGrace) {
         Duration beyond = lease.plus(lease); // twice the lease (multipliedBy goes through BigDecimal: once per slot)
         return misfireGrace.plus(beyond.compareTo(RECORD_BEYOND_GRACE) > 0 ? beyond : RECORD_BEYOND_GRACE);

@@ -52,8 +52,10 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
         SUPERSEDED,
         /**
          * The slot has no record and is old enough that its record may have expired, and the cluster
-         * decided a slot at least as late: whether it ran can no longer be known, so it is neither run
-         * nor recorded. Nothing was written.
+         * decided a slot at least as late (a manual run: any manual run that old): whether it ran can
+         * no longer be known, so it is neither run nor recorded. Nothing was written. "Old enough" is
+         * judged by the shortest record ttl any claim of the job wrote, or the request's own if shorter,
+         * so that workers of two configs (a rollout) agree on it.
          */
         STALE,
         /**

@@ -98,24 +98,23 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
         }
         boolean manual = request.manual(); // as in Redis: outside the job's schedule, it neither reads nor moves the marks
-        Long decided = lastSlots.get(lease.job());
-        if (!manual && now >= slot + recordTtl && (decided == null || slot <= decided)) {
+        if (stale(lease.job(), slot, now, recordTtl, manual)) {
             return new ClaimResult(ClaimResult.Status.STALE, 0, now);
         }
         if (request.mode() == ClaimRequest.Mode.MISS_ONLY
                 || (request.mode() == ClaimRequest.Mode.CLAIM && now > slot + request.misfireGrace().toMillis())) {
-            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl), manual);
+            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl), manual, recordTtl);
             return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
         }
         if (!manual && paused.contains(lease.job())) {
             if (ahead) {
                 return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // decided at the slot: the pause may be over by then
             }
-            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, "paused"), false);
+            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, "paused"), false, recordTtl);
             return new ClaimResult(ClaimResult.Status.PAUSED, 0, now);
         }
         if (!manual && slot < startedSlots.getOrDefault(lease.job(), 0L)) {
-            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl, "order"), false);
+            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl, "order"), false, recordTtl);
             return new ClaimResult(ClaimResult.Status.SUPERSEDED, 0, now);
         }
         LeaseEntry holder = liveLease(leaseKey(lease), now);
@@ -129,13 +128,13 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             if (request.replace()) {
                 revoke(lease.job(), holder.token(), now);
             } else {
-                decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl), manual);
+                decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl), manual, recordTtl);
                 return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
             }
         }
         long fence = nextFence(lease.job(), now);
         decide(lease, new SlotRecord(request.staged() ? "claimed" : "running", lease.token(), fence,
-                Math.max(slot, now) + recordTtl), manual); // the record lives from the slot, as in Redis
+                Math.max(slot, now) + recordTtl), manual, recordTtl); // the record lives from the slot, as in Redis
         if (!manual) {
             startedSlots.merge(lease.job(), slot, Math::max);
         }

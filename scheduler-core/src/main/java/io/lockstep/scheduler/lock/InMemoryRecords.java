@@ -51,18 +51,41 @@ abstract class InMemoryRecords {
     final Map<String, Long> lastSlots = new HashMap<>();
     /** Per job, the latest slot that started a run. */
     final Map<String, Long> startedSlots = new HashMap<>();
+    /**
+     * Per job, the shortest slot record ttl a claim of a scheduled slot wrote (claim.lua's
+     * {@code <job>:kept}); a slot without a record is judged stale by it, see {@link #decide}.
+     */
+    final Map<String, Long> kept = new HashMap<>();
+    /** The same for manual runs (claim.lua's {@code <job>:mkept}): they never move the job's decided slot. */
+    final Map<String, Long> manualKept = new HashMap<>();
     /** Slot records handed over by a completion (complete.lua's 'handed'): slot key to the token. */
     final Map<String, String> handed = new HashMap<>();
     /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */
     final java.util.Set<String> paused = new java.util.HashSet<>();
 
-    /** Writes the deciding record of a slot and, unless it is a manual run's, moves the job's last decided slot forward. */
-    final void decide(Lease lease, SlotRecord record, boolean manual) {
+    /**
+     * Writes the deciding record of a slot and, unless it is a manual run's, moves the job's last
+     * decided slot forward; keeps {@code recordTtl} if it is the shortest the job's records (of its
+     * kind: scheduled or manual) were written with.
+     */
+    final void decide(Lease lease, SlotRecord record, boolean manual, long recordTtl) {
         long slot = lease.slot().toEpochMilli();
         slots.put(slotKey(lease.job(), slot), record);
         if (!manual) {
             lastSlots.merge(lease.job(), slot, Math::max);
         }
+        (manual ? manualKept : kept).merge(lease.job(), recordTtl, Math::min);
+    }
+
+    /**
+     * Whether a slot without a record may be one whose record expired (as claim.lua): older than
+     * the shortest record ttl any claim of the job wrote, or than {@code recordTtl} (the claimant's),
+     * and either a manual run or no later than the job's last decided slot.
+     */
+    final boolean stale(String job, long slot, long now, long recordTtl, boolean manual) {
+        long judged = Math.min(recordTtl, (manual ? manualKept : kept).getOrDefault(job, recordTtl));
+        Long decided = lastSlots.get(job);
+        return now >= slot + judged && (manual || decided == null || slot <= decided);
     }
 
     /** As in Redis: max(counter + 1, store time in microseconds), so tokens never go back. */
