@@ -166,6 +166,7 @@ final class Claimer {
         long received = System.nanoTime();
         long durationMs = (received - sent) / 1_000_000;
         int handled = 0;
+        boolean holds = false; // whether the slot being handled holds a job thread
         try {
             for (; handled < batch.size(); handled++) {
                 DueSlot d = batch.get(handled);
@@ -177,12 +178,50 @@ final class Claimer {
                 } else if (claimed && !reservations.get(handled)) {
                     threads.take(1); // an earlier, ambiguous claim of ours had won after all
                 }
-                handle(d, request, result, sent, received, durationMs);
+                holds = claimed;
+                try {
+                    handle(d, request, result, sent, received, durationMs);
+                } catch (RuntimeException e) {
+                    // One answer we could not deal with (a bug, a misbehaving dependency) costs only
+                    // its own slot a retry: the rest of the batch is handled as answered.
+                    unhandled(d, claimed, e);
+                }
+                holds = false;
             }
         } finally {
-            queue.place(batch.subList(0, handled), clock.now()); // each moved on by its answer, filed once
+            // Reached only short of the end by an Error: the slot it struck and every later one are
+            // asked again, and the threads reserved for them freed, never left in CLAIMING for good.
+            for (int i = handled; i < batch.size(); i++) {
+                unhandled(batch.get(i), i == handled ? holds : reservations.get(i), null);
+            }
+            queue.place(batch, clock.now()); // each moved on by its answer (or its retry), filed once
         }
         return deferred;
+    }
+
+    /**
+     * A slot whose answer was not dealt with ({@code e}: what went wrong; null when it was never
+     * looked at): unless it already moved on (handed to a job thread, decided, queued), it is asked
+     * again shortly with the same token, which gets the same answer (a claim we won is won again,
+     * and runs once), and the job thread it held ({@code holdsThread}) is freed: a run is handed to
+     * the {@link Runner} or the {@link Starter} only together with its move to STAGED or RUNNING,
+     * and from then on they free its thread.
+     */
+    private void unhandled(DueSlot d, boolean holdsThread, RuntimeException e) {
+        if (e != null) {
+            events.error("tick_failed").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
+                    .addKeyValue("error", Events.describe(e)).setCause(e)
+                    .log("unexpected failure handling the store's answer to a claim; the slot is asked again");
+        }
+        DueSlot.Stage stage = d.stage();
+        if (stage != DueSlot.Stage.CLAIMING && stage != DueSlot.Stage.MISS_ONLY && stage != DueSlot.Stage.REPORTED) {
+            return; // moved on before the failure: filed where its stage says
+        }
+        if (holdsThread) {
+            threads.release(1);
+            queue.threadFreed();
+        }
+        d.retryAt(clock.now().plus(RETRY_DELAY));
     }
 
     /**

@@ -225,6 +225,45 @@ class FailurePathsTest {
         assertThat(harness.events().named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("client bug"));
     }
 
+    // ---------------------------------------------------------------- one answer that cannot be dealt with
+
+    /**
+     * m2 of the 2026-12-04 review: one unexpected exception while handling a claim batch's answers
+     * dropped every later slot of the batch (never run, never reported) and kept their job threads
+     * reserved for the worker's life. Now only the slot it struck is asked again (and runs once),
+     * the rest are handled as answered, and every job thread comes back.
+     */
+    @Test
+    void anAnswerTheWorkerCannotDealWithCostsItsSlotARetryNeverTheBatchOrAJobThread() {
+        FaultyStore store = new FaultyStore();
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        Map<String, Integer> runs = new ConcurrentHashMap<>();
+        int jobs = 4;
+        Scheduler.Builder builder = Scheduler.builder(store).workerId("w").threads(2 * jobs).meterRegistry(meters)
+                .jobFactory(d -> ctx -> runs.merge(d.name() + "@" + ctx.scheduledTime(), 1, Integer::sum));
+        for (int i = 0; i < jobs; i++) {
+            builder = builder.job(job("j" + i, Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP));
+        }
+        harness.start(builder);
+        Instant target = nextWholeSecond().plusSeconds(1);
+        store.lockNameThrowsOnceAt.set(target); // the first answer for this instant that the claimer handles
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.lockNameThrowsOnceAt.get() == null);
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+            for (int i = 0; i < jobs; i++) {
+                assertThat(runs).as("j%d@%s ran", i, target).containsKey("j" + i + "@" + target);
+            }
+        });
+        harness.closeAll();
+        for (int i = 0; i < jobs; i++) {
+            assertThat(runs).as("j%d@%s ran once", i, target).containsEntry("j" + i + "@" + target, 1);
+        }
+        assertThat(meters.get("lockstep.threads.busy").gauge().value()).as("job threads taken after the stop").isZero();
+        assertThat(harness.events().named("slot_recovered")).as("run by their own claims, not rescued by a recovery")
+                .noneMatch(e -> target.toString().equals(e.get("slot")));
+        assertThat(harness.events().named("tick_failed")).as("the failure is told, with its slot")
+                .anySatisfy(e -> assertThat(e).containsEntry("slot", target.toString()));
+    }
+
     // ---------------------------------------------------------------- a bulkhead per master
 
     /**

@@ -213,9 +213,33 @@ final class FaultyStore implements LockProvider {
         return owned;
     }
 
+    /**
+     * The next lock name asked for a lease of this slot (the first of them: the claimer asks it
+     * first of all when it handles a claim's answer) throws something that is not a
+     * LockException, once: an answer the worker cannot deal with, as a bug would make it.
+     */
+    final java.util.concurrent.atomic.AtomicReference<Instant> lockNameThrowsOnceAt = new java.util.concurrent.atomic.AtomicReference<>();
+    /** Reads of slot records throw something that is not a LockException, as a client bug would. */
+    volatile boolean slotStatesThrowBug;
+    /** How many reads of slot records arrived. */
+    final java.util.concurrent.atomic.AtomicInteger slotStatesCalls = new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public String lockName(Lease lease) {
+        Instant armed = lockNameThrowsOnceAt.get();
+        if (lease.slot().equals(armed) && lockNameThrowsOnceAt.compareAndSet(armed, null)) {
+            throw new IllegalStateException("an answer the worker cannot deal with (a bug), for " + lease.job() + "@" + lease.slot());
+        }
+        return store.lockName(lease);
+    }
+
     @Override
     public List<io.lockstep.scheduler.lock.SlotState> slotStates(List<io.lockstep.scheduler.lock.SlotState.Ref> slots) {
+        slotStatesCalls.incrementAndGet();
         check();
+        if (slotStatesThrowBug) {
+            throw new NullPointerException("connection is null (a client bug)");
+        }
         return store.slotStates(slots);
     }
 
