@@ -34,6 +34,12 @@ final class Claimer {
 
     /** How soon a claim that failed for want of the store, or of a free thread, is tried again. */
     static final Duration RETRY_DELAY = Duration.ofMillis(250);
+    /**
+     * How long, at the most, a claim answered {@code BUSY} (a catch-up or a rerun behind a live run
+     * that holds the job's exclusive lease) waits before it is asked again: it backs off from
+     * {@link #RETRY_DELAY}, doubling, and waits at least until that lease would end unless renewed.
+     */
+    static final Duration BUSY_RETRY_MAX = Duration.ofSeconds(5);
     /** At most this many claim round trips per tick when lost races free reserved threads. */
     private static final int MAX_CLAIM_ROUNDS = 4;
     private static final SecureRandom TOKENS = new SecureRandom();
@@ -108,6 +114,11 @@ final class Claimer {
         for (DueSlot d : due) {
             String job = d.definition().name();
             boolean reserves = false;
+            if (d.mode() == ClaimRequest.Mode.CATCH_UP && !now.isBefore(d.startDeadline())) {
+                // The store applies no grace to a catch-up: past its deadline only its miss is
+                // recorded, whether or not a thread is free (DueSlot#startDeadline).
+                d.missOnly("could not be caught up: no free job thread or the job's lease was held", "catch_up");
+            }
             if (d.needsThread()) {
                 boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual;
                 boolean behindOlder = ordered && (held.contains(job) || queue.waitingBefore(job, d.slot)
@@ -295,8 +306,8 @@ final class Claimer {
                 }
             }
             case BUSY -> {
-                // Another run of the job holds its exclusive lease: ask again shortly.
-                d.retryAt(clock.now().plus(RETRY_DELAY));
+                // Another run of the job holds its exclusive lease: ask again, backing off.
+                d.retryAt(busyRetry(d, result));
                 return;
             }
             case UNANSWERED -> {
@@ -326,6 +337,21 @@ final class Claimer {
         } else {
             d.decided();
         }
+    }
+
+    /**
+     * When to ask again for a slot answered {@code BUSY}: after {@link #RETRY_DELAY} doubled at each
+     * such answer, and no sooner than the earliest lease end the answer carries (a live run holds the
+     * lease at least until then, unless it ends first), at most {@link #BUSY_RETRY_MAX} from now;
+     * a catch-up no later than its start deadline, when only its miss is recorded. A rerun behind a
+     * run of hours is thus asked every few seconds, not four times a second.
+     */
+    private Instant busyRetry(DueSlot d, ClaimResult result) {
+        Instant now = clock.now();
+        long backoff = RETRY_DELAY.toMillis() << Math.min(d.busyAgain() - 1, 8);
+        long leaseLeft = result.runningUntilMillis() == 0 ? 0 : result.runningUntilMillis() - result.serverTimeMillis();
+        Instant at = now.plusMillis(Math.min(BUSY_RETRY_MAX.toMillis(), Math.max(backoff, leaseLeft)));
+        return d.mode() == ClaimRequest.Mode.CATCH_UP ? SlotQueue.earliest(at, d.startDeadline()) : at;
     }
 
     /**

@@ -264,6 +264,83 @@ class FailurePathsTest {
                 .anySatisfy(e -> assertThat(e).containsEntry("slot", target.toString()));
     }
 
+    // ---------------------------------------------------------------- BUSY: behind a live run
+
+    /**
+     * m3 of the 2026-12-04 review: a rerun behind a live later run that holds the job's exclusive
+     * lease was asked every 250 ms for that run's whole length. Now each BUSY answer doubles the
+     * wait (up to {@link Claimer#BUSY_RETRY_MAX}), and the rerun still happens once the lease frees.
+     */
+    @Test
+    void aRerunBehindALongLiveRunBacksOffAndRunsOnceTheLeaseFrees() {
+        FaultyStore store = new FaultyStore();
+        Instant dead = Instant.now().truncatedTo(ChronoUnit.SECONDS).minusSeconds(2);
+        // A run whose worker died (its 300 ms lease runs out, no outcome) ...
+        store.store.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(new io.lockstep.scheduler.lock.Lease("yearly", dead, "dead",
+                Duration.ofMillis(300), true), "gone", Duration.ofSeconds(30), false)));
+        await().atMost(Duration.ofSeconds(5)).until(() -> store.store.runsInFlight(List.of("yearly")).get(0).expired().contains(dead));
+        // ... and a later run, live, that holds the job's exclusive lease for a minute.
+        io.lockstep.scheduler.lock.Lease live = new io.lockstep.scheduler.lock.Lease("yearly", dead.plusSeconds(1), "live", Duration.ofMinutes(1), true);
+        assertThat(store.store.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(live, "peer", Duration.ofSeconds(30), false))).get(0).status())
+                .isEqualTo(io.lockstep.scheduler.lock.ClaimResult.Status.CLAIMED);
+        List<Instant> reruns = new CopyOnWriteArrayList<>();
+        JobDefinition yearly = new JobDefinition("yearly", CronSchedule.of("0 0 0 1 1 ?", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(2), Duration.ofSeconds(10), Overlap.SKIP, Duration.ZERO, true).withRecover(Recover.RERUN);
+        harness.start(Scheduler.builder(store).workerId("w").job(yearly).jobFactory(d -> ctx -> reruns.add(ctx.scheduledTime())));
+        String key = "yearly@" + dead;
+        await().atMost(Duration.ofSeconds(30)).until(() -> store.requestNanos.getOrDefault(key, List.of()).size() >= 5);
+        List<Long> asked = store.requestNanos.get(key);
+        // Waits of at least 250, 500, 1000 and 2000 ms (a loaded machine only makes them longer);
+        // every 250 ms, the fifth request came a second after the first.
+        assertThat((asked.get(4) - asked.get(0)) / 1_000_000).as("ms from the first request to the fifth").isGreaterThanOrEqualTo(3_750);
+        assertThat(reruns).as("never beside the live run").isEmpty();
+        store.store.complete(List.of(new io.lockstep.scheduler.lock.Completion(live, io.lockstep.scheduler.lock.Outcome.SUCCEEDED)));
+        await().atMost(Duration.ofSeconds(15)).until(() -> !reruns.isEmpty());
+        harness.closeAll();
+        assertThat(reruns).containsExactly(dead);
+    }
+
+    /**
+     * m3 of the 2026-12-04 review: a catch-up behind a run that holds the job's lease was still sent
+     * as a catch-up after its start deadline whenever a thread was free (the store applies no grace
+     * to it): it ran once the lease freed, however late, or (here: its record's life over and a
+     * later slot decided) the store answered it stale and it was never reported missed. Past its
+     * deadline only its miss is recorded now, and reported ({@code code=catch_up}), as DueSlot says.
+     */
+    @Test
+    void aCatchUpPastItsDeadlineIsOnlyRecordedMissedNeverRun() {
+        MutableClock host = new MutableClock();
+        FaultyStore store = new FaultyStore(InMemoryLockProvider.withClock(host::millis));
+        store.heartbeatCarriesTime = true;
+        JobDefinition minutely = new JobDefinition("minutely", CronSchedule.of("0 * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(1), Duration.ofSeconds(1), Overlap.SKIP, Duration.ZERO, true).withCatchUp(CatchUp.LATEST, Duration.ofHours(1));
+        // The cluster last decided a slot three minutes ago, and that run still holds the job's lease.
+        Instant last = host.instant().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(3));
+        io.lockstep.scheduler.lock.Lease live = new io.lockstep.scheduler.lock.Lease("minutely", last, "live", Duration.ofMinutes(10), true);
+        store.store.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(live, "peer", Duration.ofMinutes(5), false)));
+        List<Instant> runs = new CopyOnWriteArrayList<>();
+        harness.start(Scheduler.builder(store).workerId("w").clock(host).job(minutely).jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
+        String catchUp = await().atMost(Duration.ofSeconds(10)).until(() -> store.requestModes.entrySet().stream()
+                .filter(e -> e.getValue().contains(io.lockstep.scheduler.lock.ClaimRequest.Mode.CATCH_UP)).map(Map.Entry::getKey).findFirst(),
+                java.util.Optional::isPresent).orElseThrow();
+        Instant slot = Instant.parse(catchUp.substring(catchUp.indexOf('@') + 1));
+        // Its deadline is the start plus the record ttl (2 min 1 s): the cluster's clock steps past it.
+        Instant stepped = host.instant();
+        host.shift(Duration.ofMinutes(3));
+        // The worker's clock follows within a heartbeat: it then asks for the slots that fell due meanwhile.
+        await().atMost(Duration.ofSeconds(15)).until(() -> store.requestNanos.keySet().stream()
+                .anyMatch(k -> k.startsWith("minutely@") && Instant.parse(k.substring(k.indexOf('@') + 1)).isAfter(stepped)));
+        store.store.complete(List.of(new io.lockstep.scheduler.lock.Completion(live, io.lockstep.scheduler.lock.Outcome.SUCCEEDED)));
+        // Run, reported missed, or (as the store answers a catch-up asked for past its record's life) stale.
+        await().atMost(Duration.ofSeconds(15)).until(() -> runs.contains(slot) || java.util.stream.Stream.of("slot_missed", "slot_stale")
+                .flatMap(name -> harness.events().named(name).stream()).anyMatch(e -> slot.toString().equals(e.get("slot"))));
+        harness.closeAll();
+        assertThat(runs).as("the catch-up past its deadline never ran").doesNotContain(slot);
+        assertThat(harness.events().named("slot_missed")).filteredOn(e -> slot.toString().equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("code", "catch_up"));
+        assertThat(store.store.slotState("minutely", slot)).contains("missed");
+    }
+
     // ---------------------------------------------------------------- a bulkhead per master
 
     /**

@@ -91,8 +91,18 @@ final class FaultyStore implements LockProvider {
         return claimThrough(requests);
     }
 
+    /** When (monotonic nanos) each slot (job@slot) was asked for, and in which mode, oldest first. */
+    final Map<String, List<Long>> requestNanos = new java.util.concurrent.ConcurrentHashMap<>();
+    final Map<String, List<ClaimRequest.Mode>> requestModes = new java.util.concurrent.ConcurrentHashMap<>();
+
     private List<ClaimResult> claimThrough(List<ClaimRequest> requests) {
         claimCalls++;
+        long askedAt = System.nanoTime();
+        for (ClaimRequest r : requests) {
+            String key = r.lease().job() + "@" + r.lease().slot();
+            requestNanos.computeIfAbsent(key, k -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(askedAt);
+            requestModes.computeIfAbsent(key, k -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(r.mode());
+        }
         if (down) {
             requests.forEach(r -> askedWhileDown.add(r.lease().slot()));
         }
@@ -265,11 +275,19 @@ final class FaultyStore implements LockProvider {
         return store.serverTimeMillis();
     }
 
+    /**
+     * Heartbeats carry the store's clock, as on a single Redis: a worker's cluster clock follows a
+     * step of the store's clock within a heartbeat, not only at its next read every 30 s.
+     */
+    volatile boolean heartbeatCarriesTime;
+
     /** Heartbeats fail while the store is down, as the Redis provider's do. */
     @Override
     public io.lockstep.scheduler.lock.Heartbeat heartbeat(io.lockstep.scheduler.lock.WorkerInfo self, java.time.Duration ttl) {
         check();
-        return store.heartbeat(self, ttl);
+        io.lockstep.scheduler.lock.Heartbeat beat = store.heartbeat(self, ttl);
+        return heartbeatCarriesTime ? new io.lockstep.scheduler.lock.Heartbeat(beat.workers(), beat.triggers(), store.serverTimeMillis(),
+                beat.configPublished()) : beat;
     }
 
     @Override
