@@ -341,6 +341,157 @@ class FailurePathsTest {
         assertThat(store.store.slotState("minutely", slot)).contains("missed");
     }
 
+    // ---------------------------------------------------------------- a staged claim's start answers (GG1)
+
+    /** The first slot of {@code job} the worker claimed (ahead), once there is one. */
+    private Instant firstClaimed(String job) {
+        return await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_claimed").stream()
+                .filter(e -> job.equals(e.get("job"))).map(e -> Instant.parse((String) e.get("slot"))).findFirst(),
+                java.util.Optional::isPresent).orElseThrow();
+    }
+
+    /**
+     * G3 (GUARANTEES): a worker that stalls between its claim made ahead and the start, past the
+     * slot's grace by the store's clock, never starts late: the store answers LATE, records the slot
+     * missed, and the worker reports {@code slot_missed code=late_start}.
+     */
+    @Test
+    void aStartThatReachesTheStoreAfterTheGraceIsReportedLateStartAndNeverRuns() {
+        FaultyStore store = new FaultyStore();
+        store.startDelayMillis = 300; // the start, sent 40 ms before the slot, lands 260 ms after it
+        List<Instant> runs = new CopyOnWriteArrayList<>();
+        harness.start(Scheduler.builder(store).workerId("w").job(job("late", Duration.ofSeconds(5), Duration.ofMillis(100), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
+        Instant slot = firstClaimed("late");
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_missed").stream()
+                .anyMatch(e -> slot.toString().equals(e.get("slot"))));
+        harness.closeAll();
+        assertThat(harness.events().named("slot_missed")).filteredOn(e -> slot.toString().equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("code", "late_start").containsEntry("level", "WARN"));
+        assertThat(store.store.slotState("late", slot)).contains("missed");
+        assertThat(runs).as("never started late").doesNotContain(slot);
+        assertThat(harness.events().named("job_started")).filteredOn(e -> slot.toString().equals(e.get("slot"))).isEmpty();
+    }
+
+    /** G3: a pause issued between the claim made ahead and its start skips the slot: recorded skipped, never run. */
+    @Test
+    void aPauseBetweenTheClaimAndTheStartSkipsTheSlot() {
+        FaultyStore store = new FaultyStore();
+        store.pauseBeforeStart.add("paused");
+        List<Instant> runs = new CopyOnWriteArrayList<>();
+        harness.start(Scheduler.builder(store).workerId("w").job(job("paused", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
+        Instant slot = firstClaimed("paused"); // claimed ahead: the job was not paused yet
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_skipped").stream()
+                .anyMatch(e -> slot.toString().equals(e.get("slot"))));
+        harness.closeAll();
+        assertThat(harness.events().named("slot_skipped")).filteredOn(e -> slot.toString().equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("reason", "paused"));
+        assertThat(store.store.slotState("paused", slot)).contains("skipped");
+        assertThat(runs).as("a paused job never starts").isEmpty();
+    }
+
+    /**
+     * G3: a start the store answers LOST (the claim's short lease ran out and it is no longer ours)
+     * is never started: {@code lease_lost} before the start, the claim handed back, and the slot is
+     * run once by a recovery of it (a peer's on the same store, or this worker's own, which needs no
+     * staged start) within its grace (N8 of the 2026-12-04 audit: {@code loseStarts} was dead).
+     */
+    @Test
+    void aLostStartIsReportedLeaseLostNeverRunAndAPeerRunsTheSlotOnce() {
+        InMemoryLockProvider shared = InMemoryLockProvider.create();
+        FaultyStore losing = new FaultyStore(shared);
+        losing.loseStarts = true;
+        Map<String, List<String>> runs = new ConcurrentHashMap<>();
+        Job job = ctx -> runs.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.workerId());
+        JobDefinition tick = job("tick", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.ALLOW);
+        harness.start(Scheduler.builder(losing).workerId("loser").job(tick).jobFactory(d -> job));
+        harness.start(Scheduler.builder(shared).workerId("peer").job(tick).jobFactory(d -> job));
+        // The loser wins some slots' claims (the two race for each) and loses every start.
+        Map<String, Object> lost = await().atMost(Duration.ofSeconds(15)).until(() -> named("lease_lost", "loser").stream().findFirst(),
+                java.util.Optional::isPresent).orElseThrow();
+        String slot = (String) lost.get("slot");
+        assertThat(lost).containsEntry("job", "tick").containsEntry("success", false);
+        await().atMost(Duration.ofSeconds(10)).until(() -> runs.containsKey(slot));
+        harness.closeAll();
+        assertThat(runs.get(slot)).as("run once").hasSize(1);
+        // Never from a start answered LOST: whoever ran it (the peer, or the loser itself) recovered
+        // the handed-back claim, which is run without a staged start.
+        String ranBy = runs.get(slot).get(0);
+        assertThat(named("slot_recovered", ranBy)).as("%s ran %s as a recovery", ranBy, slot).anySatisfy(e -> assertThat(e).containsEntry("slot", slot));
+        assertThat(runs).as("no slot twice").allSatisfy((s, who) -> assertThat(who).as(s).hasSize(1));
+        runs.forEach((s, who) -> {
+            if (who.contains("loser")) {
+                assertThat(named("slot_recovered", "loser")).as("the loser ran %s only as a recovery", s).anySatisfy(e -> assertThat(e).containsEntry("slot", s));
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------- after outcome_unrecorded (GG3)
+
+    /**
+     * G11: a run whose outcome could not be written by the time its worker stopped is reported
+     * {@code outcome_unrecorded}; its lease then runs out and the job's recover policy applies, on a
+     * peer, once: {@code recover: rerun} reruns it under a higher fencing token.
+     */
+    @Test
+    void afterOutcomeUnrecordedAPeerRerunsTheRunOnceUnderAHigherToken() {
+        Map<String, Object> after = outcomeUnrecordedThenLeaseRunsOut(Recover.RERUN);
+        String slot = (String) after.get("slot");
+        assertThat(harness.events().named("slot_recovered")).filteredOn(e -> slot.equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("worker", "peer"));
+        assertThat(harness.events().named("slot_abandoned")).isEmpty();
+    }
+
+    /** G11, {@code recover: none}: the peer abandons the run once, and nobody runs it again. */
+    @Test
+    void afterOutcomeUnrecordedAPeerAbandonsTheRunOnceUnderRecoverNone() {
+        Map<String, Object> after = outcomeUnrecordedThenLeaseRunsOut(Recover.NONE);
+        String slot = (String) after.get("slot");
+        assertThat(harness.events().named("slot_abandoned")).filteredOn(e -> slot.equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("worker", "peer"));
+        assertThat(harness.events().named("slot_recovered")).isEmpty();
+    }
+
+    /**
+     * A writer whose outcome writes fail stops with its first run unrecorded; a peer on the same
+     * store, with {@code policy}, deals with that run once its lease ran out. Returns the writer's
+     * {@code outcome_unrecorded} event, after checking who ran the slot and under which tokens.
+     */
+    private Map<String, Object> outcomeUnrecordedThenLeaseRunsOut(Recover policy) {
+        InMemoryLockProvider shared = InMemoryLockProvider.create();
+        FaultyStore flaky = new FaultyStore(shared);
+        flaky.failCompletes = true;
+        JobDefinition report = job("report", Duration.ofSeconds(1), Duration.ofSeconds(2), Overlap.SKIP).withRecover(policy);
+        Map<String, List<Long>> tokens = new ConcurrentHashMap<>();
+        Map<String, List<String>> by = new ConcurrentHashMap<>();
+        Job job = ctx -> {
+            tokens.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.fencingToken());
+            by.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.workerId());
+        };
+        Scheduler writer = harness.start(Scheduler.builder(flaky).workerId("writer").job(report).jobFactory(d -> job));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !named("job_succeeded", "writer").isEmpty());
+        String slot = (String) named("job_succeeded", "writer").get(0).get("slot");
+        // Its lease is kept while its outcome is unwritten: the job's later slots are skipped.
+        harness.start(Scheduler.builder(shared).workerId("peer").job(report).jobFactory(d -> job));
+        writer.close();
+        Map<String, Object> unrecorded = named("outcome_unrecorded", "writer").stream().findFirst().orElseThrow();
+        assertThat(unrecorded).containsEntry("slot", slot);
+        assertThat(shared.slotState("report", Instant.parse(slot))).as("the record still says running").contains("running");
+        // No renewal any more: the lease runs out, and the peer applies the policy.
+        String decided = policy == Recover.RERUN ? "slot_recovered" : "slot_abandoned";
+        await().atMost(Duration.ofSeconds(10)).until(() -> named(decided, "peer").stream().anyMatch(e -> slot.equals(e.get("slot"))));
+        harness.closeAll();
+        if (policy == Recover.RERUN) {
+            assertThat(by.get(slot)).as("the writer's run, then the peer's rerun").containsExactly("writer", "peer");
+            assertThat(tokens.get(slot).get(1)).as("the rerun's fencing token").isGreaterThan(tokens.get(slot).get(0));
+        } else {
+            assertThat(by.get(slot)).as("only the writer's run").containsExactly("writer");
+            assertThat(shared.slotState("report", Instant.parse(slot))).contains("abandoned");
+        }
+        return unrecorded;
+    }
+
     // ---------------------------------------------------------------- a bulkhead per master
 
     /**

@@ -163,11 +163,19 @@ final class FaultyStore implements LockProvider {
 
     /** Starts of runs claimed ahead are refused (as when the claim's short lease ran out and a peer took it). */
     volatile boolean loseStarts;
+    /** Every start reaches the store this much later (a worker that stalled between its claim and its start). */
+    volatile long startDelayMillis;
+    /** These jobs are paused just before a start of theirs reaches the store (an operator's pause between the claim and the start). */
+    final java.util.Set<String> pauseBeforeStart = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     @Override
     public List<io.lockstep.scheduler.lock.StartReply> start(List<io.lockstep.scheduler.lock.StartRequest> requests) {
         startBatchSizes.add(requests.size());
         check();
+        if (startDelayMillis > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(startDelayMillis * 1_000_000);
+        }
+        requests.stream().map(r -> r.lease().job()).filter(pauseBeforeStart::contains).forEach(store::pause);
         if (loseStarts) {
             return Collections.nCopies(requests.size(), new io.lockstep.scheduler.lock.StartReply(io.lockstep.scheduler.lock.StartAnswer.LOST, 0));
         }
