@@ -15,6 +15,12 @@ import java.util.Optional;
  * {@link CatchUp} policy. At most {@link #MAX_CATCH_UP_SLOTS} of them, the newest; the older ones
  * are counted and reported in one event. Immutable.
  *
+ * <p>Only time when no worker of the cluster was running counts as missed: a slot whose grace
+ * ended while the cluster is known to have been running ({@code ranUntil}: the latest slot any job
+ * decided, or a live peer's last heartbeat) was the running workers' to decide. If none did, the
+ * job was disabled or absent from the config in force: it missed nothing, and a worker that starts
+ * with it enabled starts it at its next slot, as a reload that enables it does.
+ *
  * @param slots the slots to claim, catch up or report, oldest first ({@code catchUp: all} chains
  *     its runs: each waits for the one before it to be decided)
  * @param dropped how many missed slots, older than those kept, are only counted
@@ -30,10 +36,29 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
      * The slots of a job after {@code last} (the latest slot the cluster decided) up to {@code now}.
      */
     static CatchUpPlan since(ScheduledJob job, Instant last, Instant now) {
-        return since(job, last, now, MAX_CATCH_UP_SLOTS);
+        return since(job, last, now, last, MAX_CATCH_UP_SLOTS);
+    }
+
+    /**
+     * How late after a slot's grace the running cluster may still be deciding it (a tick behind):
+     * a slot whose grace ended less than this before {@code ranUntil} may have been missed by a
+     * cluster that stopped then, and is caught up or reported.
+     */
+    static final java.time.Duration DECIDE_LAG = java.time.Duration.ofSeconds(1);
+
+    /**
+     * The slots of a job after {@code last} up to {@code now}, but none whose grace ended before
+     * {@code ranUntil} (the latest moment the cluster is known to have been running).
+     */
+    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, Instant ranUntil) {
+        return since(job, last, now, ranUntil, MAX_CATCH_UP_SLOTS);
     }
 
     static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, int max) {
+        return since(job, last, now, last, max);
+    }
+
+    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, Instant ranUntil, int max) {
         JobDefinition d = job.definition();
         Instant windowStart = now.minus(d.catchUpWindow());
         Instant from = last.isAfter(windowStart) ? last : windowStart;
@@ -44,7 +69,9 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
         Instant droppedTo = null;
         Optional<Instant> slot = d.schedule().next(from);
         while (slot.isPresent() && !slot.get().isAfter(now)) {
-            if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
+            if (slot.get().plus(d.misfireGrace()).plus(DECIDE_LAG).isBefore(ranUntil)) {
+                // Its grace ended while the cluster ran without deciding it: the job was not in force.
+            } else if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
                 missed.addLast(slot.get());
                 if (missed.size() > max) {
                     droppedTo = missed.removeFirst(); // keep the newest

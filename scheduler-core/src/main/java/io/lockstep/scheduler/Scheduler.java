@@ -161,16 +161,41 @@ public final class Scheduler implements AutoCloseable {
         }
     }
 
+    /**
+     * The latest moment the cluster is known to have been running, by the store's clock: the
+     * latest slot any of our jobs decided (its claim may have been made {@link Preference#AHEAD}
+     * of it), or the last heartbeat of a live peer. A slot whose grace ended before it was the
+     * running workers' to decide, so it is not caught up ({@link CatchUpPlan}): a job disabled or
+     * absent from their config missed nothing, whether it comes back by a reload or a restart.
+     */
+    private Instant ranUntil(Map<String, Instant> lastSlots, List<io.lockstep.scheduler.lock.WorkerInfo> live) {
+        Instant ran = Instant.MIN;
+        for (Instant last : lastSlots.values()) {
+            if (last != null && last.minus(Preference.AHEAD).isAfter(ran)) {
+                ran = last.minus(Preference.AHEAD);
+            }
+        }
+        for (io.lockstep.scheduler.lock.WorkerInfo w : live) {
+            if (!w.id().equals(workerId) && w.lastSeen().isAfter(ran)) {
+                ran = w.lastSeen();
+            }
+        }
+        return ran;
+    }
+
     private void begin() {
         clock.sync(provider);
         List<ScheduledJob> jobs = List.copyOf(this.jobs.all());
         Map<String, Instant> lastSlots = provider.lastSlots(jobs.stream().map(ScheduledJob::name).toList());
+        // One heartbeat before the plan: the live peers tell whether the cluster is running now.
+        membership.start();
         Instant now = clock.now();
+        Instant ranUntil = ranUntil(lastSlots, membership.live());
         List<DueSlot> due = new ArrayList<>();
         for (ScheduledJob job : jobs) {
             Instant last = lastSlots.get(job.name());
             if (last != null) {
-                CatchUpPlan plan = CatchUpPlan.since(job, last, now);
+                CatchUpPlan plan = CatchUpPlan.since(job, last, now, ranUntil);
                 due.addAll(plan.slots());
                 if (plan.catchesUp()) {
                     queue.catchingUp(List.of(job.name()));
@@ -189,7 +214,6 @@ public final class Scheduler implements AutoCloseable {
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.
         queue.lookAt(jobs.stream().map(ScheduledJob::name).toList(), now);
-        membership.start();
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads.size)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .addKeyValue("config_hash", membership.configHash()).log("worker started");

@@ -289,11 +289,19 @@ final class FaultyStore implements LockProvider {
      */
     volatile boolean heartbeatCarriesTime;
 
+    /** Other live workers every heartbeat lists (the in-memory store keeps no heartbeats of its own). */
+    final List<io.lockstep.scheduler.lock.WorkerInfo> peers = new java.util.concurrent.CopyOnWriteArrayList<>();
+
     /** Heartbeats fail while the store is down, as the Redis provider's do. */
     @Override
     public io.lockstep.scheduler.lock.Heartbeat heartbeat(io.lockstep.scheduler.lock.WorkerInfo self, java.time.Duration ttl) {
         check();
         io.lockstep.scheduler.lock.Heartbeat beat = store.heartbeat(self, ttl);
+        if (!peers.isEmpty()) {
+            List<io.lockstep.scheduler.lock.WorkerInfo> all = new java.util.ArrayList<>(beat.workers());
+            all.addAll(peers);
+            beat = new io.lockstep.scheduler.lock.Heartbeat(all, beat.triggers(), beat.serverTimeMillis(), beat.configPublished());
+        }
         return heartbeatCarriesTime ? new io.lockstep.scheduler.lock.Heartbeat(beat.workers(), beat.triggers(), store.serverTimeMillis(),
                 beat.configPublished()) : beat;
     }
