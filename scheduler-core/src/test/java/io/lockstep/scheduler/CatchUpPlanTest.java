@@ -79,4 +79,25 @@ class CatchUpPlanTest {
         }
         assertThat(queue.catchingUp("tick")).as("let go once the last caught-up slot is decided").isFalse();
     }
+    /**
+     * m6: only the time no worker ran counts. The cluster ran until 11:59:50.3 (another job decided a
+     * slot then): of the slots after this job's last decided one (11:59:40), those whose 2 s grace
+     * ended more than 1 s before 11:59:50.3 were the running cluster's, which did not run the job.
+     */
+    @Test
+    void slotsWhoseGraceEndedWhileTheClusterRanAreNotMissed() {
+        CatchUpPlan plan = CatchUpPlan.since(job(CatchUp.LATEST), NOW.minusSeconds(20), NOW, NOW.minusSeconds(10), 100);
+        assertThat(plan.slots()).filteredOn(s -> s.mode() != Mode.CLAIM).extracting(s -> s.slot).as("missed while no worker ran")
+                .first().isEqualTo(Instant.parse("2026-11-30T11:59:48Z")); // its grace ends at 11:59:50, less than 1 s before 11:59:50.3
+        assertThat(plan.slots()).filteredOn(s -> s.kind() == DueSlot.Kind.CATCH_UP).extracting(s -> s.slot)
+                .containsExactly(Instant.parse("2026-11-30T11:59:58Z"));
+        assertThat(plan.dropped()).isZero();
+        // Known running until now (a live peer): only the slots whose grace ended within the last second
+        // (a running worker may still be deciding them) are asked for; those in grace are claimed.
+        CatchUpPlan joined = CatchUpPlan.since(job(CatchUp.NONE), NOW.minusSeconds(20), NOW, NOW, 100);
+        assertThat(joined.slots()).extracting(s -> s.slot, s -> s.mode()).containsExactly(
+                org.assertj.core.groups.Tuple.tuple(Instant.parse("2026-11-30T11:59:58Z"), Mode.MISS_ONLY),
+                org.assertj.core.groups.Tuple.tuple(Instant.parse("2026-11-30T11:59:59Z"), Mode.CLAIM),
+                org.assertj.core.groups.Tuple.tuple(Instant.parse("2026-11-30T12:00:00Z"), Mode.CLAIM));
+    }
 }

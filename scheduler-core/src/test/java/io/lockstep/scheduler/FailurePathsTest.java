@@ -358,9 +358,11 @@ class FailurePathsTest {
     @Test
     void aStartThatReachesTheStoreAfterTheGraceIsReportedLateStartAndNeverRuns() {
         FaultyStore store = new FaultyStore();
-        store.startDelayMillis = 300; // the start, sent 40 ms before the slot, lands 260 ms after it
+        // No grace: the start, sent 40 ms before the slot, lands about 110 ms after it, well within the
+        // claim's short lease (the slot plus 500 ms: past it the store would answer LOST instead).
+        store.startDelayMillis = 150;
         List<Instant> runs = new CopyOnWriteArrayList<>();
-        harness.start(Scheduler.builder(store).workerId("w").job(job("late", Duration.ofSeconds(5), Duration.ofMillis(100), Overlap.ALLOW))
+        harness.start(Scheduler.builder(store).workerId("w").job(job("late", Duration.ofSeconds(5), Duration.ZERO, Overlap.ALLOW))
                 .jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
         Instant slot = firstClaimed("late");
         await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_missed").stream()
