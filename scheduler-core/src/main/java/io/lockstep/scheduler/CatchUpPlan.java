@@ -16,8 +16,8 @@ import java.util.Optional;
  * are counted and reported in one event. Immutable.
  *
  * <p>Only time when no worker of the cluster was running counts as missed: a slot whose grace
- * ended while the cluster is known to have been running ({@code ranUntil}: the latest slot any job
- * decided, or a live peer's last heartbeat) was the running workers' to decide. If none did, the
+ * ended while the cluster is known to have been running ({@link Running}: until the latest slot any
+ * job decided, and while a live peer ran) was the running workers' to decide. If none did, the
  * job was disabled or absent from the config in force: it missed nothing, and a worker that starts
  * with it enabled starts it at its next slot, as a reload that enables it does.
  *
@@ -36,29 +36,57 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
      * The slots of a job after {@code last} (the latest slot the cluster decided) up to {@code now}.
      */
     static CatchUpPlan since(ScheduledJob job, Instant last, Instant now) {
-        return since(job, last, now, last, MAX_CATCH_UP_SLOTS);
+        return since(job, last, now, Running.until(last), MAX_CATCH_UP_SLOTS);
     }
 
     /**
      * How late after a slot's grace the running cluster may still be deciding it (a tick behind):
-     * a slot whose grace ended less than this before {@code ranUntil} may have been missed by a
-     * cluster that stopped then, and is caught up or reported.
+     * a slot whose grace ended less than this before the cluster was last seen running may have
+     * been missed by a cluster that stopped then, and is caught up or reported.
      */
     static final java.time.Duration DECIDE_LAG = java.time.Duration.ofSeconds(1);
 
     /**
-     * The slots of a job after {@code last} up to {@code now}, but none whose grace ended before
-     * {@code ranUntil} (the latest moment the cluster is known to have been running).
+     * When the cluster is known to have been running (by the store's clock): until {@code decided},
+     * the latest slot one of the worker's jobs decided, and over each live peer's span, from its
+     * start to its last heartbeat. A peer that started after a slot's grace ended did not run then:
+     * it is catching up too, and the slot stays in this worker's plan as well (the store decides).
      */
-    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, Instant ranUntil) {
-        return since(job, last, now, ranUntil, MAX_CATCH_UP_SLOTS);
+    record Running(Instant decided, List<Span> peers) {
+
+        /** A live peer, from its start to its last heartbeat. */
+        record Span(Instant from, Instant to) {}
+
+        /** Known running until {@code decided} only. */
+        static Running until(Instant decided) {
+            return new Running(decided, List.of());
+        }
+
+        /** Whether a running cluster had the time to decide a slot whose grace ended at {@code graceEnd}. */
+        boolean decidedBy(Instant graceEnd) {
+            Instant decideBy = graceEnd.plus(DECIDE_LAG);
+            if (decideBy.isBefore(decided)) {
+                return true;
+            }
+            for (Span p : peers) {
+                if (!graceEnd.isBefore(p.from()) && decideBy.isBefore(p.to())) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /** The slots of a job after {@code last} up to {@code now}, but none a running cluster had to decide ({@code running}). */
+    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, Running running) {
+        return since(job, last, now, running, MAX_CATCH_UP_SLOTS);
     }
 
     static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, int max) {
-        return since(job, last, now, last, max);
+        return since(job, last, now, Running.until(last), max);
     }
 
-    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, Instant ranUntil, int max) {
+    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, Running running, int max) {
         JobDefinition d = job.definition();
         Instant windowStart = now.minus(d.catchUpWindow());
         Instant from = last.isAfter(windowStart) ? last : windowStart;
@@ -69,7 +97,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
         Instant droppedTo = null;
         Optional<Instant> slot = d.schedule().next(from);
         while (slot.isPresent() && !slot.get().isAfter(now)) {
-            if (slot.get().plus(d.misfireGrace()).plus(DECIDE_LAG).isBefore(ranUntil)) {
+            if (running.decidedBy(slot.get().plus(d.misfireGrace()))) {
                 // Its grace ended while the cluster ran without deciding it: the job was not in force.
             } else if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
                 missed.addLast(slot.get());

@@ -162,25 +162,22 @@ public final class Scheduler implements AutoCloseable {
     }
 
     /**
-     * The latest moment the cluster is known to have been running, by the store's clock: the
-     * latest slot any of our jobs decided (its claim may have been made {@link Preference#AHEAD}
-     * of it), or the last heartbeat of a live peer. A slot whose grace ended before it was the
-     * running workers' to decide, so it is not caught up ({@link CatchUpPlan}): a job disabled or
-     * absent from their config missed nothing, whether it comes back by a reload or a restart.
+     * When the cluster is known to have been running, by the store's clock: until the latest slot
+     * any of our jobs decided (its claim may have been made {@link Preference#AHEAD} of it), and
+     * while each live peer ran (from its start to its last heartbeat). A slot whose grace ended then
+     * was the running workers' to decide, so it is not caught up ({@link CatchUpPlan}): a job
+     * disabled or absent from their config missed nothing, whether a reload or a restart brings it back.
      */
-    private Instant ranUntil(Map<String, Instant> lastSlots, List<io.lockstep.scheduler.lock.WorkerInfo> live) {
-        Instant ran = Instant.MIN;
+    private CatchUpPlan.Running running(Map<String, Instant> lastSlots, List<io.lockstep.scheduler.lock.WorkerInfo> live) {
+        Instant decided = Instant.MIN;
         for (Instant last : lastSlots.values()) {
-            if (last != null && last.minus(Preference.AHEAD).isAfter(ran)) {
-                ran = last.minus(Preference.AHEAD);
+            if (last != null && last.minus(Preference.AHEAD).isAfter(decided)) {
+                decided = last.minus(Preference.AHEAD);
             }
         }
-        for (io.lockstep.scheduler.lock.WorkerInfo w : live) {
-            if (!w.id().equals(workerId) && w.lastSeen().isAfter(ran)) {
-                ran = w.lastSeen();
-            }
-        }
-        return ran;
+        List<CatchUpPlan.Running.Span> peers = live.stream().filter(w -> !w.id().equals(workerId))
+                .map(w -> new CatchUpPlan.Running.Span(w.started(), w.lastSeen())).toList();
+        return new CatchUpPlan.Running(decided, peers);
     }
 
     private void begin() {
@@ -190,12 +187,12 @@ public final class Scheduler implements AutoCloseable {
         // One heartbeat before the plan: the live peers tell whether the cluster is running now.
         membership.start();
         Instant now = clock.now();
-        Instant ranUntil = ranUntil(lastSlots, membership.live());
+        CatchUpPlan.Running running = running(lastSlots, membership.live());
         List<DueSlot> due = new ArrayList<>();
         for (ScheduledJob job : jobs) {
             Instant last = lastSlots.get(job.name());
             if (last != null) {
-                CatchUpPlan plan = CatchUpPlan.since(job, last, now, ranUntil);
+                CatchUpPlan plan = CatchUpPlan.since(job, last, now, running);
                 due.addAll(plan.slots());
                 if (plan.catchesUp()) {
                     queue.catchingUp(List.of(job.name()));
