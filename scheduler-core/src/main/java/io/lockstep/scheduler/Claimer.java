@@ -34,6 +34,12 @@ final class Claimer {
 
     /** How soon a claim that failed for want of the store, or of a free thread, is tried again. */
     static final Duration RETRY_DELAY = Duration.ofMillis(250);
+    /**
+     * How long, at the most, a claim answered {@code BUSY} (a catch-up or a rerun behind a live run
+     * that holds the job's exclusive lease) waits before it is asked again: it backs off from
+     * {@link #RETRY_DELAY}, doubling, and waits at least until that lease would end unless renewed.
+     */
+    static final Duration BUSY_RETRY_MAX = Duration.ofSeconds(5);
     /** At most this many claim round trips per tick when lost races free reserved threads. */
     private static final int MAX_CLAIM_ROUNDS = 4;
     private static final SecureRandom TOKENS = new SecureRandom();
@@ -108,6 +114,11 @@ final class Claimer {
         for (DueSlot d : due) {
             String job = d.definition().name();
             boolean reserves = false;
+            if (d.mode() == ClaimRequest.Mode.CATCH_UP && !now.isBefore(d.startDeadline())) {
+                // The store applies no grace to a catch-up: past its deadline only its miss is
+                // recorded, whether or not a thread is free (DueSlot#startDeadline).
+                d.missOnly("could not be caught up: no free job thread or the job's lease was held", "catch_up");
+            }
             if (d.needsThread()) {
                 boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual;
                 boolean behindOlder = ordered && (held.contains(job) || queue.waitingBefore(job, d.slot)
@@ -166,6 +177,7 @@ final class Claimer {
         long received = System.nanoTime();
         long durationMs = (received - sent) / 1_000_000;
         int handled = 0;
+        boolean holds = false; // whether the slot being handled holds a job thread
         try {
             for (; handled < batch.size(); handled++) {
                 DueSlot d = batch.get(handled);
@@ -181,12 +193,50 @@ final class Claimer {
                 } else if (claimed && !reservations.get(handled)) {
                     threads.take(1); // an earlier, ambiguous claim of ours had won after all
                 }
-                handle(d, request, result, sent, received, durationMs);
+                holds = claimed;
+                try {
+                    handle(d, request, result, sent, received, durationMs);
+                } catch (RuntimeException e) {
+                    // One answer we could not deal with (a bug, a misbehaving dependency) costs only
+                    // its own slot a retry: the rest of the batch is handled as answered.
+                    unhandled(d, claimed, e);
+                }
+                holds = false;
             }
         } finally {
-            queue.place(batch.subList(0, handled), clock.now()); // each moved on by its answer, filed once
+            // Reached only short of the end by an Error: the slot it struck and every later one are
+            // asked again, and the threads reserved for them freed, never left in CLAIMING for good.
+            for (int i = handled; i < batch.size(); i++) {
+                unhandled(batch.get(i), i == handled ? holds : reservations.get(i), null);
+            }
+            queue.place(batch, clock.now()); // each moved on by its answer (or its retry), filed once
         }
         return deferred;
+    }
+
+    /**
+     * A slot whose answer was not dealt with ({@code e}: what went wrong; null when it was never
+     * looked at): unless it already moved on (handed to a job thread, decided, queued), it is asked
+     * again shortly with the same token, which gets the same answer (a claim we won is won again,
+     * and runs once), and the job thread it held ({@code holdsThread}) is freed: a run is handed to
+     * the {@link Runner} or the {@link Starter} only together with its move to STAGED or RUNNING,
+     * and from then on they free its thread.
+     */
+    private void unhandled(DueSlot d, boolean holdsThread, RuntimeException e) {
+        if (e != null) {
+            events.error("tick_failed").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
+                    .addKeyValue("error", Events.describe(e)).setCause(e)
+                    .log("unexpected failure handling the store's answer to a claim; the slot is asked again");
+        }
+        DueSlot.Stage stage = d.stage();
+        if (stage != DueSlot.Stage.CLAIMING && stage != DueSlot.Stage.MISS_ONLY && stage != DueSlot.Stage.REPORTED) {
+            return; // moved on before the failure: filed where its stage says
+        }
+        if (holdsThread) {
+            threads.release(1);
+            queue.threadFreed();
+        }
+        d.retryAt(clock.now().plus(RETRY_DELAY));
     }
 
     /**
@@ -260,8 +310,8 @@ final class Claimer {
                 }
             }
             case BUSY -> {
-                // Another run of the job holds its exclusive lease: ask again shortly.
-                d.retryAt(clock.now().plus(RETRY_DELAY));
+                // Another run of the job holds its exclusive lease: ask again, backing off.
+                d.retryAt(busyRetry(d, result));
                 return;
             }
             case UNANSWERED -> {
@@ -291,6 +341,21 @@ final class Claimer {
         } else {
             d.decided();
         }
+    }
+
+    /**
+     * When to ask again for a slot answered {@code BUSY}: after {@link #RETRY_DELAY} doubled at each
+     * such answer, and no sooner than the earliest lease end the answer carries (a live run holds the
+     * lease at least until then, unless it ends first), at most {@link #BUSY_RETRY_MAX} from now;
+     * a catch-up no later than its start deadline, when only its miss is recorded. A rerun behind a
+     * run of hours is thus asked every few seconds, not four times a second.
+     */
+    private Instant busyRetry(DueSlot d, ClaimResult result) {
+        Instant now = clock.now();
+        long backoff = RETRY_DELAY.toMillis() << Math.min(d.busyAgain() - 1, 8);
+        long leaseLeft = result.runningUntilMillis() == 0 ? 0 : result.runningUntilMillis() - result.serverTimeMillis();
+        Instant at = now.plusMillis(Math.min(BUSY_RETRY_MAX.toMillis(), Math.max(backoff, leaseLeft)));
+        return d.mode() == ClaimRequest.Mode.CATCH_UP ? SlotQueue.earliest(at, d.startDeadline()) : at;
     }
 
     /**

@@ -114,17 +114,48 @@ final class Preference {
                     }
                 }
             }
+        } catch (RuntimeException e) {
+            // A bug or a misbehaving dependency part way: no slot is dropped. Those not sifted yet
+            // are claimed now, as when the store cannot be read: the claim script decides.
+            events.error("tick_failed").addKeyValue("error", Events.describe(e)).setCause(e)
+                    .log("unexpected failure sharing out due slots; claiming the rest now");
+            java.util.Set<DueSlot> sifted = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            sifted.addAll(claimNow);
+            sifted.addAll(back);
+            for (DueSlot d : due) {
+                if (sifted.contains(d)) {
+                    continue;
+                }
+                switch (d.stage()) {
+                    case UNSHARED -> d.ours();
+                    case STEPPED_ASIDE -> d.takeOver();
+                    case DECIDED -> {
+                        back.add(d); // decided, then the failure: forgotten as decided
+                        continue;
+                    }
+                    default -> { }
+                }
+                claimNow.add(d);
+            }
         } finally {
             queue.place(back, now); // even when the store threw: what was moved on is filed
         }
         return claimNow;
     }
 
-    /** What the store says of these slots, or null when the store cannot be read (then they are all claimed). */
+    /**
+     * What the store says of these slots, or null when it cannot be read (then they are all
+     * claimed, and the claim script decides): a {@link LockException}, or anything else it threw (a
+     * client bug), which must not drop the slots.
+     */
     private List<SlotState> states(List<DueSlot> slots) {
         try {
             return provider.slotStates(slots.stream().map(d -> new SlotState.Ref(d.definition().name(), d.slot)).toList());
         } catch (LockException e) {
+            return null;
+        } catch (RuntimeException e) {
+            events.error("tick_failed").addKeyValue("error", Events.describe(e)).setCause(e)
+                    .log("unexpected failure reading the slots' records; claiming them, the store decides");
             return null;
         }
     }

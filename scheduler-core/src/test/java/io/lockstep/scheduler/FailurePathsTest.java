@@ -225,6 +225,275 @@ class FailurePathsTest {
         assertThat(harness.events().named("slot_missed")).anySatisfy(e -> assertThat((String) e.get("reason")).contains("client bug"));
     }
 
+    // ---------------------------------------------------------------- one answer that cannot be dealt with
+
+    /**
+     * m2 of the 2026-12-04 review: one unexpected exception while handling a claim batch's answers
+     * dropped every later slot of the batch (never run, never reported) and kept their job threads
+     * reserved for the worker's life. Now only the slot it struck is asked again (and runs once),
+     * the rest are handled as answered, and every job thread comes back.
+     */
+    @Test
+    void anAnswerTheWorkerCannotDealWithCostsItsSlotARetryNeverTheBatchOrAJobThread() {
+        FaultyStore store = new FaultyStore();
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry meters = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        Map<String, Integer> runs = new ConcurrentHashMap<>();
+        int jobs = 4;
+        Scheduler.Builder builder = Scheduler.builder(store).workerId("w").threads(2 * jobs).meterRegistry(meters)
+                .jobFactory(d -> ctx -> runs.merge(d.name() + "@" + ctx.scheduledTime(), 1, Integer::sum));
+        for (int i = 0; i < jobs; i++) {
+            builder = builder.job(job("j" + i, Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP));
+        }
+        harness.start(builder);
+        Instant target = nextWholeSecond().plusSeconds(1);
+        store.lockNameThrowsOnceAt.set(target); // the first answer for this instant that the claimer handles
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.lockNameThrowsOnceAt.get() == null);
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+            for (int i = 0; i < jobs; i++) {
+                assertThat(runs).as("j%d@%s ran", i, target).containsKey("j" + i + "@" + target);
+            }
+        });
+        harness.closeAll();
+        for (int i = 0; i < jobs; i++) {
+            assertThat(runs).as("j%d@%s ran once", i, target).containsEntry("j" + i + "@" + target, 1);
+        }
+        assertThat(meters.get("lockstep.threads.busy").gauge().value()).as("job threads taken after the stop").isZero();
+        assertThat(harness.events().named("slot_recovered")).as("run by their own claims, not rescued by a recovery")
+                .noneMatch(e -> target.toString().equals(e.get("slot")));
+        assertThat(harness.events().named("tick_failed")).as("the failure is told, with its slot")
+                .anySatisfy(e -> assertThat(e).containsEntry("slot", target.toString()));
+    }
+
+    // ---------------------------------------------------------------- BUSY: behind a live run
+
+    /**
+     * m3 of the 2026-12-04 review: a rerun behind a live later run that holds the job's exclusive
+     * lease was asked every 250 ms for that run's whole length. Now each BUSY answer doubles the
+     * wait (up to {@link Claimer#BUSY_RETRY_MAX}), and the rerun still happens once the lease frees.
+     */
+    @Test
+    void aRerunBehindALongLiveRunBacksOffAndRunsOnceTheLeaseFrees() {
+        FaultyStore store = new FaultyStore();
+        Instant dead = Instant.now().truncatedTo(ChronoUnit.SECONDS).minusSeconds(2);
+        // A run whose worker died (its 300 ms lease runs out, no outcome) ...
+        store.store.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(new io.lockstep.scheduler.lock.Lease("yearly", dead, "dead",
+                Duration.ofMillis(300), true), "gone", Duration.ofSeconds(30), false)));
+        await().atMost(Duration.ofSeconds(5)).until(() -> store.store.runsInFlight(List.of("yearly")).get(0).expired().contains(dead));
+        // ... and a later run, live, that holds the job's exclusive lease for a minute.
+        io.lockstep.scheduler.lock.Lease live = new io.lockstep.scheduler.lock.Lease("yearly", dead.plusSeconds(1), "live", Duration.ofMinutes(1), true);
+        assertThat(store.store.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(live, "peer", Duration.ofSeconds(30), false))).get(0).status())
+                .isEqualTo(io.lockstep.scheduler.lock.ClaimResult.Status.CLAIMED);
+        List<Instant> reruns = new CopyOnWriteArrayList<>();
+        JobDefinition yearly = new JobDefinition("yearly", CronSchedule.of("0 0 0 1 1 ?", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(2), Duration.ofSeconds(10), Overlap.SKIP, Duration.ZERO, true).withRecover(Recover.RERUN);
+        harness.start(Scheduler.builder(store).workerId("w").job(yearly).jobFactory(d -> ctx -> reruns.add(ctx.scheduledTime())));
+        String key = "yearly@" + dead;
+        await().atMost(Duration.ofSeconds(30)).until(() -> store.requestNanos.getOrDefault(key, List.of()).size() >= 5);
+        List<Long> asked = store.requestNanos.get(key);
+        // Waits of at least 250, 500, 1000 and 2000 ms (a loaded machine only makes them longer);
+        // every 250 ms, the fifth request came a second after the first.
+        assertThat((asked.get(4) - asked.get(0)) / 1_000_000).as("ms from the first request to the fifth").isGreaterThanOrEqualTo(3_750);
+        assertThat(reruns).as("never beside the live run").isEmpty();
+        store.store.complete(List.of(new io.lockstep.scheduler.lock.Completion(live, io.lockstep.scheduler.lock.Outcome.SUCCEEDED)));
+        await().atMost(Duration.ofSeconds(15)).until(() -> !reruns.isEmpty());
+        harness.closeAll();
+        assertThat(reruns).containsExactly(dead);
+    }
+
+    /**
+     * m3 of the 2026-12-04 review: a catch-up behind a run that holds the job's lease was still sent
+     * as a catch-up after its start deadline whenever a thread was free (the store applies no grace
+     * to it): it ran once the lease freed, however late, or (here: its record's life over and a
+     * later slot decided) the store answered it stale and it was never reported missed. Past its
+     * deadline only its miss is recorded now, and reported ({@code code=catch_up}), as DueSlot says.
+     */
+    @Test
+    void aCatchUpPastItsDeadlineIsOnlyRecordedMissedNeverRun() {
+        MutableClock host = new MutableClock();
+        FaultyStore store = new FaultyStore(InMemoryLockProvider.withClock(host::millis));
+        store.heartbeatCarriesTime = true;
+        JobDefinition minutely = new JobDefinition("minutely", CronSchedule.of("0 * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(1), Duration.ofSeconds(1), Overlap.SKIP, Duration.ZERO, true).withCatchUp(CatchUp.LATEST, Duration.ofHours(1));
+        // The cluster last decided a slot three minutes ago, and that run still holds the job's lease.
+        Instant last = host.instant().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(3));
+        io.lockstep.scheduler.lock.Lease live = new io.lockstep.scheduler.lock.Lease("minutely", last, "live", Duration.ofMinutes(10), true);
+        store.store.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(live, "peer", Duration.ofMinutes(5), false)));
+        List<Instant> runs = new CopyOnWriteArrayList<>();
+        harness.start(Scheduler.builder(store).workerId("w").clock(host).job(minutely).jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
+        String catchUp = await().atMost(Duration.ofSeconds(10)).until(() -> store.requestModes.entrySet().stream()
+                .filter(e -> e.getValue().contains(io.lockstep.scheduler.lock.ClaimRequest.Mode.CATCH_UP)).map(Map.Entry::getKey).findFirst(),
+                java.util.Optional::isPresent).orElseThrow();
+        Instant slot = Instant.parse(catchUp.substring(catchUp.indexOf('@') + 1));
+        // Its deadline is the start plus the record ttl (2 min 1 s): the cluster's clock steps past it.
+        Instant stepped = host.instant();
+        host.shift(Duration.ofMinutes(3));
+        // The worker's clock follows within a heartbeat: it then asks for the slots that fell due meanwhile.
+        await().atMost(Duration.ofSeconds(15)).until(() -> store.requestNanos.keySet().stream()
+                .anyMatch(k -> k.startsWith("minutely@") && Instant.parse(k.substring(k.indexOf('@') + 1)).isAfter(stepped)));
+        store.store.complete(List.of(new io.lockstep.scheduler.lock.Completion(live, io.lockstep.scheduler.lock.Outcome.SUCCEEDED)));
+        // Run, reported missed, or (as the store answers a catch-up asked for past its record's life) stale.
+        await().atMost(Duration.ofSeconds(15)).until(() -> runs.contains(slot) || java.util.stream.Stream.of("slot_missed", "slot_stale")
+                .flatMap(name -> harness.events().named(name).stream()).anyMatch(e -> slot.toString().equals(e.get("slot"))));
+        harness.closeAll();
+        assertThat(runs).as("the catch-up past its deadline never ran").doesNotContain(slot);
+        assertThat(harness.events().named("slot_missed")).filteredOn(e -> slot.toString().equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("code", "catch_up"));
+        assertThat(store.store.slotState("minutely", slot)).contains("missed");
+    }
+
+    // ---------------------------------------------------------------- a staged claim's start answers (GG1)
+
+    /** The first slot of {@code job} the worker claimed (ahead), once there is one. */
+    private Instant firstClaimed(String job) {
+        return await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_claimed").stream()
+                .filter(e -> job.equals(e.get("job"))).map(e -> Instant.parse((String) e.get("slot"))).findFirst(),
+                java.util.Optional::isPresent).orElseThrow();
+    }
+
+    /**
+     * G3 (GUARANTEES): a worker that stalls between its claim made ahead and the start, past the
+     * slot's grace by the store's clock, never starts late: the store answers LATE, records the slot
+     * missed, and the worker reports {@code slot_missed code=late_start}.
+     */
+    @Test
+    void aStartThatReachesTheStoreAfterTheGraceIsReportedLateStartAndNeverRuns() {
+        FaultyStore store = new FaultyStore();
+        // No grace: the start, sent 40 ms before the slot, lands about 110 ms after it, well within the
+        // claim's short lease (the slot plus 500 ms: past it the store would answer LOST instead).
+        store.startDelayMillis = 150;
+        List<Instant> runs = new CopyOnWriteArrayList<>();
+        harness.start(Scheduler.builder(store).workerId("w").job(job("late", Duration.ofSeconds(5), Duration.ZERO, Overlap.ALLOW))
+                .jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
+        Instant slot = firstClaimed("late");
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_missed").stream()
+                .anyMatch(e -> slot.toString().equals(e.get("slot"))));
+        harness.closeAll();
+        assertThat(harness.events().named("slot_missed")).filteredOn(e -> slot.toString().equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("code", "late_start").containsEntry("level", "WARN"));
+        assertThat(store.store.slotState("late", slot)).contains("missed");
+        assertThat(runs).as("never started late").doesNotContain(slot);
+        assertThat(harness.events().named("job_started")).filteredOn(e -> slot.toString().equals(e.get("slot"))).isEmpty();
+    }
+
+    /** G3: a pause issued between the claim made ahead and its start skips the slot: recorded skipped, never run. */
+    @Test
+    void aPauseBetweenTheClaimAndTheStartSkipsTheSlot() {
+        FaultyStore store = new FaultyStore();
+        store.pauseBeforeStart.add("paused");
+        List<Instant> runs = new CopyOnWriteArrayList<>();
+        harness.start(Scheduler.builder(store).workerId("w").job(job("paused", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.ALLOW))
+                .jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
+        Instant slot = firstClaimed("paused"); // claimed ahead: the job was not paused yet
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("slot_skipped").stream()
+                .anyMatch(e -> slot.toString().equals(e.get("slot"))));
+        harness.closeAll();
+        assertThat(harness.events().named("slot_skipped")).filteredOn(e -> slot.toString().equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("reason", "paused"));
+        assertThat(store.store.slotState("paused", slot)).contains("skipped");
+        assertThat(runs).as("a paused job never starts").isEmpty();
+    }
+
+    /**
+     * G3: a start the store answers LOST (the claim's short lease ran out and it is no longer ours)
+     * is never started: {@code lease_lost} before the start, the claim handed back, and the slot is
+     * run once by a recovery of it (a peer's on the same store, or this worker's own, which needs no
+     * staged start) within its grace (N8 of the 2026-12-04 audit: {@code loseStarts} was dead).
+     */
+    @Test
+    void aLostStartIsReportedLeaseLostNeverRunAndAPeerRunsTheSlotOnce() {
+        InMemoryLockProvider shared = InMemoryLockProvider.create();
+        FaultyStore losing = new FaultyStore(shared);
+        losing.loseStarts = true;
+        Map<String, List<String>> runs = new ConcurrentHashMap<>();
+        Job job = ctx -> runs.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.workerId());
+        JobDefinition tick = job("tick", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.ALLOW);
+        harness.start(Scheduler.builder(losing).workerId("loser").job(tick).jobFactory(d -> job));
+        harness.start(Scheduler.builder(shared).workerId("peer").job(tick).jobFactory(d -> job));
+        // The loser wins some slots' claims (the two race for each) and loses every start.
+        Map<String, Object> lost = await().atMost(Duration.ofSeconds(15)).until(() -> named("lease_lost", "loser").stream().findFirst(),
+                java.util.Optional::isPresent).orElseThrow();
+        String slot = (String) lost.get("slot");
+        assertThat(lost).containsEntry("job", "tick").containsEntry("success", false);
+        await().atMost(Duration.ofSeconds(10)).until(() -> runs.containsKey(slot));
+        harness.closeAll();
+        assertThat(runs.get(slot)).as("run once").hasSize(1);
+        // Never from a start answered LOST: whoever ran it (the peer, or the loser itself) recovered
+        // the handed-back claim, which is run without a staged start.
+        String ranBy = runs.get(slot).get(0);
+        assertThat(named("slot_recovered", ranBy)).as("%s ran %s as a recovery", ranBy, slot).anySatisfy(e -> assertThat(e).containsEntry("slot", slot));
+        assertThat(runs).as("no slot twice").allSatisfy((s, who) -> assertThat(who).as(s).hasSize(1));
+        runs.forEach((s, who) -> {
+            if (who.contains("loser")) {
+                assertThat(named("slot_recovered", "loser")).as("the loser ran %s only as a recovery", s).anySatisfy(e -> assertThat(e).containsEntry("slot", s));
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------- after outcome_unrecorded (GG3)
+
+    /**
+     * G11: a run whose outcome could not be written by the time its worker stopped is reported
+     * {@code outcome_unrecorded}; its lease then runs out and the job's recover policy applies, on a
+     * peer, once: {@code recover: rerun} reruns it under a higher fencing token.
+     */
+    @Test
+    void afterOutcomeUnrecordedAPeerRerunsTheRunOnceUnderAHigherToken() {
+        Map<String, Object> after = outcomeUnrecordedThenLeaseRunsOut(Recover.RERUN);
+        String slot = (String) after.get("slot");
+        assertThat(harness.events().named("slot_recovered")).filteredOn(e -> slot.equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("worker", "peer"));
+        assertThat(harness.events().named("slot_abandoned")).isEmpty();
+    }
+
+    /** G11, {@code recover: none}: the peer abandons the run once, and nobody runs it again. */
+    @Test
+    void afterOutcomeUnrecordedAPeerAbandonsTheRunOnceUnderRecoverNone() {
+        Map<String, Object> after = outcomeUnrecordedThenLeaseRunsOut(Recover.NONE);
+        String slot = (String) after.get("slot");
+        assertThat(harness.events().named("slot_abandoned")).filteredOn(e -> slot.equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("worker", "peer"));
+        assertThat(harness.events().named("slot_recovered")).isEmpty();
+    }
+
+    /**
+     * A writer whose outcome writes fail stops with its first run unrecorded; a peer on the same
+     * store, with {@code policy}, deals with that run once its lease ran out. Returns the writer's
+     * {@code outcome_unrecorded} event, after checking who ran the slot and under which tokens.
+     */
+    private Map<String, Object> outcomeUnrecordedThenLeaseRunsOut(Recover policy) {
+        InMemoryLockProvider shared = InMemoryLockProvider.create();
+        FaultyStore flaky = new FaultyStore(shared);
+        flaky.failCompletes = true;
+        JobDefinition report = job("report", Duration.ofSeconds(1), Duration.ofSeconds(2), Overlap.SKIP).withRecover(policy);
+        Map<String, List<Long>> tokens = new ConcurrentHashMap<>();
+        Map<String, List<String>> by = new ConcurrentHashMap<>();
+        Job job = ctx -> {
+            tokens.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.fencingToken());
+            by.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.workerId());
+        };
+        Scheduler writer = harness.start(Scheduler.builder(flaky).workerId("writer").job(report).jobFactory(d -> job));
+        await().atMost(Duration.ofSeconds(5)).until(() -> !named("job_succeeded", "writer").isEmpty());
+        String slot = (String) named("job_succeeded", "writer").get(0).get("slot");
+        // Its lease is kept while its outcome is unwritten: the job's later slots are skipped.
+        harness.start(Scheduler.builder(shared).workerId("peer").job(report).jobFactory(d -> job));
+        writer.close();
+        Map<String, Object> unrecorded = named("outcome_unrecorded", "writer").stream().findFirst().orElseThrow();
+        assertThat(unrecorded).containsEntry("slot", slot);
+        assertThat(shared.slotState("report", Instant.parse(slot))).as("the record still says running").contains("running");
+        // No renewal any more: the lease runs out, and the peer applies the policy.
+        String decided = policy == Recover.RERUN ? "slot_recovered" : "slot_abandoned";
+        await().atMost(Duration.ofSeconds(10)).until(() -> named(decided, "peer").stream().anyMatch(e -> slot.equals(e.get("slot"))));
+        harness.closeAll();
+        if (policy == Recover.RERUN) {
+            assertThat(by.get(slot)).as("the writer's run, then the peer's rerun").containsExactly("writer", "peer");
+            assertThat(tokens.get(slot).get(1)).as("the rerun's fencing token").isGreaterThan(tokens.get(slot).get(0));
+        } else {
+            assertThat(by.get(slot)).as("only the writer's run").containsExactly("writer");
+            assertThat(shared.slotState("report", Instant.parse(slot))).contains("abandoned");
+        }
+        return unrecorded;
+    }
+
     // ---------------------------------------------------------------- a bulkhead per master
 
     /**

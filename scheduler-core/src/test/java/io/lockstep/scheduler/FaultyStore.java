@@ -91,8 +91,18 @@ final class FaultyStore implements LockProvider {
         return claimThrough(requests);
     }
 
+    /** When (monotonic nanos) each slot (job@slot) was asked for, and in which mode, oldest first. */
+    final Map<String, List<Long>> requestNanos = new java.util.concurrent.ConcurrentHashMap<>();
+    final Map<String, List<ClaimRequest.Mode>> requestModes = new java.util.concurrent.ConcurrentHashMap<>();
+
     private List<ClaimResult> claimThrough(List<ClaimRequest> requests) {
         claimCalls++;
+        long askedAt = System.nanoTime();
+        for (ClaimRequest r : requests) {
+            String key = r.lease().job() + "@" + r.lease().slot();
+            requestNanos.computeIfAbsent(key, k -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(askedAt);
+            requestModes.computeIfAbsent(key, k -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(r.mode());
+        }
         if (down) {
             requests.forEach(r -> askedWhileDown.add(r.lease().slot()));
         }
@@ -153,11 +163,19 @@ final class FaultyStore implements LockProvider {
 
     /** Starts of runs claimed ahead are refused (as when the claim's short lease ran out and a peer took it). */
     volatile boolean loseStarts;
+    /** Every start reaches the store this much later (a worker that stalled between its claim and its start). */
+    volatile long startDelayMillis;
+    /** These jobs are paused just before a start of theirs reaches the store (an operator's pause between the claim and the start). */
+    final java.util.Set<String> pauseBeforeStart = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     @Override
     public List<io.lockstep.scheduler.lock.StartReply> start(List<io.lockstep.scheduler.lock.StartRequest> requests) {
         startBatchSizes.add(requests.size());
         check();
+        if (startDelayMillis > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(startDelayMillis * 1_000_000);
+        }
+        requests.stream().map(r -> r.lease().job()).filter(pauseBeforeStart::contains).forEach(store::pause);
         if (loseStarts) {
             return Collections.nCopies(requests.size(), new io.lockstep.scheduler.lock.StartReply(io.lockstep.scheduler.lock.StartAnswer.LOST, 0));
         }
@@ -213,9 +231,33 @@ final class FaultyStore implements LockProvider {
         return owned;
     }
 
+    /**
+     * The next lock name asked for a lease of this slot (the first of them: the claimer asks it
+     * first of all when it handles a claim's answer) throws something that is not a
+     * LockException, once: an answer the worker cannot deal with, as a bug would make it.
+     */
+    final java.util.concurrent.atomic.AtomicReference<Instant> lockNameThrowsOnceAt = new java.util.concurrent.atomic.AtomicReference<>();
+    /** Reads of slot records throw something that is not a LockException, as a client bug would. */
+    volatile boolean slotStatesThrowBug;
+    /** How many reads of slot records arrived. */
+    final java.util.concurrent.atomic.AtomicInteger slotStatesCalls = new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public String lockName(Lease lease) {
+        Instant armed = lockNameThrowsOnceAt.get();
+        if (lease.slot().equals(armed) && lockNameThrowsOnceAt.compareAndSet(armed, null)) {
+            throw new IllegalStateException("an answer the worker cannot deal with (a bug), for " + lease.job() + "@" + lease.slot());
+        }
+        return store.lockName(lease);
+    }
+
     @Override
     public List<io.lockstep.scheduler.lock.SlotState> slotStates(List<io.lockstep.scheduler.lock.SlotState.Ref> slots) {
+        slotStatesCalls.incrementAndGet();
         check();
+        if (slotStatesThrowBug) {
+            throw new NullPointerException("connection is null (a client bug)");
+        }
         return store.slotStates(slots);
     }
 
@@ -241,11 +283,27 @@ final class FaultyStore implements LockProvider {
         return store.serverTimeMillis();
     }
 
+    /**
+     * Heartbeats carry the store's clock, as on a single Redis: a worker's cluster clock follows a
+     * step of the store's clock within a heartbeat, not only at its next read every 30 s.
+     */
+    volatile boolean heartbeatCarriesTime;
+
+    /** Other live workers every heartbeat lists (the in-memory store keeps no heartbeats of its own). */
+    final List<io.lockstep.scheduler.lock.WorkerInfo> peers = new java.util.concurrent.CopyOnWriteArrayList<>();
+
     /** Heartbeats fail while the store is down, as the Redis provider's do. */
     @Override
     public io.lockstep.scheduler.lock.Heartbeat heartbeat(io.lockstep.scheduler.lock.WorkerInfo self, java.time.Duration ttl) {
         check();
-        return store.heartbeat(self, ttl);
+        io.lockstep.scheduler.lock.Heartbeat beat = store.heartbeat(self, ttl);
+        if (!peers.isEmpty()) {
+            List<io.lockstep.scheduler.lock.WorkerInfo> all = new java.util.ArrayList<>(beat.workers());
+            all.addAll(peers);
+            beat = new io.lockstep.scheduler.lock.Heartbeat(all, beat.triggers(), beat.serverTimeMillis(), beat.configPublished());
+        }
+        return heartbeatCarriesTime ? new io.lockstep.scheduler.lock.Heartbeat(beat.workers(), beat.triggers(), store.serverTimeMillis(),
+                beat.configPublished()) : beat;
     }
 
     @Override

@@ -51,9 +51,14 @@ class PreferenceTest {
         final List<DueSlot> shared = new ArrayList<>();
 
         Worker(String id, String... live) {
+            this(store, id, live);
+        }
+
+        /** A worker that reads the store through {@code provider} (a faulty view of it). */
+        Worker(io.lockstep.scheduler.lock.LockProvider provider, String id, String... live) {
             this.id = id;
             this.live.set(List.of(live));
-            this.preference = new Preference(store, id, () -> this.live.get().stream().map(PreferenceTest::worker).toList(),
+            this.preference = new Preference(provider, id, () -> this.live.get().stream().map(PreferenceTest::worker).toList(),
                     () -> CONFIG, new Events(id));
         }
 
@@ -123,6 +128,28 @@ class PreferenceTest {
         b.share(T);
         assertThat(b.preference.sift(dueAgain(b), b.queue, T.plus(Preference.BACKOFF))).isEmpty();
         assertThat(b.queue.looksDue(T.plusSeconds(60))).as("nothing in flight to look at").isEmpty();
+    }
+
+    /**
+     * m2 of the 2026-12-04 review: a read of the records that threw anything but a LockException
+     * (a client bug) escaped the sift, and every slot of the tick was dropped. It is now "cannot be
+     * read": the slots are claimed and the claim script decides (here: taken by the preferred one).
+     */
+    @Test
+    void recordsThatCannotBeReadForAnUnexpectedReasonAreClaimedNotDropped() {
+        Worker a = new Worker("a", "a", "b");
+        List<DueSlot> ownOfA = a.share(T);
+        store.claim(ownOfA.stream().map(PreferenceTest::stagedClaim).toList());
+        FaultyStore buggy = new FaultyStore(store);
+        buggy.slotStatesThrowBug = true;
+        Worker b = new Worker(buggy, "b", "a", "b");
+        b.share(T);
+        List<DueSlot> again = dueAgain(b);
+        assertThat(again).isNotEmpty();
+        assertThat(b.preference.sift(new ArrayList<>(again), b.queue, T.plus(Preference.BACKOFF)))
+                .as("every slot stepped aside for is claimed, the store decides").containsExactlyInAnyOrderElementsOf(again)
+                .allSatisfy(d -> assertThat(d.stage()).isEqualTo(DueSlot.Stage.QUEUED));
+        assertThat(buggy.slotStatesCalls.get()).isEqualTo(1);
     }
 
     private static ClaimRequest stagedClaim(DueSlot d) {
