@@ -627,6 +627,62 @@ abstract class LockProviderContractTest {
         await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).until(() -> store().serverTimeMillis() > millis);
     }
 
+    /**
+     * A staged claim that was started and then died is a run like any other: the job's recover
+     * policy applies (ABANDON abandons it, RECOVER reruns it under a higher token), unlike one that
+     * never started (GUARANTEES 3).
+     */
+    @Test
+    void aStagedClaimThatStartedAndThenDiedGoesToTheRecoverPolicy() {
+        Duration ahead = Duration.ofSeconds(10);
+        for (Mode policy : List.of(Mode.ABANDON, Mode.RECOVER)) {
+            String job = RedisFixture.job();
+            Instant slot = now().minusMillis(5);
+            ClaimRequest dead = request(job, slot, "a", SHORT_LEASE, Mode.CLAIM, false, ahead);
+            ClaimResult first = decide(dead);
+            assertThat(first.status()).isEqualTo(Status.CLAIMED);
+            assertThat(start(dead, GRACE)).isEqualTo(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+            awaitExpired(job, slot);
+            ClaimRequest peer = request(job, slot, "b", LEASE, policy, false, Duration.ZERO);
+            ClaimResult answer = decide(peer);
+            if (policy == Mode.ABANDON) {
+                assertThat(answer.status()).as("it started: recover none abandons it").isEqualTo(Status.ABANDONED);
+                assertThat(decide(peer).status()).as("repeated").isEqualTo(Status.ABANDONED);
+            } else {
+                assertThat(answer.status()).as("it started: recover rerun reruns it").isEqualTo(Status.CLAIMED);
+                assertThat(answer.fencingToken()).isGreaterThan(first.fencingToken());
+                assertThat(decide(peer).fencingToken()).as("repeated").isEqualTo(answer.fencingToken());
+                assertThat(complete(peer)).isTrue();
+            }
+            assertThat(complete(dead)).as("the dead run's late outcome").isFalse();
+        }
+    }
+
+    /**
+     * A {@code trigger} that meets a staged claim (claimed ahead, not started yet) meets its lease:
+     * decided by overlap like any run in flight (skipped when the job's runs exclude each other,
+     * run beside it when they do not), never merged into it (GUARANTEES 3).
+     */
+    @Test
+    void aManualRunThatMeetsAStagedClaimIsDecidedByOverlap() {
+        Duration ahead = Duration.ofSeconds(10);
+        String job = RedisFixture.job();
+        Instant slot = now().plusSeconds(2);
+        ClaimRequest staged = request(job, slot, "a", LEASE, Mode.CLAIM, false, ahead);
+        assertThat(status(staged)).isEqualTo(Status.CLAIMED);
+        ClaimRequest trigger = manual(job, now().minusMillis(3), "m");
+        assertThat(status(trigger)).as("exclusive lease held by the staged claim").isEqualTo(Status.SKIPPED);
+        assertThat(decide(staged).status()).as("the staged claim is still ours").isEqualTo(Status.CLAIMED);
+
+        String side = RedisFixture.job();
+        Instant later = now().plusSeconds(2);
+        ClaimRequest stagedPerSlot = new ClaimRequest(new Lease(side, later, "c", LEASE, false), "w-c", GRACE, Mode.CLAIM, false, false, ahead);
+        assertThat(status(stagedPerSlot)).isEqualTo(Status.CLAIMED);
+        ClaimRequest besides = new ClaimRequest(new Lease(side, now().minusMillis(3), "n", LEASE, false), "w-n", GRACE, Mode.CLAIM, false,
+                true, Duration.ZERO);
+        assertThat(status(besides)).as("per-slot leases: the trigger runs beside the staged claim").isEqualTo(Status.CLAIMED);
+    }
+
     static ClaimRequest manual(String job, Instant slot, String token) {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, Mode.CLAIM, false, true, Duration.ZERO);
     }
