@@ -209,9 +209,11 @@ final class Checks {
             return;
         }
         // A worker answers for the slots of its config that fell due while it ran (from 1 s after its start) and whose grace
-        // ended before its stop. One stopped within the grace answers too if it was free to decide: it claims a slot
-        // ahead and decides it within DECIDE_MS unless every job thread is busy (a slot waiting for a thread) or the store
-        // does not answer in time (a claim unanswered at the stop): those are the known limit, unverified.
+        // ended before its stop. One stopped within the grace answers too for a slot with no event at all if it was free
+        // to decide: it claims a slot ahead and decides it within DECIDE_MS unless every job thread is busy (a slot waiting
+        // for a thread) or the store does not answer in time (a claim unanswered at the stop): those are the known limit,
+        // unverified. A slot with events but no run or report was in play (claimed, then handed back unstarted, for a peer
+        // to take over within the grace): with every worker stopped within its grace, unverified.
         List<String> running = new ArrayList<>();
         List<String> unsure = new ArrayList<>();
         for (Life l : lives) {
@@ -233,7 +235,12 @@ final class Checks {
             } else {
                 long stop = l.untilCluster();
                 int busy = busy(l, slot);
-                if (stop >= slot + DECIDE_MS && l.threads() > 0 && busy < l.threads()) {
+                if (!events.isEmpty()) {
+                    // In play when the worker stopped (claimed, then handed back unstarted: a peer recovers it within its
+                    // grace, after a look): its fate was still to come, not missed.
+                    unsure.add(l.worker() + " stopped " + (stop - slot) + " ms after it, within its grace, while it was in play "
+                            + "(claimed and not run: a peer would have taken it over within its grace)");
+                } else if (stop >= slot + DECIDE_MS && l.threads() > 0 && busy < l.threads()) {
                     running.add(l.worker() + " (stopped " + (stop - slot) + " ms after it with " + (l.threads() - busy) + " free job threads)");
                 } else {
                     unsure.add(l.worker() + " stopped " + (stop - slot) + " ms after it, within its grace, "

@@ -515,6 +515,35 @@ class AuditTest {
         });
     }
 
+    /**
+     * A claim handed back unstarted (its start answered lost) is in play: a peer takes it over within its grace. Every
+     * worker stopping within that grace leaves its fate to come: unverified, not silent (RedlockLivenessIT's logs, a
+     * stalled master, the workers stopped 1.4 s after the slot); a worker that ran past the grace answers for it.
+     */
+    @Test
+    void aSlotHandedBackUnstartedWhenEveryWorkerStoppedWithinItsGraceIsUnverifiedNotSilent() throws Exception {
+        java.util.function.DoubleFunction<EventLog> history = stop -> {
+            EventLog l = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+            for (int s = 1; s <= 8; s++) {
+                l.run(s % 2 == 0 ? "w2" : "w1", JOB, s, 1000 + s * 10L);
+            }
+            l.claimed("w1", JOB, 9, 1090);
+            l.event(9.9, "lease_lost", "w1", "\"job\":\"" + JOB + "\",\"slot\":\"" + at(9) + "\",\"fencing_token\":1090,"
+                    + "\"reason\":\"the claim made ahead was no longer this worker's at its start (a peer took the slot over)\"");
+            l.released("w1", JOB, 9, 1090, 10.1, true, "not_started");
+            return l.workerStopped("w1", stop).workerStopped("w2", stop + 0.1);
+        };
+        log = history.apply(10.4);
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.unverified()).filteredOn(u -> u.slot().equals(at(9))).singleElement() // (slot 10 came 400 ms before the stop)
+                .satisfies(u -> assertThat(u.reason()).contains("while it was in play"));
+        log = history.apply(12.5); // both ran past slot 9's 2 s grace: its silence is theirs
+        report = audit();
+        assertThat(report.violations()).extracting(AuditReport.Violation::check, AuditReport.Violation::slot)
+                .contains(org.assertj.core.groups.Tuple.tuple("silent-slot", at(9)));
+    }
+
     // ---- a log spanning a reload: each worker's config_hash picks its config ----
 
     private LockstepConfig config(String name, String jobs) throws IOException {
