@@ -466,6 +466,22 @@ class FaultCampaignIT {
             return current.get(i);
         }
 
+        /**
+         * Until every current worker logged {@code worker_started}. Up to 2 minutes: 3-5 JVMs (one under
+         * libfaketime) starting at once on 2 cores shared with other builds took over 30 s (load
+         * average 15-20); a worker that does not start at all is named, with its stderr.
+         */
+        void awaitAllStarted() {
+            try {
+                await().atMost(Duration.ofMinutes(2)).until(() -> current.stream().allMatch(WorkerProcess::hasStarted));
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                StringBuilder why = new StringBuilder("workers not started after 2 minutes:");
+                current.stream().filter(w -> !w.hasStarted()).forEach(w -> why.append(String.format(" %s (alive: %s, stderr: %s)", w.id,
+                        w.isAlive(), w.stderr().lines().limit(5).toList())));
+                throw new AssertionError(why.toString(), e);
+            }
+        }
+
         /** Starts worker i (again) behind its proxy, on its own config; w1 under libfaketime where there is one. */
         void start(int i) {
             Map<String, String> env = i == 0 && libfaketime.isPresent()
@@ -500,14 +516,17 @@ class FaultCampaignIT {
         void reload(int i, String from, String to) {
             WorkerProcess w = worker(i);
             // SIGHUP before the JVM installed its handler would end it: a restarted worker must be up first
-            await().atMost(Duration.ofSeconds(30)).until(w::hasStarted);
+            await().atMost(Duration.ofMinutes(2)).until(w::hasStarted);
             try {
                 String original = Files.readString(dir.resolve(workerId(i) + ".yaml.original"));
                 write(ownConfig(i), from == null ? original : Cluster.replacing(original, from, to));
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
+            int updates = w.events("schedule_updated").size();
             w.signal("HUP");
+            // the fault is real only if the worker took the file (the shared config's hash differs meanwhile)
+            await().atMost(Duration.ofSeconds(10)).until(() -> w.events("schedule_updated").size() > updates);
         }
 
         void cli(String... args) {
@@ -542,80 +561,86 @@ class FaultCampaignIT {
 
         Instant began = Instant.now();
         try (Cluster cluster = new Cluster(dir, jobs())) {
-            cluster.editConfig("threads: 8", "threads: 4");
-            Campaign c = new Campaign(cluster, schedule.workers());
-            for (int i = 0; i < schedule.workers(); i++) {
-                Files.copy(c.ownConfig(i), dir.resolve(workerId(i) + ".yaml.original"));
-            }
-            List<String> failures = new ArrayList<>();
-            Map<Fault, Instant> applied = new LinkedHashMap<>();
-            List<Done> done = new ArrayList<>();
-            Instant allStarted;
-            Instant stopAt;
             try {
-                cluster.awaitStarted();
-                allStarted = Instant.now();
-                for (Step step : schedule.steps()) {
-                    Cluster.sleepUntil(allStarted.plus(step.at()));
-                    Instant now = Instant.now();
-                    System.out.printf("[%+8.1f s] %s%n", Duration.between(allStarted, now).toMillis() / 1000.0, step);
-                    try {
-                        if (step.apply()) {
-                            step.fault().kind().apply(c, step.fault());
-                            applied.put(step.fault(), now);
-                            if (step.fault().length().isZero()) {
-                                done.add(new Done(step.fault(), now, now));
-                            }
-                        } else if (applied.containsKey(step.fault())) {
-                            step.fault().kind().heal(c, step.fault());
-                            done.add(new Done(step.fault(), applied.remove(step.fault()), Instant.now()));
-                        }
-                    } catch (RuntimeException | AssertionError e) {
-                        failures.add(step + ": " + e);
-                    }
-                }
-            } finally {
-                // heal whatever an exception left on, newest first
-                List<Fault> left = new ArrayList<>(applied.keySet());
-                java.util.Collections.reverse(left);
-                for (Fault f : left) {
-                    try {
-                        f.kind().heal(c, f);
-                    } catch (RuntimeException | AssertionError e) {
-                        failures.add("healing " + f.describe() + " at the end: " + e);
-                    }
-                }
-            }
-            // A quiet tail, every worker up, then SIGTERM for each, as an operator ends a run.
-            await().atMost(Duration.ofSeconds(30)).until(() -> c.current.stream().allMatch(WorkerProcess::hasStarted));
-            Cluster.sleepUntil(Instant.now().plus(TAIL));
-            stopAt = Instant.now();
-            for (WorkerProcess w : c.current) {
-                int exit = w.terminate();
-                if (exit != 0) {
-                    failures.add(w.id + " exited " + exit + " on SIGTERM: " + w.stderr().lines().limit(5).toList());
-                }
-            }
-
-            List<String> silent = silentInHealthyWindows(allStarted, stopAt, done);
-            long faults = done.stream().filter(d -> !d.fault().kind().operatorAction()).count();
-            double minutes = Duration.between(allStarted, stopAt).toMillis() / 60_000.0;
-            System.out.printf("%nfault campaign seed %d: %d workers, %d steps, %d faults and %d operator actions carried out in"
-                    + " %.1f min (%.1f faults per minute); %d slots in the healthy windows, %d silent; run took %d s%n", seed,
-                    schedule.workers(), schedule.steps().size(), faults, done.size() - faults, minutes, faults / minutes,
-                    healthySlots, silent.size(), Duration.between(began, Instant.now()).toSeconds());
-            try {
-                assertThat(failures).as("steps that could not be carried out").isEmpty();
-                assertThat(silent).as("slots of the windows with no fault on (settled %d s after each heal) that no worker started"
-                        + " nor reported", SETTLE.toSeconds()).isEmpty();
-                cluster.assertAuditHolds(AUDIT_ARGS.toArray(String[]::new));
-            } catch (AssertionError e) {
+                run(cluster, schedule, seed, began);
+            } catch (Exception | AssertionError e) { // whatever failed, the seed and the logs are what a replay needs
                 cluster.keepLogs(Path.of("target", "campaign-failures", "seed-" + seed));
                 throw new AssertionError("fault campaign seed " + seed + " failed (replay it with -Dcampaign.seed=" + seed + "): "
                         + e.getMessage(), e);
             }
         }
     }
+
+    private void run(Cluster cluster, Schedule schedule, long seed, Instant began) throws IOException {
+        cluster.editConfig("threads: 8", "threads: 4");
+        Campaign c = new Campaign(cluster, schedule.workers());
+        for (int i = 0; i < schedule.workers(); i++) {
+            Files.copy(c.ownConfig(i), dir.resolve(workerId(i) + ".yaml.original"));
+        }
+        List<String> failures = new ArrayList<>();
+        Map<Fault, Instant> applied = new LinkedHashMap<>();
+        List<Done> done = new ArrayList<>();
+        Instant allStarted;
+        Instant stopAt;
+        try {
+            c.awaitAllStarted();
+            c.cli("status"); // the CLI's first use in this JVM loads its classes (3.6 s once on a loaded host): not in the schedule's time
+            allStarted = Instant.now();
+            for (Step step : schedule.steps()) {
+                Cluster.sleepUntil(allStarted.plus(step.at()));
+                Instant now = Instant.now();
+                System.out.printf("[%+8.1f s] %s%n", Duration.between(allStarted, now).toMillis() / 1000.0, step);
+                try {
+                    if (step.apply()) {
+                        step.fault().kind().apply(c, step.fault());
+                        applied.put(step.fault(), now);
+                        if (step.fault().length().isZero()) {
+                            done.add(new Done(step.fault(), now, now));
+                        }
+                    } else if (applied.containsKey(step.fault())) {
+                        step.fault().kind().heal(c, step.fault());
+                        done.add(new Done(step.fault(), applied.remove(step.fault()), Instant.now()));
+                    }
+                } catch (RuntimeException | AssertionError e) {
+                    failures.add(step + ": " + e);
+                }
+            }
+        } finally {
+            // heal whatever an exception left on, newest first
+            List<Fault> left = new ArrayList<>(applied.keySet());
+            java.util.Collections.reverse(left);
+            for (Fault f : left) {
+                try {
+                    f.kind().heal(c, f);
+                } catch (RuntimeException | AssertionError e) {
+                    failures.add("healing " + f.describe() + " at the end: " + e);
+                }
+            }
+        }
+        // A quiet tail, every worker up, then SIGTERM for each, as an operator ends a run.
+        c.awaitAllStarted();
+        Cluster.sleepUntil(Instant.now().plus(TAIL));
+        stopAt = Instant.now();
+        for (WorkerProcess w : c.current) {
+            int exit = w.terminate();
+            if (exit != 0) {
+                failures.add(w.id + " exited " + exit + " on SIGTERM: " + w.stderr().lines().limit(5).toList());
+            }
+        }
+
+        List<String> silent = silentInHealthyWindows(allStarted, stopAt, done);
+        long faults = done.stream().filter(d -> !d.fault().kind().operatorAction()).count();
+        double minutes = Duration.between(allStarted, stopAt).toMillis() / 60_000.0;
+        System.out.printf("%nfault campaign seed %d: %d workers, %d steps, %d faults and %d operator actions carried out in"
+                + " %.1f min (%.1f faults per minute); %d slots in the healthy windows, %d silent; run took %d s%n", seed,
+                schedule.workers(), schedule.steps().size(), faults, done.size() - faults, minutes, faults / minutes,
+                healthySlots, silent.size(), Duration.between(began, Instant.now()).toSeconds());
+        assertThat(failures).as("steps that could not be carried out").isEmpty();
+        assertThat(silent).as("slots of the windows with no fault on (settled %d s after each heal) that no worker started"
+                + " nor reported", SETTLE.toSeconds()).isEmpty();
+        cluster.assertAuditHolds(AUDIT_ARGS.toArray(String[]::new));
+    }
+
 
     private long healthySlots;
 
