@@ -49,8 +49,9 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <p>What it never draws together, so as to stay inside the guarantees' stated assumptions: at
  * most a minority of the workers hurt at once (a kill, stop, link fault, clock step, canary reload
- * or busy spell each hurts one worker; one fault per worker at a time, and 8 s between two on the
- * same worker so that a restarted JVM is up); one Redis stall at a time, never beside a CLI
+ * or busy spell each hurts one worker; one fault per worker at a time, 8 s apart on one worker;
+ * a reload waits for a restarted worker to be up, since a SIGHUP before its handler would end it);
+ * one Redis stall at a time, never beside a CLI
  * command (the CLI would wait on it), a clock step (the audit's {@code lease-stop} reads one
  * worker's own clock) or a restart (a stall waits until every worker has started: on 0.2.0 a
  * worker whose start meets a Redis stopped for a few seconds can exit 1 with "unexpected failure:
