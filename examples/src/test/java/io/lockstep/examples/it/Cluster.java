@@ -90,10 +90,19 @@ final class Cluster implements AutoCloseable {
      * proxy's URI), so that its link alone can be hurt.
      */
     WorkerProcess startBehind(TcpProxy proxy, String id) {
+        return startBehind(proxy, id, Map.of());
+    }
+
+    /**
+     * {@link #startBehind(TcpProxy, String)} with extra environment variables (libfaketime's, say).
+     * The worker's own config is {@code <id>.yaml} in {@link #dir}: a test may rewrite it and SIGHUP
+     * that worker alone, or start the same id again on it.
+     */
+    WorkerProcess startBehind(TcpProxy proxy, String id, Map<String, String> env) {
         try {
             Path own = dir.resolve(id + ".yaml");
             Files.writeString(own, replacing(Files.readString(config), redis.uri(), proxy.uri()));
-            WorkerProcess w = WorkerProcess.start(dir, own, id);
+            WorkerProcess w = WorkerProcess.start(dir, own, id, env);
             workers.add(w);
             return w;
         } catch (IOException e) {
@@ -256,16 +265,7 @@ final class Cluster implements AutoCloseable {
         AuditRun run = audit(options);
         System.out.printf("%naudit of %s:%n%s%s", dir, run.out(), run.err());
         if (run.exit() != 0) { // keep the evidence: the test's directory is deleted after it
-            Path kept = Path.of("target", "audit-failures", dir.getFileName().toString());
-            try (java.util.stream.Stream<Path> files = Files.list(dir)) {
-                Files.createDirectories(kept);
-                for (Path f : files.filter(Files::isRegularFile).toList()) {
-                    Files.copy(f, kept.resolve(f.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-                }
-                System.out.println("the workers' logs and config are kept in " + kept.toAbsolutePath());
-            } catch (IOException e) {
-                System.out.println("could not keep the logs: " + e);
-            }
+            keepLogs(Path.of("target", "audit-failures", dir.getFileName().toString()));
         }
         org.assertj.core.api.Assertions.assertThat(run.exit()).as("lockstep audit exit code; it printed:%n%s%s", run.out(), run.err()).isZero();
     }
@@ -316,6 +316,22 @@ final class Cluster implements AutoCloseable {
                     .containsExactly("second-run " + original.path("job").asText() + "@" + original.path("slot").asText());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Copies every file of {@link #dir} (the workers' logs, every life of each, and the configs) to
+     * {@code kept}, for a failing test whose directory is deleted after it; prints where.
+     */
+    void keepLogs(Path kept) {
+        try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+            Files.createDirectories(kept);
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                Files.copy(f, kept.resolve(f.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+            System.out.println("the workers' logs and config are kept in " + kept.toAbsolutePath());
+        } catch (IOException e) {
+            System.out.println("could not keep the logs: " + e);
         }
     }
 
