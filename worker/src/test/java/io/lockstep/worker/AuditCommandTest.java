@@ -91,7 +91,7 @@ class AuditCommandTest {
 
     @Test
     void anUnverifiedSlotIsCountedInTextAndJsonListedWithVerboseAndFailsWithStrict() throws IOException {
-        // Slot 29 has no event; w1 stopped 500 ms after it, within its grace, before it could decide it: unverified.
+        // Slot 29 has no event; w1 stopped 500 ms after it, within its grace: unverified.
         Path log = events(29);
         assertThat(audit(log.toString())).isZero();
         assertThat(out.toString()).contains("1 with no worker running, 1 unverified")
@@ -107,7 +107,7 @@ class AuditCommandTest {
         assertThat(report.path("slots").path("unverified").asInt()).isEqualTo(1);
         assertThat(report.path("slots").path("noWorkerRunning").asInt()).as("09:59:59, when w1 was starting").isEqualTo(1);
         assertThat(report.path("unverified").get(0).path("slot").asText()).isEqualTo("2026-12-01T10:00:29Z");
-        assertThat(report.path("unverified").get(0).path("reason").asText()).contains("before it could decide it");
+        assertThat(report.path("unverified").get(0).path("reason").asText()).contains("within its grace");
         out.getBuffer().setLength(0);
         assertThat(audit("--strict", log.toString())).isEqualTo(AuditCommand.VIOLATED);
         assertThat(audit("--strict", events(-1).toString())).as("nothing unverified: --strict holds").isZero();

@@ -69,7 +69,7 @@ class FaultCampaignIT {
      * The options the campaign passes to {@code lockstep audit}, the one place to add one (e.g.
      * {@code "--strict"}, which makes unverified slots fail too).
      */
-    static final List<String> AUDIT_ARGS = List.of();
+    static final List<String> AUDIT_ARGS = List.of("--strict");
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int JOBS = 6;
@@ -526,7 +526,16 @@ class FaultCampaignIT {
             await().atMost(Duration.ofMinutes(2)).until(w::hasStarted);
             try {
                 String original = Files.readString(dir.resolve(workerId(i) + ".yaml.original"));
-                write(ownConfig(i), from == null ? original : Cluster.replacing(original, from, to));
+                String text = from == null ? original : Cluster.replacing(original, from, to);
+                write(ownConfig(i), text);
+                if (from != null) { // the audit is given every config a worker ran: it checks each slot against its worker's
+                    Path canary = dir.resolve("canary-" + cluster.auditConfigs.size() + ".yaml");
+                    write(canary, text);
+                    if (cluster.auditConfigs.isEmpty()) {
+                        cluster.auditConfigs.add(cluster.config);
+                    }
+                    cluster.auditConfigs.add(canary);
+                }
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }

@@ -33,7 +33,7 @@ final class Checks {
      * it claimed and did not run is recovered, abandoned or reported by a peer, and logged.
      */
     static final long VANISHED_REACH_MS = CLAIM_AHEAD_MS + 500;
-    /** A worker with a free job thread decides a slot (claim answered, run started or the report logged) within this of it. */
+    /** A margin on a worker's start and a vanished worker's reach: a slot decided (claim answered, run started or reported) within this of it. */
     static final long DECIDE_MS = Audit.Options.START_LATENCY_MS;
 
     private final Ledger ledger;
@@ -41,7 +41,6 @@ final class Checks {
     private final long from, to, tolerance, stopAllowance, margin;
     private final List<Life> lives;
     private final Targets targets;
-    private Map<String, long[][]> runsByWorker;
 
     /** One run: a fencing token's first {@code job_started}; {@code start} by Redis time (slot + lateness), or {@link Ev#NONE}. */
     private record Run(long slot, long token, Ev started, long start, boolean rerun) {}
@@ -209,11 +208,9 @@ final class Checks {
             return;
         }
         // A worker answers for the slots of its config that fell due while it ran (from 1 s after its start) and whose grace
-        // ended before its stop. One stopped within the grace answers too for a slot with no event at all if it was free
-        // to decide: it claims a slot ahead and decides it within DECIDE_MS unless every job thread is busy (a slot waiting
-        // for a thread) or the store does not answer in time (a claim unanswered at the stop): those are the known limit,
-        // unverified. A slot with events but no run or report was in play (claimed, then handed back unstarted, for a peer
-        // to take over within the grace): with every worker stopped within its grace, unverified.
+        // ended before its stop. When every worker that ran it stopped within its grace, the log cannot show its fate (a
+        // claim unanswered or retried after no majority, a slot waiting for a thread, a claim handed back for a peer to
+        // take over within the grace): unverified, never "no worker running" (--strict fails on it).
         List<String> running = new ArrayList<>();
         List<String> unsure = new ArrayList<>();
         for (Life l : lives) {
@@ -233,20 +230,11 @@ final class Checks {
             } else if (slot + grace + 1000 <= l.untilCluster()) {
                 running.add(l.worker());
             } else {
+                // Stopped within the slot's grace: its claim may have been unanswered, waiting for a thread, retried
+                // after no majority, or handed back for a peer to take over within the grace. The log cannot say.
                 long stop = l.untilCluster();
-                int busy = busy(l, slot);
-                if (!events.isEmpty()) {
-                    // In play when the worker stopped (claimed, then handed back unstarted: a peer recovers it within its
-                    // grace, after a look): its fate was still to come, not missed.
-                    unsure.add(l.worker() + " stopped " + (stop - slot) + " ms after it, within its grace, while it was in play "
-                            + "(claimed and not run: a peer would have taken it over within its grace)");
-                } else if (stop >= slot + DECIDE_MS && l.threads() > 0 && busy < l.threads()) {
-                    running.add(l.worker() + " (stopped " + (stop - slot) + " ms after it with " + (l.threads() - busy) + " free job threads)");
-                } else {
-                    unsure.add(l.worker() + " stopped " + (stop - slot) + " ms after it, within its grace, "
-                            + (stop < slot + DECIDE_MS ? "before it could decide it" : l.threads() == 0 ? "its job threads not logged"
-                            : "with all its " + l.threads() + " job threads busy") + " (a claim unanswered or a slot waiting for a thread at a stop)");
-                }
+                unsure.add(l.worker() + " stopped " + (stop - slot) + " ms after it, within its grace"
+                        + (events.isEmpty() ? "" : ", while it was in play (claimed and not run)"));
             }
         }
         running = running.stream().distinct().sorted().toList();
@@ -262,38 +250,6 @@ final class Checks {
         report.unattended++;
     }
 
-    /** How many runs {@code life}'s worker had going at {@code at} (Redis time): started, no outcome yet. */
-    private int busy(Life life, long at) {
-        if (runsByWorker == null) {
-            Map<String, List<long[]>> runs = new HashMap<>();
-            for (Map<Long, List<Ev>> bySlot : ledger.slots.values()) {
-                for (Map.Entry<Long, List<Ev>> e : bySlot.entrySet()) {
-                    for (Ev s : e.getValue()) {
-                        if (s.type() != Type.JOB_STARTED || s.lateness() == Ev.NONE) {
-                            continue;
-                        }
-                        long end = Long.MAX_VALUE;
-                        for (Ev o : e.getValue()) {
-                            if (o.token() == s.token() && o.worker().equals(s.worker()) && o.ts() >= s.ts()
-                                    && (o.type().isOutcome() || o.type() == Type.SLOT_RELEASED || o.type() == Type.OUTCOME_UNRECORDED)) {
-                                end = Math.min(end, cluster(o));
-                            }
-                        }
-                        runs.computeIfAbsent(s.worker(), w -> new ArrayList<>()).add(new long[] {e.getKey() + s.lateness(), end});
-                    }
-                }
-            }
-            runsByWorker = new HashMap<>();
-            runs.forEach((w, list) -> runsByWorker.put(w, list.toArray(long[][]::new)));
-        }
-        int n = 0;
-        for (long[] r : runsByWorker.getOrDefault(life.worker(), new long[0][])) {
-            if (r[0] <= at && at < r[1]) {
-                n++;
-            }
-        }
-        return n;
-    }
 
     /** When rerun {@code r} was decided, by Redis time: its {@code slot_recovered}, else its start. */
     private static long recoveredAt(long slot, Run r, List<Ev> events) {
