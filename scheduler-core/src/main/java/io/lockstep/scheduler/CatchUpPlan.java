@@ -15,12 +15,6 @@ import java.util.Optional;
  * {@link CatchUp} policy. At most {@link #MAX_CATCH_UP_SLOTS} of them, the newest; the older ones
  * are counted and reported in one event. Immutable.
  *
- * <p>Only time when no worker of the cluster was running counts as missed: a slot whose grace
- * ended while the cluster is known to have been running ({@link Running}: until the latest slot any
- * job decided, and while a live peer ran) was the running workers' to decide. If none did, the
- * job was disabled or absent from the config in force: it missed nothing, and a worker that starts
- * with it enabled starts it at its next slot, as a reload that enables it does.
- *
  * @param slots the slots to claim, catch up or report, oldest first ({@code catchUp: all} chains
  *     its runs: each waits for the one before it to be decided)
  * @param dropped how many missed slots, older than those kept, are only counted
@@ -36,57 +30,10 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
      * The slots of a job after {@code last} (the latest slot the cluster decided) up to {@code now}.
      */
     static CatchUpPlan since(ScheduledJob job, Instant last, Instant now) {
-        return since(job, last, now, Running.until(last), MAX_CATCH_UP_SLOTS);
-    }
-
-    /**
-     * How late after a slot's grace the running cluster may still be deciding it (a tick behind):
-     * a slot whose grace ended less than this before the cluster was last seen running may have
-     * been missed by a cluster that stopped then, and is caught up or reported.
-     */
-    static final java.time.Duration DECIDE_LAG = java.time.Duration.ofSeconds(1);
-
-    /**
-     * When the cluster is known to have been running (by the store's clock): until {@code decided},
-     * the latest slot one of the worker's jobs decided, and over each live peer's span, from its
-     * start to its last heartbeat. A peer that started after a slot's grace ended did not run then:
-     * it is catching up too, and the slot stays in this worker's plan as well (the store decides).
-     */
-    record Running(Instant decided, List<Span> peers) {
-
-        /** A live peer, from its start to its last heartbeat. */
-        record Span(Instant from, Instant to) {}
-
-        /** Known running until {@code decided} only. */
-        static Running until(Instant decided) {
-            return new Running(decided, List.of());
-        }
-
-        /** Whether a running cluster had the time to decide a slot whose grace ended at {@code graceEnd}. */
-        boolean decidedBy(Instant graceEnd) {
-            Instant decideBy = graceEnd.plus(DECIDE_LAG);
-            if (decideBy.isBefore(decided)) {
-                return true;
-            }
-            for (Span p : peers) {
-                if (!graceEnd.isBefore(p.from()) && decideBy.isBefore(p.to())) {
-                    return true;
-                }
-            }
-            return false;
-        }
-    }
-
-    /** The slots of a job after {@code last} up to {@code now}, but none a running cluster had to decide ({@code running}). */
-    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, Running running) {
-        return since(job, last, now, running, MAX_CATCH_UP_SLOTS);
+        return since(job, last, now, MAX_CATCH_UP_SLOTS);
     }
 
     static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, int max) {
-        return since(job, last, now, Running.until(last), max);
-    }
-
-    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, Running running, int max) {
         JobDefinition d = job.definition();
         Instant windowStart = now.minus(d.catchUpWindow());
         Instant from = last.isAfter(windowStart) ? last : windowStart;
@@ -97,9 +44,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
         Instant droppedTo = null;
         Optional<Instant> slot = d.schedule().next(from);
         while (slot.isPresent() && !slot.get().isAfter(now)) {
-            if (running.decidedBy(slot.get().plus(d.misfireGrace()))) {
-                // Its grace ended while the cluster ran without deciding it: the job was not in force.
-            } else if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
+            if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
                 missed.addLast(slot.get());
                 if (missed.size() > max) {
                     droppedTo = missed.removeFirst(); // keep the newest

@@ -34,12 +34,6 @@ final class Claimer {
 
     /** How soon a claim that failed for want of the store, or of a free thread, is tried again. */
     static final Duration RETRY_DELAY = Duration.ofMillis(250);
-    /**
-     * How long, at the most, a claim answered {@code BUSY} (a catch-up or a rerun behind a live run
-     * that holds the job's exclusive lease) waits before it is asked again: it backs off from
-     * {@link #RETRY_DELAY}, doubling, and waits at least until that lease would end unless renewed.
-     */
-    static final Duration BUSY_RETRY_MAX = Duration.ofSeconds(5);
     /** At most this many claim round trips per tick when lost races free reserved threads. */
     private static final int MAX_CLAIM_ROUNDS = 4;
     private static final SecureRandom TOKENS = new SecureRandom();
@@ -114,11 +108,6 @@ final class Claimer {
         for (DueSlot d : due) {
             String job = d.definition().name();
             boolean reserves = false;
-            if (d.mode() == ClaimRequest.Mode.CATCH_UP && !now.isBefore(d.startDeadline())) {
-                // The store applies no grace to a catch-up: past its deadline only its miss is
-                // recorded, whether or not a thread is free (DueSlot#startDeadline).
-                d.missOnly("could not be caught up: no free job thread or the job's lease was held", "catch_up");
-            }
             if (d.needsThread()) {
                 boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual;
                 boolean behindOlder = ordered && (held.contains(job) || queue.waitingBefore(job, d.slot)
@@ -297,6 +286,9 @@ final class Claimer {
                         request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
                         d.kind() == DueSlot.Kind.CATCH_UP);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
+                // Moved on before the hand-off: should anything below throw, unhandled() must not free the
+                // thread the run now owns nor ask the store again (the same token wins again: a second run).
+                d.won(request.staged());
                 if (request.staged()) {
                     // Staged: a short lease, until the slot plus STAGED_MARGIN by the store's clock; counted
                     // from our send against the store's time at the reply, so never longer than it is (the
@@ -310,8 +302,9 @@ final class Claimer {
                 }
             }
             case BUSY -> {
-                // Another run of the job holds its exclusive lease: ask again, backing off.
-                d.retryAt(busyRetry(d, result));
+                // Another run of the job holds its exclusive lease: ask again shortly (a fixed delay:
+                // a back-off missed the gaps between a frequent job's runs, so a rerun never got in).
+                d.retryAt(clock.now().plus(RETRY_DELAY));
                 return;
             }
             case UNANSWERED -> {
@@ -336,26 +329,9 @@ final class Claimer {
             }
             default -> { } // taken, skipped, paused, missed, superseded, unconfirmed, stale, abandoned: told above
         }
-        if (result.status() == ClaimResult.Status.CLAIMED) {
-            d.won(request.staged()); // handed to the Starter or the Runner above
-        } else {
-            d.decided();
+        if (result.status() != ClaimResult.Status.CLAIMED) {
+            d.decided(); // (a claim won moved on above, before its hand-off)
         }
-    }
-
-    /**
-     * When to ask again for a slot answered {@code BUSY}: after {@link #RETRY_DELAY} doubled at each
-     * such answer, and no sooner than the earliest lease end the answer carries (a live run holds the
-     * lease at least until then, unless it ends first), at most {@link #BUSY_RETRY_MAX} from now;
-     * a catch-up no later than its start deadline, when only its miss is recorded. A rerun behind a
-     * run of hours is thus asked every few seconds, not four times a second.
-     */
-    private Instant busyRetry(DueSlot d, ClaimResult result) {
-        Instant now = clock.now();
-        long backoff = RETRY_DELAY.toMillis() << Math.min(d.busyAgain() - 1, 8);
-        long leaseLeft = result.runningUntilMillis() == 0 ? 0 : result.runningUntilMillis() - result.serverTimeMillis();
-        Instant at = now.plusMillis(Math.min(BUSY_RETRY_MAX.toMillis(), Math.max(backoff, leaseLeft)));
-        return d.mode() == ClaimRequest.Mode.CATCH_UP ? SlotQueue.earliest(at, d.startDeadline()) : at;
     }
 
     /**

@@ -136,8 +136,6 @@ final class DueSlot implements Comparable<DueSlot> {
     private String preferred;
     /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
     private DueSlot next;
-    /** How many times the store answered BUSY (another run holds the job's exclusive lease): the retry backs off. */
-    private int busyAnswers;
 
     private DueSlot(ScheduledJob job, Instant slot, Kind kind, Stage stage, Instant retryAt, Instant deadline) {
         this.job = job;
@@ -329,11 +327,6 @@ final class DueSlot implements Comparable<DueSlot> {
     /** Redlock gave back what a split vote wrote: the next request draws a new token, so that a give-back landing late undoes nothing of it. */
     void newToken() {
         token = null;
-    }
-
-    /** One more BUSY answer; how many so far. */
-    int busyAgain() {
-        return ++busyAnswers;
     }
 
     String missReason() {

@@ -359,11 +359,17 @@ final class Runner {
             SlotRun run = watch.lease();
             run.span.leaseLost(reason); // before the interrupt: the job thread ends the span once it stops
             run.interrupt();
-            run.span.tag(events.warn("lease_lost").addKeyValue("job", run.definition.name())
+            org.slf4j.spi.LoggingEventBuilder lost = events.warn("lease_lost").addKeyValue("job", run.definition.name())
                     .addKeyValue("slot", run.lease.slot().toString()).addKeyValue("lock_name", run.lockName)
                     .addKeyValue("action", "expire").addKeyValue("identifier", run.lease.token())
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("success", false)
-                    .addKeyValue("reason", reason)).log("lease lost; the job is interrupted and must stop");
+                    .addKeyValue("reason", reason);
+            if (!reason.startsWith("renewal refused")) {
+                // How long ago the deadline passed (a stall, a GC pause, a host stopped, the watchdog late): the
+                // lease ended in the store no sooner than then, which the audit weighs against a peer's rerun.
+                lost.addKeyValue("deadline_passed_ms", watch.sinceDeadlineMillis());
+            }
+            run.span.tag(lost).log("lease lost; the job is interrupted and must stop");
             events.metrics().leaseLost(run.definition.name(), reason.startsWith("renewal refused") ? "revoked" : "expired");
         }
 

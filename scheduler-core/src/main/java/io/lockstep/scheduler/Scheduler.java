@@ -161,38 +161,16 @@ public final class Scheduler implements AutoCloseable {
         }
     }
 
-    /**
-     * When the cluster is known to have been running, by the store's clock: until the latest slot
-     * any of our jobs decided (its claim may have been made {@link Preference#AHEAD} of it), and
-     * while each live peer ran (from its start to its last heartbeat). A slot whose grace ended then
-     * was the running workers' to decide, so it is not caught up ({@link CatchUpPlan}): a job
-     * disabled or absent from their config missed nothing, whether a reload or a restart brings it back.
-     */
-    private CatchUpPlan.Running running(Map<String, Instant> lastSlots, List<io.lockstep.scheduler.lock.WorkerInfo> live) {
-        Instant decided = Instant.MIN;
-        for (Instant last : lastSlots.values()) {
-            if (last != null && last.minus(Preference.AHEAD).isAfter(decided)) {
-                decided = last.minus(Preference.AHEAD);
-            }
-        }
-        List<CatchUpPlan.Running.Span> peers = live.stream().filter(w -> !w.id().equals(workerId))
-                .map(w -> new CatchUpPlan.Running.Span(w.started(), w.lastSeen())).toList();
-        return new CatchUpPlan.Running(decided, peers);
-    }
-
     private void begin() {
         clock.sync(provider);
         List<ScheduledJob> jobs = List.copyOf(this.jobs.all());
         Map<String, Instant> lastSlots = provider.lastSlots(jobs.stream().map(ScheduledJob::name).toList());
-        // One heartbeat before the plan: the live peers tell whether the cluster is running now.
-        membership.start();
         Instant now = clock.now();
-        CatchUpPlan.Running running = running(lastSlots, membership.live());
         List<DueSlot> due = new ArrayList<>();
         for (ScheduledJob job : jobs) {
             Instant last = lastSlots.get(job.name());
             if (last != null) {
-                CatchUpPlan plan = CatchUpPlan.since(job, last, now, running);
+                CatchUpPlan plan = CatchUpPlan.since(job, last, now);
                 due.addAll(plan.slots());
                 if (plan.catchesUp()) {
                     queue.catchingUp(List.of(job.name()));
@@ -211,6 +189,7 @@ public final class Scheduler implements AutoCloseable {
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.
         queue.lookAt(jobs.stream().map(ScheduledJob::name).toList(), now);
+        membership.start();
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads.size)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .addKeyValue("config_hash", membership.configHash()).log("worker started");

@@ -79,37 +79,4 @@ class CatchUpPlanTest {
         }
         assertThat(queue.catchingUp("tick")).as("let go once the last caught-up slot is decided").isFalse();
     }
-    /**
-     * m6: only the time no worker ran counts. The cluster ran until 11:59:50.3 (another job decided a
-     * slot then): of the slots after this job's last decided one (11:59:40), those whose 2 s grace
-     * ended more than 1 s before 11:59:50.3 were the running cluster's, which did not run the job.
-     */
-    @Test
-    void slotsWhoseGraceEndedWhileTheClusterRanAreNotMissed() {
-        CatchUpPlan plan = CatchUpPlan.since(job(CatchUp.LATEST), NOW.minusSeconds(20), NOW, CatchUpPlan.Running.until(NOW.minusSeconds(10)), 100);
-        assertThat(plan.slots()).filteredOn(s -> s.mode() != Mode.CLAIM).extracting(s -> s.slot).as("missed while no worker ran")
-                .first().isEqualTo(Instant.parse("2026-11-30T11:59:48Z")); // its grace ends at 11:59:50, less than 1 s before 11:59:50.3
-        assertThat(plan.slots()).filteredOn(s -> s.kind() == DueSlot.Kind.CATCH_UP).extracting(s -> s.slot)
-                .containsExactly(Instant.parse("2026-11-30T11:59:58Z"));
-        assertThat(plan.dropped()).isZero();
-        // A live peer that has run for an hour: only the slots whose grace ended within the last second
-        // (a running worker may still be deciding them) are asked for; those in grace are claimed.
-        CatchUpPlan.Running.Span peer = new CatchUpPlan.Running.Span(NOW.minusSeconds(3600), NOW);
-        CatchUpPlan joined = CatchUpPlan.since(job(CatchUp.NONE), NOW.minusSeconds(20), NOW,
-                new CatchUpPlan.Running(Instant.MIN, List.of(peer)), 100);
-        assertThat(joined.slots()).extracting(s -> s.slot, s -> s.mode()).containsExactly(
-                org.assertj.core.groups.Tuple.tuple(Instant.parse("2026-11-30T11:59:58Z"), Mode.MISS_ONLY),
-                org.assertj.core.groups.Tuple.tuple(Instant.parse("2026-11-30T11:59:59Z"), Mode.CLAIM),
-                org.assertj.core.groups.Tuple.tuple(Instant.parse("2026-11-30T12:00:00Z"), Mode.CLAIM));
-        // A peer that started ten seconds ago (back from the same outage) ran only since: the slots
-        // whose grace ended before its start are still this worker's to catch up or report.
-        CatchUpPlan.Running.Span back = new CatchUpPlan.Running.Span(NOW.minusSeconds(10), NOW);
-        CatchUpPlan together = CatchUpPlan.since(job(CatchUp.NONE), NOW.minusSeconds(20), NOW,
-                new CatchUpPlan.Running(Instant.MIN, List.of(back)), 100);
-        assertThat(together.slots()).filteredOn(s -> s.mode() == Mode.MISS_ONLY).extracting(s -> s.slot)
-                .first().isEqualTo(Instant.parse("2026-11-30T11:59:41Z"));
-        assertThat(together.slots()).filteredOn(s -> s.mode() == Mode.MISS_ONLY).extracting(s -> s.slot)
-                .doesNotContain(Instant.parse("2026-11-30T11:59:49Z")) // grace ended 11:59:51, the peer ran from 11:59:50.3
-                .contains(Instant.parse("2026-11-30T11:59:48Z")); // grace ended 11:59:50, before the peer started
-    }
 }

@@ -134,66 +134,6 @@ class CatchUpTest {
         assertThat(SlotCoverage.silent(handled, List.of("gone"), from, reported.get(reported.size() - 1), Duration.ofSeconds(1))).isEmpty();
     }
 
-    // ---------------------------------------------------------------- m6: a job that was not in force missed nothing
-
-    /**
-     * m6 of the 2026-12-04 review: a job disabled while the cluster ran, re-enabled by a restart,
-     * had its disabled period reported {@code slot_missed ... no worker was running} (or run, with
-     * {@code catchUp: latest/all}), where a reload that re-enables it starts it at its next slot.
-     * Here the cluster decided another job's slot two seconds ago: the re-enabled job's slots whose
-     * grace ended before that were the running cluster's, and it did not have the job in force.
-     */
-    @Test
-    void aJobReEnabledByARestartDoesNotCatchUpWhileTheClusterRanWithoutIt() {
-        FaultyStore store = new FaultyStore();
-        Instant now = Instant.now().truncatedTo(ChronoUnit.SECONDS);
-        Instant disabledAt = now.minusSeconds(30);
-        seedLastDecided(store.store, "back", disabledAt);
-        Instant ran = now.minusSeconds(2);
-        seedLastDecided(store.store, "busy", ran); // the cluster ran, and decided this job's slots, until two seconds ago
-        List<Instant> runs = new CopyOnWriteArrayList<>();
-        harness.start(Scheduler.builder(store).workerId("w").job(job("back", Duration.ofSeconds(1)).withCatchUp(CatchUp.LATEST, Duration.ofHours(1)))
-                .job(job("busy", Duration.ofSeconds(1))).jobFactory(d -> ctx -> {
-                    if (d.name().equals("back")) {
-                        runs.add(ctx.scheduledTime());
-                    }
-                }));
-        Instant next = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);
-        await().atMost(Duration.ofSeconds(10)).until(() -> runs.contains(next));
-        harness.closeAll();
-        Instant clusterRan = ran.minus(Preference.AHEAD).minus(Duration.ofSeconds(1)).minusSeconds(1); // slots whose grace (1 s) ended by then
-        assertThat(harness.events().named("slot_missed")).as("the disabled period reported as missed")
-                .noneMatch(e -> "back".equals(e.get("job")) && !Instant.parse((String) e.get("slot")).isAfter(clusterRan));
-        assertThat(runs).as("the disabled period caught up").allMatch(s -> s.isAfter(clusterRan));
-        assertThat(harness.events().named("slot_claimed")).noneMatch(e -> Boolean.TRUE.equals(e.get("catch_up"))
-                && !Instant.parse((String) e.get("slot")).isAfter(clusterRan));
-    }
-
-    /**
-     * m6: a worker that restarts into a running cluster (a live peer heartbeats) catches up nothing
-     * of a job the peers did not run, as a reload would not: it starts at its next slot.
-     */
-    @Test
-    void aWorkerJoiningARunningClusterCatchesUpNothingOfAJobThePeersDidNotRun() {
-        FaultyStore store = new FaultyStore();
-        Instant now = Instant.now();
-        seedLastDecided(store.store, "back", now.truncatedTo(ChronoUnit.SECONDS).minusSeconds(30));
-        Instant peerSeen = Instant.now();
-        store.peers.add(new io.lockstep.scheduler.lock.WorkerInfo("peer", "host", 1, "dev", now.minusSeconds(3600), 8, 0, "another config",
-                peerSeen));
-        List<Instant> runs = new CopyOnWriteArrayList<>();
-        harness.start(Scheduler.builder(store).workerId("w").job(job("back", Duration.ofSeconds(1)).withCatchUp(CatchUp.NONE, Duration.ofHours(1)))
-                .jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
-        Instant started = Instant.now();
-        await().atMost(Duration.ofSeconds(10)).until(() -> runs.stream().anyMatch(s -> s.isAfter(started)));
-        harness.closeAll();
-        // Slots whose grace (1 s) ended while the peer ran (up to its last heartbeat, less the lag of a tick) are not missed.
-        Instant peerRan = peerSeen.minus(Duration.ofSeconds(1)).minusSeconds(1);
-        assertThat(harness.events().named("slot_missed")).as("reported as missed while no worker ran")
-                .noneMatch(e -> String.valueOf(e.get("reason")).contains("no worker was running")
-                        && Instant.parse((String) e.get("slot")).isBefore(peerRan));
-    }
-
     /** The slots of "gone" reported missed one by one because no worker was running. */
     private List<Instant> oneByOne() {
         return harness.events().named("slot_missed").stream()

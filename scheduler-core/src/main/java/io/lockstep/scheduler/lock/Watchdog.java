@@ -113,6 +113,11 @@ public final class Watchdog<L> implements AutoCloseable {
             return lease;
         }
 
+        /** How long ago its deadline passed, in ms (0 while it has not): a stall's length past it. */
+        public long sinceDeadlineMillis() {
+            return Math.max(0, (System.nanoTime() - deadlineNanos) / 1_000_000);
+        }
+
         /** Whether the lease is gone: declared lost, or its deadline passed. */
         public boolean isLost() {
             return lostReason != null || System.nanoTime() - deadlineNanos >= 0;

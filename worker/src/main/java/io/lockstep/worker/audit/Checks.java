@@ -267,7 +267,9 @@ final class Checks {
      * that expired (a deadline {@code lease_lost}, a failure for it, {@code outcome_unrecorded}, its worker vanished) ends
      * no sooner than that. An explicit hand-over (a release accepted with a handing-over outcome, a failure
      * {@code interrupted by shutdown}) ends it at once. Only evidence logged by {@code decidedAt} (through its worker's
-     * clock offset, within the tolerance) counts: a {@code lease_lost} "renewal refused", a release refused,
+     * clock offset, within the tolerance) counts, and a deadline {@code lease_lost} logged later whose
+     * {@code deadline_passed_ms} puts its deadline by then (a holder stalled past its lease logs it on waking): a
+     * {@code lease_lost} "renewal refused", a release refused,
      * {@code outcome_late}, and any lease loss logged after the rerun was decided follow any takeover, a wrongful one too.
      */
     private String held(JobDefinition def, Run prev, List<Ev> events, long decidedAt) {
@@ -286,6 +288,12 @@ final class Checks {
                 continue;
             }
             long at = cluster(e);
+            if (e.type() == Type.LEASE_LOST && e.lateness() != Ev.NONE && at - e.lateness() <= decidedAt + tolerance && expired) {
+                // Logged late, but its holder's own deadline had passed by the decision (deadline_passed_ms: it was
+                // stalled, SIGSTOPped, paused by GC): the holder's deadline comes before the store's expiry, and
+                // the lease taken at its start had run out too.
+                return null;
+            }
             if (at > decidedAt + tolerance) {
                 seen = e.type().label + (e.text() == null ? "" : " (" + e.text() + ")") + " was logged only at " + Instant.ofEpochMilli(at)
                         + ", after the rerun was decided";

@@ -15,7 +15,8 @@ import java.util.Locale;
  *     (epoch ms, cluster time: the instant that splits the old definitions' slots from the new ones'), or
  *     {@link #NONE} when not logged
  * @param attempt the attempt, 0 when the event has none
- * @param lateness {@code lateness_ms}, or {@link #NONE}
+ * @param lateness {@code lateness_ms}, or {@link #NONE}; for {@code lease_lost}, its {@code deadline_passed_ms} (how
+ *     long before the line the holder's own lease deadline passed: a stall's overrun), or {@link #NONE}
  * @param flags {@link #MANUAL}, {@link #CATCH_UP}, {@link #RERUN}, {@link #SUCCESS}
  * @param text the reason (or outcome, or miss code), interned; may be null
  */
@@ -90,7 +91,7 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
             s.append(" attempt=").append(attempt);
         }
         if (lateness != NONE) {
-            s.append(" lateness_ms=").append(lateness);
+            s.append(type == Type.LEASE_LOST ? " deadline_passed_ms=" : " lateness_ms=").append(lateness);
         }
         if (has(MANUAL)) {
             s.append(" manual");

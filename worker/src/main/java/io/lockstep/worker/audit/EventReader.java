@@ -51,12 +51,12 @@ final class EventReader {
     /** The fields of one event line; reused from line to line. */
     static final class Fields {
         String event, worker, job, slot, reason, outcome, code, from, to, configHash, effectiveAt;
-        long ts, token, attempt, lateness, clockOffset, clockSkew, count, threads;
+        long ts, token, attempt, lateness, clockOffset, clockSkew, count, threads, deadlinePassed;
         boolean manual, catchUp, rerun, success, lockName;
 
         void clear() {
             event = worker = job = slot = reason = outcome = code = from = to = configHash = effectiveAt = null;
-            ts = token = lateness = clockOffset = clockSkew = Ev.NONE;
+            ts = token = lateness = clockOffset = clockSkew = deadlinePassed = Ev.NONE;
             attempt = count = threads = 0;
             manual = catchUp = rerun = success = lockName = false;
         }
@@ -257,6 +257,7 @@ final class EventReader {
             case "attempt" -> f.attempt = p.getValueAsLong(0);
             case "lateness_ms" -> f.lateness = p.getValueAsLong(Ev.NONE);
             case "clock_offset_ms" -> f.clockOffset = p.getValueAsLong(Ev.NONE);
+            case "deadline_passed_ms" -> f.deadlinePassed = p.getValueAsLong(Ev.NONE);
             case "count" -> f.count = p.getValueAsLong(0);
             case "threads" -> f.threads = p.getValueAsLong(0);
             case "config_hash" -> f.configHash = intern(p.getText());

@@ -204,7 +204,8 @@ final class Ledger implements Consumer<EventReader.Fields> {
         if (type == Type.SLOT_MISSED && (UNILATERAL_MISSES.contains(text) || unilateral(f.reason))) {
             flags |= Ev.UNILATERAL;
         }
-        Ev ev = new Ev(type, f.worker, f.ts, f.token, (int) f.attempt, f.lateness, flags, text);
+        // lease_lost keeps, as its lateness, how long before the line its deadline passed (deadline_passed_ms)
+        Ev ev = new Ev(type, f.worker, f.ts, f.token, (int) f.attempt, type == Type.LEASE_LOST ? f.deadlinePassed : f.lateness, flags, text);
         if (type == Type.JOB_STARTED && f.lateness != Ev.NONE) {
             WorkerLog w = workers.get(f.worker);
             w.firstRunStart = Math.min(w.firstRunStart, slot + f.lateness);

@@ -474,6 +474,36 @@ class AuditTest {
                 .anySatisfy(m -> assertThat(m).contains("lasts until " + at(11.003)));
     }
 
+    /**
+     * A holder SIGSTOPped past its lease logs its loss only when it wakes, after the peer's rerun: its
+     * {@code deadline_passed_ms} says its own deadline (which comes before the store's expiry) had passed by the
+     * decision, so the rerun holds. Had its deadline been after the decision, the rerun took a live lease.
+     */
+    @Test
+    void aHolderStalledPastItsLeaseExcusesTheRerunByTheDeadlineItLogsOnWaking() throws Exception {
+        java.util.function.LongFunction<AuditReport> withDeadlinePassed = ms -> {
+            log = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+            everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
+            // w1 starts slot 3 (its lease, 5 s, from 3.003) and is stopped; w2 reruns it at 8.3; w1 wakes at 12.0.
+            log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "")
+                    .recovered("w2", JOB, 3, 1200, 8.29).started("w2", JOB, 3, 1200, 5300, "\"rerun\":true")
+                    .succeeded("w2", JOB, 3, 1200, 8.4)
+                    .event(12.0, "lease_lost", "w1", "\"job\":\"" + JOB + "\",\"slot\":\"" + at(3) + "\",\"fencing_token\":1030,"
+                            + "\"success\":false,\"reason\":\"lease deadline passed without a confirmed renewal\",\"deadline_passed_ms\":" + ms)
+                    .failed("w1", JOB, 3, 1030, 12.1, "lease lost");
+            try {
+                return audit();
+            } catch (Audit.BadInput e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        AuditReport stalled = withDeadlinePassed.apply(4_000); // its deadline at 8.0, before the rerun at 8.3
+        assertHolds(stalled);
+        assertThat(stalled.rerunSlots).isEqualTo(1);
+        AuditReport live = withDeadlinePassed.apply(1_000); // its deadline at 11.0: the rerun took a live lease
+        assertOnly(live, "second-run", 1);
+    }
+
     @Test
     void oneWorkerStartingOneTokenTwiceIsASecondRunButAShippersRepeatIsNot() throws Exception {
         everySlotRunsOnce(Set.of()).workerStopped("w1", 20).workerStopped("w2", 20);
