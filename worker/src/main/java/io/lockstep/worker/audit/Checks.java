@@ -75,7 +75,9 @@ final class Checks {
                 seen.add(slot);
             }
             if (target.def() == null) {
-                report.unverified(name, slot, target.unverified());
+                if (!scheduleFree(name, slot, events != null ? events : List.of())) {
+                    report.unverified(name, slot, target.unverified());
+                }
                 continue;
             }
             Run original = slot(target.def(), slot, events != null ? events : List.of(), false, ranges);
@@ -97,6 +99,40 @@ final class Checks {
             }
             leaseStops(name, slot, e.getValue());
         }
+    }
+
+    /**
+     * The checks that need no job definition, for a slot whose config the audit was not given: a second token started
+     * without being a rerun (a rerun logs {@code rerun: true}, after its {@code slot_recovered}), or one token's attempt
+     * started twice at different times. True when one failed (a violation, not merely unverified).
+     */
+    private boolean scheduleFree(String job, long slot, List<Ev> events) {
+        Map<Long, List<Ev>> starts = new java.util.TreeMap<>();
+        for (Ev e : events) {
+            if (e.type() == Type.JOB_STARTED && !e.has(Ev.MANUAL)) {
+                starts.computeIfAbsent(e.token(), t -> new ArrayList<>()).add(e);
+            }
+        }
+        boolean first = true;
+        for (Map.Entry<Long, List<Ev>> t : starts.entrySet()) {
+            Ev start = t.getValue().get(0);
+            if (!first && !start.has(Ev.RERUN)) {
+                report.violation("second-run", job, slot, "started again under fencing token " + t.getKey() + " by " + start.worker()
+                        + ", not as a rerun (its config was not given: the lease and grace could not be checked)", events);
+                return true;
+            }
+            first = false;
+            Map<String, Long> seen = new HashMap<>();
+            for (Ev e : t.getValue()) {
+                Long before = seen.put(e.worker() + "#" + e.attempt(), e.ts());
+                if (before != null && before != e.ts()) {
+                    report.violation("second-run", job, slot, "started twice by " + e.worker() + " attempt " + e.attempt()
+                            + " under fencing token " + t.getKey(), events);
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** Every check of one slot; answers its original run (null when it had none, or for a manual one). */

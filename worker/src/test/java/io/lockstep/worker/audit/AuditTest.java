@@ -577,6 +577,12 @@ class AuditTest {
         assertHolds(partial);
         assertThat(partial.unverified()).isNotEmpty().allSatisfy(u -> assertThat(u.reason()).contains("config " + b));
         assertThat(partial.notes).anySatisfy(n -> assertThat(n).contains(b).contains("which no --config matches"));
+        // Even there, a second run is named: the checks that need no job definition still run.
+        log.started("w1", JOB, 8, 1999, 40, "");
+        Path forged = log.write(dir, "reload-forged.log");
+        AuditReport named = Audit.run(List.of(forged.toString()), InputStream(), List.of(before), window);
+        assertOnly(named, "second-run", 1);
+        assertThat(named.violations().get(0).slot()).isEqualTo(at(8));
     }
 
     /**
