@@ -234,8 +234,10 @@ class LockstepStarterTest {
         assertThat(FINISHED).as("the run in flight finished before close() returned").contains(held);
         String last = held;
         try (RedisLockProvider provider = RedisLockProvider.builder().uri(redis.uri()).keyPrefix(prefix).build()) {
+            // (Its slot's history may also hold a claim handed back unstarted and its recovery, after the Redis pause.)
             assertThat(RedisAdmin.of(provider).history("slow", 20)).filteredOn(r -> r.slot().toString().equals(last))
-                    .singleElement().satisfies(r -> assertThat(r.outcome()).isEqualTo("succeeded"));
+                    .filteredOn(r -> r.outcome().equals("succeeded")).as("the held run's outcome, written before the provider closed")
+                    .hasSize(1);
         }
     }
 
