@@ -108,6 +108,11 @@ final class Claimer {
         for (DueSlot d : due) {
             String job = d.definition().name();
             boolean reserves = false;
+            if (d.mode() == ClaimRequest.Mode.CATCH_UP && !now.isBefore(d.startDeadline())) {
+                // The store applies no grace to a catch-up: past its deadline only its miss is
+                // recorded, whether or not a thread is free (DueSlot#startDeadline).
+                d.missOnly("could not be caught up: no free job thread or the job's lease was held", "catch_up");
+            }
             if (d.needsThread()) {
                 boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual;
                 boolean behindOlder = ordered && (held.contains(job) || queue.waitingBefore(job, d.slot)

@@ -123,7 +123,7 @@ final class DueSlot implements Comparable<DueSlot> {
     /** A manual run ({@code trigger}): {@link Kind#MANUAL}. */
     final boolean manual;
     /** A catch-up: until when it may still start (then only recorded missed); a recovery: until when a split is asked again. */
-    private final Instant deadline;
+    private Instant deadline;
     private Stage stage;
     /** When it is due (in the queue): its fire time, its retry time, or when it is shared out. */
     private Instant retryAt;
@@ -186,10 +186,18 @@ final class DueSlot implements Comparable<DueSlot> {
         next = after;
     }
 
-    /** The catch-up slot before it was decided: due at {@code at}. */
+    /**
+     * The catch-up slot before it was decided: due at {@code at}, with a start deadline of its own
+     * from then (the record ttl, as the chain's first had from the plan): each link of a
+     * {@code catchUp: all} chain waits for the one before it, so a deadline shared from the plan
+     * would cut a long chain short.
+     */
     DueSlot unchain(Instant at) {
         move("unchain", Stage.QUEUED, FROM_CHAINED);
         retryAt = at;
+        if (kind == Kind.CATCH_UP) {
+            deadline = at.plus(ClaimRequest.recordTtl(definition().lease(), definition().misfireGrace()));
+        }
         return this;
     }
 

@@ -32,6 +32,23 @@ class DueSlotTest {
             Job.class.getName(), Map.of(), Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP, Duration.ZERO, true),
             ctx -> { });
 
+    /**
+     * Each link of a {@code catchUp: all} chain gets its start deadline when it becomes due (the one
+     * before it decided), not the plan's: with one deadline for the chain, only about a record ttl of
+     * runs would start and the rest be reported.
+     */
+    @Test
+    void aChainedCatchUpGetsItsStartDeadlineWhenItIsUnchained() {
+        Duration ttl = io.lockstep.scheduler.lock.ClaimRequest.recordTtl(Duration.ofSeconds(5), Duration.ofSeconds(2));
+        DueSlot first = DueSlot.catchUp(JOB, T.minusSeconds(600), T.plus(ttl), T);
+        DueSlot second = DueSlot.catchUp(JOB, T.minusSeconds(599), T.plus(ttl), T);
+        first.then(second);
+        Instant later = T.plus(Duration.ofMinutes(30)); // the first link ran for half an hour
+        second.unchain(later);
+        assertThat(second.startDeadline()).isEqualTo(later.plus(ttl));
+        assertThat(first.startDeadline()).isEqualTo(T.plus(ttl));
+    }
+
     @Test
     void ourScheduledSlotIsSharedClaimedAheadAndStaged() {
         DueSlot d = DueSlot.scheduled(JOB, T);

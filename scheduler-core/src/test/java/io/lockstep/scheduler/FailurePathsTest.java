@@ -421,6 +421,47 @@ class FailurePathsTest {
         return unrecorded;
     }
 
+    /**
+     * m3 of the 2026-12-04 review: a catch-up behind a run that holds the job's lease was still sent
+     * as a catch-up after its start deadline whenever a thread was free (the store applies no grace
+     * to it): it ran once the lease freed, however late, or (here: its record's life over and a
+     * later slot decided) the store answered it stale and it was never reported missed. Past its
+     * deadline only its miss is recorded now, and reported ({@code code=catch_up}), as DueSlot says.
+     */
+    @Test
+    void aCatchUpPastItsDeadlineIsOnlyRecordedMissedNeverRun() {
+        MutableClock host = new MutableClock();
+        FaultyStore store = new FaultyStore(InMemoryLockProvider.withClock(host::millis));
+        store.heartbeatCarriesTime = true;
+        JobDefinition minutely = new JobDefinition("minutely", CronSchedule.of("0 * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(1), Duration.ofSeconds(1), Overlap.SKIP, Duration.ZERO, true).withCatchUp(CatchUp.LATEST, Duration.ofHours(1));
+        // The cluster last decided a slot three minutes ago, and that run still holds the job's lease.
+        Instant last = host.instant().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(3));
+        io.lockstep.scheduler.lock.Lease live = new io.lockstep.scheduler.lock.Lease("minutely", last, "live", Duration.ofMinutes(10), true);
+        store.store.claim(List.of(new io.lockstep.scheduler.lock.ClaimRequest(live, "peer", Duration.ofMinutes(5), false)));
+        List<Instant> runs = new CopyOnWriteArrayList<>();
+        harness.start(Scheduler.builder(store).workerId("w").clock(host).job(minutely).jobFactory(d -> ctx -> runs.add(ctx.scheduledTime())));
+        String catchUp = await().atMost(Duration.ofSeconds(10)).until(() -> store.requestModes.entrySet().stream()
+                .filter(e -> e.getValue().contains(io.lockstep.scheduler.lock.ClaimRequest.Mode.CATCH_UP)).map(Map.Entry::getKey).findFirst(),
+                java.util.Optional::isPresent).orElseThrow();
+        Instant slot = Instant.parse(catchUp.substring(catchUp.indexOf('@') + 1));
+        // Its deadline is the start plus the record ttl (2 min 1 s): the cluster's clock steps past it.
+        Instant stepped = host.instant();
+        host.shift(Duration.ofMinutes(3));
+        // The worker's clock follows within a heartbeat: it then asks for the slots that fell due meanwhile.
+        await().atMost(Duration.ofSeconds(15)).until(() -> store.requestNanos.keySet().stream()
+                .anyMatch(k -> k.startsWith("minutely@") && Instant.parse(k.substring(k.indexOf('@') + 1)).isAfter(stepped)));
+        store.store.complete(List.of(new io.lockstep.scheduler.lock.Completion(live, io.lockstep.scheduler.lock.Outcome.SUCCEEDED)));
+        // Run, reported missed, or (as the store answers a catch-up asked for past its record's life) stale.
+        await().atMost(Duration.ofSeconds(15)).until(() -> runs.contains(slot) || java.util.stream.Stream.of("slot_missed", "slot_stale")
+                .flatMap(name -> harness.events().named(name).stream()).anyMatch(e -> slot.toString().equals(e.get("slot"))));
+        harness.closeAll();
+        assertThat(runs).as("the catch-up past its deadline never ran").doesNotContain(slot);
+        assertThat(harness.events().named("slot_missed")).filteredOn(e -> slot.toString().equals(e.get("slot"))).singleElement()
+                .satisfies(e -> assertThat(e).containsEntry("code", "catch_up"));
+        assertThat(store.store.slotState("minutely", slot)).contains("missed");
+    }
+
     // ---------------------------------------------------------------- a bulkhead per master
 
     /**
