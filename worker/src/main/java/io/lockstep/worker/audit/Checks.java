@@ -309,7 +309,7 @@ final class Checks {
      * {@code outcome_late}, and any lease loss logged after the rerun was decided follow any takeover, a wrongful one too.
      */
     private String held(JobDefinition def, Run prev, List<Ev> events, long decidedAt) {
-        long leaseEnd = prev.start() == Ev.NONE ? Long.MIN_VALUE : prev.start() + def.lease().toMillis();
+        long leaseEnd = prev.start() == Ev.NONE ? Long.MIN_VALUE : prev.start() + runDef(def, prev.started(), prev.slot()).lease().toMillis();
         boolean expired = decidedAt >= leaseEnd - tolerance;
         String seen = null;
         for (Ev e : events) {
@@ -381,7 +381,8 @@ final class Checks {
             report.violation("start-time", def.name(), slot, "started " + -lateness + " ms before its slot by Redis time", List.of(run.started()));
             return;
         }
-        long grace = manual ? Math.max(def.misfireGrace().toMillis(), JobDefinition.MANUAL_GRACE.toMillis()) : def.misfireGrace().toMillis();
+        JobDefinition own = runDef(def, run.started(), slot); // the grace of the worker that started it (a rollout may differ)
+        long grace = manual ? Math.max(own.misfireGrace().toMillis(), JobDefinition.MANUAL_GRACE.toMillis()) : own.misfireGrace().toMillis();
         if (!run.rerun() && !run.started().has(Ev.CATCH_UP) && run.started().attempt() <= 1
                 && lateness > grace + Audit.Options.START_LATENCY_MS + tolerance) {
             report.violation("start-time", def.name(), slot, "started " + lateness + " ms after its slot, past misfireGrace ("
@@ -476,6 +477,17 @@ final class Checks {
                 .forEach(l -> report.vanished.add(l.worker() + " (started " + Instant.ofEpochMilli(l.start()) + ", last event "
                         + Instant.ofEpochMilli(l.lastSeen()) + ", no worker_stopped): silent slots up to " + VANISHED_REACH_MS
                         + " ms after its last event are unverified, not blamed"));
+    }
+
+    /**
+     * The definition the worker that logged {@code started} had in force for {@code slot} (its config by its
+     * {@code config_hash}); {@code fallback} when the log cannot say. A run is judged by its own worker's lease and
+     * grace: in a rollout they differ from worker to worker.
+     */
+    private JobDefinition runDef(JobDefinition fallback, Ev started, long slot) {
+        Life life = started == null ? null : lifeAt(started.worker(), started.ts());
+        Targets.Target t = life == null ? null : targets.of(life, fallback.name(), slot);
+        return t != null && t.def() != null ? t.def() : fallback;
     }
 
     private Life lifeAt(String worker, long ts) {

@@ -626,6 +626,31 @@ class AuditTest {
         assertThat(missing.unverified()).isEmpty();
     }
 
+    /** In a rollout each run is judged by its own worker's config: a start 3 s late is within 5 min of grace, not 1 s. */
+    @Test
+    void eachRunIsJudgedByTheGraceOfTheWorkerThatStartedIt() throws Exception {
+        LockstepConfig tight = config("tight.yaml", "  - name: tick\n    cron: \"* * * * * *\"\n    class: com.example.X\n    misfireGrace: 1s\n");
+        LockstepConfig loose = config("loose.yaml", "  - name: tick\n    cron: \"* * * * * *\"\n    class: com.example.X\n    misfireGrace: 5m\n");
+        java.util.function.Function<String, AuditReport> lateOn = late -> {
+            log = new EventLog().workerStarted("w1", -5, Targets.hash(tight)).workerStarted("w2", -5, Targets.hash(loose));
+            for (int s = 1; s <= 10; s++) {
+                log.run(s == 10 ? late : s % 2 == 0 ? "w2" : "w1", JOB, s, 1000 + s * 10L, s == 10 ? 3_000 : 3); // the last, 3 s late
+            }
+            log.workerStopped("w1", 20).workerStopped("w2", 20);
+            try {
+                Path file = log.write(dir, "rollout-" + late + ".log");
+                Audit.Options window = new Audit.Options(at(1), at(10), null, Duration.ofMillis(100), Duration.ofSeconds(2));
+                return Audit.run(List.of(file.toString()), InputStream(), List.of(tight, loose), window);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        assertHolds(lateOn.apply("w2"));
+        AuditReport tooLate = lateOn.apply("w1");
+        assertOnly(tooLate, "start-time", 1);
+        assertThat(tooLate.violations().get(0).message()).contains("past misfireGrace (1000 ms)");
+    }
+
     // ---- inputs and edges (test-audit GG6) ----
 
     @Test
