@@ -34,10 +34,6 @@ class ClockJumpIT {
 
     private static final int JOBS = 3;
     private static final Duration GRACE = Duration.ofSeconds(1);
-    private static final List<Path> LIBFAKETIME = List.of(
-            Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
-            Path.of("/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"),
-            Path.of("/usr/lib/faketime/libfaketime.so.1"));
 
     @TempDir
     Path dir;
@@ -56,7 +52,7 @@ class ClockJumpIT {
 
     @Test
     void aWorkerWhoseWallClockJumpsAnHourEitherWayKeepsRunningSlotsOnTime() throws IOException {
-        Optional<Path> lib = LIBFAKETIME.stream().filter(Files::isRegularFile).findFirst();
+        Optional<Path> lib = WorkerProcess.libfaketime();
         Assumptions.assumeTrue(lib.isPresent(), "libfaketime not found: install the Debian package 'faketime' to run this test");
         Path offset = dir.resolve("faketime.rc");
         Files.writeString(offset, "+0\n");

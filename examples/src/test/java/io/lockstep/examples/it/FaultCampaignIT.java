@@ -87,10 +87,6 @@ class FaultCampaignIT {
     private static final Duration SAME_WORKER_GAP = Duration.ofSeconds(8);
     private static final Duration DEFAULT_LENGTH = Duration.ofSeconds(150);
     private static final Duration TAIL = Duration.ofSeconds(8);
-    private static final List<Path> LIBFAKETIME = List.of(
-            Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
-            Path.of("/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"),
-            Path.of("/usr/lib/faketime/libfaketime.so.1"));
 
     @TempDir
     Path dir;
@@ -456,7 +452,7 @@ class FaultCampaignIT {
         final Cluster cluster;
         final List<TcpProxy> proxies = new ArrayList<>();
         final List<WorkerProcess> current = new ArrayList<>();
-        final Optional<Path> libfaketime = LIBFAKETIME.stream().filter(Files::isRegularFile).findFirst();
+        final Optional<Path> libfaketime = WorkerProcess.libfaketime();
         final Path clock = dir.resolve("faketime.rc");
 
         Campaign(Cluster cluster, int workers) {

@@ -33,6 +33,13 @@ final class WorkerProcess implements AutoCloseable {
         this.stderr = stderr;
     }
 
+    /** Where Debian's package faketime puts libfaketime (LD_PRELOAD it to step a worker's clock), if installed. */
+    static java.util.Optional<Path> libfaketime() {
+        return java.util.stream.Stream.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+                "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1")
+                .map(Path::of).filter(Files::isRegularFile).findFirst();
+    }
+
     static Path jar() {
         Path jar = Path.of(System.getProperty("lockstep.workerJar", "target/lockstep-examples.jar"));
         if (!Files.isRegularFile(jar)) {
