@@ -346,9 +346,12 @@ class DistributionIT {
                 import com.fasterxml.jackson.databind.cfg.PackageVersion;
                 import io.lockstep.scheduler.Job;
                 import io.lockstep.scheduler.JobContext;
+                import java.nio.file.Files;
+                import java.nio.file.Path;
                 import java.util.Map;
 
                 public final class ClashJob implements Job {
+                    private static final java.util.concurrent.atomic.AtomicBoolean HELD = new java.util.concurrent.atomic.AtomicBoolean();
                     private final AcmeFactory ledger;
 
                     ClashJob(AcmeFactory ledger) { this.ledger = ledger; }
@@ -359,7 +362,8 @@ class DistributionIT {
                         ledger.write("start " + run);
                         try {
                             Path ledgers = Path.of(System.getProperty("acme.ledgers"));
-                            if (Files.exists(ledgers.resolve("hold"))) { // the test holds this run across the SIGTERM
+                            // the test holds one run per worker across the SIGTERM; the others run as usual
+                            if (Files.exists(ledgers.resolve("hold")) && HELD.compareAndSet(false, true)) {
                                 ledger.write("held " + run);
                                 while (!Files.exists(ledgers.resolve("release"))) {
                                     Thread.sleep(20);
