@@ -145,8 +145,13 @@ class PoliciesIT {
         assertThat(timedOut).isNotEmpty();
         for (JsonNode t : timedOut) {
             Instant slot = WorkerProcess.slot(t);
-            JsonNode started = forSlot(ofJob(cluster.events("job_started"), "timeout-job"), slot).get(0);
-            JsonNode released = forSlot(ofJob(cluster.events("slot_released"), "timeout-job"), slot).get(0);
+            // The run that timed out, by its token: a claim of the slot handed back unstarted before it (a
+            // worker held up past its short lease on a loaded machine) has a release of its own.
+            long token = t.path("fencing_token").asLong();
+            JsonNode started = forSlot(ofJob(cluster.events("job_started"), "timeout-job"), slot).stream()
+                    .filter(e -> e.path("fencing_token").asLong() == token).findFirst().orElseThrow();
+            JsonNode released = forSlot(ofJob(cluster.events("slot_released"), "timeout-job"), slot).stream()
+                    .filter(e -> e.path("fencing_token").asLong() == token).findFirst().orElseThrow();
             assertThat(released.path("outcome").asText()).isEqualTo("timed_out");
             assertThat(released.path("success").asBoolean()).as("its lease given back").isTrue();
             assertThat(Duration.between(WorkerProcess.ts(started), WorkerProcess.ts(released)).toMillis())
