@@ -14,12 +14,8 @@ final class StartEvents {
 
     /** The store answered LATE: the slot's grace had passed by its clock (recorded missed there). */
     void late(SlotRun run) {
-        events.metrics().missed(run.definition.name(), "late_start", 1);
-        events.warn("slot_missed").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
-                .addKeyValue("lock_name", run.lockName)
-                .addKeyValue("reason", "started too late: the slot's misfireGrace had passed by the lock store's clock "
-                        + "when its run was to start (the worker stalled after claiming it ahead)")
-                .addKeyValue("code", "late_start").log("slot missed");
+        missed(run, "late_start", "started too late: the slot's misfireGrace had passed by the lock store's clock "
+                + "when its run was to start (the worker stalled after claiming it ahead)");
     }
 
     /** The store answered PAUSED: the job was paused since the claim (recorded skipped there). */
@@ -36,12 +32,15 @@ final class StartEvents {
      * reports it; this is its one report ({@code no_quorum}, a miss this worker decided alone).
      */
     void split(SlotRun run) {
-        events.metrics().missed(run.definition.name(), "no_quorum", 1);
+        missed(run, "no_quorum", "no majority of the redlock masters agreed on its start (say the job paused on one and not on"
+                + " another, a master down): not started, and recorded missed where the claim was this worker's");
+    }
+
+    /** The slot's one {@code slot_missed}, decided at its start by the store ({@code code}, {@code reason}). */
+    private void missed(SlotRun run, String code, String reason) {
+        events.metrics().missed(run.definition.name(), code, 1);
         events.warn("slot_missed").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
-                .addKeyValue("lock_name", run.lockName)
-                .addKeyValue("reason", "no majority of the redlock masters agreed on its start (say the job paused on one and not on"
-                        + " another, a master down): not started, and recorded missed where the claim was this worker's")
-                .addKeyValue("code", "no_quorum").log("slot missed");
+                .addKeyValue("lock_name", run.lockName).addKeyValue("reason", reason).addKeyValue("code", code).log("slot missed");
     }
 
     /** The claim was no longer ours, or its short lease ran out before its start could be recorded. */
