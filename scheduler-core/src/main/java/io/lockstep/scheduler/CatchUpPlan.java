@@ -1,6 +1,7 @@
 package io.lockstep.scheduler;
 
 import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.InForce;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -13,15 +14,22 @@ import java.util.Optional;
  * one: those still within their grace are claimed as usual; older ones, within the catch-up window,
  * passed while no worker was running and are caught up or reported missed by the job's
  * {@link CatchUp} policy. At most {@link #MAX_CATCH_UP_SLOTS} of them, the newest; the older ones
- * are counted and reported in one event. Immutable.
+ * are counted and reported in one event. Slots that passed while the cluster ran without the job
+ * (disabled or removed, then re-enabled by this restart: {@link InForce}) are not owed: neither run
+ * nor reported missed, only counted, as a reload that re-enables a job does not catch them up either.
+ * Immutable.
  *
  * @param slots the slots to claim, catch up or report, oldest first ({@code catchUp: all} chains
  *     its runs: each waits for the one before it to be decided)
  * @param dropped how many missed slots, older than those kept, are only counted
  * @param droppedFrom the oldest of them (null when none)
  * @param droppedTo the newest of them (null when none)
+ * @param notOwed how many slots passed while the job was out of force, and are not owed
+ * @param notOwedFrom the oldest of them (null when none)
+ * @param notOwedTo the newest of them (null when none)
  */
-record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Instant droppedTo) {
+record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Instant droppedTo, long notOwed,
+        Instant notOwedFrom, Instant notOwedTo) {
 
     /** At most this many missed slots per job are caught up or reported one by one at start. */
     static final int MAX_CATCH_UP_SLOTS = 10_000;
@@ -30,10 +38,18 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
      * The slots of a job after {@code last} (the latest slot the cluster decided) up to {@code now}.
      */
     static CatchUpPlan since(ScheduledJob job, Instant last, Instant now) {
-        return since(job, last, now, MAX_CATCH_UP_SLOTS);
+        return since(job, last, null, now, MAX_CATCH_UP_SLOTS);
     }
 
-    static CatchUpPlan since(ScheduledJob job, Instant last, Instant now, int max) {
+    /**
+     * The same, leaving out the slots that passed while the job was out of force ({@code inForce};
+     * null when the store kept no stamp of the job).
+     */
+    static CatchUpPlan since(ScheduledJob job, Instant last, InForce inForce, Instant now) {
+        return since(job, last, inForce, now, MAX_CATCH_UP_SLOTS);
+    }
+
+    static CatchUpPlan since(ScheduledJob job, Instant last, InForce inForce, Instant now, int max) {
         JobDefinition d = job.definition();
         Instant windowStart = now.minus(d.catchUpWindow());
         Instant from = last.isAfter(windowStart) ? last : windowStart;
@@ -42,9 +58,16 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
         long dropped = 0;
         Instant droppedFrom = null;
         Instant droppedTo = null;
+        long notOwed = 0;
+        Instant notOwedFrom = null;
+        Instant notOwedTo = null;
         Optional<Instant> slot = d.schedule().next(from);
         while (slot.isPresent() && !slot.get().isAfter(now)) {
-            if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
+            if (inForce != null && inForce.outOfForce(slot.get())) {
+                notOwed++;
+                notOwedFrom = notOwedFrom == null ? slot.get() : notOwedFrom;
+                notOwedTo = slot.get();
+            } else if (now.isAfter(slot.get().plus(d.misfireGrace()))) {
                 missed.addLast(slot.get());
                 if (missed.size() > max) {
                     droppedTo = missed.removeFirst(); // keep the newest
@@ -77,7 +100,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
             previous = due;
         }
         result.addAll(recent);
-        return new CatchUpPlan(List.copyOf(result), dropped, droppedFrom, droppedTo);
+        return new CatchUpPlan(List.copyOf(result), dropped, droppedFrom, droppedTo, notOwed, notOwedFrom, notOwedTo);
     }
 
     /** Whether the plan holds a slot to catch up (run), so that the job's newer slots wait for it. */

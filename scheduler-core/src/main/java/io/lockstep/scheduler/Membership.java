@@ -2,6 +2,7 @@ package io.lockstep.scheduler;
 
 import io.lockstep.scheduler.Fingerprints.Drift;
 import io.lockstep.scheduler.lock.Heartbeat;
+import io.lockstep.scheduler.lock.InForce;
 import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.WorkerInfo;
 import java.net.InetAddress;
@@ -56,6 +57,8 @@ final class Membership {
     });
     private volatile Instant started;
     private volatile boolean draining;
+    /** When this worker last stamped its jobs in force ({@link System#nanoTime}); 0: the last stamp did not land. */
+    private volatile long stampedAt;
     private volatile List<WorkerInfo> live = List.of();
     private volatile List<Drift> drift = List.of();
     /**
@@ -112,6 +115,7 @@ final class Membership {
             } catch (RuntimeException e) {
                 // The next heartbeat is answered 'not published' and publishes it.
             }
+            stampQuietly(); // newly enabled jobs are in force from now on
             beatQuietly();
         }
     }
@@ -124,7 +128,7 @@ final class Membership {
     void start() {
         started = clock.now();
         provider.publishConfig(configHash, Fingerprints.describe(definitions));
-        beat();
+        beat(); // stamps the jobs in force, too
         timer.scheduleWithFixedDelay(this::beatQuietly, INTERVAL.toMillis(), INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
     }
 
@@ -142,6 +146,7 @@ final class Membership {
     /** Stops beating and leaves the cluster's list at once. */
     void stop() {
         timer.shutdownNow();
+        stampQuietly(); // the jobs were in force up to now: a restart that re-enables one owes nothing before
         try {
             provider.leave(workerId);
         } catch (RuntimeException e) {
@@ -170,6 +175,19 @@ final class Membership {
         }
     }
 
+    /**
+     * Stamps this config's enabled jobs and the cluster as in force ({@link InForce}); best effort,
+     * sent again with a later heartbeat when it did not land.
+     */
+    private void stampQuietly() {
+        try {
+            provider.stampInForce(definitions.stream().filter(JobDefinition::enabled).map(JobDefinition::name).toList());
+            stampedAt = System.nanoTime();
+        } catch (RuntimeException e) {
+            stampedAt = 0; // again with the next heartbeat
+        }
+    }
+
     /** One heartbeat; synchronized: the timer's and {@link #drain()}'s may meet. */
     private synchronized void beat() {
         WorkerInfo self = new WorkerInfo(workerId, host, ProcessHandle.current().pid(), version, started, threads.size,
@@ -190,6 +208,12 @@ final class Membership {
             departed.run();
         }
         checkDrift();
+        String hash = configHash;
+        boolean keeper = live.stream().filter(w -> w.configHash().equals(hash)).map(WorkerInfo::id).min(String::compareTo)
+                .map(workerId::equals).orElse(true);
+        if (stampedAt == 0 || keeper && System.nanoTime() - stampedAt >= InForce.STAMP_EVERY.toNanos()) {
+            stampQuietly(); // one worker per config keeps its jobs' stamps; any worker sends one that did not land
+        }
         handed.retainAll(reply.triggers());
         for (Heartbeat.Trigger t : reply.triggers()) {
             if (!handed.contains(t) && triggered.test(t)) {

@@ -164,13 +164,15 @@ public final class Scheduler implements AutoCloseable {
     private void begin() {
         clock.sync(provider);
         List<ScheduledJob> jobs = List.copyOf(this.jobs.all());
-        Map<String, Instant> lastSlots = provider.lastSlots(jobs.stream().map(ScheduledJob::name).toList());
+        List<String> names = jobs.stream().map(ScheduledJob::name).toList();
+        Map<String, Instant> lastSlots = provider.lastSlots(names);
+        Map<String, io.lockstep.scheduler.lock.InForce> inForce = provider.inForce(names);
         Instant now = clock.now();
         List<DueSlot> due = new ArrayList<>();
         for (ScheduledJob job : jobs) {
             Instant last = lastSlots.get(job.name());
             if (last != null) {
-                CatchUpPlan plan = CatchUpPlan.since(job, last, now);
+                CatchUpPlan plan = CatchUpPlan.since(job, last, inForce.get(job.name()), now);
                 due.addAll(plan.slots());
                 if (plan.catchesUp()) {
                     queue.catchingUp(List.of(job.name()));
@@ -182,6 +184,12 @@ public final class Scheduler implements AutoCloseable {
                                     + " slots were missed and only the newest are caught up or reported one by one")
                             .log("missed slots only counted");
                     events.metrics().missed(job.name(), "cluster_down", plan.dropped());
+                }
+                if (plan.notOwed() > 0) {
+                    events.info("slots_not_owed").addKeyValue("job", job.name()).addKeyValue("count", plan.notOwed())
+                            .addKeyValue("from", plan.notOwedFrom().toString()).addKeyValue("to", plan.notOwedTo().toString())
+                            .log("slots not caught up: they passed while the cluster ran without the job (disabled or removed); "
+                                    + "re-enabled, it starts at its next slot, as after a reload");
                 }
             }
             job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.scheduled(job, slot)));

@@ -26,7 +26,7 @@ class CatchUpPlanTest {
     @Test
     void pastTheCapTheNewestMissedSlotsAreKeptAndTheOlderOnesCountedInOneReport() {
         Instant last = NOW.minusSeconds(20);
-        CatchUpPlan plan = CatchUpPlan.since(job(CatchUp.LATEST), last, NOW, 5);
+        CatchUpPlan plan = CatchUpPlan.since(job(CatchUp.LATEST), last, null, NOW, 5);
         // Missed: 11:59:41 .. 11:59:58 (past the 2 s grace); 11:59:59 and 12:00:00 are still in grace.
         List<DueSlot> missed = plan.slots().stream().filter(s -> s.mode() != Mode.CLAIM).toList();
         assertThat(missed).extracting(s -> s.slot).containsExactly(
@@ -44,7 +44,7 @@ class CatchUpPlanTest {
 
     @Test
     void catchUpAllChainsItsRunsOldestFirstAndHoldsTheJobsNewerSlots() {
-        CatchUpPlan plan = CatchUpPlan.since(job(CatchUp.ALL), NOW.minusSeconds(6), NOW, 100);
+        CatchUpPlan plan = CatchUpPlan.since(job(CatchUp.ALL), NOW.minusSeconds(6), null, NOW, 100);
         List<DueSlot> heads = plan.slots().stream().filter(s -> s.kind() == DueSlot.Kind.CATCH_UP).toList();
         assertThat(heads).hasSize(1);
         List<DueSlot> chain = new java.util.ArrayList<>();
@@ -56,7 +56,7 @@ class CatchUpPlanTest {
                 Instant.parse("2026-11-30T11:59:55Z"), Instant.parse("2026-11-30T11:59:56Z"),
                 Instant.parse("2026-11-30T11:59:57Z"), Instant.parse("2026-11-30T11:59:58Z"));
         assertThat(plan.catchesUp()).isTrue();
-        assertThat(CatchUpPlan.since(job(CatchUp.NONE), NOW.minusSeconds(6), NOW, 100).catchesUp()).isFalse();
+        assertThat(CatchUpPlan.since(job(CatchUp.NONE), NOW.minusSeconds(6), null, NOW, 100).catchesUp()).isFalse();
 
         // The job's newer slots, still within their grace, are plain claims outside the chain: the
         // ones the claimer holds back while the job is catching up.

@@ -134,6 +134,79 @@ class CatchUpTest {
         assertThat(SlotCoverage.silent(handled, List.of("gone"), from, reported.get(reported.size() - 1), Duration.ofSeconds(1))).isEmpty();
     }
 
+    /**
+     * Review m6: a job disabled while the cluster ran, then re-enabled by a restart, caught up (here:
+     * ran) every slot of the period it was disabled, while a reload that re-enables it starts it at
+     * its next slot. The restart now owes only the slots that passed while no worker was running.
+     */
+    @Test
+    void aRestartThatReEnablesAJobCatchesUpOnlyTheSlotsThatPassedWhileNoWorkerWasRunning() {
+        AtomicLong offset = new AtomicLong();
+        InMemoryLockProvider store = InMemoryLockProvider.withClock(() -> System.currentTimeMillis() + offset.get());
+        Instant t0 = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(30));
+        java.util.function.Consumer<Instant> at = t -> offset.set(t.toEpochMilli() - System.currentTimeMillis());
+        // 30 minutes ago: the job's slot was decided, and it was in force on the cluster...
+        at.accept(t0.plusMillis(10));
+        seedLastDecided(store, "report", t0);
+        store.stampInForce(List.of("report", "other"));
+        // ...then a restart disabled it: the cluster ran 'other' alone for twenty minutes (its keeper's stamps)...
+        for (int m = 1; m <= 20; m++) {
+            at.accept(t0.plus(Duration.ofMinutes(m)));
+            store.stampInForce(List.of("other"));
+        }
+        // ...then every worker was down for ten, and now one starts with the job enabled again.
+        offset.set(0);
+        JobDefinition report = new JobDefinition("report", CronSchedule.of("0 * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.SKIP, Duration.ZERO, true).withCatchUp(CatchUp.ALL, Duration.ofHours(1));
+        harness.start(Scheduler.builder(store).workerId("w").job(report).jobFactory(d -> ctx -> { }));
+
+        Instant off = t0.plus(Duration.ofMinutes(20)); // the cluster's last stamp: the job was out of force up to here
+        Instant now = Instant.now();
+        long downSlots = Duration.between(off, now.minusSeconds(1)).toMinutes() + 1; // slots after it past their 1 s grace, and the one within a minute of the job's last stamp
+        await().atMost(Duration.ofSeconds(30)).until(() -> caughtUp().size() >= downSlots);
+        // Out of force from a minute after its last stamp (the stamps' precision: the slot 50 s after it is still owed).
+        Instant outFrom = t0.plus(Duration.ofMinutes(2));
+        assertThat(caughtUp()).as("caught up: the slots that passed while no worker was running, and only those")
+                .allSatisfy(s -> assertThat(s.isBefore(outFrom) || s.isAfter(off)).as(s.toString()).isTrue())
+                .doesNotHaveDuplicates().contains(t0.plus(Duration.ofMinutes(1)), off.plus(Duration.ofMinutes(1)));
+        Map<String, Object> notOwed = harness.events().named("slots_not_owed").stream().findFirst().orElseThrow(
+                () -> new AssertionError("no slots_not_owed event: " + harness.events().all()));
+        assertThat(notOwed).containsEntry("job", "report").containsEntry("from", outFrom.toString())
+                .containsEntry("to", off.toString()).containsEntry("count", 19L);
+        assertThat(harness.events().all()).as("no slot of the disabled period is claimed or reported missed")
+                .filteredOn(e -> e.get("slot") != null && "report".equals(e.get("job")))
+                .allSatisfy(e -> {
+                    Instant slot = Instant.parse((String) e.get("slot"));
+                    assertThat(slot.isBefore(outFrom) || slot.isAfter(off)).as(e.toString()).isTrue();
+                });
+    }
+
+    /** A job in force all along (its stamps went on): the whole period no worker ran is caught up, as before. */
+    @Test
+    void aJobInForceUpToTheOutageCatchesUpTheWholeOutage() {
+        AtomicLong offset = new AtomicLong();
+        InMemoryLockProvider store = InMemoryLockProvider.withClock(() -> System.currentTimeMillis() + offset.get());
+        Instant t0 = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(10));
+        offset.set(t0.plusMillis(10).toEpochMilli() - System.currentTimeMillis());
+        seedLastDecided(store, "report", t0);
+        store.stampInForce(List.of("report", "other"));
+        offset.set(0);
+        JobDefinition report = new JobDefinition("report", CronSchedule.of("0 * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.SKIP, Duration.ZERO, true).withCatchUp(CatchUp.ALL, Duration.ofHours(1));
+        harness.start(Scheduler.builder(store).workerId("w").job(report).jobFactory(d -> ctx -> { }));
+        long downSlots = Duration.between(t0, Instant.now().minusSeconds(1)).toMinutes();
+        await().atMost(Duration.ofSeconds(30)).until(() -> caughtUp().size() >= downSlots);
+        assertThat(caughtUp()).first().isEqualTo(t0.plus(Duration.ofMinutes(1)));
+        assertThat(harness.events().named("slots_not_owed")).isEmpty();
+    }
+
+    /** The slots of "report" claimed as catch-up. */
+    private List<Instant> caughtUp() {
+        return harness.events().named("slot_claimed").stream()
+                .filter(e -> "report".equals(e.get("job")) && Boolean.TRUE.equals(e.get("catch_up")))
+                .map(e -> Instant.parse((String) e.get("slot"))).toList();
+    }
+
     /** The slots of "gone" reported missed one by one because no worker was running. */
     private List<Instant> oneByOne() {
         return harness.events().named("slot_missed").stream()

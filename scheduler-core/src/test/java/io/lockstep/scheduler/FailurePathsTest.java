@@ -335,8 +335,12 @@ class FailurePathsTest {
         Job job = ctx -> runs.computeIfAbsent(ctx.scheduledTime().toString(), k -> new CopyOnWriteArrayList<>()).add(ctx.workerId());
         JobDefinition tick = job("tick", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.ALLOW);
         harness.start(Scheduler.builder(losing).workerId("loser").job(tick).jobFactory(d -> job));
-        harness.start(Scheduler.builder(shared).workerId("peer").job(tick).jobFactory(d -> job));
-        // The loser wins some slots' claims (the two race for each) and loses every start.
+        // The in-memory store keeps no heartbeats, so each sees only itself and both claim every slot
+        // ahead: the peer's claims arrive 100 ms late, so the loser wins the races (left to timing, the
+        // peer's tick could fire first for every slot of a run) and loses every start.
+        FaultyStore peer = new FaultyStore(shared);
+        peer.claimDelayMillis = 100;
+        harness.start(Scheduler.builder(peer).workerId("peer").job(tick).jobFactory(d -> job));
         Map<String, Object> lost = await().atMost(Duration.ofSeconds(15)).until(() -> named("lease_lost", "loser").stream().findFirst(),
                 java.util.Optional::isPresent).orElseThrow();
         String slot = (String) lost.get("slot");

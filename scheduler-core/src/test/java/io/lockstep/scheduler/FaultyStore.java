@@ -272,6 +272,18 @@ final class FaultyStore implements LockProvider {
     }
 
     @Override
+    public void stampInForce(java.util.Collection<String> jobs) {
+        check();
+        store.stampInForce(jobs);
+    }
+
+    @Override
+    public Map<String, io.lockstep.scheduler.lock.InForce> inForce(List<String> jobs) {
+        check();
+        return store.inForce(jobs);
+    }
+
+    @Override
     public Map<String, Instant> lastSlots(List<String> jobs) {
         check();
         return store.lastSlots(jobs);

@@ -30,6 +30,9 @@ import java.util.Map;
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:paused          the job is paused (hash: note, by, at); ttl = the pause's --for
  *   &lt;prefix&gt;:{workers}:info                 live workers (hash: id -> JSON with the key layout), ttl: the heartbeat's
  *   &lt;prefix&gt;:{workers}:seen                 when each was last heard from (zset: id -> server ms)
+ *   &lt;prefix&gt;:{workers}:inforce              when each job was last in force, and the latest period it was not while the
+ *                                           cluster ran (hash: job -> 'last,offFrom,offTo', '*' -> the cluster's last
+ *                                           stamp; see inforce.lua); ttl 7 days, refreshed
  *   &lt;prefix&gt;:{workers}:config:&lt;hash&gt;        the job definitions a config hash stands for (hash: job -> JSON)
  *   &lt;prefix&gt;:{workers}:manual               manual runs requested in the last minute (zset: 'job slot' -> slot ms)
  *   &lt;prefix&gt;:{workers}:commands             Redlock: the latest pause/resume per job on this master (hash: job -> JSON); no ttl
@@ -170,6 +173,11 @@ public record RedisKeys(String prefix, boolean cluster) {
 
     String seen() {
         return prefix + ":{workers}:seen";
+    }
+
+    /** When each job was last in force, and the cluster alive (hash, {@code inforce.lua}). */
+    String inForce() {
+        return prefix + ":{workers}:inforce";
     }
 
     /** Layout 1 named it {@code triggers}: a layout 1 worker must not see layout 2's manual runs (it would run them, paused or not). */

@@ -222,6 +222,20 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
+    public void stampInForce(java.util.Collection<String> jobs) {
+        if (redlock != null) {
+            redlock.members().stampInForce(jobs);
+            return;
+        }
+        members.stampInForce(jobs);
+    }
+
+    @Override
+    public Map<String, io.lockstep.scheduler.lock.InForce> inForce(List<String> jobs) {
+        return redlock != null ? redlock.members().inForce(jobs) : members.inForce(jobs);
+    }
+
+    @Override
     public Map<String, String> config(String configHash) {
         return redlock != null ? redlock.members().config(configHash) : members.config(configHash);
     }

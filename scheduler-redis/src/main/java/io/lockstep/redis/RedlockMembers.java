@@ -162,6 +162,37 @@ final class RedlockMembers {
         return Map.of();
     }
 
+    /** Best effort on every master that answers; fails only when none does (the caller sends it again). */
+    void stampInForce(java.util.Collection<String> jobs) {
+        List<Quorum.Vote<Boolean>> votes = nodes.ask(p -> {
+            p.members().stampInForce(jobs);
+            return true;
+        }, nodeWait);
+        if (Quorum.written(votes) == 0) {
+            throw nodes.tooFew("in force", votes, Quorum.describe(votes, a -> "done"));
+        }
+    }
+
+    /**
+     * The answer of the master whose cluster stamp is the newest: a master that was down or
+     * restarted empty knows less (and a job absent there is caught up as before).
+     */
+    Map<String, io.lockstep.scheduler.lock.InForce> inForce(List<String> jobs) {
+        Map<String, io.lockstep.scheduler.lock.InForce> best = Map.of();
+        java.time.Instant newest = null;
+        for (Quorum.Vote<Map<String, io.lockstep.scheduler.lock.InForce>> v : nodes.ask(p -> p.members().inForce(jobs), nodeWait)) {
+            if (v.kind() == Quorum.Kind.FAILED || v.answer().isEmpty()) {
+                continue;
+            }
+            java.time.Instant alive = v.answer().values().iterator().next().alive();
+            if (newest == null || alive.isAfter(newest)) {
+                newest = alive;
+                best = v.answer();
+            }
+        }
+        return best;
+    }
+
     void leave(String workerId) {
         nodes.ask(p -> {
             p.members().leave(workerId);

@@ -116,6 +116,19 @@ abstract class LockProviderContractTest {
     }
 
     @Test
+    void aJobStampedInForceReadsBackInForceWithTheClustersStamp() {
+        String job = RedisFixture.job();
+        assertThat(store().inForce(List.of(job))).as("never stamped").doesNotContainKey(job);
+        store().stampInForce(List.of(job));
+        io.lockstep.scheduler.lock.InForce read = store().inForce(List.of(job)).get(job);
+        assertThat(read).isNotNull();
+        assertThat(read.offFrom()).as("no period out of force").isNull();
+        assertThat(read.alive()).isAfterOrEqualTo(read.last());
+        assertThat(read.outOfForce(read.last())).isFalse();
+        assertThat(read.last()).isBetween(now().minusSeconds(5), now().plusSeconds(5));
+    }
+
+    @Test
     void aSlotNotYetReachedIsEarlyAndNothingIsWritten() {
         String job = RedisFixture.job();
         Instant slot = now().plusSeconds(5);

@@ -399,4 +399,48 @@ class RedisLockProviderTest {
             assertThat(redis.raw().hget(redis.provider().keys().slot(jobs.get(i), slot.toEpochMilli()), "state")).isEqualTo(i % 3 == 0 ? "running" : "done");
         }
     }
+
+    /**
+     * Review m6, in Redis ({@code inforce.lua}, with its periods shortened): a job whose stamps
+     * stopped while the cluster's went on, stamped again, keeps the period it was out of force; one
+     * unstamped past the keep is forgotten with its marks, and the others' marks stay.
+     */
+    @Test
+    void aJobStampedAgainKeepsThePeriodTheClusterRanWithoutItAndOneUnstampedPastTheKeepLosesItsMarks() {
+        String off = RedisFixture.job();
+        String on = RedisFixture.job();
+        RedisMembers members = redis.provider().members();
+        Duration gap = Duration.ofMillis(200);
+        Duration keep = Duration.ofSeconds(60);
+        members.stampInForce(List.of(off, on), gap, keep, false);
+        Instant last = redis.provider().inForce(List.of(off)).get(off).last();
+        assertThat(redis.provider().inForce(List.of(off)).get(off).offFrom()).as("in force all along").isNull();
+        // The cluster runs without 'off' for longer than the gap: only 'on' is stamped.
+        await().atMost(Duration.ofSeconds(10)).until(() -> {
+            members.stampInForce(List.of(on), gap, keep, false);
+            return redis.provider().inForce(List.of(on)).get(on).alive().isAfter(last.plus(gap).plusMillis(100));
+        });
+        Instant alive = redis.provider().inForce(List.of(on)).get(on).alive();
+        members.stampInForce(List.of(off, on), gap, keep, false); // re-enabled
+        io.lockstep.scheduler.lock.InForce kept = redis.provider().inForce(List.of(off)).get(off);
+        assertThat(kept.offFrom()).isEqualTo(last.plus(gap));
+        assertThat(kept.offTo()).isEqualTo(alive);
+        assertThat(kept.last()).isAfterOrEqualTo(alive);
+        assertThat(redis.provider().inForce(List.of(on)).get(on).offFrom()).as("'on' was stamped all along").isNull();
+        assertThat(redis.provider().inForce(List.of("never-stamped"))).isEmpty();
+
+        // Both jobs decide a slot (their marks), then 'off' is removed from every config for good.
+        Instant slot = redis.serverNow().minusMillis(5);
+        redis.provider().claim(List.of(request(off, slot, "a", false), request(on, slot, "b", false)));
+        assertThat(redis.raw().hexists(redis.provider().keys().marks(off), RedisKeys.markField(off) + "decided")).isTrue();
+        Duration shortKeep = Duration.ofMillis(300);
+        Instant offLast = redis.provider().inForce(List.of(off)).get(off).last();
+        await().atMost(Duration.ofSeconds(10)).until(() -> members.stampInForce(List.of(on), gap, shortKeep, true).contains(off));
+        assertThat(redis.serverNow()).isAfter(offLast.plus(shortKeep));
+        assertThat(redis.provider().inForce(List.of(off))).as("forgotten").isEmpty();
+        assertThat(redis.raw().hkeys(redis.provider().keys().marks(off))).as("its marks pruned")
+                .noneMatch(f -> f.startsWith(RedisKeys.markField(off)));
+        assertThat(redis.raw().hexists(redis.provider().keys().marks(on), RedisKeys.markField(on) + "decided")).as("others' stay").isTrue();
+        assertThat(redis.provider().inForce(List.of(on))).containsKey(on);
+    }
 }

@@ -305,6 +305,16 @@ class SchedulerOnRedisTest {
         }
 
         @Override
+        public void stampInForce(java.util.Collection<String> jobs) {
+            store.stampInForce(jobs);
+        }
+
+        @Override
+        public Map<String, io.lockstep.scheduler.lock.InForce> inForce(List<String> jobs) {
+            return store.inForce(jobs);
+        }
+
+        @Override
         public Map<String, Instant> lastSlots(List<String> jobs) {
             return store.lastSlots(jobs);
         }

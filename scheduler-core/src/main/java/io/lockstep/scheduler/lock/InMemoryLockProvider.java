@@ -282,6 +282,50 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         return result;
     }
 
+    /** Per job: its last in-force stamp, then the latest period it was out of force (0, 0: none). */
+    private final Map<String, long[]> inForce = new HashMap<>();
+    private long alive;
+
+    /** As {@code inforce.lua} does in Redis. */
+    @Override
+    public synchronized void stampInForce(java.util.Collection<String> jobs) {
+        long now = clockMillis.getAsLong();
+        long gap = InForce.GAP.toMillis();
+        for (String job : jobs) {
+            long[] v = inForce.get(job);
+            if (v == null) {
+                inForce.put(job, new long[] {now, 0, 0});
+                continue;
+            }
+            if (alive - v[0] > gap) { // the cluster ran on without it
+                v[1] = v[0] + gap;
+                v[2] = alive;
+            }
+            v[0] = now;
+        }
+        alive = Math.max(alive, now);
+        inForce.entrySet().removeIf(e -> {
+            boolean forgotten = now - e.getValue()[0] > InForce.KEEP.toMillis();
+            if (forgotten) {
+                lastSlots.remove(e.getKey());
+            }
+            return forgotten;
+        });
+    }
+
+    @Override
+    public synchronized Map<String, InForce> inForce(List<String> jobs) {
+        Map<String, InForce> result = new HashMap<>();
+        for (String job : jobs) {
+            long[] v = inForce.get(job);
+            if (v != null) {
+                result.put(job, new InForce(Instant.ofEpochMilli(v[0]), v[1] == 0 ? null : Instant.ofEpochMilli(v[1]),
+                        v[1] == 0 ? null : Instant.ofEpochMilli(v[2]), Instant.ofEpochMilli(alive)));
+            }
+        }
+        return result;
+    }
+
     @Override
     public synchronized List<Boolean> renew(List<Lease> batch) {
         long now = clockMillis.getAsLong();

@@ -55,6 +55,26 @@ public interface LockProvider extends AutoCloseable {
     java.util.Map<String, java.time.Instant> lastSlots(List<String> jobs);
 
     /**
+     * Stamps {@code jobs} (enabled in this worker's config) and the cluster as in force now, by the
+     * store's clock ({@link InForce} says who calls it and when). Jobs out of force for
+     * {@link InForce#KEEP} are forgotten, with their marks. Best effort for the caller: a stamp
+     * that did not land is sent again with the next one. A store without memberships keeps none.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    default void stampInForce(java.util.Collection<String> jobs) {}
+
+    /**
+     * When each of {@code jobs} was in force, as {@link #stampInForce} kept it; a job never stamped
+     * (new, or stamped by no worker of this version yet) is absent, and is caught up as before.
+     *
+     * @throws LockException when the store could not be reached
+     */
+    default java.util.Map<String, InForce> inForce(List<String> jobs) {
+        return java.util.Map.of();
+    }
+
+    /**
      * Starts runs claimed ahead ({@link StartRequest}): each staged claim the token still holds is
      * recorded as started and its lease extended to its full ttl, unless the slot's grace passed
      * ({@link StartAnswer#LATE}, recorded as missed) or the job was paused ({@link StartAnswer#PAUSED},
