@@ -392,6 +392,11 @@ final class RedisMembers {
             return parse(flatInfo, flatSeen);
         } catch (JedisException e) {
             throw calls.wrap("workers", e);
+        } catch (ClassCastException e) {
+            // A reply of the wrong type (seen once, from a worker started into a Redis stall under
+            // libfaketime): an unreadable answer is the store failing, told in one line, not a crash.
+            throw new io.lockstep.scheduler.lock.LockException(calls.target, calls.target + ": workers: unexpected reply ("
+                    + e.getMessage() + ")", e);
         }
     }
 

@@ -13,9 +13,6 @@ import io.lockstep.scheduler.Scheduler;
 import io.lockstep.scheduler.config.LockstepConfig;
 import java.io.PrintWriter;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
-import java.time.format.DateTimeParseException;
 import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
@@ -41,14 +38,10 @@ import java.util.List;
  * <p>Nothing starts unless everything is in order: the config is valid, every job class loads,
  * and Redis answers and accepts the credentials. Otherwise one line on stderr and exit 2 (config)
  * or 1 (Redis).
- *
- * <p>Test hook: the system property {@value #CLOCK_SKEW_PROPERTY} (an ISO-8601 duration such as
- * {@code PT5S} or {@code -PT5S}) shifts this worker's wall clock, to play a host whose clock is off.
  */
 @Command(name = "run", mixinStandardHelpOptions = true, description = "Runs the jobs of a config file until SIGTERM or SIGINT, then drains running jobs.")
 final class RunCommand implements Callable<Integer> {
 
-    static final String CLOCK_SKEW_PROPERTY = "lockstep.clockSkew";
     /** The request SIGTERM and SIGINT put in the main thread's queue (the others are reloads, named by their trigger). */
     private static final String STOP = "stop";
 
@@ -100,14 +93,6 @@ final class RunCommand implements Callable<Integer> {
             return WorkerMain.BAD_INPUT;
         }
         LockstepConfig c = loaded.get();
-        Clock clock;
-        try {
-            clock = skewedClock();
-        } catch (DateTimeParseException e) {
-            err.println("error: system property " + CLOCK_SKEW_PROPERTY + " must be an ISO-8601 duration such as PT5S, but was \""
-                    + System.getProperty(CLOCK_SKEW_PROPERTY) + "\"");
-            return WorkerMain.BAD_INPUT;
-        }
         RedisLockProvider provider;
         try {
             provider = Configs.provider(c);
@@ -147,7 +132,6 @@ final class RunCommand implements Callable<Integer> {
                     .workerId(id)
                     .threads(c.worker().threads())
                     .shutdownTimeout(c.worker().shutdownTimeout())
-                    .clock(clock)
                     .jobs(c.jobs())
                     .build();
             LoggerFactory.getLogger("io.lockstep.events").atInfo()
@@ -156,7 +140,6 @@ final class RunCommand implements Callable<Integer> {
                     .addKeyValue("job_names", c.jobs().stream().filter(j -> j.enabled()).map(j -> j.name()).toList())
                     .addKeyValue("redis", c.redis().describe()).addKeyValue("key_prefix", c.redis().keyPrefix())
                     .addKeyValue("threads", c.worker().threads())
-                    .addKeyValue("clock_skew_ms", clock.millis() - System.currentTimeMillis())
                     .log("config loaded");
             if (registry != null) {
                 http = startHttp(c, scheduler, provider, registry);
@@ -234,13 +217,5 @@ final class RunCommand implements Callable<Integer> {
         new ProcessorMetrics().bindTo(registry);
         new UptimeMetrics().bindTo(registry);
         return WorkerHttp.start(c, scheduler, provider, registry);
-    }
-
-    private static Clock skewedClock() {
-        String skew = System.getProperty(CLOCK_SKEW_PROPERTY);
-        if (skew == null || skew.isBlank()) {
-            return Clock.systemUTC();
-        }
-        return Clock.offset(Clock.systemUTC(), Duration.parse(skew.trim()));
     }
 }

@@ -45,6 +45,9 @@ final class Checks {
     /** One run: a fencing token's first {@code job_started}; {@code start} by Redis time (slot + lateness), or {@link Ev#NONE}. */
     private record Run(long slot, long token, Ev started, long start, boolean rerun) {}
 
+    /** The reruns of the job being checked (every run of a scheduled slot after its first), for {@link #rerunTokens}. */
+    private final List<Run> reruns = new ArrayList<>();
+
     Checks(Ledger ledger, List<Life> lives, AuditReport report, Audit.Options options, long from, long to, long margin, Targets targets) {
         this.margin = margin;
         this.ledger = ledger;
@@ -62,6 +65,7 @@ final class Checks {
         Map<Long, List<Ev>> bySlot = ledger.slots.getOrDefault(name, Map.of());
         List<Ledger.Range> ranges = ledger.ranges.stream().filter(r -> name.equals(r.job())).toList();
         List<Run> originals = new ArrayList<>();
+        reruns.clear();
         Set<Long> seen = new java.util.HashSet<>(); // the scheduled slots that have events: the rest are manual or outside the schedule
         for (java.util.Iterator<Long> it = targets.candidates(name, from, to); it.hasNext(); ) {
             long slot = it.next();
@@ -87,6 +91,7 @@ final class Checks {
         }
         JobDefinition any = targets.anyDef(name);
         order(name, originals);
+        rerunTokens(name, originals);
         for (Map.Entry<Long, List<Ev>> e : bySlot.entrySet()) {
             long slot = e.getKey();
             if (slot < from || slot > to) {
@@ -204,6 +209,9 @@ final class Checks {
             report.rerunSlots++;
         }
         Run original = runs.get(0);
+        if (!manual) {
+            runs.stream().skip(1).filter(Run::rerun).forEach(reruns::add);
+        }
         startTime(def, slot, original, manual);
         contradictions(job, slot, events, original);
         return manual ? null : original;
@@ -425,6 +433,26 @@ final class Checks {
             }
             if (r.start() != Ev.NONE && (maxStart == null || r.start() > maxStart.start())) {
                 maxStart = r;
+            }
+        }
+    }
+
+    /**
+     * A rerun of slot S that started after a later slot's run started holds a higher fencing token
+     * than that run (GUARANTEES 10: its token is taken when it is decided, after that run's claim).
+     */
+    private void rerunTokens(String job, List<Run> originals) {
+        for (Run rerun : reruns) {
+            if (rerun.start() == Ev.NONE) {
+                continue;
+            }
+            for (Run later : originals) {
+                if (later.slot() > rerun.slot() && later.start() != Ev.NONE && later.start() < rerun.start() - tolerance
+                        && later.token() >= rerun.token()) {
+                    report.violation("token-order", job, rerun.slot(), "the rerun under fencing token " + rerun.token() + " started "
+                            + (rerun.start() - later.start()) + " ms after the run of the later slot " + Instant.ofEpochMilli(later.slot())
+                            + " started, yet under a lower token than its " + later.token(), List.of(later.started(), rerun.started()));
+                }
             }
         }
     }

@@ -51,12 +51,12 @@ final class EventReader {
     /** The fields of one event line; reused from line to line. */
     static final class Fields {
         String event, worker, job, slot, reason, outcome, code, from, to, configHash, effectiveAt;
-        long ts, token, attempt, lateness, clockOffset, clockSkew, count, threads, deadlinePassed;
+        long ts, token, attempt, lateness, clockOffset, count, threads, deadlinePassed;
         boolean manual, catchUp, rerun, success, lockName;
 
         void clear() {
             event = worker = job = slot = reason = outcome = code = from = to = configHash = effectiveAt = null;
-            ts = token = lateness = clockOffset = clockSkew = deadlinePassed = Ev.NONE;
+            ts = token = lateness = clockOffset = deadlinePassed = Ev.NONE;
             attempt = count = threads = 0;
             manual = catchUp = rerun = success = lockName = false;
         }
@@ -262,7 +262,6 @@ final class EventReader {
             case "threads" -> f.threads = p.getValueAsLong(0);
             case "config_hash" -> f.configHash = intern(p.getText());
             case "effective_at" -> f.effectiveAt = p.getText();
-            case "clock_skew_ms" -> f.clockSkew = p.getValueAsLong(Ev.NONE);
             case "manual" -> f.manual = p.getValueAsBoolean();
             case "catch_up" -> f.catchUp = p.getValueAsBoolean();
             case "rerun" -> f.rerun = p.getValueAsBoolean();

@@ -44,8 +44,6 @@ final class Ledger implements Consumer<EventReader.Fields> {
          * files read newest first, would put later events first.)
          */
         long firstRunStart = Long.MAX_VALUE;
-        /** {@code clock_skew_ms} of its {@code config_loaded}: the log's clock is the host's, the offsets are the skewed clock's. */
-        long skew;
         private boolean sorted;
 
         WorkerLog(String id) {
@@ -145,11 +143,7 @@ final class Ledger implements Consumer<EventReader.Fields> {
         switch (type) {
             case OTHER -> { }
             case CONFIG_LOADED, WORKER_STARTED, SCHEDULE_UPDATED, WORKER_STOPPING, WORKER_STOPPED -> {
-                if (type == Type.CONFIG_LOADED) {
-                    // a simulated skew (lockstep.clockSkew) moves the worker's clock, not its log's; a new process, a new skew
-                    w.skew = f.clockSkew == Ev.NONE ? 0 : f.clockSkew;
-                }
-                long offset = f.clockOffset == Ev.NONE ? Ev.NONE : f.clockOffset + w.skew;
+                long offset = f.clockOffset;
                 if (offset == Ev.NONE && type == Type.WORKER_STOPPED && !w.lifecycle.isEmpty()) {
                     offset = w.lifecycle.get(w.lifecycle.size() - 1).lateness(); // logged before 0.2 without one: its stopping's
                 }

@@ -115,6 +115,22 @@ class AuditTest {
         assertThat(report.startedOnce).isEqualTo(9);
     }
 
+    /** Test audit GG7: a rerun that starts after later slots started must hold a token above theirs. */
+    @Test
+    void aRerunStartedAfterLaterSlotsUnderALowerTokenThanTheirsIsAViolation() throws Exception {
+        everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "")
+                .leaseLost("w1", JOB, 3, 1030, 8.5).failed("w1", JOB, 3, 1030, 8.6, "lease lost")
+                .recovered("w2", JOB, 3, 1065, 9.4).started("w2", JOB, 3, 1065, 6500, "\"rerun\":true") // at 9.5, after slots 4..9
+                .succeeded("w2", JOB, 3, 1065, 9.6);
+        AuditReport report = audit();
+        // Above slots 4..6's tokens (1040..1060), below those of slots 7, 8 and 9, which all started before it.
+        assertOnly(report, "token-order", 3);
+        assertThat(report.violations()).allSatisfy(v -> assertThat(v.slot()).isEqualTo(at(3)))
+                .extracting(v -> v.message()).anySatisfy(m -> assertThat(m).contains("the later slot " + at(7) + " started, yet under a"
+                        + " lower token than its 1070"));
+    }
+
     @Test
     void catchUpAfterTimeWithNoWorkerRunningHolds() throws Exception {
         // w1 stops after slot 2; nothing runs 3..6; w2 starts at 7.5 and catches up 3..7, later than misfireGrace.

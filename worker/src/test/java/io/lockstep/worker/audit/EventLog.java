@@ -48,7 +48,7 @@ final class EventLog {
 
     /** The worker command's first line: a new process (RunCommand). */
     EventLog configLoaded(String worker, double ts) {
-        return event(ts, "config_loaded", worker, "\"config\":\"jobs.yaml\",\"jobs\":1,\"threads\":4,\"clock_skew_ms\":0");
+        return event(ts, "config_loaded", worker, "\"config\":\"jobs.yaml\",\"jobs\":1,\"threads\":4");
     }
 
     /** A reload put job definitions of hash {@code configHash} in force. */
