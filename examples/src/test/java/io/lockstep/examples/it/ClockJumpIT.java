@@ -3,14 +3,14 @@ package io.lockstep.examples.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.lockstep.examples.it.jobs.RecordingJob;
+import io.lockstep.examples.it.jobs.RecordingJob.Run;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -37,9 +37,6 @@ class ClockJumpIT {
 
     @TempDir
     Path dir;
-
-    /** A run by a job's own record: its slot, worker and true start (on the test's clock). */
-    private record Run(String job, Instant slot, String worker, Instant started) {}
 
     private String jobs() {
         StringBuilder yaml = new StringBuilder("defaults:\n  lease: 2s\n  misfireGrace: " + GRACE.toSeconds() + "s\njobs:\n");
@@ -118,23 +115,6 @@ class ClockJumpIT {
 
     /** Every run the jobs recorded, its monotonic start placed on this JVM's (true) wall clock. */
     private List<Run> runs() {
-        long nanosNow = System.nanoTime();
-        Instant now = Instant.now();
-        List<Run> runs = new ArrayList<>();
-        for (int j = 0; j < JOBS; j++) {
-            Path file = dir.resolve("job-" + j + ".log");
-            try {
-                if (Files.exists(file)) {
-                    for (String line : Files.readAllLines(file)) {
-                        String[] f = line.split(" ");
-                        runs.add(new Run(String.format("job-%02d", j), Instant.ofEpochMilli(Long.parseLong(f[0])), f[1],
-                                now.minusNanos(nanosNow - Long.parseLong(f[3]))));
-                    }
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-        return runs;
+        return RecordingJob.read(dir, JOBS);
     }
 }

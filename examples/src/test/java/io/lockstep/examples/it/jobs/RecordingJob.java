@@ -7,6 +7,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Keeps its own record of every run: appends {@code slot worker fencingToken startNanos} as one line
@@ -34,5 +37,36 @@ public class RecordingJob implements Job {
                 throw new InterruptedException("lease lost or shutdown");
             }
         }
+    }
+
+    /** A run by a job's own record: its job, slot, worker and true start (on the reading JVM's clock). */
+    public record Run(String job, Instant slot, String worker, Instant started) {}
+
+    /**
+     * Every run recorded in {@code dir/job-<j>.log} for jobs {@code job-00} .. {@code job-<jobs-1>},
+     * each monotonic start placed on this JVM's (true) wall clock. A line being written may be cut
+     * short: it is left for the next read.
+     */
+    public static List<Run> read(Path dir, int jobs) {
+        long nanosNow = System.nanoTime();
+        Instant now = Instant.now();
+        List<Run> runs = new ArrayList<>();
+        for (int j = 0; j < jobs; j++) {
+            Path file = dir.resolve("job-" + j + ".log");
+            try {
+                if (Files.exists(file)) {
+                    for (String line : Files.readAllLines(file)) {
+                        String[] f = line.split(" ");
+                        if (f.length >= 4) {
+                            runs.add(new Run(String.format("job-%02d", j), Instant.ofEpochMilli(Long.parseLong(f[0])), f[1],
+                                    now.minusNanos(nanosNow - Long.parseLong(f[3]))));
+                        }
+                    }
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+        return runs;
     }
 }
