@@ -115,7 +115,7 @@ final class Membership {
             } catch (RuntimeException e) {
                 // The next heartbeat is answered 'not published' and publishes it.
             }
-            stampQuietly(); // newly enabled jobs are in force from now on
+            stampQuietly(); // jobs newly enabled or disabled are, from now on
             beatQuietly();
         }
     }
@@ -146,7 +146,9 @@ final class Membership {
     /** Stops beating and leaves the cluster's list at once. */
     void stop() {
         timer.shutdownNow();
-        stampQuietly(); // the jobs were in force up to now: a restart that re-enables one owes nothing before
+        if (stampedAt != 0 && outage.up()) {
+            stampQuietly(); // the last word on which jobs were disabled up to now (skipped when the store is known down)
+        }
         try {
             provider.leave(workerId);
         } catch (RuntimeException e) {
@@ -180,10 +182,12 @@ final class Membership {
      * sent again with a later heartbeat when it did not land.
      */
     private void stampQuietly() {
+        List<JobDefinition> jobs = definitions;
         try {
-            provider.stampInForce(definitions.stream().filter(JobDefinition::enabled).map(JobDefinition::name).toList());
+            provider.stampInForce(jobs.stream().filter(JobDefinition::enabled).map(JobDefinition::name).toList(),
+                    jobs.stream().filter(d -> !d.enabled()).map(JobDefinition::name).toList());
             stampedAt = System.nanoTime();
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             stampedAt = 0; // again with the next heartbeat
         }
     }
@@ -194,6 +198,12 @@ final class Membership {
                 threads.busy(), configHash, clock.now(), draining);
         long sent = System.nanoTime();
         Heartbeat reply = provider.heartbeat(self, TTL);
+        String hash = configHash;
+        boolean keeper = reply.workers().stream().filter(w -> w.configHash().equals(hash)).map(WorkerInfo::id).min(String::compareTo)
+                .map(workerId::equals).orElse(true);
+        if (stampedAt == 0 || keeper && System.nanoTime() - stampedAt >= InForce.STAMP_EVERY.toNanos()) {
+            stampQuietly(); // one worker per config keeps its jobs' stamps; any worker sends one that did not land
+        }
         if (!reply.configPublished()) {
             provider.publishConfig(configHash, Fingerprints.describe(definitions)); // Redis lost it (a restart, a failover)
         }
@@ -208,12 +218,6 @@ final class Membership {
             departed.run();
         }
         checkDrift();
-        String hash = configHash;
-        boolean keeper = live.stream().filter(w -> w.configHash().equals(hash)).map(WorkerInfo::id).min(String::compareTo)
-                .map(workerId::equals).orElse(true);
-        if (stampedAt == 0 || keeper && System.nanoTime() - stampedAt >= InForce.STAMP_EVERY.toNanos()) {
-            stampQuietly(); // one worker per config keeps its jobs' stamps; any worker sends one that did not land
-        }
         handed.retainAll(reply.triggers());
         for (Heartbeat.Trigger t : reply.triggers()) {
             if (!handed.contains(t) && triggered.test(t)) {

@@ -134,66 +134,73 @@ class CatchUpTest {
         assertThat(SlotCoverage.silent(handled, List.of("gone"), from, reported.get(reported.size() - 1), Duration.ofSeconds(1))).isEmpty();
     }
 
+    private static JobDefinition everyMinute(String name) {
+        return new JobDefinition(name, CronSchedule.of("0 * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.SKIP, Duration.ZERO, true).withCatchUp(CatchUp.ALL, Duration.ofHours(1));
+    }
+
     /**
      * Review m6: a job disabled while the cluster ran, then re-enabled by a restart, caught up (here:
      * ran) every slot of the period it was disabled, while a reload that re-enables it starts it at
-     * its next slot. The restart now owes only the slots that passed while no worker was running.
+     * its next slot. The restart now owes only the slots that passed while it was not disabled.
      */
     @Test
-    void aRestartThatReEnablesAJobCatchesUpOnlyTheSlotsThatPassedWhileNoWorkerWasRunning() {
+    void aRestartThatReEnablesADisabledJobDoesNotCatchUpThePeriodItWasDisabled() {
         AtomicLong offset = new AtomicLong();
         InMemoryLockProvider store = InMemoryLockProvider.withClock(() -> System.currentTimeMillis() + offset.get());
         Instant t0 = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(30));
         java.util.function.Consumer<Instant> at = t -> offset.set(t.toEpochMilli() - System.currentTimeMillis());
-        // 30 minutes ago: the job's slot was decided, and it was in force on the cluster...
+        // 30 minutes ago the job's slot was decided, and it was enabled...
         at.accept(t0.plusMillis(10));
         seedLastDecided(store, "report", t0);
-        store.stampInForce(List.of("report", "other"));
-        // ...then a restart disabled it: the cluster ran 'other' alone for twenty minutes (its keeper's stamps)...
+        store.stampInForce(List.of("report", "other"), List.of());
+        // ...then a restart disabled it (enabled: false): twenty minutes of the keeper's stamps...
         for (int m = 1; m <= 20; m++) {
             at.accept(t0.plus(Duration.ofMinutes(m)));
-            store.stampInForce(List.of("other"));
+            store.stampInForce(List.of("other"), List.of("report"));
         }
         // ...then every worker was down for ten, and now one starts with the job enabled again.
         offset.set(0);
-        JobDefinition report = new JobDefinition("report", CronSchedule.of("0 * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
-                Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.SKIP, Duration.ZERO, true).withCatchUp(CatchUp.ALL, Duration.ofHours(1));
-        harness.start(Scheduler.builder(store).workerId("w").job(report).jobFactory(d -> ctx -> { }));
+        harness.start(Scheduler.builder(store).workerId("w").job(everyMinute("report")).jobFactory(d -> ctx -> { }));
 
-        Instant off = t0.plus(Duration.ofMinutes(20)); // the cluster's last stamp: the job was out of force up to here
-        Instant now = Instant.now();
-        long downSlots = Duration.between(off, now.minusSeconds(1)).toMinutes() + 1; // slots after it past their 1 s grace, and the one within a minute of the job's last stamp
-        await().atMost(Duration.ofSeconds(30)).until(() -> caughtUp().size() >= downSlots);
-        // Out of force from a minute after its last stamp (the stamps' precision: the slot 50 s after it is still owed).
-        Instant outFrom = t0.plus(Duration.ofMinutes(2));
-        assertThat(caughtUp()).as("caught up: the slots that passed while no worker was running, and only those")
-                .allSatisfy(s -> assertThat(s.isBefore(outFrom) || s.isAfter(off)).as(s.toString()).isTrue())
-                .doesNotHaveDuplicates().contains(t0.plus(Duration.ofMinutes(1)), off.plus(Duration.ofMinutes(1)));
+        // Out of force from its first disabled stamp, but no sooner than 2 minutes (InForce.GAP) after its
+        // last enabled one, to its last disabled stamp: the 2 minutes are the stamps' margin (owed, caught up).
+        Instant outFrom = t0.plus(Duration.ofMinutes(3));
+        Instant outTo = t0.plus(Duration.ofMinutes(20));
+        long owed = 2 + Duration.between(outTo, Instant.now().minusSeconds(1)).toMinutes(); // t0+1m, t0+2m, then the outage
+        await().atMost(Duration.ofSeconds(30)).until(() -> caughtUp().size() >= owed);
+        assertThat(caughtUp()).as("caught up: the slots that passed while the job was not disabled, and only those")
+                .allSatisfy(s -> assertThat(s.isBefore(outFrom) || s.isAfter(outTo)).as(s.toString()).isTrue())
+                .doesNotHaveDuplicates().contains(t0.plus(Duration.ofMinutes(1)), outTo.plus(Duration.ofMinutes(1)));
         Map<String, Object> notOwed = harness.events().named("slots_not_owed").stream().findFirst().orElseThrow(
                 () -> new AssertionError("no slots_not_owed event: " + harness.events().all()));
         assertThat(notOwed).containsEntry("job", "report").containsEntry("from", outFrom.toString())
-                .containsEntry("to", off.toString()).containsEntry("count", 19L);
+                .containsEntry("to", outTo.toString()).containsEntry("count", 18L);
         assertThat(harness.events().all()).as("no slot of the disabled period is claimed or reported missed")
                 .filteredOn(e -> e.get("slot") != null && "report".equals(e.get("job")))
                 .allSatisfy(e -> {
                     Instant slot = Instant.parse((String) e.get("slot"));
-                    assertThat(slot.isBefore(outFrom) || slot.isAfter(off)).as(e.toString()).isTrue();
+                    assertThat(slot.isBefore(outFrom) || slot.isAfter(outTo)).as(e.toString()).isTrue();
                 });
     }
 
-    /** A job in force all along (its stamps went on): the whole period no worker ran is caught up, as before. */
+    /**
+     * A job enabled up to an outage, after which a worker of another config (which does not have the
+     * job at all) started first: nothing says the job was disabled, so the whole outage is owed and
+     * caught up (a first design inferred "out of force" from missing stamps and dropped these slots).
+     */
     @Test
-    void aJobInForceUpToTheOutageCatchesUpTheWholeOutage() {
+    void aJobEnabledUpToAnOutageCatchesUpTheWholeOutageWhoeverStartsFirst() {
         AtomicLong offset = new AtomicLong();
         InMemoryLockProvider store = InMemoryLockProvider.withClock(() -> System.currentTimeMillis() + offset.get());
         Instant t0 = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(10));
         offset.set(t0.plusMillis(10).toEpochMilli() - System.currentTimeMillis());
         seedLastDecided(store, "report", t0);
-        store.stampInForce(List.of("report", "other"));
+        store.stampInForce(List.of("report", "other"), List.of());
+        offset.set(Duration.ofMinutes(-2).toMillis()); // two minutes ago, a worker whose config lacks the job started
+        store.stampInForce(List.of("other"), List.of());
         offset.set(0);
-        JobDefinition report = new JobDefinition("report", CronSchedule.of("0 * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
-                Duration.ofSeconds(5), Duration.ofSeconds(1), Overlap.SKIP, Duration.ZERO, true).withCatchUp(CatchUp.ALL, Duration.ofHours(1));
-        harness.start(Scheduler.builder(store).workerId("w").job(report).jobFactory(d -> ctx -> { }));
+        harness.start(Scheduler.builder(store).workerId("w").job(everyMinute("report")).jobFactory(d -> ctx -> { }));
         long downSlots = Duration.between(t0, Instant.now().minusSeconds(1)).toMinutes();
         await().atMost(Duration.ofSeconds(30)).until(() -> caughtUp().size() >= downSlots);
         assertThat(caughtUp()).first().isEqualTo(t0.plus(Duration.ofMinutes(1)));

@@ -272,9 +272,9 @@ final class FaultyStore implements LockProvider {
     }
 
     @Override
-    public void stampInForce(java.util.Collection<String> jobs) {
+    public void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
         check();
-        store.stampInForce(jobs);
+        store.stampInForce(enabled, disabled);
     }
 
     @Override

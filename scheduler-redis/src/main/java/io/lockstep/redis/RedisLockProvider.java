@@ -222,12 +222,12 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
-    public void stampInForce(java.util.Collection<String> jobs) {
+    public void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
         if (redlock != null) {
-            redlock.members().stampInForce(jobs);
+            redlock.members().stampInForce(enabled, disabled);
             return;
         }
-        members.stampInForce(jobs);
+        members.stampInForce(enabled, disabled);
     }
 
     @Override

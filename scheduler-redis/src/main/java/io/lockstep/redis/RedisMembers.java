@@ -266,16 +266,15 @@ final class RedisMembers {
     }
 
     private static final LuaScript IN_FORCE = LuaScript.load("inforce.lua");
-    /** How often a worker forgets the jobs out of force for {@link InForce#KEEP}, with their marks. */
+    private static final LuaScript FORGET = LuaScript.load("forget.lua");
+    /** How often a worker forgets the jobs no config stamped for {@link InForce#KEEP}, with their marks. */
     static final Duration PRUNE_EVERY = Duration.ofHours(1);
-    /** The mark fields of a job in its group's marks (what {@code claim.lua} and its peers write). */
-    private static final List<String> MARKS = List.of("decided", "started", "holder", "until", "closed", "fence", "kept", "mkept");
     private volatile long prunedAt = System.nanoTime() - PRUNE_EVERY.toNanos();
 
     /** {@link io.lockstep.scheduler.lock.LockProvider#stampInForce}: {@code inforce.lua}, forgetting once every {@link #PRUNE_EVERY}. */
-    void stampInForce(java.util.Collection<String> jobs) {
+    void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
         boolean prune = System.nanoTime() - prunedAt >= PRUNE_EVERY.toNanos();
-        stampInForce(jobs, InForce.GAP, InForce.KEEP, prune);
+        stampInForce(enabled, disabled, InForce.GAP, InForce.KEEP, prune);
         if (prune) {
             prunedAt = System.nanoTime();
         }
@@ -283,62 +282,61 @@ final class RedisMembers {
 
     /**
      * {@code inforce.lua} with its periods given (tests shorten them); with {@code prune}, also
-     * deletes the marks of the jobs it forgot (unstamped for {@code keep}: removed from every
-     * config). Returns those jobs.
+     * drops the marks of the jobs it forgot ({@code forget.lua}: only where they decided nothing
+     * for {@code keep} either). Returns the jobs it forgot. A drop that fails leaves those marks to
+     * the group's own ttl.
      */
-    List<String> stampInForce(java.util.Collection<String> jobs, Duration gap, Duration keep, boolean prune) {
-        List<String> args = new ArrayList<>(jobs.size() + 3);
+    List<String> stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, Duration gap, Duration keep,
+            boolean prune) {
+        List<String> args = new ArrayList<>(enabled.size() + disabled.size() + 4);
         args.add(Long.toString(gap.toMillis()));
         args.add(Long.toString(keep.toMillis()));
         args.add(prune ? "1" : "0");
-        args.addAll(jobs);
+        args.add(Integer.toString(enabled.size()));
+        args.addAll(enabled);
+        args.addAll(disabled);
         List<?> r = (List<?>) calls.call("in force", new RedisCalls.Call(IN_FORCE, List.of(keys.inForce()), args));
         List<String> forgotten = new ArrayList<>();
         r.subList(1, r.size()).forEach(o -> forgotten.add(text(o)));
-        if (forgotten.isEmpty()) {
-            return forgotten;
-        }
-        try (redis.clients.jedis.AbstractPipeline p = jedis.pipelined()) {
-            for (String job : forgotten) {
-                p.hdel(keys.marks(job), MARKS.stream().map(m -> RedisKeys.markField(job) + m).toArray(String[]::new));
-            }
-            p.sync();
-        } catch (JedisException e) {
-            throw calls.wrap("in force", e);
+        for (String job : forgotten) {
+            calls.call("in force", new RedisCalls.Call(FORGET, List.of(keys.marks(job)),
+                    List.of(Long.toString(keep.toMillis()), RedisKeys.markField(job))));
         }
         return forgotten;
     }
 
-    /** {@link io.lockstep.scheduler.lock.LockProvider#inForce}: one {@code HMGET}. */
+    /** {@link io.lockstep.scheduler.lock.LockProvider#inForce}: one {@code HMGET}; a field it cannot read counts as none. */
     Map<String, InForce> inForce(List<String> jobs) {
         Map<String, InForce> result = new HashMap<>();
         if (jobs.isEmpty()) {
             return result;
         }
-        List<String> fields = new ArrayList<>(jobs.size() + 1);
-        fields.add("*");
-        fields.addAll(jobs);
         List<String> values;
         try {
-            values = jedis.hmget(keys.inForce(), fields.toArray(String[]::new));
+            values = jedis.hmget(keys.inForce(), jobs.toArray(String[]::new));
         } catch (JedisException e) {
             throw calls.wrap("in force", e);
+        } catch (ClassCastException e) {
+            throw new io.lockstep.scheduler.lock.LockException(calls.target, calls.target + ": in force: unexpected reply ("
+                    + e.getMessage() + ")", e);
         }
-        if (values.get(0) == null) {
-            return result; // nothing kept: the cluster was down for a week, or never stamped
-        }
-        Instant alive = Instant.ofEpochMilli(Long.parseLong(values.get(0)));
         for (int i = 0; i < jobs.size(); i++) {
-            String v = values.get(i + 1);
+            String v = values.get(i);
             if (v == null) {
                 continue;
             }
             String[] p = v.split(",", -1);
-            boolean off = p.length == 3 && !p[1].isEmpty();
-            result.put(jobs.get(i), new InForce(Instant.ofEpochMilli(Long.parseLong(p[0])),
-                    off ? Instant.ofEpochMilli(Long.parseLong(p[1])) : null, off ? Instant.ofEpochMilli(Long.parseLong(p[2])) : null, alive));
+            try {
+                result.put(jobs.get(i), InForce.fromStamps(stamp(p, 1), stamp(p, 2), stamp(p, 3), stamp(p, 4)));
+            } catch (NumberFormatException e) {
+                // unreadable: as none kept (everything owed)
+            }
         }
         return result;
+    }
+
+    private static Long stamp(String[] fields, int i) {
+        return i < fields.length && !fields[i].isEmpty() ? Long.valueOf(fields[i]) : null;
     }
 
     Map<String, String> config(String configHash) {

@@ -162,35 +162,36 @@ final class RedlockMembers {
         return Map.of();
     }
 
-    /** Best effort on every master that answers; fails only when none does (the caller sends it again). */
-    void stampInForce(java.util.Collection<String> jobs) {
-        List<Quorum.Vote<Boolean>> votes = nodes.ask(p -> {
-            p.members().stampInForce(jobs);
+    /** On every master; fails unless a majority took it (the caller sends it again with the next heartbeat). */
+    void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
+        everywhereOrFail("in force", p -> {
+            p.members().stampInForce(enabled, disabled);
             return true;
-        }, nodeWait);
-        if (Quorum.written(votes) == 0) {
-            throw nodes.tooFew("in force", votes, Quorum.describe(votes, a -> "done"));
-        }
+        });
     }
 
     /**
-     * The answer of the master whose cluster stamp is the newest: a master that was down or
-     * restarted empty knows less (and a job absent there is caught up as before).
+     * What the masters agree on, job by job ({@link io.lockstep.scheduler.lock.InForce#agreed}): a
+     * slot is out of force only where every master that answered says so, and only when a
+     * majority answered; a job a master kept nothing of is owed everywhere.
      */
     Map<String, io.lockstep.scheduler.lock.InForce> inForce(List<String> jobs) {
-        Map<String, io.lockstep.scheduler.lock.InForce> best = Map.of();
-        java.time.Instant newest = null;
+        List<Map<String, io.lockstep.scheduler.lock.InForce>> answers = new ArrayList<>();
         for (Quorum.Vote<Map<String, io.lockstep.scheduler.lock.InForce>> v : nodes.ask(p -> p.members().inForce(jobs), nodeWait)) {
-            if (v.kind() == Quorum.Kind.FAILED || v.answer().isEmpty()) {
-                continue;
-            }
-            java.time.Instant alive = v.answer().values().iterator().next().alive();
-            if (newest == null || alive.isAfter(newest)) {
-                newest = alive;
-                best = v.answer();
+            if (v.counts()) {
+                answers.add(v.answer());
             }
         }
-        return best;
+        Map<String, io.lockstep.scheduler.lock.InForce> agreed = new java.util.HashMap<>();
+        if (answers.size() < nodes.quorum()) {
+            return agreed;
+        }
+        for (String job : jobs) {
+            if (answers.stream().allMatch(a -> a.containsKey(job))) {
+                agreed.put(job, io.lockstep.scheduler.lock.InForce.agreed(answers.stream().map(a -> a.get(job)).toList()));
+            }
+        }
+        return agreed;
     }
 
     void leave(String workerId) {

@@ -1,42 +1,81 @@
--- Stamps jobs as in force (enabled in a live worker's config) and the cluster as alive, by this
--- server's clock (see io.lockstep.scheduler.lock.InForce). One hash, field per job:
--- 'last,offFrom,offTo' (epoch ms; the off period empty when none is kept), and '*': the cluster's
--- last stamp. A job whose last stamp is more than ARGV[1] ms older than the cluster's was out of
--- force from last + ARGV[1] to the cluster's stamp: that period is kept (the latest only) when the
--- job is stamped again.
+-- Stamps the jobs of a worker's config as enabled or disabled now, by this server's clock (see
+-- io.lockstep.scheduler.lock.InForce, which reads what this keeps). One hash, a field per job:
+-- 'lastOn,offSince,lastOff,closedFrom,closedTo' (epoch ms, empty for none): its last enabled
+-- stamp, the current run of disabled stamps (where it starts: its first stamp, but no sooner than
+-- ARGV[1] ms after the last enabled one; and its last stamp; a run breaks where two are more than
+-- ARGV[1] ms apart, and at every enabled stamp), and the latest closed period out of force. So
+-- disabled and enabled stamps interleaved (a rollout, two configs) never make a period.
 -- KEYS[1] the in-force hash
--- ARGV[1] gap ms; ARGV[2] how long a job unstamped is kept (ms; also the hash's ttl);
--- ARGV[3] '1': forget the jobs unstamped that long (and return them); ARGV[4..] the jobs
+-- ARGV[1] gap ms; ARGV[2] keep ms (also the hash's ttl); ARGV[3] '1': forget the jobs stamped by
+-- nobody for keep ms (and return them); ARGV[4] n; ARGV[5..4+n] the enabled jobs, then the disabled ones
 -- Returns {now, forgotten job...}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local gap = tonumber(ARGV[1])
 local keep = tonumber(ARGV[2])
-local alive = tonumber(redis.call('HGET', KEYS[1], '*') or '0')
-for i = 4, #ARGV do
-  local v = redis.call('HGET', KEYS[1], ARGV[i])
-  local off = ','
+local n = tonumber(ARGV[4])
+
+local function num(s)
+  if s == nil or s == '' then
+    return nil
+  end
+  return tonumber(s)
+end
+
+local function fmt(x)
+  if x == nil then
+    return ''
+  end
+  return string.format('%.0f', x)
+end
+
+local function read(job)
+  local v = redis.call('HGET', KEYS[1], job)
+  local f = {}
   if v then
-    local last, from, to = string.match(v, '^(%d+),(%d*),(%d*)$')
-    last = tonumber(last)
-    if last and alive - last > gap then
-      off = string.format('%.0f,%.0f', last + gap, alive) -- the cluster ran on without the job
-    elseif last then
-      off = from .. ',' .. to
+    local i = 1
+    for part in string.gmatch(v .. ',', '([^,]*),') do
+      f[i] = num(part)
+      i = i + 1
     end
   end
-  redis.call('HSET', KEYS[1], ARGV[i], string.format('%.0f', now) .. ',' .. off)
+  return {on = f[1], since = f[2], last_off = f[3], from = f[4], to = f[5]}
 end
-if now > alive then
-  redis.call('HSET', KEYS[1], '*', string.format('%.0f', now))
+
+-- closes the current run of disabled stamps into the closed period (when it reached its start)
+local function close(s)
+  if s.since and s.last_off and s.since <= s.last_off then
+    s.from, s.to = s.since, s.last_off
+  end
+  s.since, s.last_off = nil, nil
+end
+
+for i = 5, #ARGV do
+  local job = ARGV[i]
+  local s = read(job)
+  if i < 5 + n then
+    close(s) -- enabled: a run of disabled stamps before it is a period (interleaved ones never reach their start)
+    s.on = now
+  else
+    if s.last_off and now < s.last_off then
+      s.since, s.last_off = nil, nil -- the clock went back: that run proves nothing
+    end
+    if not s.last_off or now - s.last_off > gap then
+      close(s)
+      s.since = math.max(now, (s.on or 0) + gap) -- a run starts no sooner than the gap after the last enabled stamp
+    end
+    s.last_off = now
+  end
+  redis.call('HSET', KEYS[1], job, fmt(s.on) .. ',' .. fmt(s.since) .. ',' .. fmt(s.last_off) .. ',' .. fmt(s.from) .. ',' .. fmt(s.to))
 end
 redis.call('PEXPIRE', KEYS[1], keep)
 local result = {now}
 if ARGV[3] == '1' then
   local all = redis.call('HGETALL', KEYS[1])
   for i = 1, #all, 2 do
-    local last = tonumber(string.match(all[i + 1], '^(%d+),') or '')
-    if all[i] ~= '*' and (not last or now - last > keep) then
+    local s = read(all[i])
+    local last = math.max(s.on or 0, s.last_off or 0)
+    if now - last > keep then
       redis.call('HDEL', KEYS[1], all[i])
       result[#result + 1] = all[i]
     end

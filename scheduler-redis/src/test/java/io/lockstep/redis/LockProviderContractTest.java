@@ -116,16 +116,21 @@ abstract class LockProviderContractTest {
     }
 
     @Test
-    void aJobStampedInForceReadsBackInForceWithTheClustersStamp() {
-        String job = RedisFixture.job();
-        assertThat(store().inForce(List.of(job))).as("never stamped").doesNotContainKey(job);
-        store().stampInForce(List.of(job));
-        io.lockstep.scheduler.lock.InForce read = store().inForce(List.of(job)).get(job);
-        assertThat(read).isNotNull();
-        assertThat(read.offFrom()).as("no period out of force").isNull();
-        assertThat(read.alive()).isAfterOrEqualTo(read.last());
-        assertThat(read.outOfForce(read.last())).isFalse();
-        assertThat(read.last()).isBetween(now().minusSeconds(5), now().plusSeconds(5));
+    void aJobStampedDisabledReadsBackOutOfForceFromItsFirstStampAndAnEnabledOneNever() {
+        String off = RedisFixture.job();
+        String on = RedisFixture.job();
+        assertThat(store().inForce(List.of(off, on))).as("never stamped").isEmpty();
+        store().stampInForce(List.of(on), List.of(off));
+        Instant after = now();
+        store().stampInForce(List.of(on), List.of(off));
+        java.util.Map<String, io.lockstep.scheduler.lock.InForce> read = store().inForce(List.of(off, on));
+        assertThat(read.get(on).off()).as("enabled: no period out of force").isEmpty();
+        assertThat(read.get(off).off()).as("disabled: one run of stamps").singleElement().satisfies(p -> {
+            assertThat(p.from()).isBeforeOrEqualTo(after);
+            assertThat(p.to()).isAfterOrEqualTo(p.from()).isBetween(now().minusSeconds(5), now().plusSeconds(5));
+        });
+        assertThat(read.get(off).outOfForce(read.get(off).off().get(0).to())).isTrue();
+        assertThat(read.get(off).outOfForce(read.get(off).off().get(0).to().plusMillis(1))).as("owed after its last stamp").isFalse();
     }
 
     @Test

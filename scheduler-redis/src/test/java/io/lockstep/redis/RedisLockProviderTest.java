@@ -401,46 +401,53 @@ class RedisLockProviderTest {
     }
 
     /**
-     * Review m6, in Redis ({@code inforce.lua}, with its periods shortened): a job whose stamps
-     * stopped while the cluster's went on, stamped again, keeps the period it was out of force; one
-     * unstamped past the keep is forgotten with its marks, and the others' marks stay.
+     * Review m6, in Redis ({@code inforce.lua}, with its periods shortened): a run of disabled
+     * stamps is a period out of force once the job is enabled again; one with an enabled stamp in it
+     * (a rollout) is not; a job stamped by nobody past the keep is forgotten, its marks dropped only
+     * where it also decided nothing for as long.
      */
     @Test
-    void aJobStampedAgainKeepsThePeriodTheClusterRanWithoutItAndOneUnstampedPastTheKeepLosesItsMarks() {
-        String off = RedisFixture.job();
-        String on = RedisFixture.job();
+    void disabledStampsMakeAPeriodOutOfForceAndAJobForgottenLosesItsMarksOnlyWhenIdle() {
+        String job = RedisFixture.job();
+        String mixed = RedisFixture.job();
         RedisMembers members = redis.provider().members();
         Duration gap = Duration.ofMillis(200);
         Duration keep = Duration.ofSeconds(60);
-        members.stampInForce(List.of(off, on), gap, keep, false);
-        Instant last = redis.provider().inForce(List.of(off)).get(off).last();
-        assertThat(redis.provider().inForce(List.of(off)).get(off).offFrom()).as("in force all along").isNull();
-        // The cluster runs without 'off' for longer than the gap: only 'on' is stamped.
+        members.stampInForce(List.of(job, mixed), List.of(), gap, keep, false);
+        long on = redis.serverNow().toEpochMilli();
+        await().atMost(Duration.ofSeconds(5)).until(() -> redis.serverNow().toEpochMilli() > on + 2); // a disabled stamp in the same ms would be a rollout's
+        // Disabled on every worker ('job'), disabled on some and enabled on others ('mixed'), until well past the gap.
         await().atMost(Duration.ofSeconds(10)).until(() -> {
-            members.stampInForce(List.of(on), gap, keep, false);
-            return redis.provider().inForce(List.of(on)).get(on).alive().isAfter(last.plus(gap).plusMillis(100));
+            members.stampInForce(List.of(mixed), List.of(job, mixed), gap, keep, false);
+            return redis.serverNow().toEpochMilli() > on + 3 * gap.toMillis();
         });
-        Instant alive = redis.provider().inForce(List.of(on)).get(on).alive();
-        members.stampInForce(List.of(off, on), gap, keep, false); // re-enabled
-        io.lockstep.scheduler.lock.InForce kept = redis.provider().inForce(List.of(off)).get(off);
-        assertThat(kept.offFrom()).isEqualTo(last.plus(gap));
-        assertThat(kept.offTo()).isEqualTo(alive);
-        assertThat(kept.last()).isAfterOrEqualTo(alive);
-        assertThat(redis.provider().inForce(List.of(on)).get(on).offFrom()).as("'on' was stamped all along").isNull();
+        io.lockstep.scheduler.lock.InForce.Period current = redis.provider().inForce(List.of(job)).get(job).off().get(0);
+        members.stampInForce(List.of(job, mixed), List.of(), gap, keep, false); // enabled again
+        io.lockstep.scheduler.lock.InForce read = redis.provider().inForce(List.of(job)).get(job);
+        assertThat(read.off()).as("the closed period: from the gap after its last enabled stamp").singleElement().satisfies(p -> {
+            assertThat(p.from().toEpochMilli()).isBetween(on + gap.toMillis() - 50, on + gap.toMillis() + 50);
+            assertThat(p).isEqualTo(new io.lockstep.scheduler.lock.InForce.Period(p.from(), current.to()));
+        });
+        assertThat(redis.provider().inForce(List.of(mixed)).get(mixed).off()).as("enabled somewhere all along: owed").isEmpty();
         assertThat(redis.provider().inForce(List.of("never-stamped"))).isEmpty();
 
-        // Both jobs decide a slot (their marks), then 'off' is removed from every config for good.
-        Instant slot = redis.serverNow().minusMillis(5);
-        redis.provider().claim(List.of(request(off, slot, "a", false), request(on, slot, "b", false)));
-        assertThat(redis.raw().hexists(redis.provider().keys().marks(off), RedisKeys.markField(off) + "decided")).isTrue();
+        // Stamped, then left unstamped past a short keep; it decides a slot just before the prune.
+        members.stampInForce(List.of(job), List.of(), gap, keep, false);
+        Instant stamped = redis.serverNow();
         Duration shortKeep = Duration.ofMillis(300);
-        Instant offLast = redis.provider().inForce(List.of(off)).get(off).last();
-        await().atMost(Duration.ofSeconds(10)).until(() -> members.stampInForce(List.of(on), gap, shortKeep, true).contains(off));
-        assertThat(redis.serverNow()).isAfter(offLast.plus(shortKeep));
-        assertThat(redis.provider().inForce(List.of(off))).as("forgotten").isEmpty();
-        assertThat(redis.raw().hkeys(redis.provider().keys().marks(off))).as("its marks pruned")
-                .noneMatch(f -> f.startsWith(RedisKeys.markField(off)));
-        assertThat(redis.raw().hexists(redis.provider().keys().marks(on), RedisKeys.markField(on) + "decided")).as("others' stay").isTrue();
-        assertThat(redis.provider().inForce(List.of(on))).containsKey(on);
+        await().atMost(Duration.ofSeconds(5)).until(() -> redis.serverNow().isAfter(stamped.plus(shortKeep).plusMillis(20)));
+        Instant slot = redis.serverNow().minusMillis(5);
+        redis.provider().claim(List.of(new ClaimRequest(new Lease(job, slot, "a", LEASE, false), "w-a", GRACE, true))); // decided: missed
+        assertThat(members.stampInForce(List.of(), List.of(), gap, shortKeep, true)).contains(job);
+        assertThat(redis.raw().hexists(redis.provider().keys().marks(job), RedisKeys.markField(job) + "decided"))
+                .as("forgotten, but it decided a slot within the keep: its marks stay (they guard its slots)").isTrue();
+        // Stamped once more, then left alone past the keep, its decision too: forgotten with its marks.
+        members.stampInForce(List.of(job), List.of(), gap, keep, false);
+        Instant again = redis.serverNow();
+        await().atMost(Duration.ofSeconds(10)).until(() -> members.stampInForce(List.of(), List.of(), gap, shortKeep, true).contains(job));
+        assertThat(redis.serverNow()).isAfter(again.plus(shortKeep));
+        assertThat(redis.provider().inForce(List.of(job))).as("forgotten").isEmpty();
+        assertThat(redis.raw().hkeys(redis.provider().keys().marks(job))).as("its marks dropped")
+                .noneMatch(f -> f.startsWith(RedisKeys.markField(job)));
     }
 }

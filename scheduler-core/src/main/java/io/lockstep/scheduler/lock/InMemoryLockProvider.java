@@ -282,45 +282,58 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         return result;
     }
 
-    /** Per job: its last in-force stamp, then the latest period it was out of force (0, 0: none). */
-    private final Map<String, long[]> inForce = new HashMap<>();
-    private long alive;
+    /** Per job, its stamps as {@code inforce.lua} keeps them: last enabled, current disabled run (first, last), closed period. */
+    private final Map<String, Long[]> inForce = new HashMap<>();
 
     /** As {@code inforce.lua} does in Redis. */
     @Override
-    public synchronized void stampInForce(java.util.Collection<String> jobs) {
+    public synchronized void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
         long now = clockMillis.getAsLong();
         long gap = InForce.GAP.toMillis();
-        for (String job : jobs) {
-            long[] v = inForce.get(job);
-            if (v == null) {
-                inForce.put(job, new long[] {now, 0, 0});
-                continue;
-            }
-            if (alive - v[0] > gap) { // the cluster ran on without it
-                v[1] = v[0] + gap;
-                v[2] = alive;
-            }
-            v[0] = now;
+        for (String job : enabled) {
+            Long[] s = inForce.computeIfAbsent(job, k -> new Long[5]);
+            closeOff(s);
+            s[0] = now;
         }
-        alive = Math.max(alive, now);
+        for (String job : disabled) {
+            Long[] s = inForce.computeIfAbsent(job, k -> new Long[5]);
+            if (s[2] != null && now < s[2]) {
+                s[1] = s[2] = null; // the clock went back: that run proves nothing
+            }
+            if (s[2] == null || now - s[2] > gap) {
+                closeOff(s);
+                s[1] = Math.max(now, (s[0] == null ? 0 : s[0]) + gap);
+            }
+            s[2] = now;
+        }
         inForce.entrySet().removeIf(e -> {
-            boolean forgotten = now - e.getValue()[0] > InForce.KEEP.toMillis();
-            if (forgotten) {
+            Long[] s = e.getValue();
+            long last = Math.max(s[0] == null ? 0 : s[0], s[2] == null ? 0 : s[2]);
+            boolean forgotten = now - last > InForce.KEEP.toMillis();
+            Long decided = lastSlots.get(e.getKey());
+            if (forgotten && (decided == null || now - decided > InForce.KEEP.toMillis())) {
                 lastSlots.remove(e.getKey());
             }
             return forgotten;
         });
     }
 
+    /** Closes the current run of disabled stamps into the closed period, when it reached its start. */
+    private static void closeOff(Long[] s) {
+        if (s[1] != null && s[2] != null && s[1] <= s[2]) {
+            s[3] = s[1];
+            s[4] = s[2];
+        }
+        s[1] = s[2] = null;
+    }
+
     @Override
     public synchronized Map<String, InForce> inForce(List<String> jobs) {
         Map<String, InForce> result = new HashMap<>();
         for (String job : jobs) {
-            long[] v = inForce.get(job);
-            if (v != null) {
-                result.put(job, new InForce(Instant.ofEpochMilli(v[0]), v[1] == 0 ? null : Instant.ofEpochMilli(v[1]),
-                        v[1] == 0 ? null : Instant.ofEpochMilli(v[2]), Instant.ofEpochMilli(alive)));
+            Long[] s = inForce.get(job);
+            if (s != null) {
+                result.put(job, InForce.fromStamps(s[1], s[2], s[3], s[4]));
             }
         }
         return result;

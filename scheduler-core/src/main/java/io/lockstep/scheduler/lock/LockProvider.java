@@ -55,18 +55,19 @@ public interface LockProvider extends AutoCloseable {
     java.util.Map<String, java.time.Instant> lastSlots(List<String> jobs);
 
     /**
-     * Stamps {@code jobs} (enabled in this worker's config) and the cluster as in force now, by the
-     * store's clock ({@link InForce} says who calls it and when). Jobs out of force for
-     * {@link InForce#KEEP} are forgotten, with their marks. Best effort for the caller: a stamp
-     * that did not land is sent again with the next one. A store without memberships keeps none.
+     * Stamps the jobs of this worker's config as enabled ({@code enabled}) and disabled
+     * ({@code disabled}) now, by the store's clock ({@link InForce} says who calls it and when, and
+     * what the store keeps). Jobs stamped by nobody for {@link InForce#KEEP} are forgotten, with
+     * their marks once they decided nothing for as long. Best effort for the caller: a stamp that
+     * did not land is sent again with the next heartbeat. A store without memberships keeps none.
      *
      * @throws LockException when the store could not be reached
      */
-    default void stampInForce(java.util.Collection<String> jobs) {}
+    default void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {}
 
     /**
-     * When each of {@code jobs} was in force, as {@link #stampInForce} kept it; a job never stamped
-     * (new, or stamped by no worker of this version yet) is absent, and is caught up as before.
+     * The periods each of {@code jobs} was out of force, as {@link #stampInForce} kept them; a job
+     * with none kept is absent, and is caught up as before.
      *
      * @throws LockException when the store could not be reached
      */

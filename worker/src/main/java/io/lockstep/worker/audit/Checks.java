@@ -45,8 +45,11 @@ final class Checks {
     /** One run: a fencing token's first {@code job_started}; {@code start} by Redis time (slot + lateness), or {@link Ev#NONE}. */
     private record Run(long slot, long token, Ev started, long start, boolean rerun) {}
 
+    /** A rerun and when it was decided (its token taken), by Redis time. */
+    private record Rerun(Run run, long decided) {}
+
     /** The reruns of the job being checked (every run of a scheduled slot after its first), for {@link #rerunTokens}. */
-    private final List<Run> reruns = new ArrayList<>();
+    private final List<Rerun> reruns = new ArrayList<>();
 
     Checks(Ledger ledger, List<Life> lives, AuditReport report, Audit.Options options, long from, long to, long margin, Targets targets) {
         this.margin = margin;
@@ -210,7 +213,7 @@ final class Checks {
         }
         Run original = runs.get(0);
         if (!manual) {
-            runs.stream().skip(1).filter(Run::rerun).forEach(reruns::add);
+            runs.stream().skip(1).filter(Run::rerun).forEach(r -> reruns.add(new Rerun(r, recoveredAt(slot, r, events))));
         }
         startTime(def, slot, original, manual);
         contradictions(job, slot, events, original);
@@ -438,20 +441,23 @@ final class Checks {
     }
 
     /**
-     * A rerun of slot S that started after a later slot's run started holds a higher fencing token
-     * than that run (GUARANTEES 10: its token is taken when it is decided, after that run's claim).
+     * A rerun of slot S decided after a later slot's run started holds a higher fencing token than
+     * that run (GUARANTEES 10: its token is taken when it is decided, and that run's claim came
+     * before its start). By the decision, not the rerun's start: runs handed out together begin in
+     * no set order.
      */
     private void rerunTokens(String job, List<Run> originals) {
-        for (Run rerun : reruns) {
-            if (rerun.start() == Ev.NONE) {
+        for (Rerun rerun : reruns) {
+            if (rerun.decided() == Long.MAX_VALUE) {
                 continue;
             }
+            Run r = rerun.run();
             for (Run later : originals) {
-                if (later.slot() > rerun.slot() && later.start() != Ev.NONE && later.start() < rerun.start() - tolerance
-                        && later.token() >= rerun.token()) {
-                    report.violation("token-order", job, rerun.slot(), "the rerun under fencing token " + rerun.token() + " started "
-                            + (rerun.start() - later.start()) + " ms after the run of the later slot " + Instant.ofEpochMilli(later.slot())
-                            + " started, yet under a lower token than its " + later.token(), List.of(later.started(), rerun.started()));
+                if (later.slot() > r.slot() && later.start() != Ev.NONE && later.start() < rerun.decided() - tolerance
+                        && later.token() >= r.token()) {
+                    report.violation("token-order", job, r.slot(), "the rerun under fencing token " + r.token() + " was decided "
+                            + (rerun.decided() - later.start()) + " ms after the run of the later slot " + Instant.ofEpochMilli(later.slot())
+                            + " started, yet under a lower token than its " + later.token(), List.of(later.started(), r.started()));
                 }
             }
         }

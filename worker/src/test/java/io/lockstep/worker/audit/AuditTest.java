@@ -115,13 +115,13 @@ class AuditTest {
         assertThat(report.startedOnce).isEqualTo(9);
     }
 
-    /** Test audit GG7: a rerun that starts after later slots started must hold a token above theirs. */
+    /** Test audit GG7: a rerun decided after later slots started must hold a token above theirs. */
     @Test
     void aRerunStartedAfterLaterSlotsUnderALowerTokenThanTheirsIsAViolation() throws Exception {
         everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
         log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "")
                 .leaseLost("w1", JOB, 3, 1030, 8.5).failed("w1", JOB, 3, 1030, 8.6, "lease lost")
-                .recovered("w2", JOB, 3, 1065, 9.4).started("w2", JOB, 3, 1065, 6500, "\"rerun\":true") // at 9.5, after slots 4..9
+                .recovered("w2", JOB, 3, 1065, 9.4).started("w2", JOB, 3, 1065, 6500, "\"rerun\":true") // decided at 9.4, after slots 4..9 started
                 .succeeded("w2", JOB, 3, 1065, 9.6);
         AuditReport report = audit();
         // Above slots 4..6's tokens (1040..1060), below those of slots 7, 8 and 9, which all started before it.
@@ -129,6 +129,18 @@ class AuditTest {
         assertThat(report.violations()).allSatisfy(v -> assertThat(v.slot()).isEqualTo(at(3)))
                 .extracting(v -> v.message()).anySatisfy(m -> assertThat(m).contains("the later slot " + at(7) + " started, yet under a"
                         + " lower token than its 1070"));
+    }
+
+    /** A rerun decided before a later slot's claim, which started before the rerun's own start (in no set order): no violation. */
+    @Test
+    void aRerunDecidedBeforeALaterSlotButStartedAfterItHolds() throws Exception {
+        everySlotRunsOnce(Set.of(3)).workerStopped("w1", 20).workerStopped("w2", 20);
+        log.claimed("w1", JOB, 3, 1030).started("w1", JOB, 3, 1030, 3, "")
+                .leaseLost("w1", JOB, 3, 1030, 8.5).failed("w1", JOB, 3, 1030, 8.55, "lease lost")
+                // decided at 8.6 (above slot 8's token, started at 8.003), began at 9.5: after slot 9's start, below its token
+                .recovered("w2", JOB, 3, 1085, 8.6).started("w2", JOB, 3, 1085, 6500, "\"rerun\":true")
+                .succeeded("w2", JOB, 3, 1085, 9.6);
+        assertHolds(audit());
     }
 
     @Test

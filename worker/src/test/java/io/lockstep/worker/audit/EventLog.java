@@ -123,7 +123,7 @@ final class EventLog {
 
     EventLog recovered(String worker, String job, double slot, long token, double ts) {
         return event(ts, "slot_recovered", worker, slotFields(job, slot) + ",\"fencing_token\":" + token
-                + ",\"reason\":\"the run lost its lease without an outcome; recover: rerun\"");
+                + ",\"lateness_ms\":" + Math.round((ts - slot) * 1000) + ",\"reason\":\"the run lost its lease without an outcome; recover: rerun\"");
     }
 
     EventLog missed(String worker, String job, double slot, double ts, String code, String reason) {
