@@ -59,6 +59,8 @@ final class Membership {
     private volatile boolean draining;
     /** When this worker last stamped its jobs in force ({@link System#nanoTime}); 0: the last stamp did not land. */
     private volatile long stampedAt;
+    /** Whether a stamp of this worker's life landed: its first one starts new runs of disabled stamps. */
+    private volatile boolean stampedOnce;
     private volatile List<WorkerInfo> live = List.of();
     private volatile List<Drift> drift = List.of();
     /**
@@ -185,8 +187,9 @@ final class Membership {
         List<JobDefinition> jobs = definitions;
         try {
             provider.stampInForce(jobs.stream().filter(JobDefinition::enabled).map(JobDefinition::name).toList(),
-                    jobs.stream().filter(d -> !d.enabled()).map(JobDefinition::name).toList());
+                    jobs.stream().filter(d -> !d.enabled()).map(JobDefinition::name).toList(), !stampedOnce);
             stampedAt = System.nanoTime();
+            stampedOnce = true;
         } catch (RuntimeException | Error e) {
             stampedAt = 0; // again with the next heartbeat
         }

@@ -153,11 +153,11 @@ class CatchUpTest {
         // 30 minutes ago the job's slot was decided, and it was enabled...
         at.accept(t0.plusMillis(10));
         seedLastDecided(store, "report", t0);
-        store.stampInForce(List.of("report", "other"), List.of());
+        store.stampInForce(List.of("report", "other"), List.of(), false);
         // ...then a restart disabled it (enabled: false): twenty minutes of the keeper's stamps...
         for (int m = 1; m <= 20; m++) {
             at.accept(t0.plus(Duration.ofMinutes(m)));
-            store.stampInForce(List.of("other"), List.of("report"));
+            store.stampInForce(List.of("other"), List.of("report"), false);
         }
         // ...then every worker was down for ten, and now one starts with the job enabled again.
         offset.set(0);
@@ -196,9 +196,9 @@ class CatchUpTest {
         Instant t0 = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(10));
         offset.set(t0.plusMillis(10).toEpochMilli() - System.currentTimeMillis());
         seedLastDecided(store, "report", t0);
-        store.stampInForce(List.of("report", "other"), List.of());
+        store.stampInForce(List.of("report", "other"), List.of(), false);
         offset.set(Duration.ofMinutes(-2).toMillis()); // two minutes ago, a worker whose config lacks the job started
-        store.stampInForce(List.of("other"), List.of());
+        store.stampInForce(List.of("other"), List.of(), true);
         offset.set(0);
         harness.start(Scheduler.builder(store).workerId("w").job(everyMinute("report")).jobFactory(d -> ctx -> { }));
         long downSlots = Duration.between(t0, Instant.now().minusSeconds(1)).toMinutes();

@@ -272,9 +272,9 @@ final class FaultyStore implements LockProvider {
     }
 
     @Override
-    public void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
+    public void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {
         check();
-        store.stampInForce(enabled, disabled);
+        store.stampInForce(enabled, disabled, fresh);
     }
 
     @Override

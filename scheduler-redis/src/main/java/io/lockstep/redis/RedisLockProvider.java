@@ -222,12 +222,12 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
-    public void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
+    public void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {
         if (redlock != null) {
-            redlock.members().stampInForce(enabled, disabled);
+            redlock.members().stampInForce(enabled, disabled, fresh);
             return;
         }
-        members.stampInForce(enabled, disabled);
+        members.stampInForce(enabled, disabled, fresh);
     }
 
     @Override

@@ -272,9 +272,9 @@ final class RedisMembers {
     private volatile long prunedAt = System.nanoTime() - PRUNE_EVERY.toNanos();
 
     /** {@link io.lockstep.scheduler.lock.LockProvider#stampInForce}: {@code inforce.lua}, forgetting once every {@link #PRUNE_EVERY}. */
-    void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
+    void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {
         boolean prune = System.nanoTime() - prunedAt >= PRUNE_EVERY.toNanos();
-        stampInForce(enabled, disabled, InForce.GAP, InForce.KEEP, prune);
+        stampInForce(enabled, disabled, fresh, InForce.GAP, InForce.KEEP, prune);
         if (prune) {
             prunedAt = System.nanoTime();
         }
@@ -286,13 +286,14 @@ final class RedisMembers {
      * for {@code keep} either). Returns the jobs it forgot. A drop that fails leaves those marks to
      * the group's own ttl.
      */
-    List<String> stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, Duration gap, Duration keep,
-            boolean prune) {
+    List<String> stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh, Duration gap,
+            Duration keep, boolean prune) {
         List<String> args = new ArrayList<>(enabled.size() + disabled.size() + 4);
         args.add(Long.toString(gap.toMillis()));
         args.add(Long.toString(keep.toMillis()));
         args.add(prune ? "1" : "0");
         args.add(Integer.toString(enabled.size()));
+        args.add(fresh ? "1" : "0");
         args.addAll(enabled);
         args.addAll(disabled);
         List<?> r = (List<?>) calls.call("in force", new RedisCalls.Call(IN_FORCE, List.of(keys.inForce()), args));

@@ -163,9 +163,9 @@ final class RedlockMembers {
     }
 
     /** On every master; fails unless a majority took it (the caller sends it again with the next heartbeat). */
-    void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
+    void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {
         everywhereOrFail("in force", p -> {
-            p.members().stampInForce(enabled, disabled);
+            p.members().stampInForce(enabled, disabled, fresh);
             return true;
         });
     }

@@ -7,13 +7,16 @@
 -- disabled and enabled stamps interleaved (a rollout, two configs) never make a period.
 -- KEYS[1] the in-force hash
 -- ARGV[1] gap ms; ARGV[2] keep ms (also the hash's ttl); ARGV[3] '1': forget the jobs stamped by
--- nobody for keep ms (and return them); ARGV[4] n; ARGV[5..4+n] the enabled jobs, then the disabled ones
+-- nobody for keep ms (and return them); ARGV[4] n; ARGV[5] '1': the first stamp of a worker's life
+-- (its disabled jobs start a new run: the cluster may have been down just before, and that time is
+-- owed); ARGV[6..5+n] the enabled jobs, then the disabled ones
 -- Returns {now, forgotten job...}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local gap = tonumber(ARGV[1])
 local keep = tonumber(ARGV[2])
 local n = tonumber(ARGV[4])
+local fresh = ARGV[5] == '1'
 
 local function num(s)
   if s == nil or s == '' then
@@ -42,27 +45,27 @@ local function read(job)
   return {on = f[1], since = f[2], last_off = f[3], from = f[4], to = f[5]}
 end
 
--- closes the current run of disabled stamps into the closed period (when it reached its start)
+-- closes the current run of disabled stamps into the closed period (when it reached its start; never past now)
 local function close(s)
-  if s.since and s.last_off and s.since <= s.last_off then
-    s.from, s.to = s.since, s.last_off
+  if s.since and s.last_off and s.since <= math.min(s.last_off, now) then
+    s.from, s.to = s.since, math.min(s.last_off, now)
   end
   s.since, s.last_off = nil, nil
 end
 
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   local job = ARGV[i]
   local s = read(job)
-  if i < 5 + n then
+  if i < 6 + n then
     close(s) -- enabled: a run of disabled stamps before it is a period (interleaved ones never reach their start)
     s.on = now
   else
     if s.last_off and now < s.last_off then
       s.since, s.last_off = nil, nil -- the clock went back: that run proves nothing
     end
-    if not s.last_off or now - s.last_off > gap then
+    if fresh or not s.last_off or now - s.last_off > gap then
       close(s)
-      s.since = math.max(now, (s.on or 0) + gap) -- a run starts no sooner than the gap after the last enabled stamp
+      s.since = math.max(now, (s.on or now) + gap) -- no sooner than the gap after the last enabled stamp (or now: none known)
     end
     s.last_off = now
   end

@@ -413,16 +413,16 @@ class RedisLockProviderTest {
         RedisMembers members = redis.provider().members();
         Duration gap = Duration.ofMillis(200);
         Duration keep = Duration.ofSeconds(60);
-        members.stampInForce(List.of(job, mixed), List.of(), gap, keep, false);
+        members.stampInForce(List.of(job, mixed), List.of(), false, gap, keep, false);
         long on = redis.serverNow().toEpochMilli();
         await().atMost(Duration.ofSeconds(5)).until(() -> redis.serverNow().toEpochMilli() > on + 2); // a disabled stamp in the same ms would be a rollout's
         // Disabled on every worker ('job'), disabled on some and enabled on others ('mixed'), until well past the gap.
         await().atMost(Duration.ofSeconds(10)).until(() -> {
-            members.stampInForce(List.of(mixed), List.of(job, mixed), gap, keep, false);
+            members.stampInForce(List.of(mixed), List.of(job, mixed), false, gap, keep, false);
             return redis.serverNow().toEpochMilli() > on + 3 * gap.toMillis();
         });
         io.lockstep.scheduler.lock.InForce.Period current = redis.provider().inForce(List.of(job)).get(job).off().get(0);
-        members.stampInForce(List.of(job, mixed), List.of(), gap, keep, false); // enabled again
+        members.stampInForce(List.of(job, mixed), List.of(), false, gap, keep, false); // enabled again
         io.lockstep.scheduler.lock.InForce read = redis.provider().inForce(List.of(job)).get(job);
         assertThat(read.off()).as("the closed period: from the gap after its last enabled stamp").singleElement().satisfies(p -> {
             assertThat(p.from().toEpochMilli()).isBetween(on + gap.toMillis() - 50, on + gap.toMillis() + 50);
@@ -432,22 +432,48 @@ class RedisLockProviderTest {
         assertThat(redis.provider().inForce(List.of("never-stamped"))).isEmpty();
 
         // Stamped, then left unstamped past a short keep; it decides a slot just before the prune.
-        members.stampInForce(List.of(job), List.of(), gap, keep, false);
+        members.stampInForce(List.of(job), List.of(), false, gap, keep, false);
         Instant stamped = redis.serverNow();
         Duration shortKeep = Duration.ofMillis(300);
         await().atMost(Duration.ofSeconds(5)).until(() -> redis.serverNow().isAfter(stamped.plus(shortKeep).plusMillis(20)));
         Instant slot = redis.serverNow().minusMillis(5);
         redis.provider().claim(List.of(new ClaimRequest(new Lease(job, slot, "a", LEASE, false), "w-a", GRACE, true))); // decided: missed
-        assertThat(members.stampInForce(List.of(), List.of(), gap, shortKeep, true)).contains(job);
+        assertThat(members.stampInForce(List.of(), List.of(), false, gap, shortKeep, true)).contains(job);
         assertThat(redis.raw().hexists(redis.provider().keys().marks(job), RedisKeys.markField(job) + "decided"))
                 .as("forgotten, but it decided a slot within the keep: its marks stay (they guard its slots)").isTrue();
         // Stamped once more, then left alone past the keep, its decision too: forgotten with its marks.
-        members.stampInForce(List.of(job), List.of(), gap, keep, false);
+        members.stampInForce(List.of(job), List.of(), false, gap, keep, false);
         Instant again = redis.serverNow();
-        await().atMost(Duration.ofSeconds(10)).until(() -> members.stampInForce(List.of(), List.of(), gap, shortKeep, true).contains(job));
+        await().atMost(Duration.ofSeconds(10)).until(() -> members.stampInForce(List.of(), List.of(), false, gap, shortKeep, true).contains(job));
         assertThat(redis.serverNow()).isAfter(again.plus(shortKeep));
         assertThat(redis.provider().inForce(List.of(job))).as("forgotten").isEmpty();
         assertThat(redis.raw().hkeys(redis.provider().keys().marks(job))).as("its marks dropped")
                 .noneMatch(f -> f.startsWith(RedisKeys.markField(job)));
+    }
+
+    /**
+     * A worker's first stamp of its life starts a new run of disabled stamps, even within the gap:
+     * the whole cluster may have been down just before it, and that time is owed (a re-review of m6).
+     */
+    @Test
+    void theFirstStampOfAWorkersLifeBreaksTheRunOfDisabledStamps() {
+        String job = RedisFixture.job();
+        RedisMembers members = redis.provider().members();
+        Duration gap = Duration.ofMillis(500);
+        Duration keep = Duration.ofSeconds(60);
+        members.stampInForce(List.of(job), List.of(), false, gap, keep, false); // enabled, then disabled past the gap
+        Instant on = redis.serverNow();
+        await().atMost(Duration.ofSeconds(5)).until(() -> redis.serverNow().isAfter(on.plus(gap).plusMillis(20)));
+        members.stampInForce(List.of(), List.of(job), false, gap, keep, false);
+        Instant first = redis.provider().inForce(List.of(job)).get(job).off().get(0).from();
+        members.stampInForce(List.of(), List.of(job), false, gap, keep, false); // the same run
+        assertThat(redis.provider().inForce(List.of(job)).get(job).off()).singleElement()
+                .satisfies(p -> assertThat(p.from()).isEqualTo(first));
+        await().atMost(Duration.ofSeconds(5)).until(() -> redis.serverNow().isAfter(first.plusMillis(20)));
+        members.stampInForce(List.of(), List.of(job), true, gap, keep, false); // a worker's restart, within the gap
+        List<io.lockstep.scheduler.lock.InForce.Period> periods = redis.provider().inForce(List.of(job)).get(job).off();
+        assertThat(periods).as("the run before closed, a new one started").hasSize(2);
+        assertThat(periods.get(0).from()).isEqualTo(first);
+        assertThat(periods.get(1).from()).isAfter(periods.get(0).to());
     }
 }

@@ -305,8 +305,8 @@ class SchedulerOnRedisTest {
         }
 
         @Override
-        public void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
-            store.stampInForce(enabled, disabled);
+        public void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {
+            store.stampInForce(enabled, disabled, fresh);
         }
 
         @Override

@@ -287,12 +287,12 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
 
     /** As {@code inforce.lua} does in Redis. */
     @Override
-    public synchronized void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {
+    public synchronized void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {
         long now = clockMillis.getAsLong();
         long gap = InForce.GAP.toMillis();
         for (String job : enabled) {
             Long[] s = inForce.computeIfAbsent(job, k -> new Long[5]);
-            closeOff(s);
+            closeOff(s, now);
             s[0] = now;
         }
         for (String job : disabled) {
@@ -300,9 +300,9 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             if (s[2] != null && now < s[2]) {
                 s[1] = s[2] = null; // the clock went back: that run proves nothing
             }
-            if (s[2] == null || now - s[2] > gap) {
-                closeOff(s);
-                s[1] = Math.max(now, (s[0] == null ? 0 : s[0]) + gap);
+            if (fresh || s[2] == null || now - s[2] > gap) {
+                closeOff(s, now);
+                s[1] = Math.max(now, (s[0] == null ? now : s[0]) + gap); // no enabled stamp known: the gap from now
             }
             s[2] = now;
         }
@@ -318,11 +318,11 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         });
     }
 
-    /** Closes the current run of disabled stamps into the closed period, when it reached its start. */
-    private static void closeOff(Long[] s) {
-        if (s[1] != null && s[2] != null && s[1] <= s[2]) {
+    /** Closes the current run of disabled stamps into the closed period, when it reached its start (never past now). */
+    private static void closeOff(Long[] s, long now) {
+        if (s[1] != null && s[2] != null && s[1] <= Math.min(s[2], now)) {
             s[3] = s[1];
-            s[4] = s[2];
+            s[4] = Math.min(s[2], now);
         }
         s[1] = s[2] = null;
     }

@@ -56,14 +56,16 @@ public interface LockProvider extends AutoCloseable {
 
     /**
      * Stamps the jobs of this worker's config as enabled ({@code enabled}) and disabled
-     * ({@code disabled}) now, by the store's clock ({@link InForce} says who calls it and when, and
+     * ({@code disabled}) now, by the store's clock; {@code fresh}: the first stamp of this worker's
+     * life, which starts a new run of disabled stamps (the whole cluster may have been down just
+     * before it, and that time is owed) ({@link InForce} says who calls it and when, and
      * what the store keeps). Jobs stamped by nobody for {@link InForce#KEEP} are forgotten, with
      * their marks once they decided nothing for as long. Best effort for the caller: a stamp that
      * did not land is sent again with the next heartbeat. A store without memberships keeps none.
      *
      * @throws LockException when the store could not be reached
      */
-    default void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled) {}
+    default void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {}
 
     /**
      * The periods each of {@code jobs} was out of force, as {@link #stampInForce} kept them; a job
