@@ -57,6 +57,7 @@ public final class RedisLockProvider implements LockProvider {
     private final boolean ownsClient;
     private final RedisKeys keys;
     private final RedisMembers members;
+    private final RedisInForce inForce;
     /** The claim scripts on this server; null for the Redlock facade. */
     private final ClaimScripts claims;
     /** The start, renew and complete scripts on this server; null for the Redlock facade. */
@@ -75,6 +76,7 @@ public final class RedisLockProvider implements LockProvider {
         this.calls = new RedisCalls(jedis, target, null, quarantineMillis, keys.deployment(), durable);
         this.ownsClient = ownsClient;
         this.members = new RedisMembers(jedis, calls, keys);
+        this.inForce = new RedisInForce(jedis, calls, keys);
         this.claims = new ClaimScripts(calls, keys, replicas, target, historyKeep);
         this.leaseScripts = new LeaseScripts(calls, keys, replicas, target, historyKeep);
         this.target = target;
@@ -88,6 +90,7 @@ public final class RedisLockProvider implements LockProvider {
         this.ownsClient = true;
         this.keys = new RedisKeys(prefix, false);
         this.members = null;
+        this.inForce = null;
         this.claims = null;
         this.leaseScripts = null;
         this.target = redlock.describe();
@@ -126,6 +129,11 @@ public final class RedisLockProvider implements LockProvider {
 
     ClaimScripts claims() {
         return claims;
+    }
+
+    /** This server's in-force stamps (Redlock's per-master calls, tests). */
+    RedisInForce inForceStamps() {
+        return inForce;
     }
 
     RedisMembers members() {
@@ -227,12 +235,12 @@ public final class RedisLockProvider implements LockProvider {
             redlock.members().stampInForce(enabled, disabled, fresh);
             return;
         }
-        members.stampInForce(enabled, disabled, fresh);
+        inForce.stampInForce(enabled, disabled, fresh);
     }
 
     @Override
     public Map<String, io.lockstep.scheduler.lock.InForce> inForce(List<String> jobs) {
-        return redlock != null ? redlock.members().inForce(jobs) : members.inForce(jobs);
+        return redlock != null ? redlock.members().inForce(jobs) : inForce.inForce(jobs);
     }
 
     @Override

@@ -165,7 +165,7 @@ final class RedlockMembers {
     /** On every master; fails unless a majority took it (the caller sends it again with the next heartbeat). */
     void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {
         everywhereOrFail("in force", p -> {
-            p.members().stampInForce(enabled, disabled, fresh);
+            p.inForceStamps().stampInForce(enabled, disabled, fresh);
             return true;
         });
     }
@@ -177,7 +177,7 @@ final class RedlockMembers {
      */
     Map<String, io.lockstep.scheduler.lock.InForce> inForce(List<String> jobs) {
         List<Map<String, io.lockstep.scheduler.lock.InForce>> answers = new ArrayList<>();
-        for (Quorum.Vote<Map<String, io.lockstep.scheduler.lock.InForce>> v : nodes.ask(p -> p.members().inForce(jobs), nodeWait)) {
+        for (Quorum.Vote<Map<String, io.lockstep.scheduler.lock.InForce>> v : nodes.ask(p -> p.inForceStamps().inForce(jobs), nodeWait)) {
             if (v.counts()) {
                 answers.add(v.answer());
             }

@@ -410,7 +410,7 @@ class RedisLockProviderTest {
     void disabledStampsMakeAPeriodOutOfForceAndAJobForgottenLosesItsMarksOnlyWhenIdle() {
         String job = RedisFixture.job();
         String mixed = RedisFixture.job();
-        RedisMembers members = redis.provider().members();
+        RedisInForce members = redis.provider().inForceStamps();
         Duration gap = Duration.ofMillis(200);
         Duration keep = Duration.ofSeconds(60);
         members.stampInForce(List.of(job, mixed), List.of(), false, gap, keep, false);
@@ -458,7 +458,7 @@ class RedisLockProviderTest {
     @Test
     void theFirstStampOfAWorkersLifeBreaksTheRunOfDisabledStamps() {
         String job = RedisFixture.job();
-        RedisMembers members = redis.provider().members();
+        RedisInForce members = redis.provider().inForceStamps();
         Duration gap = Duration.ofMillis(500);
         Duration keep = Duration.ofSeconds(60);
         members.stampInForce(List.of(job), List.of(), false, gap, keep, false); // enabled, then disabled past the gap
