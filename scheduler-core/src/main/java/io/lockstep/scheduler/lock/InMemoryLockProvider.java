@@ -282,61 +282,23 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         return result;
     }
 
-    /** Per job, its stamps as {@code inforce.lua} keeps them: last enabled, current disabled run (first, last), closed period. */
-    private final Map<String, Long[]> inForce = new HashMap<>();
+    private final InMemoryInForce stamps = new InMemoryInForce();
 
-    /** As {@code inforce.lua} does in Redis. */
+    /** As {@code inforce.lua} and {@code forget.lua} do in Redis. */
     @Override
     public synchronized void stampInForce(java.util.Collection<String> enabled, java.util.Collection<String> disabled, boolean fresh) {
         long now = clockMillis.getAsLong();
-        long gap = InForce.GAP.toMillis();
-        for (String job : enabled) {
-            Long[] s = inForce.computeIfAbsent(job, k -> new Long[5]);
-            closeOff(s, now);
-            s[0] = now;
-        }
-        for (String job : disabled) {
-            Long[] s = inForce.computeIfAbsent(job, k -> new Long[5]);
-            if (s[2] != null && now < s[2]) {
-                s[1] = s[2] = null; // the clock went back: that run proves nothing
+        for (String job : stamps.stamp(enabled, disabled, fresh, now)) {
+            Long decided = lastSlots.get(job);
+            if (decided == null || now - decided > InForce.KEEP.toMillis()) {
+                lastSlots.remove(job);
             }
-            if (fresh || s[2] == null || now - s[2] > gap) {
-                closeOff(s, now);
-                s[1] = Math.max(now, (s[0] == null ? now : s[0]) + gap); // no enabled stamp known: the gap from now
-            }
-            s[2] = now;
         }
-        inForce.entrySet().removeIf(e -> {
-            Long[] s = e.getValue();
-            long last = Math.max(s[0] == null ? 0 : s[0], s[2] == null ? 0 : s[2]);
-            boolean forgotten = now - last > InForce.KEEP.toMillis();
-            Long decided = lastSlots.get(e.getKey());
-            if (forgotten && (decided == null || now - decided > InForce.KEEP.toMillis())) {
-                lastSlots.remove(e.getKey());
-            }
-            return forgotten;
-        });
-    }
-
-    /** Closes the current run of disabled stamps into the closed period, when it reached its start (never past now). */
-    private static void closeOff(Long[] s, long now) {
-        if (s[1] != null && s[2] != null && s[1] <= Math.min(s[2], now)) {
-            s[3] = s[1];
-            s[4] = Math.min(s[2], now);
-        }
-        s[1] = s[2] = null;
     }
 
     @Override
     public synchronized Map<String, InForce> inForce(List<String> jobs) {
-        Map<String, InForce> result = new HashMap<>();
-        for (String job : jobs) {
-            Long[] s = inForce.get(job);
-            if (s != null) {
-                result.put(job, InForce.fromStamps(s[1], s[2], s[3], s[4]));
-            }
-        }
-        return result;
+        return stamps.read(jobs);
     }
 
     @Override
