@@ -161,13 +161,15 @@ class CatchUpTest {
         }
         // ...then every worker was down for ten, and now one starts with the job enabled again.
         offset.set(0);
+        // Slots more than their 1 s grace older than this instant are past due when the worker starts: caught up.
+        Instant beforeStart = Instant.now();
         harness.start(Scheduler.builder(store).workerId("w").job(everyMinute("report")).jobFactory(d -> ctx -> { }));
 
         // Out of force from its first disabled stamp, but no sooner than 2 minutes (InForce.GAP) after its
         // last enabled one, to its last disabled stamp: the 2 minutes are the stamps' margin (owed, caught up).
         Instant outFrom = t0.plus(Duration.ofMinutes(3));
         Instant outTo = t0.plus(Duration.ofMinutes(20));
-        long owed = 2 + Duration.between(outTo, Instant.now().minusSeconds(1)).toMinutes(); // t0+1m, t0+2m, then the outage
+        long owed = 2 + Duration.between(outTo, beforeStart.minusSeconds(1)).toMinutes(); // t0+1m, t0+2m, then the outage
         await().atMost(Duration.ofSeconds(30)).until(() -> caughtUp().size() >= owed);
         assertThat(caughtUp()).as("caught up: the slots that passed while the job was not disabled, and only those")
                 .allSatisfy(s -> assertThat(s.isBefore(outFrom) || s.isAfter(outTo)).as(s.toString()).isTrue())
@@ -200,8 +202,11 @@ class CatchUpTest {
         offset.set(Duration.ofMinutes(-2).toMillis()); // two minutes ago, a worker whose config lacks the job started
         store.stampInForce(List.of("other"), List.of(), true);
         offset.set(0);
+        // Counted from before the start: a start slow enough to cross a minute boundary must not count the
+        // new minute's slot, which the worker claims as a regular slot (within its grace), not as catch-up.
+        Instant beforeStart = Instant.now();
         harness.start(Scheduler.builder(store).workerId("w").job(everyMinute("report")).jobFactory(d -> ctx -> { }));
-        long downSlots = Duration.between(t0, Instant.now().minusSeconds(1)).toMinutes();
+        long downSlots = Duration.between(t0, beforeStart.minusSeconds(1)).toMinutes();
         await().atMost(Duration.ofSeconds(30)).until(() -> caughtUp().size() >= downSlots);
         assertThat(caughtUp()).first().isEqualTo(t0.plus(Duration.ofMinutes(1)));
         assertThat(harness.events().named("slots_not_owed")).isEmpty();
