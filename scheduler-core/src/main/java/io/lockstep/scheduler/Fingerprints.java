@@ -29,7 +29,9 @@ public final class Fingerprints {
      *
      * @param job the job
      * @param workers the workers involved: those of the reference config and those that differ from it
-     * @param differences the fields that differ, as {@code field: reference vs theirs}
+     * @param differences the fields that differ, each as {@code field: w1: value; w2, w3: other value}
+     *     (the workers that have each value; {@code job: w1: defined; w2: not defined} for a job
+     *     some do not have)
      */
     public record Drift(String job, List<String> workers, List<String> differences) {}
 
@@ -44,25 +46,69 @@ public final class Fingerprints {
      */
     public static List<Drift> drift(Map<String, String> reference, List<String> referenceWorkers,
             Map<String, List<String>> othersByHash, java.util.function.Function<String, Map<String, String>> configOf) {
-        Map<String, Drift> found = new TreeMap<>();
+        // Each config whose jobs are known, with its workers: the reference first.
+        Map<List<String>, Map<String, String>> configs = new LinkedHashMap<>();
+        configs.put(sorted(referenceWorkers), reference);
         for (Map.Entry<String, List<String>> e : new TreeMap<>(othersByHash).entrySet()) {
             Map<String, String> theirs = configOf.apply(e.getKey());
-            if (theirs.isEmpty()) {
-                continue;
-            }
-            java.util.Set<String> jobs = new java.util.TreeSet<>(reference.keySet());
-            jobs.addAll(theirs.keySet());
-            for (String job : jobs) {
-                List<String> diffs = differences(reference.get(job), theirs.get(job));
-                if (!diffs.isEmpty()) {
-                    Drift before = found.get(job);
-                    java.util.Set<String> workers = new java.util.TreeSet<>(before == null ? referenceWorkers : before.workers());
-                    workers.addAll(e.getValue());
-                    found.put(job, new Drift(job, List.copyOf(workers), before == null ? diffs : before.differences()));
-                }
+            if (!theirs.isEmpty()) {
+                configs.merge(sorted(e.getValue()), theirs, (a, b) -> a);
             }
         }
-        return List.copyOf(found.values());
+        java.util.Set<String> jobs = new java.util.TreeSet<>();
+        configs.values().forEach(c -> jobs.addAll(c.keySet()));
+        List<Drift> found = new java.util.ArrayList<>();
+        for (String job : jobs) {
+            Map<List<String>, String> byWorkers = new LinkedHashMap<>();
+            configs.forEach((workers, config) -> byWorkers.put(workers, config.get(job)));
+            if (byWorkers.values().stream().distinct().count() < 2) {
+                continue;
+            }
+            java.util.Set<String> workers = new java.util.TreeSet<>();
+            byWorkers.keySet().forEach(workers::addAll);
+            found.add(new Drift(job, List.copyOf(workers), differences(byWorkers)));
+        }
+        return List.copyOf(found);
+    }
+
+    private static List<String> sorted(List<String> workers) {
+        return workers.stream().sorted().toList();
+    }
+
+    /** Per field that differs among the descriptions (by the workers that have each), who has which value. */
+    private static List<String> differences(Map<List<String>, String> byWorkers) {
+        Map<List<String>, Map<?, ?>> fields = new LinkedHashMap<>();
+        byWorkers.forEach((workers, text) -> fields.put(workers, text == null ? null : parse(text)));
+        List<String> diffs = new java.util.ArrayList<>();
+        if (fields.values().stream().anyMatch(java.util.Objects::isNull)) {
+            diffs.add("job: " + whoHas(fields, f -> f == null ? "not defined" : "defined"));
+            return diffs;
+        }
+        java.util.Set<Object> keys = new java.util.LinkedHashSet<>();
+        fields.values().forEach(f -> keys.addAll(f.keySet()));
+        for (Object k : keys) {
+            if (fields.values().stream().map(f -> f.get(k)).distinct().count() > 1) {
+                diffs.add(k + ": " + whoHas(fields, f -> String.valueOf(f.get(k))));
+            }
+        }
+        return diffs;
+    }
+
+    /** {@code w1: value; w2, w3: other value}: the workers grouped by the value {@code value} reads for them. */
+    private static String whoHas(Map<List<String>, Map<?, ?>> fields, java.util.function.Function<Map<?, ?>, String> value) {
+        Map<String, java.util.Set<String>> workersByValue = new LinkedHashMap<>();
+        fields.forEach((workers, f) -> workersByValue.computeIfAbsent(value.apply(f), v -> new java.util.TreeSet<>()).addAll(workers));
+        List<String> parts = new java.util.ArrayList<>();
+        workersByValue.forEach((v, workers) -> parts.add(String.join(", ", workers) + ": " + v));
+        return String.join("; ", parts);
+    }
+
+    private static Map<?, ?> parse(String description) {
+        try {
+            return JSON.readValue(description, Map.class);
+        } catch (JsonProcessingException e) {
+            return Map.of("definition", description); // not ours to read: compared whole
+        }
     }
 
     /**
@@ -133,31 +179,6 @@ public final class Fingerprints {
             return HexFormat.of().formatHex(sha.digest(), 0, 8);
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is missing from this JVM", e);
-        }
-    }
-
-    /**
-     * The fields in which two descriptions of one job differ, as {@code field: ours vs theirs}; empty
-     * when they agree. A job one side does not have reads as {@code job: defined vs not defined}.
-     */
-    public static List<String> differences(String ours, String theirs) {
-        if (ours == null || theirs == null) {
-            return List.of("job: " + (ours == null ? "not defined" : "defined") + " vs " + (theirs == null ? "not defined" : "defined"));
-        }
-        try {
-            Map<?, ?> a = JSON.readValue(ours, Map.class);
-            Map<?, ?> b = JSON.readValue(theirs, Map.class);
-            List<String> diffs = new java.util.ArrayList<>();
-            java.util.Set<Object> keys = new java.util.LinkedHashSet<>(a.keySet());
-            keys.addAll(b.keySet());
-            for (Object k : keys) {
-                if (!java.util.Objects.equals(a.get(k), b.get(k))) {
-                    diffs.add(k + ": " + a.get(k) + " vs " + b.get(k));
-                }
-            }
-            return diffs;
-        } catch (JsonProcessingException e) {
-            return ours.equals(theirs) ? List.of() : List.of("definition: " + ours + " vs " + theirs);
         }
     }
 }

@@ -21,12 +21,36 @@ import java.util.stream.Collectors;
 public final class Params {
 
     private static final ObjectMapper MAPPER = new ObjectMapper()
+            // java.time types as ISO-8601 text; a Duration also as the config's own "30s", "5m", "1h"
+            // (registered after the JSR-310 module, so it is the one asked first)
+            .registerModule(new com.fasterxml.jackson.datatype.jsr310.JavaTimeModule())
+            .registerModule(new com.fasterxml.jackson.databind.module.SimpleModule("lockstep-durations")
+                    .addDeserializer(java.time.Duration.class, new DurationParam()))
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
     /** The same, but a missing primitive is its default: so the first problem it finds is an unknown key. */
     private static final ObjectMapper LENIENT = MAPPER.copy().disable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
 
     private Params() {}
+
+    /** A Duration param written as the config's durations are ({@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h}, {@code 1d}, {@code PT30S}). */
+    private static final class DurationParam extends com.fasterxml.jackson.databind.deser.std.StdScalarDeserializer<java.time.Duration> {
+        DurationParam() {
+            super(java.time.Duration.class);
+        }
+
+        @Override
+        public java.time.Duration deserialize(com.fasterxml.jackson.core.JsonParser p, com.fasterxml.jackson.databind.DeserializationContext ctxt)
+                throws java.io.IOException {
+            if (p.currentToken() == com.fasterxml.jackson.core.JsonToken.VALUE_STRING) {
+                String text = p.getText();
+                return io.lockstep.scheduler.config.Durations.parse(text).filter(d -> !d.isNegative())
+                        .orElseThrow(() -> com.fasterxml.jackson.databind.exc.InvalidFormatException.from(p, "not a duration", text,
+                                java.time.Duration.class));
+            }
+            return (java.time.Duration) ctxt.handleUnexpectedToken(java.time.Duration.class, p);
+        }
+    }
 
     /**
      * {@code params} as a {@code type}.
@@ -115,6 +139,21 @@ public final class Params {
         }
         if (type.isPrimitive() || Number.class.isAssignableFrom(type)) {
             return "a number";
+        }
+        if (type == java.time.Duration.class) {
+            return "a duration like 250ms, 30s, 5m, 1h, 1d or PT30S";
+        }
+        if (type == java.time.Instant.class || type == java.time.OffsetDateTime.class || type == java.time.ZonedDateTime.class) {
+            return "a date and time with its offset, like 2026-12-04T02:00:00Z";
+        }
+        if (type == java.time.LocalDateTime.class) {
+            return "a date and time, like 2026-12-04T02:00:00";
+        }
+        if (type == java.time.LocalDate.class) {
+            return "a date, like 2026-12-04";
+        }
+        if (type == java.time.LocalTime.class) {
+            return "a time of day, like 02:30";
         }
         if (type == String.class || type == char.class || type == Character.class || type.isEnum()) {
             return type.isEnum() ? "one of " + java.util.Arrays.toString(type.getEnumConstants()) : "a string";

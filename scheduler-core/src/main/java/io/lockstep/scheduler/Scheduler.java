@@ -72,6 +72,8 @@ public final class Scheduler implements AutoCloseable {
     private final Membership membership;
     private final Outage outage;
     private final Reload reload;
+    /** The definitions in force: as built, then as the latest {@link #update} put them (disabled ones included). */
+    private volatile List<JobDefinition> definitions;
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Orders {@link #start}, {@link #update} and {@link #close}. */
@@ -90,6 +92,7 @@ public final class Scheduler implements AutoCloseable {
         this.outage = outage;
         metrics.bind(threads, outage::up);
         this.created = CreatedJobs.create(b.jobs, b.jobFactory, b.closeJobs, events);
+        this.definitions = List.copyOf(b.jobs);
         JobSet jobs = new JobSet(created.jobs());
         this.jobs = jobs;
         metrics.registerJobs(jobs.names());
@@ -222,8 +225,19 @@ public final class Scheduler implements AutoCloseable {
             if (closed.get()) {
                 throw new IllegalStateException("scheduler closed");
             }
-            return reload.apply(List.copyOf(definitions), started.get());
+            List<JobDefinition> next = List.copyOf(definitions);
+            ScheduleUpdate update = reload.apply(next, started.get());
+            this.definitions = next;
+            return update;
         }
+    }
+
+    /**
+     * The job definitions in force, in order, disabled ones included: as built, then as the latest
+     * {@link #update} (a worker's reload) put them. What a status view of this worker should show.
+     */
+    public List<JobDefinition> definitions() {
+        return definitions;
     }
 
     /**

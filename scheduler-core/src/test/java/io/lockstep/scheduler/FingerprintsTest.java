@@ -44,13 +44,20 @@ class FingerprintsTest {
         assertThat(drift).extracting(Fingerprints.Drift::job).containsExactly("extra", "report");
         Fingerprints.Drift report = drift.get(1);
         assertThat(report.workers()).containsExactly("w1", "w2", "w3");
-        assertThat(report.differences()).containsExactly("cron: 0 0 6 * * * vs 0 0 7 * * *");
-        assertThat(drift.get(0).differences()).containsExactly("job: not defined vs defined");
+        // Who has which value (F16 of the 2026-12-04 trial: "X vs Y" did not say which worker had which).
+        assertThat(report.differences()).containsExactly("cron: w1: 0 0 6 * * *; w2, w3: 0 0 7 * * *");
+        assertThat(drift.get(0).differences()).containsExactly("job: w1: not defined; w2, w3: defined");
         // What a rollout of them does: a moved cron or a renamed job runs under both definitions meanwhile.
         assertThat(Fingerprints.rollout(report.differences())).startsWith("not safe worker by worker (cron)");
         assertThat(Fingerprints.rollout(drift.get(0).differences())).startsWith("not safe worker by worker (job)");
         assertThat(Fingerprints.rollout(List.of("misfireGrace: PT10S vs PT5M", "lease: PT30S vs PT1M", "params: {} vs {a=1}")))
                 .startsWith("safe worker by worker");
+        // Three configs: each value once, with every worker that has it.
+        Map<String, String> third = Fingerprints.describe(List.of(job("report", "0 0 6 * * *", Map.of("a", 1)), job("same", "0 * * * * *", Map.of())));
+        List<Fingerprints.Drift> three = Fingerprints.drift(ours, List.of("w1"), Map.of("h2", List.of("w2"), "h3", List.of("w4")),
+                hash -> hash.equals("h2") ? theirs : third);
+        assertThat(three.stream().filter(d -> d.job().equals("report")).findFirst().orElseThrow().differences())
+                .containsExactly("cron: w1, w4: 0 0 6 * * *; w2: 0 0 7 * * *", "params: w1, w2: {}; w4: {a=1}");
         // Equal configs, or a config not published yet: no drift.
         assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h1", List.of("w2")), hash -> ours)).isEmpty();
         assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h9", List.of("w2")), hash -> Map.of())).isEmpty();

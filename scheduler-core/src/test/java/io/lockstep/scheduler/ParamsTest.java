@@ -52,6 +52,27 @@ class ParamsTest {
         assertThat(p.message()).doesNotContain("Jackson").doesNotContain("java.util").doesNotContain("DeserializationConfig");
     }
 
+    public record Window(java.time.Duration window, java.time.Instant from, java.time.LocalTime at) {}
+
+    /**
+     * F4 of the 2026-12-04 trial: java.time types failed in params ("Java 8 date/time type not
+     * supported by default"). A Duration reads as the config's durations do; the others as ISO-8601.
+     */
+    @Test
+    void javaTimeTypesBindAndADurationReadsAsTheConfigsDurationsDo() {
+        Window w = Params.bind(Map.of("window", "90s", "from", "2026-12-04T02:00:00Z", "at", "02:30"), Window.class);
+        assertThat(w.window()).isEqualTo(java.time.Duration.ofSeconds(90));
+        assertThat(w.from()).isEqualTo(java.time.Instant.parse("2026-12-04T02:00:00Z"));
+        assertThat(w.at()).isEqualTo(java.time.LocalTime.of(2, 30));
+        assertThat(Params.bind(Map.of("window", "PT5M"), Window.class).window()).isEqualTo(java.time.Duration.ofMinutes(5));
+
+        Params.Problem bad = Params.problem(Map.of("window", "5min"), Window.class).orElseThrow();
+        assertThat(bad.path()).isEqualTo("window");
+        assertThat(bad.message()).isEqualTo("must be a duration like 250ms, 30s, 5m, 1h, 1d or PT30S, but was a string (\"5min\")");
+        Params.Problem badTime = Params.problem(Map.of("from", "yesterday"), Window.class).orElseThrow();
+        assertThat(badTime.message()).isEqualTo("must be a date and time with its offset, like 2026-12-04T02:00:00Z, but was a string (\"yesterday\")");
+    }
+
     public record Aliased(@com.fasterxml.jackson.annotation.JsonAlias("max_rows") int maxRows) {}
 
     @com.fasterxml.jackson.annotation.JsonIgnoreProperties(ignoreUnknown = true)

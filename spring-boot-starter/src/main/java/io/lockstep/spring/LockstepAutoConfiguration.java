@@ -70,6 +70,7 @@ public class LockstepAutoConfiguration {
     Setup lockstepSetup(LockstepProperties properties, ConfigurableListableBeanFactory beans) {
         AnnotatedJobs annotated = AnnotatedJobs.find(beans);
         ClassLoader classes = beans.getBeanClassLoader() != null ? beans.getBeanClassLoader() : getClass().getClassLoader();
+        JedisVersion.check(classes); // Boot pins an older Jedis: one line naming the property, not a NoClassDefFoundError later
         return new Setup(EffectiveConfig.load(properties, annotated, classes), annotated);
     }
 

@@ -12,7 +12,9 @@ final class LockstepFailureAnalyzer extends AbstractFailureAnalyzer<LockstepExce
     protected FailureAnalysis analyze(Throwable rootFailure, LockstepException cause) {
         String action = cause instanceof ConfigException
                 ? "Correct each Lockstep setting named above (the YAML at its line, or the @LockstepJob method)."
-                : "Make Lockstep's Redis reachable, or declare the job's bean, as the line above says.";
+                : cause.getMessage() != null && cause.getMessage().contains("jedis.version")
+                        ? "Set the jedis.version property as the line above says."
+                        : "Make Lockstep's Redis reachable, or declare the job's bean, as the line above says.";
         return new FailureAnalysis("Lockstep could not start:\n" + cause.getMessage(), action, cause);
     }
 }

@@ -312,6 +312,23 @@ class LockstepStarterTest {
         assertThatThrownBy(() -> start(SlowApp.class, "lockstep.config=file:" + badLine))
                 .rootCause().isInstanceOf(ConfigException.class).hasMessageContaining(badLine.toString() + ":").hasMessageContaining("overlap").hasMessageNotContaining("\n");
 
+        // F2 of the 2026-12-04 trial: Boot's dependency management pins Jedis 6, which lacks what Lockstep uses. A
+        // class loader without Jedis 8's RedisSentinelClient stands for it: one line naming the property to set.
+        ClassLoader jedis6 = new ClassLoader(getClass().getClassLoader()) {
+            @Override
+            protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+                if (name.equals(JedisVersion.NEEDED_CLASS)) {
+                    throw new ClassNotFoundException(name);
+                }
+                return super.loadClass(name, resolve);
+            }
+        };
+        assertThat(JedisVersion.problem(getClass().getClassLoader())).isEmpty();
+        assertThatThrownBy(() -> new SpringApplicationBuilder(SlowApp.class).resourceLoader(new org.springframework.core.io.DefaultResourceLoader(jedis6))
+                .web(WebApplicationType.NONE).properties("lockstep.redis.uri=" + redis.uri()).run())
+                .rootCause().isInstanceOf(LockstepException.class).hasMessageContaining("Lockstep needs Jedis 8")
+                .hasMessageContaining("set the property jedis.version to " + JedisVersion.ADVISED).hasMessageNotContaining("\n");
+
         try (ConfigurableApplicationContext off = start(SlowApp.class, "lockstep.redis.uri=" + redis.uri(), "lockstep.enabled=false")) {
             assertThat(off.getBeansOfType(Scheduler.class)).isEmpty();
             assertThat(off.getBeansOfType(RedisLockProvider.class)).isEmpty();

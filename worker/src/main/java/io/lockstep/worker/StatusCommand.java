@@ -38,14 +38,15 @@ final class StatusCommand extends AdminCommand {
     record Snapshot(Instant now, List<WorkerInfo> workers, List<JobDefinition> jobs, Map<String, RedisAdmin.JobState> states,
             List<Fingerprints.Drift> drift) {
 
-        static Snapshot read(LockstepConfig config, RedisAdmin admin) {
+        /** The status of {@code jobs} (a config file's, or the definitions a running worker has in force). */
+        static Snapshot read(List<JobDefinition> jobs, RedisAdmin admin) {
             Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
             List<WorkerInfo> workers = admin.workers();
             Map<String, RedisAdmin.JobState> states = new LinkedHashMap<>();
-            for (RedisAdmin.JobState state : admin.jobs(config.jobs().stream().map(JobDefinition::name).toList(), RECENT)) {
+            for (RedisAdmin.JobState state : admin.jobs(jobs.stream().map(JobDefinition::name).toList(), RECENT)) {
                 states.put(state.job(), state);
             }
-            return new Snapshot(now, workers, config.jobs(), states, drift(workers, admin));
+            return new Snapshot(now, workers, jobs, states, drift(workers, admin));
         }
 
         /** Drift against the config most live workers run (ties: the oldest worker's). */
@@ -117,7 +118,7 @@ final class StatusCommand extends AdminCommand {
 
     @Override
     int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
-        Snapshot s = Snapshot.read(config, admin);
+        Snapshot s = Snapshot.read(config.jobs(), admin);
         if (json) {
             out.println(s.toJson(new ObjectMapper()).toString());
             return WorkerMain.OK;

@@ -55,7 +55,8 @@ public final class WorkerHttp implements AutoCloseable {
         Supplier<String> status = () -> {
             synchronized (readAt) {
                 if (last[0] == null || System.nanoTime() - readAt[0] > 2_000_000_000L) {
-                    last[0] = StatusCommand.Snapshot.read(config, admin).toJson(mapper).toString();
+                    // The definitions in force, not the startup config's: a SIGHUP reload changes them (F5 of the 2026-12-04 trial).
+                    last[0] = StatusCommand.Snapshot.read(scheduler.definitions(), admin).toJson(mapper).toString();
                     readAt[0] = System.nanoTime();
                 }
                 return last[0];

@@ -55,6 +55,17 @@ class WorkerHttpTest {
                     assertThat(status.statusCode()).isEqualTo(200);
                     assertThat(status.body()).contains("\"name\":\"invoices\"").contains("\"id\":\"app-1\"");
                     assertThat(get(http.port(), "/").body()).contains("<title>Lockstep status</title>");
+
+                    // F5 of the 2026-12-04 trial: after a reload the status shows the schedule in force, not the startup one.
+                    assertThat(status.body()).contains("0 */5 * * * *");
+                    scheduler.update(ConfigLoader.defaults().builtByReflection(false).load("app.yaml", """
+                            redis: { uri: "%s" }
+                            jobs:
+                              - { name: invoices, cron: "0 */7 * * * *", class: %s }
+                            """.formatted(redis.uri(), Noop.class.getName())).jobs());
+                    org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)) // the status is read at most every 2 s
+                            .until(() -> get(http.port(), "/status.json").body().contains("0 */7 * * * *"));
+                    assertThat(get(http.port(), "/status.json").body()).doesNotContain("0 */5 * * * *");
                 } finally {
                     scheduler.close();
                 }
