@@ -46,12 +46,13 @@ public final class Fingerprints {
      */
     public static List<Drift> drift(Map<String, String> reference, List<String> referenceWorkers,
             Map<String, List<String>> othersByHash, java.util.function.Function<String, Map<String, String>> configOf) {
-        // Each config whose jobs are known, with its workers: the reference first.
+        // Each config whose jobs are known and that shares a job with the reference (one with no job in
+        // common is another application on the same prefix, see strangers), with its workers: the reference first.
         Map<List<String>, Map<String, String>> configs = new LinkedHashMap<>();
         configs.put(sorted(referenceWorkers), reference);
         for (Map.Entry<String, List<String>> e : new TreeMap<>(othersByHash).entrySet()) {
             Map<String, String> theirs = configOf.apply(e.getKey());
-            if (!theirs.isEmpty()) {
+            if (!theirs.isEmpty() && !java.util.Collections.disjoint(theirs.keySet(), reference.keySet())) {
                 configs.merge(sorted(e.getValue()), theirs, (a, b) -> a);
             }
         }
@@ -69,6 +70,23 @@ public final class Fingerprints {
             found.add(new Drift(job, List.copyOf(workers), differences(byWorkers)));
         }
         return List.copyOf(found);
+    }
+
+    /**
+     * The workers whose config (known) shares no job with {@code reference}: most likely another
+     * application on the same Redis and key prefix (or a config that renamed every job). Their jobs
+     * are not drift; they are worth one warning. Sorted.
+     */
+    public static List<String> strangers(Map<String, String> reference, Map<String, List<String>> othersByHash,
+            java.util.function.Function<String, Map<String, String>> configOf) {
+        java.util.Set<String> strangers = new java.util.TreeSet<>();
+        othersByHash.forEach((hash, workers) -> {
+            Map<String, String> theirs = configOf.apply(hash);
+            if (!theirs.isEmpty() && !reference.isEmpty() && java.util.Collections.disjoint(theirs.keySet(), reference.keySet())) {
+                strangers.addAll(workers);
+            }
+        });
+        return List.copyOf(strangers);
     }
 
     private static List<String> sorted(List<String> workers) {

@@ -63,6 +63,8 @@ final class Membership {
     private volatile boolean stampedOnce;
     private volatile List<WorkerInfo> live = List.of();
     private volatile List<Drift> drift = List.of();
+    /** The live workers whose config shares no job with ours, as last warned of ({@code prefix_shared}). */
+    private List<String> strangers = List.of();
     /**
      * Manual runs already handed on (job + slot), so each is queued once per worker; one of a job
      * this worker does not run (yet: a reload may add it) is offered again at each heartbeat.
@@ -238,13 +240,21 @@ final class Membership {
         }
         peerConfigs.keySet().retainAll(workersByHash.keySet());
         Map<String, String> ours = workersByHash.isEmpty() ? Map.of() : Fingerprints.describe(definitions);
-        List<Drift> now = Fingerprints.drift(ours, List.of(workerId), workersByHash, hash -> {
+        java.util.function.Function<String, Map<String, String>> configOf = hash -> {
             Map<String, String> theirs = peerConfigs.computeIfAbsent(hash, provider::config);
             if (theirs.isEmpty()) {
                 peerConfigs.remove(hash); // not published yet: ask again next time
             }
             return theirs;
-        });
+        };
+        List<Drift> now = Fingerprints.drift(ours, List.of(workerId), workersByHash, configOf);
+        List<String> strange = Fingerprints.strangers(ours, workersByHash, configOf);
+        if (!strange.isEmpty() && !strange.equals(strangers)) {
+            events.warn("prefix_shared").addKeyValue("workers", String.join(",", strange))
+                    .log("live workers under this key prefix share no job with this worker: another application on the same "
+                            + "Redis and keyPrefix? Give each application its own redis.keyPrefix (their jobs are not drift)");
+        }
+        strangers = strange;
         Set<Drift> previous = Set.copyOf(drift);
         for (Drift d : now) {
             if (!previous.contains(d)) {

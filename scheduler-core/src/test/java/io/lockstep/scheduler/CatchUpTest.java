@@ -146,6 +146,7 @@ class CatchUpTest {
      */
     @Test
     void aRestartThatReEnablesADisabledJobDoesNotCatchUpThePeriodItWasDisabled() {
+        awayFromAMinuteBoundary();
         AtomicLong offset = new AtomicLong();
         InMemoryLockProvider store = InMemoryLockProvider.withClock(() -> System.currentTimeMillis() + offset.get());
         Instant t0 = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(30));
@@ -193,6 +194,7 @@ class CatchUpTest {
      */
     @Test
     void aJobEnabledUpToAnOutageCatchesUpTheWholeOutageWhoeverStartsFirst() {
+        awayFromAMinuteBoundary();
         AtomicLong offset = new AtomicLong();
         InMemoryLockProvider store = InMemoryLockProvider.withClock(() -> System.currentTimeMillis() + offset.get());
         Instant t0 = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofMinutes(10));
@@ -210,6 +212,20 @@ class CatchUpTest {
         await().atMost(Duration.ofSeconds(30)).until(() -> caughtUp().size() >= downSlots);
         assertThat(caughtUp()).first().isEqualTo(t0.plus(Duration.ofMinutes(1)));
         assertThat(harness.events().named("slots_not_owed")).isEmpty();
+    }
+
+    /**
+     * Waits until the wall clock is 2-45 s into a minute, so that the catch-up chain (a few seconds)
+     * ends before the job's next regular slot falls due. A regular slot that falls due during the
+     * chain, past its 1 s grace, has its miss (code order) recorded before the chain's last links,
+     * and the store then reads those as too old to decide (stale): a known order edge (left open in
+     * issue 37's note; CI saw it twice), not what these tests are about.
+     */
+    private static void awayFromAMinuteBoundary() {
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100)).until(() -> {
+            int second = java.time.LocalTime.now(ZoneOffset.UTC).getSecond();
+            return second >= 2 && second <= 45;
+        });
     }
 
     /** The slots of "report" claimed as catch-up. */

@@ -58,6 +58,13 @@ class FingerprintsTest {
                 hash -> hash.equals("h2") ? theirs : third);
         assertThat(three.stream().filter(d -> d.job().equals("report")).findFirst().orElseThrow().differences())
                 .containsExactly("cron: w1, w4: 0 0 6 * * *; w2: 0 0 7 * * *", "params: w1, w2: {}; w4: {a=1}");
+        // F6 of the 2026-12-04 trial: another application on the same prefix (no job in common) is not drift,
+        // it is a stranger (one warning, prefix_shared).
+        Map<String, String> otherApp = Fingerprints.describe(List.of(job("invoices", "0 0 1 * * *", Map.of())));
+        assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h2", List.of("w2"), "h9", List.of("sb-1", "sb-2")),
+                hash -> hash.equals("h2") ? theirs : otherApp)).extracting(Fingerprints.Drift::job).containsExactly("extra", "report");
+        assertThat(Fingerprints.strangers(ours, Map.of("h2", List.of("w2"), "h9", List.of("sb-2", "sb-1")),
+                hash -> hash.equals("h2") ? theirs : otherApp)).containsExactly("sb-1", "sb-2");
         // Equal configs, or a config not published yet: no drift.
         assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h1", List.of("w2")), hash -> ours)).isEmpty();
         assertThat(Fingerprints.drift(ours, List.of("w1"), Map.of("h9", List.of("w2")), hash -> Map.of())).isEmpty();

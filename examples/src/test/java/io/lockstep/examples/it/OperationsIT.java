@@ -211,13 +211,31 @@ class OperationsIT {
             cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
             WorkerProcess w2 = WorkerProcess.start(dir, other, "w2", Map.of("HTTP_PORT", Integer.toString(RedisFixture.freeLoopbackPort())));
             cluster.workers.add(w2);
-            cluster.awaitStarted();
-            await().atMost(Duration.ofSeconds(15)).until(() -> cluster.workers.stream().allMatch(w -> !w.events("config_drift").isEmpty()));
-            for (WorkerProcess w : cluster.workers) {
-                JsonNode drift = w.events("config_drift").get(0);
-                assertThat(drift.path("job").asText()).isEqualTo("slow");
-                assertThat(drift.path("workers").asText()).isEqualTo("w1,w2");
-                assertThat(drift.path("differences").asText()).startsWith("cron: ").contains("*/3 * * * * *", "*/4 * * * * *");
+            // Another application on the same Redis and prefix: no job in common. Not drift; one warning (F6).
+            String base = Files.readString(cluster.config);
+            Path stranger = dir.resolve("stranger.yaml");
+            Files.writeString(stranger, base.substring(0, base.indexOf("jobs:\n")) + "jobs:\n"
+                    + "  - { name: invoices, cron: \"0 0 0 1 1 *\", class: io.lockstep.examples.HeartbeatJob }\n");
+            try (WorkerProcess w3 = WorkerProcess.start(dir, stranger, "sb-1", Map.of("HTTP_PORT", Integer.toString(RedisFixture.freeLoopbackPort())))) {
+                cluster.awaitStarted();
+                await().atMost(Duration.ofSeconds(15)).until(() -> cluster.workers.stream()
+                        .allMatch(w -> !w.events("config_drift").isEmpty() && !w.events("prefix_shared").isEmpty()));
+                for (WorkerProcess w : cluster.workers) {
+                    JsonNode drift = w.events("config_drift").get(0);
+                    assertThat(drift.path("job").asText()).isEqualTo("slow");
+                    assertThat(drift.path("workers").asText()).isEqualTo("w1,w2");
+                    // Who has which value (F16), the reporting worker's own first.
+                    String own = w == w2 ? "w2: */4 * * * * *" : "w1: */3 * * * * *";
+                    String theirs = w == w2 ? "w1: */3 * * * * *" : "w2: */4 * * * * *";
+                    assertThat(drift.path("differences").asText()).isEqualTo("cron: " + own + "; " + theirs);
+                    assertThat(w.events("prefix_shared").get(0).path("workers").asText()).isEqualTo("sb-1");
+                    assertThat(w.events("config_drift")).as("the other application's jobs are not drift")
+                            .noneMatch(e -> e.path("job").asText().equals("invoices") || e.path("workers").asText().contains("sb-1"));
+                }
+                // w3 may hear of w1's config before w2's: a warning per new set of strangers, the last naming both.
+                await().atMost(Duration.ofSeconds(15)).until(() -> w3.events("prefix_shared").stream()
+                        .anyMatch(e -> e.path("workers").asText().equals("w1,w2")));
+                assertThat(w3.events("config_drift")).isEmpty();
             }
             JsonNode status = statusJson(cluster);
             assertThat(status.path("drift")).as(status.toString()).singleElement().satisfies(d -> {
@@ -226,6 +244,10 @@ class OperationsIT {
             });
             assertThat(w2.events("config_drift")).hasSize(1); // reported once, not at every heartbeat
             assertThat(scrape(port).lines()).contains("lockstep_config_drift 1.0");
+            // The audit leaves out the last 11 s of a log cut while it runs: let the run go on past that.
+            Instant auditFrom = Instant.now().plusSeconds(12);
+            await().atMost(Duration.ofSeconds(30)).until(() -> cluster.events("job_started").stream()
+                    .anyMatch(e -> WorkerProcess.slot(e).isAfter(auditFrom)));
             cluster.assertAuditHolds();
         }
     }
