@@ -46,17 +46,27 @@ final class StatusCommand extends AdminCommand {
             for (RedisAdmin.JobState state : admin.jobs(jobs.stream().map(JobDefinition::name).toList(), RECENT)) {
                 states.put(state.job(), state);
             }
-            return new Snapshot(now, workers, jobs, states, drift(workers, admin));
+            return new Snapshot(now, workers, jobs, states, drift(workers, admin, jobs));
         }
 
-        /** Drift against the config most live workers run (ties: the oldest worker's). */
-        private static List<Fingerprints.Drift> drift(List<WorkerInfo> workers, RedisAdmin admin) {
+        /**
+         * Drift against the config most live workers run among those that share a job with {@code jobs}
+         * (the configs of other applications on the same prefix are not this status's drift; ties: the
+         * oldest worker's).
+         */
+        private static List<Fingerprints.Drift> drift(List<WorkerInfo> workers, RedisAdmin admin, List<JobDefinition> jobs) {
             Map<String, List<String>> byHash = new LinkedHashMap<>();
             workers.forEach(w -> byHash.computeIfAbsent(w.configHash(), h -> new ArrayList<>()).add(w.id()));
             if (byHash.size() < 2) {
                 return List.of();
             }
-            String reference = byHash.entrySet().stream().max(Comparator.comparingInt(e -> e.getValue().size())).orElseThrow().getKey();
+            java.util.Set<String> names = new java.util.HashSet<>(jobs.stream().map(JobDefinition::name).toList());
+            String reference = byHash.entrySet().stream()
+                    .filter(e -> !java.util.Collections.disjoint(admin.config(e.getKey()).keySet(), names))
+                    .max(Comparator.comparingInt(e -> e.getValue().size())).map(Map.Entry::getKey).orElse(null);
+            if (reference == null) {
+                return List.of();
+            }
             Map<String, List<String>> others = new HashMap<>(byHash);
             List<String> referenceWorkers = others.remove(reference);
             return Fingerprints.drift(admin.config(reference), referenceWorkers, others, admin::config);
