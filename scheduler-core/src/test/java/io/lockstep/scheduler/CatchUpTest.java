@@ -218,8 +218,8 @@ class CatchUpTest {
      * Waits until the wall clock is 2-45 s into a minute, so that the catch-up chain (a few seconds)
      * ends before the job's next regular slot falls due. A regular slot that falls due during the
      * chain, past its 1 s grace, has its miss (code order) recorded before the chain's last links,
-     * and the store then reads those as too old to decide (stale): a known order edge (left open in
-     * issue 37's note; CI saw it twice), not what these tests are about.
+     * and the store then reads those as too old to decide (stale): a known order edge, left open for
+     * the claim protocol's rework (issue 34; CI saw it twice), not what these tests are about.
      */
     private static void awayFromAMinuteBoundary() {
         await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100)).until(() -> {
