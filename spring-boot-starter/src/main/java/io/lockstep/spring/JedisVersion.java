@@ -11,7 +11,7 @@ import java.util.Optional;
  */
 final class JedisVersion {
 
-    /** A class Jedis has had since 7, and Lockstep uses (Sentinel). */
+    /** A class Lockstep uses (its Sentinel client) that the Jedis 6 Boot 3.5 manages does not have. */
     static final String NEEDED_CLASS = "redis.clients.jedis.RedisSentinelClient";
     /** The version the README and the message advise. */
     static final String ADVISED = "8.0.2";

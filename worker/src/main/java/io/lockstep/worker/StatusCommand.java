@@ -61,15 +61,17 @@ final class StatusCommand extends AdminCommand {
                 return List.of();
             }
             java.util.Set<String> names = new java.util.HashSet<>(jobs.stream().map(JobDefinition::name).toList());
+            Map<String, Map<String, String>> read = new HashMap<>(); // each published config read once
+            java.util.function.Function<String, Map<String, String>> configOf = hash -> read.computeIfAbsent(hash, admin::config);
             String reference = byHash.entrySet().stream()
-                    .filter(e -> !java.util.Collections.disjoint(admin.config(e.getKey()).keySet(), names))
+                    .filter(e -> !java.util.Collections.disjoint(configOf.apply(e.getKey()).keySet(), names))
                     .max(Comparator.comparingInt(e -> e.getValue().size())).map(Map.Entry::getKey).orElse(null);
             if (reference == null) {
                 return List.of();
             }
             Map<String, List<String>> others = new HashMap<>(byHash);
             List<String> referenceWorkers = others.remove(reference);
-            return Fingerprints.drift(admin.config(reference), referenceWorkers, others, admin::config);
+            return Fingerprints.drift(configOf.apply(reference), referenceWorkers, others, configOf);
         }
 
         ObjectNode toJson(ObjectMapper mapper) {
