@@ -291,6 +291,7 @@ final class Claimer {
                         request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
                         d.kind() == DueSlot.Kind.CATCH_UP);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
+                run.storeClock(result.serverTimeMillis() * 1_000, receivedNanos);
                 // Moved on before the hand-off: should anything below throw, unhandled() must not free the
                 // thread the run now owns nor ask the store again (the same token wins again: a second run).
                 d.won(request.staged());

@@ -21,6 +21,13 @@ final class ClusterClock {
     /** How soon a read that failed is tried again. */
     private static final Duration RETRY = Duration.ofSeconds(1);
     private static final int SAMPLES = 3;
+    /**
+     * How fast the store's clock may drift from this host's monotonic clock, at most, as the error
+     * of an anchor grows with its age (ppm of elapsed time): NTP slews a clock by up to 500 ppm,
+     * chrony faster, and the store's host may be stepped meanwhile. A reading of the heartbeat is
+     * taken once its own error (half its round trip) is below the anchor's grown one.
+     */
+    static final long DRIFT_PPM = 1_000;
 
     /** The host's wall clock: stands in before the first read, and gives the reported offset. */
     private final Clock clock;
@@ -81,13 +88,16 @@ final class ClusterClock {
     /**
      * A reading of the store's clock that came with another call (the heartbeat's reply carries the
      * server's time), sent at {@code sentNanos} and answered at {@code receivedNanos}. Taken when its
-     * round trip is about as short as the best one's, or when the anchor is due anyway; then the
-     * next read of its own is put off, so that an idle worker sends nothing but its heartbeat.
+     * round trip is about as short as the anchor's, or shorter than the anchor's plus what the
+     * anchor may have drifted since ({@link #DRIFT_PPM}, both ways), or when the anchor is due
+     * anyway; then the next read of its own is put off, so that an idle worker sends nothing but its
+     * heartbeat.
      */
     void sample(long serverMillis, long sentNanos, long receivedNanos) {
         long rtt = receivedNanos - sentNanos;
         Anchor a = anchor;
-        if (a == null || rtt <= a.rttNanos * 3 / 2 + 500_000 || syncDue()) {
+        if (a == null || rtt <= Math.max(a.rttNanos * 3 / 2, a.rttNanos + 2 * (receivedNanos - a.nanos) / 1_000_000 * DRIFT_PPM) + 500_000
+                || syncDue()) {
             long wall = clock.millis() - (System.nanoTime() - receivedNanos) / 1_000_000;
             anchor = new Anchor(serverMillis, sentNanos + rtt / 2, serverMillis - (wall - rtt / 2_000_000), rtt);
             nextSyncNanos = System.nanoTime() + SYNC_INTERVAL.toNanos();

@@ -230,8 +230,9 @@ final class Completer {
                     .addKeyValue("duration_ms", durationMs).addKeyValue("success", ours)
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("outcome", p.outcome().label())
                     .log(!ours ? "slot no longer ours (its lease ran out, or a newer run replaced it)"
-                            : handedBack ? "slot handed back: it is run again (on a peer, or here)" : "slot released");
-            if (!ours && p.outcome() != Outcome.NOT_STARTED) {
+                            : handedBack ? "slot handed back: it is run again (on a peer, or here)"
+                            : p.outcome() == Outcome.MISSED ? "slot closed without a run (missed: it could not begin in order)" : "slot released");
+            if (!ours && p.outcome() != Outcome.NOT_STARTED && p.outcome() != Outcome.MISSED) {
                 late.add(p);
             }
             if (ours) {

@@ -183,6 +183,8 @@ final class Runner {
                     events.metrics().leaseLost(def.name(), "before_start");
                 }
                 outcome = Outcome.NOT_STARTED;
+            } else if (heldUpPastItsTurn(run, slot)) {
+                outcome = Outcome.MISSED;
             } else {
                 outcome = traced(run, def, slot);
             }
@@ -195,10 +197,54 @@ final class Runner {
             }
             run.detach();
         }
-        if (outcome != Outcome.NOT_STARTED) {
+        if (outcome != Outcome.NOT_STARTED && outcome != Outcome.MISSED) {
             events.metrics().ran(def.name(), outcome, run.firstStartNanos == 0 ? 0 : System.nanoTime() - run.firstStartNanos);
         }
         ended(run, outcome);
+    }
+
+    /**
+     * How long after its turn a run of a job whose runs may overlap can still begin: its turn is the
+     * store's decision of its slot, or the job's next slot if that is later. Below the audit's
+     * default {@code --tolerance} (100 ms), with room for the few milliseconds a reading of the
+     * store's clock may be off.
+     */
+    static final Duration IN_ORDER_WITHIN = Duration.ofMillis(75);
+
+    /**
+     * Guarantee 10 (in order) for a job whose runs may overlap ({@code overlap: allow}), where the
+     * job's lease does not keep a later slot out while this run holds its claim. The store decided
+     * this slot before any later slot of the job started (it refuses an older slot after a newer one
+     * started), and no later slot starts before its own time by the store's clock; so a run that
+     * begins within {@link #IN_ORDER_WITHIN} of the later of its decision and the job's next slot
+     * begins in order. One whose worker was held up longer between the decision and the start (a
+     * stall, a starved CPU, a full pool) may begin after a later slot's run began on a peer: it is
+     * not started, and reported {@code slot_missed} (code {@code order}) by this worker, its claim
+     * closed as {@link Outcome#MISSED} (never handed to a peer, which would run it later still).
+     * Reruns and manual runs are outside the order; later attempts follow a first that began.
+     * Jobs with one lease ({@code skip}, {@code replace}) need no such check: a later slot cannot
+     * start while this claim holds the lease, or revokes it (the watchdog then stops the run).
+     */
+    private boolean heldUpPastItsTurn(SlotRun run, String slot) {
+        JobDefinition def = run.definition;
+        SlotRun.StoreReading decided = run.storeReading();
+        if (def.exclusive() || run.manual || run.recovered || run.attempt() > 1 || decided == null) {
+            return false;
+        }
+        long storeNow = run.storeNowMillis(System.nanoTime(), () -> clock.now().toEpochMilli());
+        long next = def.schedule().next(run.scheduledTime()).map(java.time.Instant::toEpochMilli).orElse(Long.MAX_VALUE);
+        long turn = Math.max(next, decided.micros() / 1_000);
+        if (turn == Long.MAX_VALUE || storeNow - turn <= IN_ORDER_WITHIN.toMillis()) {
+            return false;
+        }
+        String reason = "its run could not begin in order: this worker was held up " + (storeNow - decided.micros() / 1_000)
+                + " ms between the claim and the start, and a later slot of the job may have started meanwhile";
+        run.lastError = reason; // the history's entry (outcome missed) says why
+        events.metrics().missed(def.name(), "order", 1);
+        events.warn("slot_missed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+                .addKeyValue("lateness_ms", storeNow - run.scheduledTime().toEpochMilli()).addKeyValue("reason", reason)
+                .addKeyValue("code", "order").addKeyValue("lock_name", run.lockName).log("slot missed");
+        return true;
     }
 
     /** The run ended (or never started): its outcome goes to the completer, its job thread is free. */
@@ -229,6 +275,11 @@ final class Runner {
         return outcome;
     }
 
+    /** How late the run starts now, by the store's clock as the run's own replies read it (ms). */
+    private long lateness(SlotRun run) {
+        return run.storeNowMillis(System.nanoTime(), () -> clock.now().toEpochMilli()) - run.scheduledTime().toEpochMilli();
+    }
+
     /** Runs the job, and again after a failure while its retry policy allows, within the same claim. */
     private Outcome runJob(SlotRun run, JobDefinition def, String slot) {
         Retry retry = def.retry();
@@ -242,13 +293,13 @@ final class Runner {
             }
             var started = events.info("job_started").addKeyValue("job", def.name()).addKeyValue("slot", slot)
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
-                    .addKeyValue("lateness_ms", Duration.between(run.scheduledTime(), clock.now()).toMillis());
+                    .addKeyValue("lateness_ms", lateness(run));
             // Flags audit reads: a rerun follows slot_recovered; a catch-up may start past misfireGrace.
             started = run.manual ? started.addKeyValue("manual", true) : started;
             started = run.recovered ? started.addKeyValue("rerun", true) : started;
             started = run.catchUp ? started.addKeyValue("catch_up", true) : started;
             run.span.tag(started).log("job started");
-            events.metrics().started(def.name(), Duration.between(run.scheduledTime(), clock.now()));
+            events.metrics().started(def.name(), Duration.ofMillis(lateness(run)));
             run.attach(Thread.currentThread());
             Throwable failure = null;
             try {

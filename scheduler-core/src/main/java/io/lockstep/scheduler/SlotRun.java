@@ -31,6 +31,17 @@ final class SlotRun implements JobContext {
      * store's start and ours); {@link Long#MAX_VALUE} for runs without one (recoveries, catch-up).
      */
     volatile long graceEndsNanos = Long.MAX_VALUE;
+    /**
+     * The store's clock as this run's own last reply read it: its claim's, then its start's (for a
+     * claim made ahead). How late the run starts is measured by it, not by the worker's
+     * {@link ClusterClock} (whose anchor may be 30 s old, and the store's clock may have been stepped
+     * or slewed since); the time since the reply is a fraction of a second of this host's monotonic
+     * clock. Null before the claim's reply.
+     */
+    private volatile StoreReading storeReading;
+
+    /** A reading of the store's clock: {@code micros} (epoch µs), read at or before {@code nanos} (monotonic) here. */
+    record StoreReading(long micros, long nanos) {}
     /** A manual run ({@code trigger}); its events carry {@code manual: true}. */
     final boolean manual;
     /** A rerun of a slot whose earlier run lost its lease or never started ({@code slot_recovered}); {@code rerun: true}. */
@@ -61,6 +72,27 @@ final class SlotRun implements JobContext {
         this.fencingToken = fencingToken;
         this.workerId = workerId;
         this.claimSentNanos = claimSentNanos;
+    }
+
+    /** Notes the store's clock as a reply of this run's read it: {@code serverMicros}, the reply arrived at {@code receivedNanos}. */
+    void storeClock(long serverMicros, long receivedNanos) {
+        if (serverMicros > 0) {
+            storeReading = new StoreReading(serverMicros, receivedNanos);
+        }
+    }
+
+    /** The reading this run's replies gave last, or null. */
+    StoreReading storeReading() {
+        return storeReading;
+    }
+
+    /**
+     * The store's clock now, at the least, as this run's last reply tells (epoch ms): that reply's
+     * reading plus the monotonic time since it arrived; {@code fallback} before any reply.
+     */
+    long storeNowMillis(long nowNanos, java.util.function.LongSupplier fallback) {
+        StoreReading r = storeReading;
+        return r == null ? fallback.getAsLong() : Math.floorDiv(r.micros() * 1_000 + (nowNanos - r.nanos()), 1_000_000);
     }
 
     void watchedBy(Watchdog<SlotRun>.Watch w) {

@@ -32,6 +32,25 @@ class ClusterClockTest {
     }
 
     @Test
+    void anOldAnchorGivesWayToASlowerReadingOnceItMayHaveDriftedFurther() {
+        ClusterClock clock = new ClusterClock(Clock.systemUTC());
+        long store = Instant.parse("2030-01-01T00:00:00Z").toEpochMilli();
+        long anchoredAt = System.nanoTime() - 20_000_000_000L; // an anchor read 20 s ago, with a 1 ms round trip
+        clock.sample(store, anchoredAt - 1_000_000, anchoredAt);
+        // 20 s later the store's clock may be 20 ms off the anchor's reckoning (1,000 ppm): a reading
+        // with a 30 ms round trip (15 ms either way) is the better one, and is taken.
+        long now = System.nanoTime();
+        clock.sample(store + 20_000 + 500, now - 30_000_000, now);
+        assertThat(clock.now()).isAfterOrEqualTo(Instant.ofEpochMilli(store + 20_500));
+        // A fresh anchor is not given up for a reading with a round trip 30 times its own.
+        long fresh = System.nanoTime();
+        clock.sample(store + 21_000, fresh - 1_000_000, fresh);
+        long next = System.nanoTime();
+        clock.sample(store + 40_000, next - 30_000_000, next);
+        assertThat(clock.now()).isBefore(Instant.ofEpochMilli(store + 30_000));
+    }
+
+    @Test
     void withoutHeartbeatReadingsTheProbeReadsTheStore() {
         InMemoryLockProvider store = InMemoryLockProvider.withClock(() -> Instant.parse("2030-01-01T00:00:00Z").toEpochMilli());
         ClusterClock clock = new ClusterClock(Clock.systemUTC());

@@ -24,7 +24,7 @@ public final class RedisAdmin {
 
     /**
      * One entry of a job's history, newest first: a run's outcome ({@code succeeded}, {@code failed},
-     * {@code timed_out}, {@code lease_lost}, {@code interrupted}, {@code not_started}), or a decision
+     * {@code timed_out}, {@code lease_lost}, {@code interrupted}, {@code not_started}, {@code missed}: claimed, then not started in order, {@code error} says why), or a decision
      * about its slot without a run of its own ({@link #DECISIONS}: {@code reason} says why; for
      * {@code recovered}, {@code error} names the run it replaced). {@code attempt} is 0 for a decision.
      */
