@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.lockstep.examples.it.jobs.RecordingJob;
+import io.lockstep.scheduler.SlotCoverage;
 import io.lockstep.examples.it.jobs.RecordingJob.Run;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -74,7 +75,13 @@ class ClockSkewIT {
             assertThat(runs).allSatisfy(r -> assertThat(Duration.between(r.slot(), r.started()).toMillis())
                     .as("%s of %s started %s by the true clock", r.slot(), r.worker(), r.started()).isBetween(-1L, GRACE.plusSeconds(1).toMillis()));
             assertThat(cluster.startsBySlot()).allSatisfy((slot, workers) -> assertThat(workers).as(slot).hasSize(1));
-            assertThat(cluster.slotsNeverStarted(JOBS, from, to)).isEmpty();
+            // Every slot started, but one a run of the slot before still held the lease for (overlap:
+            // skip, reported slot_skipped, and audit checks that report): a JVM with libfaketime
+            // preloaded is slow (every clock read is intercepted), and CI saw one start a 20 ms run
+            // 434 ms late and take 455 ms over it, into the next slot.
+            List<String> skipped = cluster.events("slot_skipped").stream()
+                    .map(e -> SlotCoverage.key(e.path("job").asText(), Instant.parse(e.path("slot").asText()))).toList();
+            assertThat(cluster.slotsNeverStarted(JOBS, from, to)).isSubsetOf(skipped);
             cluster.assertAuditHolds();
         }
     }
