@@ -52,6 +52,19 @@ final class LockCycles {
         return rows;
     }
 
+    /**
+     * {@code --only redlock-faults}: the Redlock lock cycle over 5 masters with none, 2 killed and 2
+     * stalled ({@link RedlockFaultBenchmark}), at 1 and 8 threads, throughput and latency.
+     */
+    static List<Row> redlockFaults(List<Integer> redlockPorts, boolean quick) throws RunnerException {
+        List<Row> rows = new ArrayList<>();
+        for (int threads : new int[] {1, 8}) {
+            rows.addAll(rows(options(RedlockFaultBenchmark.class, 0, redlockPorts, threads, Mode.Throughput, quick),
+                    options(RedlockFaultBenchmark.class, 0, redlockPorts, threads, Mode.SampleTime, quick), threads));
+        }
+        return rows;
+    }
+
     private static List<Row> rows(Options throughputRun, Options latencyRun, int threads) throws RunnerException {
         List<Row> rows = new ArrayList<>();
         Collection<RunResult> throughput = new Runner(throughputRun).run();
@@ -70,7 +83,8 @@ final class LockCycles {
         String benchmark = r.getParams().getBenchmark();
         String method = benchmark.substring(benchmark.lastIndexOf('.') + 1);
         String masters = r.getParams().getParam("masters");
-        return masters == null ? method : method + "-" + masters;
+        String fault = r.getParams().getParam("fault");
+        return fault != null ? method + "-5-" + fault : masters == null ? method : method + "-" + masters;
     }
 
     private static Options options(Class<?> benchmark, int port, List<Integer> redlockPorts, int threads, Mode mode, boolean quick) {

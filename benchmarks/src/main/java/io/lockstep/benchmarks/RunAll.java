@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
  * Runs every benchmark against one redis-server it starts itself, and writes
  * {@code docs/BENCHMARKS.md} with {@code docs/lateness.png}:
  * <pre>
- *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR] [--only lock|scale|load|steady|idle|memory|audit]
+ *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR] [--only lock|redlock-faults|scale|load|steady|idle|memory|audit]
  * </pre>
  * {@code --quick} shortens every window (a smoke run; its figures are not the published ones).
  * {@code --only} runs one part and prints its figures without writing the report (to check a
@@ -44,7 +44,7 @@ public final class RunAll {
                 quick = true;
             } else if (args[i].equals("--out") && i + 1 < args.length) {
                 out = Path.of(args[++i]);
-            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "scale", "load", "steady", "idle", "memory", "audit").contains(args[i + 1])) {
+            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "redlock-faults", "scale", "load", "steady", "idle", "memory", "audit").contains(args[i + 1])) {
                 only = args[++i];
             } else if (args[i].equals("--jobs") && i + 1 < args.length && args[i + 1].matches("[1-9][0-9]{0,5}")) {
                 jobs = Integer.parseInt(args[++i]);
@@ -54,7 +54,7 @@ public final class RunAll {
                 onCluster = true;
             } else {
                 System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR] "
-                        + "[--only lock|scale|load|idle|memory|audit] [--jobs N] [--workers N] [--cluster]");
+                        + "[--only lock|redlock-faults|scale|load|idle|memory|audit] [--jobs N] [--workers N] [--cluster]");
                 System.exit(2);
             }
         }
@@ -124,6 +124,21 @@ public final class RunAll {
         }
     }
 
+    /** The Redlock lock cycle over 5 masters of its own, 2 of them killed or stalled ({@link RedlockFaultBenchmark}). */
+    private static List<LockCycles.Row> redlockFaults(boolean quick) throws Exception {
+        List<LocalRedisServer> masters = new ArrayList<>();
+        try {
+            for (int i = 0; i < 5; i++) {
+                masters.add(LocalRedisServer.start());
+            }
+            log("Redlock lock cycle (JMH) over 5 masters: none out, 2 killed, 2 stalled (SIGSTOP); 1 and 8 threads");
+            awaitUptime(masters, RedlockCycleBenchmark.LEASE);
+            return LockCycles.redlockFaults(masters.stream().map(LocalRedisServer::port).toList(), quick);
+        } finally {
+            masters.forEach(LocalRedisServer::close);
+        }
+    }
+
     /** Waits until every master has been up {@code uptime}: past Redlock's restart quarantine. */
     private static void awaitUptime(List<LocalRedisServer> masters, Duration uptime) throws InterruptedException {
         for (LocalRedisServer m : masters) {
@@ -143,6 +158,9 @@ public final class RunAll {
                 case "lock" -> (Boolean.getBoolean("bench.floorOnly") ? LockCycles.floorOnly(redis.port())
                         : lockCycles(redis, quick)).forEach(r -> log(String.format(java.util.Locale.ROOT,
                         "%-10s %d threads: %,.0f ± %,.0f cycles/s, p50 %.0f µs, p99 %.0f µs", r.impl(), r.threads(), r.opsPerSecond(),
+                        r.opsError(), r.p50Micros(), r.p99Micros())));
+                case "redlock-faults" -> redlockFaults(quick).forEach(r -> log(String.format(java.util.Locale.ROOT,
+                        "%-22s %d threads: %,.0f ± %,.0f cycles/s, p50 %.0f µs, p99 %.0f µs", r.impl(), r.threads(), r.opsPerSecond(),
                         r.opsError(), r.p50Micros(), r.p99Micros())));
                 case "scale" -> scale(redis, work, quick);
                 case "load" -> load(redis, work, jobs, workers, onCluster, quick);

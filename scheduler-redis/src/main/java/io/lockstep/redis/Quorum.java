@@ -54,6 +54,16 @@ final class Quorum<N> {
      *     as for a node that does not answer; the others decide as usual
      */
     Quorum(List<N> nodes, List<String> names, int inFlightPerNode) {
+        this(nodes, names, inFlightPerNode, null);
+    }
+
+    /**
+     * @param probe when not null, each node has a {@link MasterHealth}: a node that did not answer
+     *     within the wait in two of its last four calls is left out (its vote failed at once, the call
+     *     not sent) until {@code probe} on it, tried every {@link MasterHealth#PROBE_EVERY} in the
+     *     background, returns
+     */
+    Quorum(List<N> nodes, List<String> names, int inFlightPerNode, Function<N, ?> probe) {
         if (nodes.size() < 3 || nodes.size() != names.size()) {
             throw new IllegalArgumentException("redlock needs at least 3 independent masters (5 is usual), but was given " + nodes.size());
         }
@@ -75,6 +85,42 @@ final class Quorum<N> {
                     return t;
                 });
         this.pool = pool;
+        this.health = probe == null ? null : new QuorumHealth<>(this.nodes, this.names, quorum, probe, pool);
+    }
+
+    /** Per node, whether it is asked and how its calls went; null without a probe (every node always asked). */
+    private final QuorumHealth<N> health;
+    /** The longest wait of any fan-out so far: how long {@link #awaitInFlight} waits at most. */
+    private final java.util.concurrent.atomic.AtomicLong longestWaitNanos = new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * Waits up to the longest fan-out wait for the calls still in flight (the rest of steps a
+     * majority settled early: a release's, an outcome's) to land, so that closing the clients right
+     * after does not cut them short on the other nodes. A stalled node's calls are not waited past it.
+     */
+    void awaitInFlight() {
+        long deadline = System.nanoTime() + longestWaitNanos.get();
+        for (java.util.concurrent.Semaphore permits : inFlight) {
+            try {
+                if (permits.tryAcquire(inFlightPerNode, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    permits.release(inFlightPerNode);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+
+    /** Each node's state by name, in order: {@code closed} (asked) or {@code open} (left out); {@code closed} for all without a probe. */
+    java.util.Map<String, String> states() {
+        if (health != null) {
+            return health.states();
+        }
+        java.util.Map<String, String> states = new java.util.LinkedHashMap<>();
+        names.forEach(name -> states.put(name, "closed"));
+        return states;
     }
 
     private static final AtomicInteger THREADS = new AtomicInteger();
@@ -105,36 +151,234 @@ final class Quorum<N> {
      * @return one vote per node, in node order
      */
     <T> List<Vote<T>> ask(Function<N, T> action, Duration wait) {
-        List<CompletableFuture<T>> futures = new ArrayList<>(nodes.size());
-        for (int i = 0; i < nodes.size(); i++) {
-            N node = nodes.get(i);
-            java.util.concurrent.Semaphore permits = inFlight[i];
-            if (!permits.tryAcquire()) {
-                futures.add(CompletableFuture.failedFuture(new Busy(inFlightPerNode)));
-                continue;
-            }
-            try {
-                futures.add(CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return action.apply(node);
-                    } finally {
-                        permits.release();
-                    }
-                }, pool));
-            } catch (java.util.concurrent.RejectedExecutionException e) {
-                permits.release();
-                futures.add(CompletableFuture.failedFuture(new Busy(inFlightPerNode)));
-            }
-        }
-        long deadline = System.nanoTime() + wait.toNanos();
-        List<Vote<T>> votes = new ArrayList<>(nodes.size());
-        for (int i = 0; i < nodes.size(); i++) {
-            votes.add(vote(names.get(i), futures.get(i), Math.max(0, deadline - System.nanoTime()), wait));
-        }
-        return votes;
+        return ask(action, wait, null);
     }
 
-    private static <T> Vote<T> vote(String name, CompletableFuture<T> future, long waitNanos, Duration wait) {
+    /**
+     * {@link #ask(Function, Duration)} that returns as soon as {@code settled} holds for the votes in
+     * so far (the nodes not answered yet read as failed, "pending"): a decision a majority already
+     * made does not wait for a slow or stalled minority. Those are left to finish in the background
+     * (what they write is an orphan the callers already handle, or the same as the majority's), and
+     * their votes read failed ("not awaited"); each still counts for or against its node's health
+     * when it answers or its wait is over.
+     *
+     * <p>A failure counts against a node's health only when another node answered in time (no
+     * answer at all, or a poll that woke a whole wait late, is our own pause or an outage of all),
+     * and never leaves out more than N - quorum nodes.
+     */
+    <T> List<Vote<T>> ask(Function<N, T> action, Duration wait, java.util.function.Predicate<List<Vote<T>>> settled) {
+        return ask(action, wait, settled, false, null).votes();
+    }
+
+    /** A fan-out's votes and its calls, one per node in node order (a call not sent is a failed future). */
+    record Asked<T>(List<Vote<T>> votes, List<CompletableFuture<T>> calls) {}
+
+    /**
+     * {@link #ask(Function, Duration, java.util.function.Predicate)} with its calls, for a caller
+     * whose undo must reach each node after the call it undoes ({@link #tellAfter}).
+     */
+    <T> Asked<T> askTracked(Function<N, T> action, Duration wait, java.util.function.Predicate<List<Vote<T>>> settled) {
+        return ask(action, wait, settled, false, null);
+    }
+
+    /**
+     * {@link #ask(Function, Duration, java.util.function.Predicate)} for an undo (a give-back, a
+     * release, a split's record) of the calls in {@code after} (an {@link Asked#calls()}). It goes to
+     * each node the call went to, a node left out since included (the call that left it out may have
+     * landed there; it is not waited for there, its vote reads failed, "left out"), and reaches each
+     * only after that node's call has ended, answered or failed: a call a majority settled without
+     * waiting for it can still be on its way, and an undo sent on another connection could land
+     * before it and leave what it took behind (a lock on a minority, held for its lease). A call that
+     * ended in a client-side timeout may still be queued on a stalled server, and its undo can then
+     * land first: what it took stays on that one master until its ttl (for the scheduler, the
+     * give-back is told again when that master answers "taken" for it). Sent at once to the nodes whose call has ended; not to a node
+     * left out that the call never went to.
+     */
+    <T> List<Vote<T>> tellAfter(Function<N, T> action, Duration wait, java.util.function.Predicate<List<Vote<T>>> settled,
+            List<? extends CompletableFuture<?>> after) {
+        return ask(action, wait, settled, true, after).votes();
+    }
+
+    private <T> Asked<T> ask(Function<N, T> action, Duration wait, java.util.function.Predicate<List<Vote<T>>> settled,
+            boolean alsoLeftOut, List<? extends CompletableFuture<?>> after) {
+        if (health != null) {
+            health.waitSeen(wait);
+        }
+        longestWaitNanos.accumulateAndGet(wait.toNanos(), Math::max);
+        List<CompletableFuture<T>> futures = new ArrayList<>(nodes.size());
+        List<Integer> notAsked = health == null ? List.of() : health.leftOut();
+        for (int i = 0; i < nodes.size(); i++) {
+            boolean leftOut = notAsked.contains(i);
+            if (leftOut && !alsoLeftOut) {
+                futures.add(CompletableFuture.failedFuture(new LeftOut()));
+                continue;
+            }
+            CompletableFuture<?> before = after == null ? null : after.get(i);
+            if (leftOut && before != null && notSent(before)) {
+                // The call it undoes never went there: nothing to undo on a node left out (and nothing
+                // piles up on a stalled one, one thread per call, until the bound).
+                futures.add(CompletableFuture.failedFuture(new LeftOut()));
+                continue;
+            }
+            int node = i;
+            CompletableFuture<T> sent = before == null || before.isDone() ? send(i, action)
+                    : before.handle((r, t) -> null).thenCompose(x -> send(node, action));
+            futures.add(leftOut ? CompletableFuture.failedFuture(new LeftOut()) : sent);
+        }
+        long sent = System.nanoTime();
+        long deadline = sent + wait.toNanos();
+        int n = nodes.size();
+        java.util.concurrent.BlockingQueue<Integer> done = new java.util.concurrent.LinkedBlockingQueue<>();
+        for (int i = 0; i < n; i++) {
+            int index = i;
+            futures.get(i).whenComplete((r, t) -> done.add(index));
+        }
+        List<Vote<T>> votes = new ArrayList<>(java.util.Collections.nCopies(n, null));
+        int remaining = n;
+        int answers = 0; // nodes that answered in time, whatever they said
+        boolean early = false;
+        boolean interrupted = false;
+        while (remaining > 0) {
+            Integer i;
+            try {
+                i = done.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                interrupted = true;
+                // keep the answers already in: they were given, whatever our thread does next
+                for (Integer in = done.poll(); in != null; in = done.poll()) {
+                    Vote<T> v = vote(names.get(in), futures.get(in), 0, wait);
+                    votes.set(in, v);
+                }
+                break;
+            }
+            if (i == null) {
+                // The wait is over. Answers already in the queue arrived in time (only our reading was late).
+                for (Integer in = done.poll(); in != null; in = done.poll()) {
+                    Vote<T> v = vote(names.get(in), futures.get(in), 0, wait);
+                    votes.set(in, v);
+                    if (health != null) {
+                        health.record(in, v, futures.get(in), System.nanoTime() - sent);
+                    }
+                    if (v.kind() != Kind.FAILED) {
+                        answers++;
+                    }
+                }
+                break;
+            }
+            Vote<T> v = vote(names.get(i), futures.get(i), 0, wait);
+            votes.set(i, v);
+            if (health != null) {
+                health.record(i, v, futures.get(i), System.nanoTime() - sent);
+            }
+            if (v.kind() != Kind.FAILED) {
+                answers++;
+            }
+            remaining--;
+            if (settled != null && remaining > 0 && settled.test(withPending(votes))) {
+                early = true;
+                break;
+            }
+        }
+        // No node answered in time, or we looked a whole wait late: our own pause (GC, CPU) or an outage of
+        // every node, which says nothing of any one of them, so it counts against none.
+        boolean ourPause = answers == 0 || System.nanoTime() - deadline > wait.toNanos();
+        for (int i = 0; i < n; i++) {
+            if (votes.get(i) != null) {
+                continue;
+            }
+            if (early || interrupted) {
+                votes.set(i, new Vote<>(names.get(i), Kind.FAILED, null, interrupted ? "interrupted" : "not awaited: the answers in decided"));
+                if (early && health != null) {
+                    health.recordLater(i, futures.get(i), sent, wait);
+                }
+            } else {
+                Vote<T> v = new Vote<>(names.get(i), Kind.FAILED, null, "no answer within " + wait.toMillis() + " ms");
+                votes.set(i, v);
+                if (health != null && !ourPause) {
+                    health.record(i, v, futures.get(i), System.nanoTime() - sent);
+                }
+            }
+        }
+        return new Asked<>(votes, futures);
+    }
+
+
+    /** Sends {@code action} to node {@code i} if it has a call left within its bound, else a failed {@link Busy} future. */
+    private <T> CompletableFuture<T> send(int i, Function<N, T> action) {
+        N node = nodes.get(i);
+        java.util.concurrent.Semaphore permits = inFlight[i];
+        if (!permits.tryAcquire()) {
+            return CompletableFuture.failedFuture(new Busy(inFlightPerNode));
+        }
+        try {
+            return CompletableFuture.supplyAsync(() -> {
+                try {
+                    return action.apply(node);
+                } finally {
+                    permits.release();
+                }
+            }, pool);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            permits.release();
+            return CompletableFuture.failedFuture(new Busy(inFlightPerNode));
+        }
+    }
+
+    /** Whether a fan-out's call was not sent at all (its node left out, or at its bound). */
+    private static boolean notSent(CompletableFuture<?> call) {
+        if (!call.isCompletedExceptionally()) {
+            return false;
+        }
+        Throwable t = call.handle((r, e) -> e).getNow(null);
+        return t instanceof LeftOut || t instanceof Busy;
+    }
+
+
+    /** The votes in so far, the nodes not answered yet as failed ("pending"). */
+    private <T> List<Vote<T>> withPending(List<Vote<T>> votes) {
+        List<Vote<T>> all = new ArrayList<>(votes.size());
+        for (int i = 0; i < votes.size(); i++) {
+            all.add(votes.get(i) != null ? votes.get(i) : new Vote<>(names.get(i), Kind.FAILED, null, "pending"));
+        }
+        return all;
+    }
+
+    /**
+     * For a batch of {@code size} items, whether more answers can change what
+     * {@link #majorityPerItem} makes of them: every item has a majority of yes, or too few nodes are
+     * left for one.
+     */
+    <A> boolean decidedPerItem(List<Vote<A>> votes, int size, java.util.function.BiPredicate<A, Integer> yes) {
+        int pending = 0;
+        for (Vote<A> v : votes) {
+            if ("pending".equals(v.failure())) {
+                pending++;
+            }
+        }
+        int counting = counting(votes);
+        if (counting < quorum && counting + pending >= quorum) {
+            return false; // too few count yet for any answer to stand (a "no" from a minority is no decision)
+        }
+        for (int i = 0; i < size; i++) {
+            int index = i;
+            int y = count(votes, answer -> yes.test(answer, index));
+            if (y < quorum && y + pending >= quorum) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+
+    /** A node left out by its {@link MasterHealth}: this call was not sent. */
+    static final class LeftOut extends RuntimeException {
+        LeftOut() {
+            super("left out: it did not answer in time lately (probed in the background)", null, false, false);
+        }
+    }
+
+    static <T> Vote<T> vote(String name, CompletableFuture<T> future, long waitNanos, Duration wait) {
         try {
             return new Vote<>(name, Kind.ANSWERED, future.get(waitNanos, TimeUnit.NANOSECONDS), null);
         } catch (TimeoutException e) {
@@ -144,8 +388,8 @@ final class Quorum<N> {
             return new Vote<>(name, Kind.FAILED, null, "interrupted");
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
-            if (cause instanceof Busy b) {
-                return new Vote<>(name, Kind.FAILED, null, b.getMessage());
+            if (cause instanceof Busy || cause instanceof LeftOut) {
+                return new Vote<>(name, Kind.FAILED, null, cause.getMessage());
             }
             if (cause instanceof RedisCalls.Quarantined q) {
                 return new Vote<>(name, Kind.QUARANTINED, null, q.getMessage());

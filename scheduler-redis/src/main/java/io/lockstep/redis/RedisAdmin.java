@@ -126,6 +126,11 @@ public final class RedisAdmin {
                 .map(Map.Entry::getValue).sorted(java.util.Comparator.comparing(Run::slot).reversed()).limit(limit).toList();
     }
 
+    /** On Redlock, each master asked from this process now ({@link RedisLockProvider#redlockMastersNow}); empty otherwise. */
+    public Map<String, String> redlockMasters() {
+        return provider.redlockMastersNow();
+    }
+
     /** An admin view over {@code provider}'s connection and key prefix. */
     public static RedisAdmin of(RedisLockProvider provider) {
         return new RedisAdmin(provider);

@@ -25,6 +25,11 @@ public final class RedisLock implements AutoCloseable {
     private volatile Consumer<RedisLock> onLost;
     private volatile boolean released;
     private final long acquiredNanos;
+    /**
+     * On Redlock, the acquire's call to each master (one may still be on its way when a majority
+     * granted it): the release goes to each master only after it ended there. Null on one server.
+     */
+    volatile List<? extends java.util.concurrent.CompletableFuture<?>> acquireCalls = null;
 
     RedisLock(RedisLocks locks, String name, String key, String token, long fencingToken, Duration lease, long sentNanos) {
         this.acquiredNanos = sentNanos;

@@ -262,6 +262,46 @@ public final class RedisLockProvider implements LockProvider {
         return redlock != null ? redlock.members().liveWorkers(ttl) : members.live(ttl);
     }
 
+    /**
+     * On Redlock, each master's state by name, in order: {@code closed} (asked) or {@code open}
+     * (left out: it did not answer in time lately, and is probed in the background until it does);
+     * empty on one Redis, Sentinel or Cluster.
+     */
+    public Map<String, String> redlockMasters() {
+        return redlock == null ? Map.of() : redlock.quorum().states();
+    }
+
+    /**
+     * On Redlock, each master by name, in order, asked from this process now (its time, within the
+     * fan-out's wait): {@code answers}, or why not ({@code no answer within 50 ms}, the error, or
+     * {@code left out...} when this process left it out already). This is the view of the process
+     * that asks ({@code status} on an operator's host); each worker's own is its
+     * {@code lockstep.redlock.master} metric and its {@code redlock_master_excluded} events. Empty on
+     * one Redis, Sentinel or Cluster.
+     */
+    public Map<String, String> redlockMastersNow() {
+        if (redlock == null) {
+            return Map.of();
+        }
+        Map<String, String> view = new java.util.LinkedHashMap<>();
+        for (Quorum.Vote<Long> v : redlock.quorum().ask(RedisLockProvider::serverTimeMillis, redlock.nodeWait())) {
+            view.put(v.node(), v.kind() == Quorum.Kind.FAILED ? v.failure() : "answers");
+        }
+        return view;
+    }
+
+    /**
+     * Registers {@code lockstep.redlock.master} (1: asked, 0: left out), one gauge per master tagged
+     * {@code master}; nothing on one Redis, Sentinel or Cluster.
+     */
+    public void bindMetrics(io.micrometer.core.instrument.MeterRegistry registry) {
+        for (String master : redlockMasters().keySet()) {
+            io.micrometer.core.instrument.Gauge.builder("lockstep.redlock.master", this, p -> "closed".equals(p.redlockMasters().get(master)) ? 1 : 0)
+                    .description("whether a Redlock master is asked (1) or left out after it did not answer in time (0)")
+                    .tag("master", master).register(registry);
+        }
+    }
+
     /** Where the store is; through Sentinel, with the master it follows now (it changes with a failover). */
     @Override
     public String describe() {
@@ -299,6 +339,7 @@ public final class RedisLockProvider implements LockProvider {
     @Override
     public void close() {
         if (redlock != null) {
+            redlock.quorum().awaitInFlight(); // the rest of steps a majority settled early (an outcome, a give-back)
             masters().forEach(RedisLockProvider::close);
             return;
         }

@@ -42,7 +42,8 @@ import redis.clients.jedis.UnifiedJedis;
  * and owns the watchdog that renews locks.
  *
  * <p>Thread-safe; share one per process. {@link #close()} stops the renewal thread of
- * {@link RedisLock#autoRenew}; the Redis client stays yours to close.
+ * {@link RedisLock#autoRenew} and, on Redlock, waits (at most a node wait) for the calls a
+ * majority settled early to reach the other masters; the Redis client stays yours to close.
  */
 public final class RedisLocks implements AutoCloseable {
 
@@ -105,7 +106,7 @@ public final class RedisLocks implements AutoCloseable {
                         b.breaker == null ? null : CircuitBreaker.of("lockstep-locks-" + i, b.breaker), b.maxLease));
             }
             this.server = null;
-            this.redlock = new RedlockLocks(this, new Quorum<>(nodes, b.nodeNames, Quorum.LOCKS_IN_FLIGHT), b.retries, b.retryDelay, b.maxLease);
+            this.redlock = new RedlockLocks(this, new Quorum<>(nodes, b.nodeNames, Quorum.LOCKS_IN_FLIGHT, c -> c.jedis.ping()), b.retries, b.retryDelay, b.maxLease);
         }
         this.prefix = b.keyPrefix;
         this.backoff = b.backoff;
@@ -218,7 +219,9 @@ public final class RedisLocks implements AutoCloseable {
         }
         Map<String, String> states = new java.util.LinkedHashMap<>();
         for (int i = 0; i < redlock.nodes.nodes().size(); i++) {
-            states.put(redlock.nodes.names().get(i), redlock.nodes.nodes().get(i).circuitState());
+            String name = redlock.nodes.names().get(i);
+            // Left out by the fan-out (it stalled: MasterHealth) reads as open too.
+            states.put(name, "open".equals(redlock.nodes.states().get(name)) ? "open" : redlock.nodes.nodes().get(i).circuitState());
         }
         return states;
     }
@@ -243,6 +246,9 @@ public final class RedisLocks implements AutoCloseable {
     @Override
     public void close() {
         watchdog.close();
+        if (redlock != null) {
+            redlock.nodes.awaitInFlight(); // the rest of a release that returned once a majority released
+        }
     }
 
     String lockKey(String name) {

@@ -34,7 +34,15 @@ import java.util.concurrent.TimeUnit;
  * held: it is written to, but does not count. Leases longer than {@code maxLease} are refused.
  *
  * <p>Extend needs a quorum within the lock's validity and restarts it from the send; release goes
- * to every node. Thread-safe.
+ * to every node.
+ *
+ * <p><b>A stalled minority.</b> Masters that stop answering are left out ({@link Quorum},
+ * {@link MasterHealth}). An acquire returns once a majority granted it, an extend once a majority
+ * decided it; what is still on its way to the others lands later. A release goes to each master
+ * only after the acquire there ended (else it could land first and leave the lock on that master
+ * for its lease), and waits for every master asked, so that the next acquire of the same lock
+ * never meets a release still on its way. Masters left out get the release too, unawaited.
+ * Thread-safe.
  */
 final class RedlockLocks {
 
@@ -77,9 +85,13 @@ final class RedlockLocks {
         for (int attempt = 0; ; attempt++) {
             String token = RedisLocks.newToken();
             long sent = System.nanoTime();
-            List<Quorum.Vote<Long>> votes = nodes.ask(c -> c.asLong("acquire", c.batch("acquire", List.of(key),
+            Quorum.Asked<Long> asked = nodes.askTracked(c -> c.asLong("acquire", c.batch("acquire", List.of(key),
                     k -> new RedisCalls.Call(RedisLocks.ACQUIRE, List.of(k, k + ":fence"), List.of(token,
-                            Long.toString(lease.toMillis()), Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait);
+                            Long.toString(lease.toMillis()), Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait,
+                    // settled once a majority granted it: a stalled minority is not waited for (otherwise every node
+                    // asked is, so that the release below comes after what they took)
+                    in -> Quorum.count(in, fence -> fence > 0) >= nodes.quorum());
+            List<Quorum.Vote<Long>> votes = asked.votes();
             int granted = Quorum.count(votes, fence -> fence > 0);
             int held = Quorum.count(votes, fence -> fence == 0);
             String who = Quorum.describe(votes, fence -> fence > 0 ? "granted (fence " + fence + ")" : "held by another owner");
@@ -93,18 +105,22 @@ final class RedlockLocks {
                 long agreed = fence;
                 List<Quorum.Vote<Long>> raised = nodes.ask(c -> c.asLong("fence", c.batch("fence", List.of(key),
                         k -> new RedisCalls.Call(FENCE_RAISE, List.of(k + ":fence"), List.of(token, Long.toString(agreed),
-                                Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait);
+                                Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait,
+                        in -> Quorum.written(in) >= nodes.quorum());
                 long elapsed = System.nanoTime() - sent;
                 if (Quorum.written(raised) >= nodes.quorum() && elapsed < Watchdog.validity(lease).toNanos()) {
                     log("lock_acquired", key, token, elapsed, true, who).addKeyValue("fencing_token", agreed).log("lock acquired");
                     locks.meters.acquire("acquired");
-                    return java.util.Optional.of(new RedisLock(locks, name, key, token, agreed, lease, sent));
+                    RedisLock lock = new RedisLock(locks, name, key, token, agreed, lease, sent);
+                    lock.acquireCalls = asked.calls(); // its release reaches each master after the acquire there ended
+                    return java.util.Optional.of(lock);
                 }
                 who = who + (elapsed >= Watchdog.validity(lease).toNanos() ? "; no validity left after " + elapsed / 1_000_000 + " ms"
                         : "; the fence raise reached too few nodes");
             }
             // Not ours: give back whatever we took, on every node (a call that seemed to fail may have landed).
-            nodes.ask(c -> c.batch("release", List.of(key), k -> new RedisCalls.Call(RedisLocks.RELEASE, List.of(k), List.of(token))), wait);
+            nodes.tellAfter(c -> c.batch("release", List.of(key), k -> new RedisCalls.Call(RedisLocks.RELEASE, List.of(k), List.of(token))), wait,
+                    null, asked.calls());
             if (held >= nodes.quorum()) {
                 log("lock_contended", key, token, System.nanoTime() - sent, false, who).log("lock held by another owner");
                 locks.meters.acquire("contended");
@@ -133,7 +149,8 @@ final class RedlockLocks {
     /** Extends each lock on every node; per lock, whether a quorum still owned it. */
     List<Boolean> extend(List<RedisLock> held) {
         Duration wait = nodeWait(held.get(0).lease());
-        List<Quorum.Vote<List<Object>>> votes = nodes.ask(c -> c.batch("extend", held, RedisLock::extendCall), wait);
+        List<Quorum.Vote<List<Object>>> votes = nodes.ask(c -> c.batch("extend", held, RedisLock::extendCall), wait,
+                in -> nodes.decidedPerItem(in, held.size(), (replies, i) -> RedisCalls.asString(replies.get(i)).equals("1")));
         if (Quorum.counting(votes) < nodes.quorum()) {
             throw nodes.tooFew("extend", votes, Quorum.describe(votes, r -> "answered"));
         }
@@ -142,8 +159,11 @@ final class RedlockLocks {
 
     /** Releases the lock on every node; whether a quorum still held it for us. */
     boolean release(RedisLock lock) {
-        List<Quorum.Vote<Long>> votes = nodes.ask(c -> c.asLong("release", c.batch("release", List.of(lock.key()),
-                k -> new RedisCalls.Call(RedisLocks.RELEASE, List.of(k), List.of(lock.token()))).get(0)), nodeWait(lock.lease()));
+        List<Quorum.Vote<Long>> votes = nodes.tellAfter(c -> c.asLong("release", c.batch("release", List.of(lock.key()),
+                k -> new RedisCalls.Call(RedisLocks.RELEASE, List.of(k), List.of(lock.token()))).get(0)), nodeWait(lock.lease()),
+                // every master asked, not just a majority: an acquire of the same lock right after (this process's
+                // next cycle) must not find a release still on its way, which would read as held by another owner
+                null, lock.acquireCalls);
         int owned = Quorum.count(votes, n -> n == 1L);
         if (owned < nodes.quorum() && Quorum.counting(votes) < nodes.quorum()) {
             throw nodes.tooFew("release " + lock.key(), votes, Quorum.describe(votes, n -> n == 1L ? "released" : "not ours"));

@@ -63,7 +63,7 @@ final class RedlockStore {
      * @param auto whether it grows with the longest record ttl of the claims made
      */
     RedlockStore(List<RedisLockProvider> masters, List<String> names, Duration nodeWait, AtomicLong quarantineMillis, boolean auto) {
-        this.nodes = new Quorum<>(masters, names, Quorum.SCHEDULER_IN_FLIGHT);
+        this.nodes = new Quorum<>(masters, names, Quorum.SCHEDULER_IN_FLIGHT, RedisLockProvider::serverTimeMillis);
         this.nodeWait = nodeWait;
         this.quarantineMillis = quarantineMillis;
         this.auto = auto;
@@ -97,6 +97,11 @@ final class RedlockStore {
         return nodes.nodes();
     }
 
+    /** How long each master's answer is awaited. */
+    Duration nodeWait() {
+        return nodeWait;
+    }
+
     Quorum<RedisLockProvider> quorum() {
         return nodes;
     }
@@ -111,11 +116,27 @@ final class RedlockStore {
     }
 
     private <T> List<Quorum.Vote<T>> everywhere(String operation, Function<RedisLockProvider, T> action) {
-        List<Quorum.Vote<T>> votes = nodes.ask(action, nodeWait);
-        if (Quorum.counting(votes) < nodes.quorum()) {
-            throw nodes.tooFew(operation, votes, Quorum.describe(votes, a -> "answered"));
+        return everywhere(operation, action, null);
+    }
+
+    /**
+     * {@code action} on every master, returning once {@code settled} holds for the answers in (a
+     * majority decided: a stalled minority is not waited for, see {@link Quorum#ask(Function,
+     * Duration, java.util.function.Predicate)}), or all answered, or the wait is over.
+     */
+    private <T> List<Quorum.Vote<T>> everywhere(String operation, Function<RedisLockProvider, T> action,
+            java.util.function.Predicate<List<Quorum.Vote<T>>> settled) {
+        return everywhereTracked(operation, action, settled).votes();
+    }
+
+    /** {@link #everywhere(String, Function, java.util.function.Predicate)} with its calls, for an undo that must follow them. */
+    private <T> Quorum.Asked<T> everywhereTracked(String operation, Function<RedisLockProvider, T> action,
+            java.util.function.Predicate<List<Quorum.Vote<T>>> settled) {
+        Quorum.Asked<T> asked = nodes.askTracked(action, nodeWait, settled);
+        if (Quorum.counting(asked.votes()) < nodes.quorum()) {
+            throw nodes.tooFew(operation, asked.votes(), Quorum.describe(asked.votes(), a -> "answered"));
         }
-        return votes;
+        return asked;
     }
 
     // ---------------------------------------------------------------- claims
@@ -130,7 +151,20 @@ final class RedlockStore {
             quarantineMillis.accumulateAndGet(longest, Math::max);
         }
         long sent = System.nanoTime();
-        List<Quorum.Vote<ClaimScripts.Decided>> votes = everywhere("claim", p -> p.claims().decide(requests));
+        // Decided once a majority claimed every request: a stalled minority is not waited for. Any other
+        // outcome waits for every master asked, so that what is given back comes after what they took.
+        Quorum.Asked<ClaimScripts.Decided> asked = everywhereTracked("claim", p -> p.claims().decide(requests), in -> {
+            if (Quorum.counting(in) < nodes.quorum()) {
+                return false;
+            }
+            for (int i = 0; i < requests.size(); i++) {
+                if (combine(requests.get(i), in, i).result().status() != ClaimResult.Status.CLAIMED) {
+                    return false;
+                }
+            }
+            return true;
+        });
+        List<Quorum.Vote<ClaimScripts.Decided>> votes = asked.votes();
         ClaimResult[] results = new ClaimResult[requests.size()];
         List<Lease> won = new ArrayList<>();
         List<Long> tokens = new ArrayList<>();
@@ -159,7 +193,7 @@ final class RedlockStore {
             List<Quorum.Vote<Boolean>> raised = nodes.ask(p -> {
                 p.claims().raiseFences(won, tokens);
                 return true;
-            }, nodeWait);
+            }, nodeWait); // every master asked: a run's outcome must not reach one before the token it carries
             long elapsed = System.nanoTime() - sent;
             boolean raisedOnMajority = Quorum.written(raised) >= nodes.quorum();
             for (int k = 0; k < won.size(); k++) {
@@ -188,10 +222,12 @@ final class RedlockStore {
         giveBack.forEach(g -> givenBack.put(g.lease().token(), new GivenBack(g, now)));
         if (!giveBack.isEmpty()) {
             // To every master, those that seemed to fail too: their part of the claim may have landed.
-            nodes.ask(p -> {
+            // Waits for every master asked: what it took must go. Each master gets it after the claim there
+            // ended (it may be on its way still), a master left out too if the claim went to it.
+            nodes.tellAfter(p -> {
                 p.claims().unclaim(giveBack);
                 return true;
-            }, nodeWait);
+            }, nodeWait, null, asked.calls());
         }
         return List.of(results);
     }
@@ -330,7 +366,21 @@ final class RedlockStore {
         if (requests.isEmpty()) {
             return List.of();
         }
-        List<Quorum.Vote<List<io.lockstep.scheduler.lock.StartReply>>> votes = everywhere("start", p -> p.start(requests));
+        // Decided once every start has one answer from a majority; any split waits for every master.
+        Quorum.Asked<List<io.lockstep.scheduler.lock.StartReply>> asked = everywhereTracked("start", p -> p.start(requests), in -> {
+            for (int i = 0; i < requests.size(); i++) {
+                int index = i;
+                boolean one = false;
+                for (StartAnswer a : StartAnswer.values()) {
+                    one |= a != StartAnswer.UNANSWERED && Quorum.count(in, replies -> replies.get(index).answer() == a) >= nodes.quorum();
+                }
+                if (!one) {
+                    return false;
+                }
+            }
+            return true;
+        });
+        List<Quorum.Vote<List<io.lockstep.scheduler.lock.StartReply>>> votes = asked.votes();
         List<io.lockstep.scheduler.lock.StartReply> answers = new ArrayList<>(requests.size());
         List<StartRequest> split = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
@@ -359,8 +409,8 @@ final class RedlockStore {
             answers.add(new io.lockstep.scheduler.lock.StartReply(decided, times.size() >= nodes.quorum() ? times.get(nodes.quorum() - 1) : 0));
         }
         if (!split.isEmpty()) {
-            // To every master, those that seemed to fail too: the start may have landed there.
-            nodes.ask(p -> p.recordSplit(split), nodeWait);
+            // To every master the start went to, those that seemed to fail too (it may have landed there), after it ended there.
+            nodes.tellAfter(p -> p.recordSplit(split), nodeWait, null, asked.calls());
         }
         return answers;
     }
@@ -369,14 +419,16 @@ final class RedlockStore {
         if (leases.isEmpty()) {
             return List.of();
         }
-        return nodes.majorityPerItem(everywhere("renew", p -> p.renew(leases)), leases.size(), List::get);
+        return nodes.majorityPerItem(everywhere("renew", p -> p.renew(leases), in -> nodes.decidedPerItem(in, leases.size(), List::get)),
+                leases.size(), List::get);
     }
 
     List<Boolean> complete(List<Completion> completions) {
         if (completions.isEmpty()) {
             return List.of();
         }
-        return nodes.majorityPerItem(everywhere("complete", p -> p.complete(completions)), completions.size(), List::get);
+        return nodes.majorityPerItem(everywhere("complete", p -> p.complete(completions),
+                in -> nodes.decidedPerItem(in, completions.size(), List::get)), completions.size(), List::get);
     }
 
     List<Boolean> recordLate(String workerId, List<Completion> completions) {

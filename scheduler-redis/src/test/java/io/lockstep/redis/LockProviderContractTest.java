@@ -379,7 +379,9 @@ abstract class LockProviderContractTest {
         assertThat(complete(first)).isTrue();
         assertThat(renew(second)).as("the other run's completion left this lease alone").isTrue();
         assertThat(complete(second)).isTrue();
-        assertThat(store().runsInFlight(List.of(job)).get(0).nextLeaseEndMillis()).as("no run left in flight").isZero();
+        // On Redlock the completion returns once a majority recorded it; the last master follows just after.
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() ->
+                assertThat(store().runsInFlight(List.of(job)).get(0).nextLeaseEndMillis()).as("no run left in flight").isZero());
     }
 
     @Test
@@ -571,6 +573,21 @@ abstract class LockProviderContractTest {
     }
 
     /**
+     * A repeated claim (its reply was lost) is claimed again for the same owner under the same token;
+     * on Redlock under a token at least as high: a master the first claim had not reached yet (the
+     * claim returns once a majority claimed) claims it fresh under its own, higher counter, and the
+     * highest counts (CI saw it twice).
+     */
+    private void assertRepeated(ClaimResult repeated, ClaimResult first) {
+        assertThat(repeated.status()).as("repeated").isEqualTo(Status.CLAIMED);
+        if (this instanceof RedlockLockProviderContractTest) {
+            assertThat(repeated.fencingToken()).as("repeated").isGreaterThanOrEqualTo(first.fencingToken());
+        } else {
+            assertThat(repeated.fencingToken()).as("repeated").isEqualTo(first.fencingToken());
+        }
+    }
+
+    /**
      * A staged claim whose worker never started it (killed or stalled before its start) is known
      * never to have run: once its short lease runs out a peer runs it, even under recover: none
      * (an ABANDON request wins it as a run), within the slot's grace; past the grace it is recorded
@@ -589,7 +606,7 @@ abstract class LockProviderContractTest {
         ClaimResult won = decide(takeover);
         assertThat(won.status()).as("recover: none, but it never started").isEqualTo(Status.CLAIMED);
         assertThat(won.fencingToken()).isGreaterThan(first.fencingToken());
-        assertThat(decide(takeover).fencingToken()).as("repeated").isEqualTo(won.fencingToken());
+        assertRepeated(decide(takeover), won);
         assertThat(start(dead, GRACE)).as("the dead claim's late start").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.LOST);
         assertThat(complete(dead)).isFalse();
         assertThat(complete(takeover)).isTrue();
@@ -670,15 +687,7 @@ abstract class LockProviderContractTest {
             } else {
                 assertThat(answer.status()).as("it started: recover rerun reruns it").isEqualTo(Status.CLAIMED);
                 assertThat(answer.fencingToken()).isGreaterThan(first.fencingToken());
-                ClaimResult repeated = decide(peer);
-                assertThat(repeated.status()).as("repeated").isEqualTo(Status.CLAIMED);
-                if (this instanceof RedlockLockProviderContractTest) {
-                    // A master that missed the first answer (slow on a loaded machine) claims it now under a
-                    // fresh, higher token, and the highest counts: never lower (CI saw it once).
-                    assertThat(repeated.fencingToken()).as("repeated").isGreaterThanOrEqualTo(answer.fencingToken());
-                } else {
-                    assertThat(repeated.fencingToken()).as("repeated").isEqualTo(answer.fencingToken());
-                }
+                assertRepeated(decide(peer), answer);
                 assertThat(complete(peer)).isTrue();
             }
             assertThat(complete(dead)).as("the dead run's late outcome").isFalse();

@@ -82,6 +82,32 @@ class RedlockLocksTest {
         assertThat(nodesHolding(lock, List.of(0, 2, 4))).isEmpty();
     }
 
+    /**
+     * Issue 37: a release waits for every master asked, a slow one too (not a majority only), so the
+     * lock is gone everywhere when it returns: the next acquire of the same lock (this process's next
+     * cycle) must not meet a release still on its way, which reads as held by another owner (the
+     * benchmark's 8 threads cycling their locks saw three such masters and an empty acquire).
+     */
+    @Test
+    void aReleaseReturnsOnlyOnceEveryMasterAskedHasReleased() {
+        // Each master's answer awaited 500 ms: far above the pause below, so that master stays asked even on a busy
+        // machine (CI saw a 200 ms wait missed, and the master rightly left out and not waited for).
+        Duration lease = Duration.ofSeconds(10);
+        try (RedisLocks slowLocks = RedisLocks.redlockBuilder(nodes.clients).nodeNames(nodes.names()).maxLease(lease).build()) {
+            nodes.awaitUptime(lease);
+            String lock = RedisFixture.job();
+            RedisLock held = slowLocks.tryAcquire(lock, lease).orElseThrow();
+            // The acquire returned once a majority granted it; the rest land just after.
+            await().atMost(Duration.ofSeconds(5)).until(() -> nodesHolding(lock).size() == 5);
+            // Master 4 holds its writers back 100 ms (within the wait): its part of the release is late.
+            nodes.clients.get(4).sendCommand(redis.clients.jedis.Protocol.Command.CLIENT, "PAUSE", "100", "WRITE");
+            assertThat(held.release()).isTrue();
+            assertThat(slowLocks.circuitStates()).as("master 4 asked, not left out").doesNotContainValue("open");
+            assertThat(nodesHolding(lock)).as("released on every master when release() returns").isEmpty();
+            assertThat(slowLocks.tryAcquire(lock, lease)).as("the next cycle acquires it").isPresent();
+        }
+    }
+
     @Test
     void withThreeOfFiveDownThereIsNoAcquireAndNoPartialKeyIsLeft() {
         for (int i : List.of(0, 2, 4)) {
@@ -127,26 +153,39 @@ class RedlockLocksTest {
 
     @Test
     void validityNeverExceedsTheLeaseLessTheElapsedTimeAndTheDrift() {
-        TcpProxy proxy = TcpProxy.to(nodes.servers.get(0).host(), nodes.servers.get(0).port()).delayReplies(100);
-        proxies.add(proxy);
+        // A 4 s lease (a 200 ms node wait). Three of the five slow (40 ms per reply; a batch has two: the
+        // uptime and the script): a majority, so each of an acquire's
+        // two rounds waits for a slow node (a call returns once a majority decided: one slow node
+        // would not be waited for).
         List<redis.clients.jedis.UnifiedJedis> clients = new ArrayList<>(nodes.clients);
-        clients.set(0, redis.clients.jedis.RedisClient.builder().hostAndPort("127.0.0.1", proxy.port()).build());
-        long drift = LEASE.toNanos() - Watchdog.validity(LEASE).toNanos();
-        try (RedisLocks withSlowNode = RedisLocks.redlockBuilder(clients).nodeNames(nodes.names()).maxLease(LEASE).build()) {
+        for (int i = 0; i < 3; i++) {
+            TcpProxy proxy = TcpProxy.to(nodes.servers.get(i).host(), nodes.servers.get(i).port()).delayReplies(40);
+            proxies.add(proxy);
+            clients.set(i, redis.clients.jedis.RedisClient.builder().hostAndPort("127.0.0.1", proxy.port()).build());
+        }
+        Duration lease = Duration.ofSeconds(4);
+        nodes.awaitUptime(lease); // past the restart quarantine (maxLease)
+        for (int i = 0; i < 3; i++) {
+            clients.get(i).ping(); // connected through the proxies before the measured acquires
+        }
+        long drift = lease.toNanos() - Watchdog.validity(lease).toNanos();
+        try (RedisLocks withSlowNode = RedisLocks.redlockBuilder(clients).nodeNames(nodes.names()).maxLease(lease).build()) {
             for (int i = 0; i < 20; i++) {
                 long before = System.nanoTime();
-                RedisLock lock = withSlowNode.tryAcquire(RedisFixture.job(), LEASE).orElseThrow();
+                RedisLock lock = withSlowNode.tryAcquire(RedisFixture.job(), lease).orElseThrow();
                 long elapsed = System.nanoTime() - before;
                 // The lock counts from its send, which the test cannot see: a few ms (the owner token's
-                // randomness, a preemption) pass between our clock read and the send; 30 ms allowed. Far
-                // less than the 100 ms the slow node adds, so a validity that ignored the elapsed time fails here.
+                // randomness, a preemption) pass between our clock read and the send; 30 ms allowed. Less
+                // than the 80 ms or more the slow nodes add, so a validity that ignored the elapsed time fails here.
                 long beforeSend = Duration.ofMillis(30).toNanos();
-                assertThat(lock.remaining().toNanos()).isLessThanOrEqualTo(LEASE.toNanos() - elapsed - drift + beforeSend);
-                assertThat(elapsed).isGreaterThanOrEqualTo(Duration.ofMillis(100).toNanos()); // it did wait for the slow node
+                assertThat(lock.remaining().toNanos()).isLessThanOrEqualTo(lease.toNanos() - elapsed - drift + beforeSend);
+                assertThat(elapsed).isGreaterThanOrEqualTo(Duration.ofMillis(80).toNanos()); // it did wait for the slow nodes, twice
                 lock.release();
             }
         } finally {
-            clients.get(0).close();
+            for (int i = 0; i < 3; i++) {
+                clients.get(i).close();
+            }
         }
     }
 
@@ -157,7 +196,11 @@ class RedlockLocksTest {
         // clock is ahead). A token taken with it must still be below any token a later majority
         // without it hands out: the raise step carries it to the other counters.
         long ahead = System.currentTimeMillis() * 1000 + Duration.ofHours(1).toNanos() / 1000;
-        nodes.clients.get(4).set(locks.lockKey(lock) + ":fence", Long.toString(ahead));
+        // On masters 3-5: any majority has one of them (an acquire returns once a majority granted it,
+        // so a single master ahead could be left out of the first token).
+        for (int i : List.of(2, 3, 4)) {
+            nodes.clients.get(i).set(locks.lockKey(lock) + ":fence", Long.toString(ahead));
+        }
         List<Long> tokens = new ArrayList<>();
         RedisLock first = locks.tryAcquire(lock, LEASE).orElseThrow();
         tokens.add(first.fencingToken());
@@ -178,6 +221,8 @@ class RedlockLocksTest {
                 nodes.servers.get(pair[1]).resume();
             }
             await().atMost(Duration.ofSeconds(5)).until(() -> nodesHolding(lock).isEmpty()); // late releases landed
+            // The stopped pair may have been left out (they missed their waits): asked again once probed back.
+            await().atMost(Duration.ofSeconds(5)).until(() -> !locks.circuitStates().containsValue("open"));
         }
         nodes.servers.get(4).restart(); // back empty: counter lost, and quarantined for maxLease
         RedisLock afterRestart = locks.tryAcquire(lock, LEASE).orElseThrow();
@@ -255,6 +300,8 @@ class RedlockLocksTest {
             // Three masters up for less than maxLease: they may have lost keys they held, so no majority counts.
             // (The first try may find the pooled connections to the restarted masters broken instead.)
             assertThatThrownBy(() -> guarded.tryAcquire(lock, LEASE)).isInstanceOf(LockException.class);
+            // Broken connections leave a master out until a probe gets through (issue 37): then it answers, quarantined.
+            await().atMost(Duration.ofSeconds(5)).until(() -> !guarded.circuitStates().containsValue("open"));
             Throwable refused = catchThrowable(() -> guarded.tryAcquire(lock, LEASE));
             assertThat(refused).isInstanceOf(LockException.class)
                     .hasMessageContaining("only 2 of 5 nodes answered and count (a decision needs 3)");

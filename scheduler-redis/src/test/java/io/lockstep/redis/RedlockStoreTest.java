@@ -60,6 +60,26 @@ class RedlockStoreTest {
         return p;
     }
 
+    /**
+     * Runs {@code action} while the given masters refuse every command (an ACL on their default
+     * user), so that they miss its writes for certain: a stopped master (SIGSTOP) runs what was
+     * queued for it once let go, and a call now returns before the slowest master has answered.
+     */
+    private static void refusing(List<Integer> masters, Runnable action) {
+        masters.forEach(i -> nodes.clients.get(i).sendCommand(redis.clients.jedis.Protocol.Command.ACL, "SETUSER", "default",
+                "-@all", "+acl", "+ping", "+hello", "+auth", "+client"));
+        try {
+            action.run();
+        } finally {
+            masters.forEach(i -> nodes.clients.get(i).sendCommand(redis.clients.jedis.Protocol.Command.ACL, "SETUSER", "default", "+@all"));
+        }
+    }
+
+    /** Waits until no master is left out (MasterHealth): a master that failed calls is asked again once a probe gets through. */
+    private static void awaitAllAsked(RedisLockProvider p) {
+        await().atMost(Duration.ofSeconds(10)).until(() -> p.redlockMasters().values().stream().allMatch("closed"::equals));
+    }
+
     private static String job() {
         return RedisFixture.job();
     }
@@ -84,9 +104,12 @@ class RedlockStoreTest {
         ClaimResult won = p.claim(List.of(claim(job, slot, "a"))).get(0);
         assertThat(won.status()).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(p, claim(job, slot, "b"))).isEqualTo(ClaimResult.Status.TAKEN);
+        // The claim returned once a majority decided; the fence raise reaches the last master a moment later.
         for (int i = 0; i < 5; i++) {
-            assertThat(nodes.clients.get(i).hget(p.keys().slot(job, slot.toEpochMilli()), "fence"))
-                    .as("master %d's record carries the agreed token", i).isEqualTo(Long.toString(won.fencingToken()));
+            int master = i;
+            await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(nodes.clients.get(master)
+                    .hget(p.keys().slot(job, slot.toEpochMilli()), "fence"))
+                    .as("master %d's record carries the agreed token", master).isEqualTo(Long.toString(won.fencingToken())));
         }
         Lease lease = claim(job, slot, "a").lease();
         assertThat(p.renew(List.of(lease))).containsExactly(true);
@@ -259,8 +282,10 @@ class RedlockStoreTest {
             ClaimResult won = c.claim(List.of(recover(job, slot, "c"))).get(0);
             assertThat(won.status()).isEqualTo(ClaimResult.Status.CLAIMED);
             assertThat(status(b, recover(job, slot, "b"))).isEqualTo(ClaimResult.Status.TAKEN);
-            for (int i = 0; i < 4; i++) {
-                assertThat(nodes.clients.get(i).hget(record, "fence")).isEqualTo(Long.toString(won.fencingToken()));
+            for (int i = 0; i < 4; i++) { // the claim returned once a majority decided: the fourth's answer may come a moment later
+                int master = i;
+                await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(nodes.clients.get(master).hget(record, "fence"))
+                        .as("master %d", master).isEqualTo(Long.toString(won.fencingToken())));
             }
         } finally {
             nodes.servers.get(4).resume();
@@ -386,14 +411,8 @@ class RedlockStoreTest {
         RedisAdmin admin = RedisAdmin.of(p);
         String job = job();
         admin.pause(job, "maintenance", Optional.empty(), "ops");
-        nodes.servers.get(3).pause();
-        nodes.servers.get(4).pause();
-        try {
-            assertThat(admin.resume(job)).isTrue();
-        } finally {
-            nodes.servers.get(3).resume();
-            nodes.servers.get(4).resume();
-        }
+        refusing(List.of(3, 4), () -> assertThat(admin.resume(job)).isTrue());
+        awaitAllAsked(p); // the two may have been left out: a probe brings them back
         String pauseKey = p.keys().paused(job);
         assertThat(nodes.clients.get(3).exists(pauseKey)).as("master 3 missed the resume").isTrue();
         RedisAdmin.JobState state = admin.job(job, 1);
@@ -401,8 +420,10 @@ class RedlockStoreTest {
         assertThat(state.mastersDisagree()).isEqualTo("paused on 2 of the 5 masters that answered");
 
         heartbeat(p);
-        for (int i = 0; i < 5; i++) {
-            assertThat(nodes.clients.get(i).exists(pauseKey)).as("master %d after a heartbeat", i).isFalse();
+        for (int i = 0; i < 5; i++) { // the heartbeat returned once a majority answered: the last may take a moment
+            int master = i;
+            await().atMost(Duration.ofSeconds(5)).untilAsserted(() ->
+                    assertThat(nodes.clients.get(master).exists(pauseKey)).as("master %d after a heartbeat", master).isFalse());
         }
         assertThat(admin.job(job, 1).mastersDisagree()).isEmpty();
         nodes.servers.get(0).pause(); // one master down: the other four agree, no 2-2 split
@@ -411,18 +432,17 @@ class RedlockStoreTest {
         } finally {
             nodes.servers.get(0).resume();
         }
+        awaitAllAsked(p);
 
-        nodes.servers.get(4).pause();
-        Instant manual;
-        try {
-            manual = admin.trigger(job);
-        } finally {
-            nodes.servers.get(4).resume();
-        }
+        Instant[] triggered = new Instant[1];
+        refusing(List.of(4), () -> triggered[0] = admin.trigger(job));
+        Instant manual = triggered[0];
         String request = job + " " + manual.toEpochMilli();
         assertThat(nodes.clients.get(4).zscore(p.keys().triggers(), request)).as("master 4 missed the trigger").isNull();
+        awaitAllAsked(p);
         heartbeat(p);
-        assertThat(nodes.clients.get(4).zscore(p.keys().triggers(), request)).as("after a heartbeat").isNotNull();
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() ->
+                assertThat(nodes.clients.get(4).zscore(p.keys().triggers(), request)).as("after a heartbeat").isNotNull());
     }
 
     /**
@@ -451,7 +471,11 @@ class RedlockStoreTest {
         RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
         String job = job();
         long ahead = System.currentTimeMillis() * 1000 + Duration.ofHours(1).toNanos() / 1000;
-        nodes.clients.get(4).hset(p.keys().marks(job), RedisKeys.markField(job) + "fence", Long.toString(ahead));
+        // On three masters: any majority that decides the first claim has one of them (a claim returns
+        // once a majority decided, so a single master ahead could be left out of it).
+        for (int i : List.of(2, 3, 4)) {
+            nodes.clients.get(i).hset(p.keys().marks(job), RedisKeys.markField(job) + "fence", Long.toString(ahead));
+        }
         Instant slot = slotNow(p);
         ClaimResult first = p.claim(List.of(claim(job, slot.minusSeconds(2), "a"))).get(0);
         assertThat(first.fencingToken()).isEqualTo(ahead + 1);
@@ -550,8 +574,10 @@ class RedlockStoreTest {
         RedisLockProvider p = redlock(Optional.of(Duration.ofMinutes(5)));
         nodes.clients.get(1).hset(p.keys().marks(StartCheck.PREFLIGHT_JOB), RedisKeys.markField(StartCheck.PREFLIGHT_JOB) + "decided", "1");
         p.ping();
-        for (int i = 0; i < 5; i++) {
-            assertThat(nodes.clients.get(i).hget(p.keys().deployment(), "fresh")).as("master %d", i).isEqualTo("0");
+        for (int i = 0; i < 5; i++) { // (the last master's marker may land a moment after the majority's)
+            int master = i;
+            await().atMost(Duration.ofSeconds(5)).untilAsserted(() ->
+                    assertThat(nodes.clients.get(master).hget(p.keys().deployment(), "fresh")).as("master %d", master).isEqualTo("0"));
         }
         assertThatThrownBy(() -> status(p, claim(job(), slotNow(p), "a"))).isInstanceOf(LockException.class).hasMessageContaining("quarantined");
     }
@@ -600,8 +626,13 @@ class RedlockStoreTest {
             direct.flushAll();
         }
         nodes.servers.get(0).restart();
-        heartbeat(p); // (the first may meet a broken pooled connection to master 0)
-        heartbeat(p);
+        // The first heartbeats may meet a broken pooled connection to master 0, and leave it out until a probe.
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> {
+            heartbeat(p);
+            try (redis.clients.jedis.RedisClient direct = LocalRedlock.client(nodes.servers.get(0))) {
+                return direct.hget(p.keys().deployment(), "id") != null;
+            }
+        });
         try (redis.clients.jedis.RedisClient direct = LocalRedlock.client(nodes.servers.get(0))) {
             assertThat(direct.hget(p.keys().deployment(), "id")).as("the marker copied back").isNotNull();
         }
@@ -765,5 +796,42 @@ class RedlockStoreTest {
         assertThatThrownBy(p::ping).isInstanceOf(LockException.class)
                 .hasMessageContaining("only 2 of 5 masters answer, a majority (3) is needed")
                 .hasMessageContaining(nodes.names().get(0));
+    }
+
+    /**
+     * Issue 37: two of five masters stalled (SIGSTOP) are left out after two fan-outs that waited
+     * for them, and claims keep being decided by the other three; once they are let go (SIGCONT) a
+     * probe brings them back, and what they queued while stopped changes no decision.
+     */
+    @Test
+    void stalledMastersAreLeftOutThenBroughtBackByAProbe() {
+        RedisLockProvider p = redlock(Optional.of(Duration.ZERO));
+        String job = job();
+        List<Instant> claimed = new ArrayList<>();
+        assertThat(p.redlockMasters()).hasSize(5).allSatisfy((name, state) -> assertThat(state).isEqualTo("closed"));
+        nodes.servers.get(1).pause();
+        nodes.servers.get(3).pause();
+        try {
+            java.util.List<Long> tokens = new ArrayList<>();
+            for (int k = 0; k < 4; k++) { // slots one second apart, each decided by the three that answer
+                Instant slot = slotNow(p).minusSeconds(10 - k);
+                ClaimResult r = p.claim(List.of(claim(job + k, slot, "t" + k))).get(0); // a job each: none holds another's lease
+                assertThat(r.status()).as("slot %s", slot).isEqualTo(ClaimResult.Status.CLAIMED);
+                tokens.add(r.fencingToken());
+                claimed.add(slot);
+            }
+            assertThat(tokens).doesNotHaveDuplicates();
+            assertThat(p.redlockMasters()).containsEntry(nodes.names().get(1), "open").containsEntry(nodes.names().get(3), "open")
+                    .containsEntry(nodes.names().get(0), "closed");
+        } finally {
+            nodes.servers.get(1).resume();
+            nodes.servers.get(3).resume();
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() -> p.redlockMasters().values().stream().allMatch("closed"::equals));
+        // The claims they queued while stopped landed late on them: no slot is claimable again, by anyone.
+        for (int k = 0; k < claimed.size(); k++) {
+            assertThat(status(p, claim(job + k, claimed.get(k), "late"))).as("slot %s claimed again", claimed.get(k))
+                    .isEqualTo(ClaimResult.Status.TAKEN);
+        }
     }
 }

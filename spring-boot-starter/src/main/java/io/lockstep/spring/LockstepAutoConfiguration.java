@@ -122,6 +122,7 @@ public class LockstepAutoConfiguration {
             MeterRegistry registry = meters.getIfUnique();
             if (registry != null) {
                 builder.meterRegistry(registry);
+                provider.bindMetrics(registry); // on Redlock, lockstep.redlock.master per master (as the worker JAR)
             }
             customizers.orderedStream().forEach(c2 -> c2.customize(builder));
             return builder.build();

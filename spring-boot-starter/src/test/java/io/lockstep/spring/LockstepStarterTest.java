@@ -277,6 +277,26 @@ class LockstepStarterTest {
         }
     }
 
+    /** Issue 37: on Redlock the starter shows each master's state as the worker JAR does, in the application's registry. */
+    @Test
+    void onRedlockTheApplicationsRegistryShowsEachMasterAsked() throws Exception {
+        List<LocalRedisServer> masters = List.of(LocalRedisServer.start(), LocalRedisServer.start(), LocalRedisServer.start());
+        try {
+            Path file = dir.resolve("lockstep-redlock.yaml");
+            Files.writeString(file, "redis:\n  redlock:\n    nodes: [" + String.join(", ", masters.stream()
+                    .map(m -> m.uri().replace("redis://", "")).toList()) + "]\n    quarantine: 0s\n  keyPrefix: starter-redlock\n"
+                    + "worker:\n  shutdownTimeout: 5s\ndefaults:\n  lease: 5s\n  misfireGrace: 2s\njobs:\n"
+                    + "  - { name: report, cron: \"* * * * * *\", class: " + ReportJob.class.getName() + " }\n");
+            try (ConfigurableApplicationContext ctx = start(App.class, "lockstep.config=file:" + file, "lockstep.worker.id=redlock-app")) {
+                await().atMost(Duration.ofSeconds(20)).until(() -> RUNS.keySet().stream().anyMatch(k -> k.startsWith("report@")));
+                var gauges = ctx.getBean(MeterRegistry.class).find("lockstep.redlock.master").gauges();
+                assertThat(gauges).hasSize(3).allSatisfy(g -> assertThat(g.value()).as(g.getId().getTag("master")).isEqualTo(1.0));
+            }
+        } finally {
+            masters.forEach(LocalRedisServer::close);
+        }
+    }
+
     @SpringBootConfiguration
     @EnableAutoConfiguration
     static class BadCronApp {

@@ -216,6 +216,7 @@ final class RunCommand implements Callable<Integer> {
         new JvmThreadMetrics().bindTo(registry);
         new ProcessorMetrics().bindTo(registry);
         new UptimeMetrics().bindTo(registry);
+        provider.bindMetrics(registry);
         return WorkerHttp.start(c, scheduler, provider, registry);
     }
 }

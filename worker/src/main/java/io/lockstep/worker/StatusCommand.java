@@ -36,7 +36,7 @@ final class StatusCommand extends AdminCommand {
 
     /** Everything {@code status} shows, read once. */
     record Snapshot(Instant now, List<WorkerInfo> workers, List<JobDefinition> jobs, Map<String, RedisAdmin.JobState> states,
-            List<Fingerprints.Drift> drift) {
+            List<Fingerprints.Drift> drift, Map<String, String> masters) {
 
         /** The status of {@code jobs} (a config file's, or the definitions a running worker has in force). */
         static Snapshot read(List<JobDefinition> jobs, RedisAdmin admin) {
@@ -46,7 +46,7 @@ final class StatusCommand extends AdminCommand {
             for (RedisAdmin.JobState state : admin.jobs(jobs.stream().map(JobDefinition::name).toList(), RECENT)) {
                 states.put(state.job(), state);
             }
-            return new Snapshot(now, workers, jobs, states, drift(workers, admin, jobs));
+            return new Snapshot(now, workers, jobs, states, drift(workers, admin, jobs), admin.redlockMasters());
         }
 
         /**
@@ -123,6 +123,10 @@ final class StatusCommand extends AdminCommand {
                 d.workers().forEach(o.putArray("workers")::add);
                 d.differences().forEach(o.putArray("differences")::add);
             }
+            if (!masters.isEmpty()) {
+                ObjectNode ms = root.putObject("redlockMasters"); // asked from this host now: "answers", or why not
+                masters.forEach(ms::put);
+            }
             root.put("serverTime", now.toString());
             return root;
         }
@@ -161,6 +165,11 @@ final class StatusCommand extends AdminCommand {
         }
         t.print(out);
         out.println();
+        if (!s.masters().isEmpty()) {
+            // This host's view; each worker's own is its lockstep.redlock.master metric and its events.
+            out.println("redlock masters (asked from this host now): " + String.join(", ", s.masters().entrySet().stream()
+                    .map(e -> e.getKey() + " " + e.getValue()).toList()));
+        }
         if (s.drift().isEmpty()) {
             out.println("config drift: none");
         } else {

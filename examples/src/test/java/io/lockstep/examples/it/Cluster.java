@@ -159,7 +159,6 @@ final class Cluster implements AutoCloseable {
         return handled;
     }
 
-    /** The names {@link #perSecondJobs} gives its {@code count} jobs. */
     /** Waits until the wall clock reaches {@code at}: the faults are aimed at an instant, not at a condition. */
     static void sleepUntil(Instant at) {
         long nanos;
@@ -168,6 +167,7 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /** The names {@link #perSecondJobs} gives its {@code count} jobs. */
     static List<String> jobNames(int count) {
         return java.util.stream.IntStream.range(0, count).mapToObj(i -> String.format("job-%02d", i)).toList();
     }

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Redlock keeps going (issue 20), with worker JVMs on 5 real masters: a new set of masters runs
  * from its first slot (no quarantine to wait out); a {@code resume} that missed two stopped masters
- * is repaired by the heartbeat, so one more master down later splits nothing (at least 4 of the 5
+ * is repaired by the heartbeat, so one more master stalled later (SIGSTOP) splits nothing (at least 4 of the 5
  * slots after it run, each once, and the audit finds none silent: before the repair, 2 paused
  * against 2, none would run); a rolling restart of every master, declared durable, costs no slot;
  * a run killed with one master down is rerun (its rerun starts, under a higher token).
@@ -127,14 +127,14 @@ class RedlockLivenessIT {
         // One more master down (killed: the issue's case; a SIGSTOPped master, whose every call waits out
         // nodeTimeout, is a liveness question of its own, left to the Redlock work of issue 23): the four
         // that answer agree the job runs (before the repair, 2 paused against 2: no slot ran).
-        redlock.servers.get(0).kill();
+        redlock.servers.get(0).pause(); // stalled, not dead: left out after two fan-outs that waited for it (issue 37)
         Instant from = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
         Instant to = from.plusSeconds(5);
         await().atMost(Duration.ofSeconds(20)).until(() -> cluster.events("job_started").stream()
                 .anyMatch(e -> e.path("job").asText().equals("job-00") && !WorkerProcess.slot(e).isBefore(to)));
         long ran = started("job-00", from, to);
         System.out.printf("%nRedlockLivenessIT: new masters: first run %d ms after the workers were launched; resume that missed 2 "
-                + "masters repaired %d ms after they were back; with 1 master down after it, job-00 ran %d of 5 slots%n",
+                + "masters repaired %d ms after they were back; with 1 master stalled after it, job-00 ran %d of 5 slots%n",
                 firstRun.toMillis(), repair.toMillis(), ran);
         assertThat(firstRun).as("new masters: no quarantine to wait out (the default is minutes)").isLessThan(Duration.ofSeconds(20));
         // The four masters that answer agree the job runs: before the repair, 2 paused against 2,
