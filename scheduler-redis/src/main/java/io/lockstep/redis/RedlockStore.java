@@ -263,6 +263,7 @@ final class RedlockStore {
         long runningUntil = 0;
         long earlyTime = 0;
         boolean anyOurs = false;
+        Map<Long, Integer> abandonedTokens = new HashMap<>(); // the dead run's token, as each master's record has it
         for (Quorum.Vote<ClaimScripts.Decided> v : votes) {
             if (!v.counts()) {
                 anyOurs = true; // it may have written, or may yet
@@ -279,6 +280,9 @@ final class RedlockStore {
                 anyOurs |= r.status() != ClaimResult.Status.STALE && r.status() != ClaimResult.Status.BUSY;
             }
             fence = Math.max(fence, r.fencingToken());
+            if (r.status() == ClaimResult.Status.ABANDONED) {
+                abandonedTokens.merge(r.fencingToken(), 1, Integer::sum);
+            }
             if (r.runningUntilMillis() > 0 && (runningUntil == 0 || r.runningUntilMillis() < runningUntil)) {
                 runningUntil = r.runningUntilMillis();
             }
@@ -295,7 +299,13 @@ final class RedlockStore {
             boolean decisive = s != ClaimResult.Status.CLAIMED && s != ClaimResult.Status.EARLY
                     && (s != ClaimResult.Status.TAKEN || recovery);
             if (decisive && e.getValue() >= q) {
-                long token = s == ClaimResult.Status.ABANDONED ? fence : 0;
+                // The abandoned run's token is the one most masters' records have (ties: the highest): the
+                // claim that took it returned once a majority decided, and a master that answered after
+                // that may keep a token of its own (the fence raise only lifts, and may miss a master);
+                // the masters that decided have the run's. (It names the run in slot_abandoned.)
+                long token = s == ClaimResult.Status.ABANDONED ? abandonedTokens.entrySet().stream()
+                        .max(Map.Entry.<Long, Integer>comparingByValue().thenComparing(Map.Entry.comparingByKey()))
+                        .map(Map.Entry::getKey).orElse(fence) : 0;
                 return new Combined(new ClaimResult(s, token, quorumTime, runningUntil), anyOurs ? GiveBackMode.RUNNING : null);
             }
         }
