@@ -143,7 +143,7 @@ final class Claimer {
             Duration ahead = d.ahead(); // only a slot shared out to us, on its way to start
             allOwn &= ahead.toMillis() > 0;
             requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode(), def.overlap() == Overlap.REPLACE, d.manual,
-                    ahead));
+                    ahead, null, d.mode() == ClaimRequest.Mode.MISS_ONLY ? d.missCode() : null));
             reservations.add(reserves);
             batch.add(d);
         }
@@ -291,7 +291,8 @@ final class Claimer {
                         request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
                         d.kind() == DueSlot.Kind.CATCH_UP);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
-                run.storeClock(result.serverTimeMillis() * 1_000, receivedNanos);
+                run.storeClock(result.serverTimeMillis() * 1_000, sentNanos, receivedNanos,
+                        d.tokenDrawnNanos() != 0 ? Math.min(d.tokenDrawnNanos(), sentNanos) : sentNanos);
                 // Moved on before the hand-off: should anything below throw, unhandled() must not free the
                 // thread the run now owns nor ask the store again (the same token wins again: a second run).
                 d.won(request.staged());

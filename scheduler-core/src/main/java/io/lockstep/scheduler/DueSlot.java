@@ -130,6 +130,7 @@ final class DueSlot implements Comparable<DueSlot> {
     /** How long before its slot the store may decide it: {@link Preference#AHEAD} once shared out to us. */
     private Duration ahead = Duration.ZERO;
     private String token;
+    private long tokenDrawnNanos;
     /** Why the slot is reported missed, and the same as a short code for {@code lockstep.slots.missed}. */
     private String missReason, missCode;
     /** {@link Stage#STEPPED_ASIDE}: the worker it was given to. */
@@ -329,7 +330,19 @@ final class DueSlot implements Comparable<DueSlot> {
 
     /** The slot's token, the same on every request (a lost reply's repeat is answered alike); drawn on its first one. */
     String token(Supplier<String> draw) {
-        return token == null ? (token = draw.get()) : token;
+        if (token == null) {
+            token = draw.get();
+            tokenDrawnNanos = System.nanoTime();
+        }
+        return token;
+    }
+
+    /**
+     * When the token was drawn (monotonic nanos), before its first request was sent: the store
+     * decided the slot no earlier, though a repeat after a lost reply is answered later.
+     */
+    long tokenDrawnNanos() {
+        return tokenDrawnNanos;
     }
 
     /** Redlock gave back what a split vote wrote: the next request draws a new token, so that a give-back landing late undoes nothing of it. */

@@ -227,23 +227,21 @@ final class Runner {
      */
     private boolean heldUpPastItsTurn(SlotRun run, String slot) {
         JobDefinition def = run.definition;
-        SlotRun.StoreReading decided = run.storeReading();
-        if (def.exclusive() || run.manual || run.recovered || run.attempt() > 1 || decided == null) {
+        long decided = run.decidedMillis;
+        if (def.exclusive() || run.manual || run.recovered || run.attempt() > 1 || decided == 0) {
             return false;
         }
+        // Both conservative: the store's clock now at the latest, the decision at the earliest.
         long storeNow = run.storeNowMillis(System.nanoTime(), () -> clock.now().toEpochMilli());
         long next = def.schedule().next(run.scheduledTime()).map(java.time.Instant::toEpochMilli).orElse(Long.MAX_VALUE);
-        long turn = Math.max(next, decided.micros() / 1_000);
+        long turn = Math.max(next, decided);
         if (turn == Long.MAX_VALUE || storeNow - turn <= IN_ORDER_WITHIN.toMillis()) {
             return false;
         }
-        String reason = "its run could not begin in order: this worker was held up " + (storeNow - decided.micros() / 1_000)
+        // Reported by the completer once the store has closed the claim (a claim that is no longer
+        // ours by then is a peer's to rerun or abandon, and reported there).
+        run.lastError = "its run could not begin in order: this worker was held up " + (storeNow - decided)
                 + " ms between the claim and the start, and a later slot of the job may have started meanwhile";
-        run.lastError = reason; // the history's entry (outcome missed) says why
-        events.metrics().missed(def.name(), "order", 1);
-        events.warn("slot_missed").addKeyValue("job", def.name()).addKeyValue("slot", slot)
-                .addKeyValue("lateness_ms", storeNow - run.scheduledTime().toEpochMilli()).addKeyValue("reason", reason)
-                .addKeyValue("code", "order").addKeyValue("lock_name", run.lockName).log("slot missed");
         return true;
     }
 

@@ -33,14 +33,22 @@ final class SlotRun implements JobContext {
     volatile long graceEndsNanos = Long.MAX_VALUE;
     /**
      * The store's clock as this run's own last reply read it: its claim's, then its start's (for a
-     * claim made ahead). How late the run starts is measured by it, not by the worker's
-     * {@link ClusterClock} (whose anchor may be 30 s old, and the store's clock may have been stepped
-     * or slewed since); the time since the reply is a fraction of a second of this host's monotonic
-     * clock. Null before the claim's reply.
+     * claim made ahead), placed at the moment that call was sent. How late the run starts is
+     * measured by it, not by the worker's {@link ClusterClock} (whose anchor may be 30 s old, and the
+     * store's clock may have been stepped or slewed since); the time since is a fraction of a second
+     * of this host's monotonic clock. The store read its clock after the call was sent, so this
+     * never reads the store's clock earlier than it is (at most one round trip later: on Redlock,
+     * the fence raise's too). Null before the claim's reply.
      */
     private volatile StoreReading storeReading;
+    /**
+     * The store's time of the decision that lets this run start, at the earliest (epoch ms): the
+     * reading less the whole time since the slot's token was drawn (a claim's repeat after a lost
+     * reply is answered later than the claim was decided); 0 unknown.
+     */
+    volatile long decidedMillis;
 
-    /** A reading of the store's clock: {@code micros} (epoch µs), read at or before {@code nanos} (monotonic) here. */
+    /** A reading of the store's clock: {@code micros} (epoch µs), no later than the store's clock at {@code nanos} (monotonic) here. */
     record StoreReading(long micros, long nanos) {}
     /** A manual run ({@code trigger}); its events carry {@code manual: true}. */
     final boolean manual;
@@ -74,10 +82,15 @@ final class SlotRun implements JobContext {
         this.claimSentNanos = claimSentNanos;
     }
 
-    /** Notes the store's clock as a reply of this run's read it: {@code serverMicros}, the reply arrived at {@code receivedNanos}. */
-    void storeClock(long serverMicros, long receivedNanos) {
+    /**
+     * Notes the store's clock as a reply of this run's read it: {@code serverMicros}, by a call sent at
+     * {@code sentNanos} and answered at {@code receivedNanos}, that decided no earlier than
+     * {@code decidedNoEarlierThanNanos} (both monotonic).
+     */
+    void storeClock(long serverMicros, long sentNanos, long receivedNanos, long decidedNoEarlierThanNanos) {
         if (serverMicros > 0) {
-            storeReading = new StoreReading(serverMicros, receivedNanos);
+            storeReading = new StoreReading(serverMicros, sentNanos);
+            decidedMillis = serverMicros / 1_000 - Math.max(0, receivedNanos - decidedNoEarlierThanNanos) / 1_000_000;
         }
     }
 

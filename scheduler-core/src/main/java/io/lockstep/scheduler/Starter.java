@@ -290,7 +290,7 @@ final class Starter {
                     long delay = reply.startDelayNanos(run.scheduledTime());
                     if (delay != Long.MAX_VALUE) {
                         run.startAtNanos = now + delay;
-                        run.storeClock(reply.serverTimeMicros(), now);
+                        run.storeClock(reply.serverTimeMicros(), sent, now, sent);
                     }
                     if (run.startAtNanos - now <= 0) {
                         ready(s, ready);

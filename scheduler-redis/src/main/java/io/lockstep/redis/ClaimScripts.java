@@ -140,7 +140,7 @@ final class ClaimScripts {
                 args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
                         Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
                         switch (request.mode()) {
-                            case MISS_ONLY -> "miss";
+                            case MISS_ONLY -> request.missCode() == null ? "miss" : "miss:" + request.missCode();
                             case CATCH_UP -> "catchup";
                             default -> "claim";
                         },

@@ -33,7 +33,7 @@ public final class RedisAdmin {
 
         /** Whether this is a run's outcome, not a decision about its slot. */
         public boolean isRun() {
-            return !DECISIONS.contains(outcome);
+            return !DECISIONS.contains(outcome) || attempt > 0; // a claim closed as missed (not started in order) is its run's entry
         }
     }
 

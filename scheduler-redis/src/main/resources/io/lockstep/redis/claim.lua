@@ -11,13 +11,14 @@
 --   complete.lua writes; apart, so that a long pause cannot push the runs out)
 -- and 14 arguments from ARGV[14i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
---   worker id, mode (claim | miss | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
+--   worker id, mode (claim | miss | miss:<code> | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
 --   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below),
 --   how long past its slot the short lease of a claim made ahead lives (ms), how many entries the
 --   decisions stream keeps (history.keep; 0: none), the job's field prefix in the marks ('<job>:')
 -- A slot decided without a run (missed, skipped, paused) gets an entry there, as a run's outcome
 -- gets one in the history: outcome missed | skipped | paused, and 'reason' (late: past misfireGrace by this server's
--- clock; reported: its worker reported it missed, see its slot_missed event; order: a later slot
+-- clock; reported, or the code of its worker's slot_missed event (outage, no_thread, ...): its
+-- worker reported it missed; order: a later slot
 -- already started; disowned: its claim's reply never came and its worker gave up on it; overlap:
 -- the job's previous run still held the lease; paused).
 -- Returns per slot {status, fencing token, server time ms when the call ends (a claim made ahead
@@ -74,6 +75,10 @@ local touched = {}
 local function claim(k, a)
   local record, lease_key, running, marks_key, pause_key, decisions = k[1], k[2], k[3], k[4], k[5], k[6]
   local token, slot_text, mode, ttl, record_ttl = a[1], a[2], a[7], tonumber(a[4]), tonumber(a[5])
+  local miss_why = 'reported' -- 'miss:<code>': the worker's slot_missed code, the reason its history entry keeps
+  if string.sub(mode, 1, 5) == 'miss:' then
+    miss_why, mode = string.sub(mode, 6), 'miss'
+  end
   local slot = tonumber(slot_text)
   local f = a[14]
 
@@ -212,7 +217,7 @@ local function claim(k, a)
   end
 
   if mode == 'miss' or (mode == 'claim' and now > slot + tonumber(a[3])) then
-    decide('missed', 0, mode == 'miss' and 'reported' or 'late')
+    decide('missed', 0, mode == 'miss' and miss_why or 'late')
     return reply('missed', 0)
   end
   if not manual and redis.call('EXISTS', pause_key) == 1 then

@@ -67,6 +67,28 @@ class RedisDecisionsTest {
      * and the status page show), once, with why: missed late, missed as reported, skipped for an
      * overlap, paused, abandoned, and a recovery naming the run it replaced.
      */
+    /**
+     * F15 of the 2026-12-04 trial: after an outage {@code history} said only "its worker reported it
+     * missed (its slot_missed event says why)". The report's code is now the entry's reason.
+     */
+    @Test
+    void aSlotItsWorkerReportedMissedKeepsTheReportsCodeInTheHistory() {
+        String job = RedisFixture.job();
+        Instant now = redis.serverNow();
+        for (String code : List.of("outage", "no_thread")) {
+            Instant slot = now.minusSeconds(code.equals("outage") ? 4 : 3);
+            ClaimRequest report = new ClaimRequest(new Lease(job, slot, code, LEASE, true), "w-" + code, GRACE, Mode.MISS_ONLY, false,
+                    false, java.time.Duration.ZERO, null, code);
+            assertThat(claim(report)).isEqualTo(Status.MISSED);
+            assertThat(claim(report)).as("repeated").isEqualTo(Status.MISSED);
+        }
+        assertThat(RedisAdmin.of(redis.provider()).history(job, 10)).extracting(RedisAdmin.Run::slot, RedisAdmin.Run::outcome, RedisAdmin.Run::reason)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(now.minusSeconds(3), "missed", "no_thread"),
+                        org.assertj.core.groups.Tuple.tuple(now.minusSeconds(4), "missed", "outage"));
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new ClaimRequest(new Lease(job, now, "x", LEASE, true), "w", GRACE,
+                Mode.MISS_ONLY, false, false, java.time.Duration.ZERO, null, "two words")).isInstanceOf(IllegalArgumentException.class);
+    }
+
     @Test
     void everyDecisionWithoutARunIsInTheHistoryOnceWithItsReason() {
         String job = RedisFixture.job();

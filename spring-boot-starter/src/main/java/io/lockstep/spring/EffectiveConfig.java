@@ -8,6 +8,7 @@ import io.lockstep.scheduler.config.LockstepConfig;
 import io.lockstep.scheduler.config.WorkerSettings;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -33,9 +34,10 @@ final class EffectiveConfig {
     private EffectiveConfig() {}
 
     /**
+     * @param shutdownTimeout {@code worker.shutdownTimeout} when neither the file nor the properties set it
      * @throws ConfigException with every problem found
      */
-    static LockstepConfig load(LockstepProperties properties, AnnotatedJobs annotated, ClassLoader classes) {
+    static LockstepConfig load(LockstepProperties properties, AnnotatedJobs annotated, ClassLoader classes, Duration shutdownTimeout) {
         ConfigLoader loader = ConfigLoader.defaults().builtByReflection(false).requiringJobs(false);
         LockstepConfig base;
         Map<String, Object> defaults = Map.of();
@@ -64,13 +66,20 @@ final class EffectiveConfig {
             WorkerSettings fw = fromFile.worker();
             WorkerSettings worker = new WorkerSettings(w.getId() != null ? w.getId() : fw.id(),
                     w.getThreads() != null ? w.getThreads() : fw.threads(),
-                    w.getShutdownTimeout() != null ? w.getShutdownTimeout() : fw.shutdownTimeout(), fw.httpPort(), fw.httpBind(), fw.watch());
+                    w.getShutdownTimeout() != null ? w.getShutdownTimeout()
+                            : yamlWorker.containsKey("shutdownTimeout") ? fw.shutdownTimeout() : shutdownTimeout,
+                    fw.httpPort(), fw.httpBind(), fw.watch());
             base = new LockstepConfig(fromFile.source(), fromFile.redis(), worker, fromFile.jobs(), fromFile.historyKeep());
             if (top.get("defaults") instanceof Map<?, ?> d) {
                 defaults = castMap(d);
             }
         } else {
             base = withClasses(classes, () -> loader.load("lockstep.* properties", dump(fromProperties(properties))));
+            if (properties.getWorker().getShutdownTimeout() == null) {
+                WorkerSettings w = base.worker();
+                base = new LockstepConfig(base.source(), base.redis(),
+                        new WorkerSettings(w.id(), w.threads(), shutdownTimeout, w.httpPort(), w.httpBind(), w.watch()), base.jobs(), base.historyKeep());
+            }
         }
         if (annotated.isEmpty()) {
             return base;
@@ -89,7 +98,8 @@ final class EffectiveConfig {
         }
         List<JobDefinition> jobs = new ArrayList<>(base.jobs());
         Map<String, String> seen = new HashMap<>();
-        base.jobs().forEach(j -> seen.put(j.name(), base.source()));
+        String baseSource = base.source();
+        base.jobs().forEach(j -> seen.put(j.name(), baseSource));
         List<ConfigProblem> duplicates = new ArrayList<>();
         for (int i = 0; i < methods.jobs().size(); i++) {
             JobDefinition j = methods.jobs().get(i);

@@ -67,11 +67,31 @@ public class LockstepAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    Setup lockstepSetup(LockstepProperties properties, ConfigurableListableBeanFactory beans) {
+    Setup lockstepSetup(LockstepProperties properties, ConfigurableListableBeanFactory beans,
+            org.springframework.core.env.Environment environment) {
         AnnotatedJobs annotated = AnnotatedJobs.find(beans);
         ClassLoader classes = beans.getBeanClassLoader() != null ? beans.getBeanClassLoader() : getClass().getClassLoader();
         JedisVersion.check(classes); // Boot pins an older Jedis: one line naming the property, not a NoClassDefFoundError later
-        return new Setup(EffectiveConfig.load(properties, annotated, classes), annotated);
+        return new Setup(EffectiveConfig.load(properties, annotated, classes, defaultShutdownTimeout(shutdownPhase(environment))), annotated);
+    }
+
+    /** Boot's {@code spring.lifecycle.timeout-per-shutdown-phase} (its default, 30 s, when unset). */
+    static java.time.Duration shutdownPhase(org.springframework.core.env.Environment environment) {
+        return environment.getProperty("spring.lifecycle.timeout-per-shutdown-phase", java.time.Duration.class, java.time.Duration.ofSeconds(30));
+    }
+
+    /**
+     * The starter's {@code worker.shutdownTimeout} when the application sets none: the worker's
+     * default (30 s), but short enough that the drain (the timeout, then an interrupt and 5 s) fits
+     * in Boot's shutdown phase, so a default Boot application stops within it and is not warned
+     * ({@code shutdown_phase_too_short}; F10 of the 2026-12-04 trial): 25 s under Boot's default
+     * 30 s phase. One the application sets is kept, and warned about if it does not fit.
+     */
+    static java.time.Duration defaultShutdownTimeout(java.time.Duration phase) {
+        java.time.Duration fits = phase.minusSeconds(5);
+        java.time.Duration floor = java.time.Duration.ofSeconds(1);
+        java.time.Duration worker = io.lockstep.scheduler.config.WorkerSettings.DEFAULT_SHUTDOWN_TIMEOUT;
+        return fits.compareTo(worker) > 0 ? worker : fits.compareTo(floor) < 0 ? floor : fits;
     }
 
     @Bean(destroyMethod = "close")
@@ -103,8 +123,7 @@ public class LockstepAutoConfiguration {
                 ObjectProvider<MeterRegistry> meters, ObjectProvider<LockstepSchedulerCustomizer> customizers,
                 org.springframework.core.env.Environment environment) {
             LockstepConfig c = setup.config();
-            java.time.Duration phase = environment.getProperty("spring.lifecycle.timeout-per-shutdown-phase", java.time.Duration.class,
-                    java.time.Duration.ofSeconds(30));
+            java.time.Duration phase = shutdownPhase(environment);
             if (c.worker().shutdownTimeout().plusSeconds(5).compareTo(phase) > 0) {
                 org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "shutdown_phase_too_short")
                         .addKeyValue("shutdown_timeout_ms", c.worker().shutdownTimeout().toMillis())

@@ -264,6 +264,29 @@ class LockstepStarterTest {
         }
     }
 
+    /**
+     * F10 of the 2026-12-04 trial: a default Boot application was warned that its shutdown phase (30 s)
+     * is shorter than Lockstep's drain (shutdownTimeout 30 s + 5 s). Unset, the starter's
+     * shutdownTimeout now fits in the phase; one the application sets is kept.
+     */
+    @Test
+    void unsetTheShutdownTimeoutFitsInBootsShutdownPhase() {
+        String redisProps = "lockstep.redis.uri=" + redis.uri();
+        String prefix = "lockstep.redis.key-prefix=starter-" + System.nanoTime();
+        try (ConfigurableApplicationContext ctx = start(App.class, redisProps, prefix)) {
+            assertThat(ctx.getBean(LockstepAutoConfiguration.Setup.class).config().worker().shutdownTimeout())
+                    .as("Boot's default phase of 30 s, less the 5 s after the interrupt").isEqualTo(Duration.ofSeconds(25));
+        }
+        try (ConfigurableApplicationContext ctx = start(App.class, redisProps, prefix, "spring.lifecycle.timeout-per-shutdown-phase=2m")) {
+            assertThat(ctx.getBean(LockstepAutoConfiguration.Setup.class).config().worker().shutdownTimeout())
+                    .as("a longer phase: the worker's own default").isEqualTo(Duration.ofSeconds(30));
+        }
+        try (ConfigurableApplicationContext ctx = start(App.class, redisProps, prefix, "lockstep.worker.shutdown-timeout=40s")) {
+            assertThat(ctx.getBean(LockstepAutoConfiguration.Setup.class).config().worker().shutdownTimeout())
+                    .as("set by the application: kept (and warned about)").isEqualTo(Duration.ofSeconds(40));
+        }
+    }
+
     @Test
     void onTheApplicationsJedisClientLockstepRunsItsJobsTracesThemAndLendsItsLockApi() {
         JedisApp.SPANS.reset();

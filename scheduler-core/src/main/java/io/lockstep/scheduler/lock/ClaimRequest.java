@@ -27,9 +27,18 @@ import java.util.Objects;
  * @param recordTtl how long the slot record lives past its slot, at the least: the job's
  *     {@link #recordTtl(Duration, Duration)} (null when constructed gives that); only the stores'
  *     contract tests set another, to let a record expire in seconds
+ * @param missCode why its worker reports the slot missed ({@link Mode#MISS_ONLY}): the
+ *     {@code slot_missed} event's {@code code} ({@code outage}, {@code no_thread}, ...), kept as the
+ *     reason of the slot's entry in the job's history; null: {@code reported}
  */
 public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
-        Duration ahead, Duration recordTtl) {
+        Duration ahead, Duration recordTtl, String missCode) {
+
+    /** A request without a miss code. */
+    public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
+            Duration ahead, Duration recordTtl) {
+        this(lease, workerId, misfireGrace, mode, replace, manual, ahead, recordTtl, null);
+    }
 
     /** A request whose slot record lives the job's {@link #recordTtl(Duration, Duration)}. */
     public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
@@ -90,7 +99,13 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
         if (recordTtl == null) {
             recordTtl = recordTtl(lease.ttl(), misfireGrace);
         }
+        if (missCode != null && !MISS_CODE.matcher(missCode).matches()) {
+            throw new IllegalArgumentException("miss code must match " + MISS_CODE.pattern() + ": " + missCode);
+        }
     }
+
+    /** What a miss code may be: a short lower-case word, as the {@code slot_missed} events' codes are. */
+    public static final java.util.regex.Pattern MISS_CODE = java.util.regex.Pattern.compile("[a-z][a-z_]{0,31}");
 
     /** A plain claim ({@link Mode#CLAIM}, or {@link Mode#MISS_ONLY} when {@code missOnly}). */
     public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, boolean missOnly) {
