@@ -155,6 +155,7 @@ final class Claimer {
         }
         threads.take(reserved);
         long sent = System.nanoTime();
+        batch.forEach(d -> d.asked(sent));
         List<ClaimResult> results;
         try {
             results = provider.claim(requests);
@@ -291,8 +292,7 @@ final class Claimer {
                         request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
                         d.kind() == DueSlot.Kind.CATCH_UP);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
-                run.storeClock(result.serverTimeMillis() * 1_000, sentNanos, receivedNanos,
-                        d.tokenDrawnNanos() != 0 ? Math.min(d.tokenDrawnNanos(), sentNanos) : sentNanos);
+                run.storeClock(result.serverTimeMillis() * 1_000, sentNanos, receivedNanos, d.askedSinceNanos());
                 // Moved on before the hand-off: should anything below throw, unhandled() must not free the
                 // thread the run now owns nor ask the store again (the same token wins again: a second run).
                 d.won(request.staged());
@@ -311,6 +311,7 @@ final class Claimer {
             case BUSY -> {
                 // Another run of the job holds its exclusive lease: ask again shortly (a fixed delay:
                 // a back-off missed the gaps between a frequent job's runs, so a rerun never got in).
+                d.undecided();
                 d.retryAt(clock.now().plus(RETRY_DELAY));
                 return;
             }
@@ -325,6 +326,7 @@ final class Claimer {
                 return;
             }
             case EARLY -> {
+                d.undecided();
                 // Our clock runs ahead of the store's, or a claim ahead found the job paused or its
                 // lease held: come back when the store's clock reaches the moment it can be decided.
                 long at = d.slot.toEpochMilli() - request.ahead().toMillis();

@@ -130,7 +130,7 @@ final class DueSlot implements Comparable<DueSlot> {
     /** How long before its slot the store may decide it: {@link Preference#AHEAD} once shared out to us. */
     private Duration ahead = Duration.ZERO;
     private String token;
-    private long tokenDrawnNanos;
+    private long askedSinceNanos;
     /** Why the slot is reported missed, and the same as a short code for {@code lockstep.slots.missed}. */
     private String missReason, missCode;
     /** {@link Stage#STEPPED_ASIDE}: the worker it was given to. */
@@ -332,22 +332,35 @@ final class DueSlot implements Comparable<DueSlot> {
     String token(Supplier<String> draw) {
         if (token == null) {
             token = draw.get();
-            tokenDrawnNanos = System.nanoTime();
         }
         return token;
     }
 
+    /** A request for the slot was sent at {@code sentNanos} (monotonic). */
+    void asked(long sentNanos) {
+        if (askedSinceNanos == 0) {
+            askedSinceNanos = sentNanos;
+        }
+    }
+
     /**
-     * When the token was drawn (monotonic nanos), before its first request was sent: the store
-     * decided the slot no earlier, though a repeat after a lost reply is answered later.
+     * When the first request since the store last said the slot was not decided yet was sent
+     * (monotonic nanos): the store decided the slot no earlier, though a repeat after a lost reply
+     * is answered later. 0 before any.
      */
-    long tokenDrawnNanos() {
-        return tokenDrawnNanos;
+    long askedSinceNanos() {
+        return askedSinceNanos;
+    }
+
+    /** The store answered that the slot is not decided yet (busy, early): a decision comes with a later request. */
+    void undecided() {
+        askedSinceNanos = 0;
     }
 
     /** Redlock gave back what a split vote wrote: the next request draws a new token, so that a give-back landing late undoes nothing of it. */
     void newToken() {
         token = null;
+        askedSinceNanos = 0;
     }
 
     String missReason() {

@@ -33,23 +33,21 @@ final class SlotRun implements JobContext {
     volatile long graceEndsNanos = Long.MAX_VALUE;
     /**
      * The store's clock as this run's own last reply read it: its claim's, then its start's (for a
-     * claim made ahead), placed at the moment that call was sent. How late the run starts is
-     * measured by it, not by the worker's {@link ClusterClock} (whose anchor may be 30 s old, and the
-     * store's clock may have been stepped or slewed since); the time since is a fraction of a second
-     * of this host's monotonic clock. The store read its clock after the call was sent, so this
-     * never reads the store's clock earlier than it is (at most one round trip later: on Redlock,
-     * the fence raise's too). Null before the claim's reply.
+     * claim made ahead). How late the run starts is measured by it, not by the worker's
+     * {@link ClusterClock} (whose anchor may be 30 s old, and the store's clock may have been stepped
+     * or slewed since); the time since is a fraction of a second of this host's monotonic clock.
+     * Null before the claim's reply.
      */
     private volatile StoreReading storeReading;
-    /**
-     * The store's time of the decision that lets this run start, at the earliest (epoch ms): the
-     * reading less the whole time since the slot's token was drawn (a claim's repeat after a lost
-     * reply is answered later than the claim was decided); 0 unknown.
-     */
-    volatile long decidedMillis;
 
-    /** A reading of the store's clock: {@code micros} (epoch µs), no later than the store's clock at {@code nanos} (monotonic) here. */
-    record StoreReading(long micros, long nanos) {}
+    /**
+     * A reading of the store's clock: {@code micros} (epoch µs), read by a call sent at
+     * {@code sentNanos} and answered at {@code receivedNanos} (monotonic), about a decision made no
+     * earlier than {@code decidedMillis} by that clock (the reading itself, or, for a repeat after a
+     * lost reply, the reading less the time since the first request: the repeat is answered later
+     * than the claim was decided).
+     */
+    record StoreReading(long micros, long sentNanos, long receivedNanos, long decidedMillis) {}
     /** A manual run ({@code trigger}); its events carry {@code manual: true}. */
     final boolean manual;
     /** A rerun of a slot whose earlier run lost its lease or never started ({@code slot_recovered}); {@code rerun: true}. */
@@ -84,13 +82,13 @@ final class SlotRun implements JobContext {
 
     /**
      * Notes the store's clock as a reply of this run's read it: {@code serverMicros}, by a call sent at
-     * {@code sentNanos} and answered at {@code receivedNanos}, that decided no earlier than
-     * {@code decidedNoEarlierThanNanos} (both monotonic).
+     * {@code sentNanos} and answered at {@code receivedNanos}; the slot was first asked at
+     * {@code askedSinceNanos} (earlier than {@code sentNanos} for a repeat), all monotonic.
      */
-    void storeClock(long serverMicros, long sentNanos, long receivedNanos, long decidedNoEarlierThanNanos) {
+    void storeClock(long serverMicros, long sentNanos, long receivedNanos, long askedSinceNanos) {
         if (serverMicros > 0) {
-            storeReading = new StoreReading(serverMicros, sentNanos);
-            decidedMillis = serverMicros / 1_000 - Math.max(0, receivedNanos - decidedNoEarlierThanNanos) / 1_000_000;
+            long decided = serverMicros / 1_000 - (askedSinceNanos != 0 && askedSinceNanos < sentNanos ? (receivedNanos - askedSinceNanos) / 1_000_000 : 0);
+            storeReading = new StoreReading(serverMicros, sentNanos, receivedNanos, decided);
         }
     }
 
@@ -100,12 +98,13 @@ final class SlotRun implements JobContext {
     }
 
     /**
-     * The store's clock now, at the least, as this run's last reply tells (epoch ms): that reply's
-     * reading plus the monotonic time since it arrived; {@code fallback} before any reply.
+     * The store's clock now, at the latest, as this run's last reply tells (epoch ms): the reading
+     * plus the monotonic time since its call was sent (the store read its clock after that), so a
+     * start is never reported earlier than it was; {@code fallback} before any reply.
      */
     long storeNowMillis(long nowNanos, java.util.function.LongSupplier fallback) {
         StoreReading r = storeReading;
-        return r == null ? fallback.getAsLong() : Math.floorDiv(r.micros() * 1_000 + (nowNanos - r.nanos()), 1_000_000);
+        return r == null ? fallback.getAsLong() : Math.floorDiv(r.micros() * 1_000 + (nowNanos - r.sentNanos()), 1_000_000);
     }
 
     void watchedBy(Watchdog<SlotRun>.Watch w) {

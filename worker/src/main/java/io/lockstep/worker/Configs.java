@@ -28,11 +28,43 @@ final class Configs {
         try {
             return Optional.of(ConfigLoader.defaults().checkingClasses(checkClasses).builtByReflection(!factory).load(file));
         } catch (ConfigException e) {
-            for (ConfigProblem problem : e.problems()) {
-                err.println(problem);
-            }
-            err.println(e.problems().size() + (e.problems().size() == 1 ? " problem" : " problems") + " in " + file);
+            print(e, file, err);
             return Optional.empty();
+        }
+    }
+
+    /** One line per problem, then how many there are in {@code file}. */
+    static void print(ConfigException e, Path file, PrintWriter err) {
+        for (ConfigProblem problem : e.problems()) {
+            err.println(problem);
+        }
+        err.println(e.problems().size() + (e.problems().size() == 1 ? " problem" : " problems") + " in " + file);
+    }
+
+    /**
+     * Whether the application's factory builds every job of {@code config} with params that fit
+     * its type, as {@code run} will check them; else false after printing why (the problems placed
+     * in {@code file}), the factory closed in any case.
+     */
+    static boolean builtByFactory(Path file, LockstepConfig config, ServiceLoader.Provider<JobFactory> type, PrintWriter err) {
+        JobFactory factory;
+        try {
+            factory = RunCommand.newFactory(type);
+        } catch (io.lockstep.scheduler.LockstepException e) {
+            err.println("error: " + e.getMessage());
+            return false;
+        }
+        try {
+            JobFactory.check(factory, config.jobs());
+            return true;
+        } catch (ConfigException e) {
+            print(io.lockstep.scheduler.config.ConfigLoader.located(file, e), file, err);
+            return false;
+        } catch (io.lockstep.scheduler.LockstepException e) {
+            err.println("error: " + e.getMessage());
+            return false;
+        } finally {
+            RunCommand.close(factory, err);
         }
     }
 

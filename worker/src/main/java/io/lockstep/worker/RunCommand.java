@@ -151,7 +151,11 @@ final class RunCommand implements Callable<Integer> {
             }
         } catch (LockstepException | java.io.IOException | java.io.UncheckedIOException e) {
             // Redis down or refusing us, a job class that cannot be created, or the HTTP port taken
-            err.println("error: " + e.getMessage());
+            if (e instanceof io.lockstep.scheduler.config.ConfigException problems) { // params a factory's job refused: file:line
+                Configs.print(io.lockstep.scheduler.config.ConfigLoader.located(config, problems), config, err);
+            } else {
+                err.println("error: " + e.getMessage());
+            }
             if (http != null) {
                 http.close();
             }
@@ -184,7 +188,7 @@ final class RunCommand implements Callable<Integer> {
     }
 
     /** The application's factory; a constructor that throws is the worker's start failing, in one line. */
-    private static JobFactory newFactory(ServiceLoader.Provider<JobFactory> type) {
+    static JobFactory newFactory(ServiceLoader.Provider<JobFactory> type) {
         try {
             return type.get();
         } catch (java.util.ServiceConfigurationError | LinkageError e) {
@@ -194,7 +198,7 @@ final class RunCommand implements Callable<Integer> {
     }
 
     /** Closes the application's factory when it is {@link AutoCloseable}: after the jobs, before Redis. */
-    private static void close(JobFactory factory, PrintWriter err) {
+    static void close(JobFactory factory, PrintWriter err) {
         if (factory instanceof AutoCloseable closeable) {
             try {
                 closeable.close();

@@ -50,6 +50,9 @@ final class ValidateCommand implements Callable<Integer> {
             return WorkerMain.BAD_INPUT;
         }
         LockstepConfig c = loaded.get();
+        if (factory.isPresent() && !Configs.builtByFactory(config, c, factory.get(), err)) {
+            return WorkerMain.BAD_INPUT; // its jobs' params checked as run checks them (F4 of the 2026-12-04 trial)
+        }
         out.println(config + ": valid, " + c.jobs().size() + (c.jobs().size() == 1 ? " job" : " jobs")
                 + ", redis " + c.redis().describe() + factory.map(f -> ", jobs built by " + f.type().getName()).orElse(""));
         Instant now = Instant.now();

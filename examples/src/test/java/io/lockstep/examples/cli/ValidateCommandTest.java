@@ -148,10 +148,19 @@ class ValidateCommandTest {
     @Test
     void withTheApplicationsFactoryAJobClassNeedsNoNoArgConstructorButMustStillBeAJob() throws IOException {
         String pooled = "io.lockstep.examples.it.LifecycleFactory$PooledJob";
-        Result ok = withFactories(List.of("io.lockstep.examples.it.LifecycleFactory"),
-                "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: " + pooled + "\n");
+        Path lifecycle = dir.resolve("lifecycle.log");
+        System.setProperty("lifecycle.log", lifecycle.toString()); // where the factory writes what it does
+        Result ok;
+        try {
+            ok = withFactories(List.of("io.lockstep.examples.it.LifecycleFactory"),
+                    "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: " + pooled + "\n");
+        } finally {
+            System.clearProperty("lifecycle.log");
+        }
         assertThat(ok.exit()).as(ok.err()).isZero();
         assertThat(ok.out()).contains("valid, 1 job").contains("jobs built by io.lockstep.examples.it.LifecycleFactory");
+        // validate built the job through the factory (its params checked as run checks them), and closed both
+        assertThat(Files.readAllLines(lifecycle)).containsExactly("open factory", "close job a", "close factory");
         Result notAJob = withFactories(List.of("io.lockstep.examples.it.LifecycleFactory"),
                 "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: java.lang.String\n");
         assertThat(notAJob.exit()).isEqualTo(2);
@@ -159,6 +168,48 @@ class ValidateCommandTest {
         Result withoutFactory = validate("jobs:\n  - name: a\n    cron: \"@daily\"\n    class: " + pooled + "\n");
         assertThat(withoutFactory.exit()).isEqualTo(2);
         assertThat(withoutFactory.err()).contains("has no public no-arg constructor");
+    }
+
+    /**
+     * F4 of the 2026-12-04 trial: with an application's factory, validate did not check typed params
+     * (it builds no job), so CI passed a config that run then refused (exit 2). It now builds each
+     * job through the factory, checks its params as run does, and names the file and line.
+     */
+    @Test
+    void withTheApplicationsFactoryTypedParamsAreCheckedAsRunChecksThemWithTheirLine() throws IOException {
+        String typed = "io.lockstep.examples.cli.ValidateCommandTest$TypedJob";
+        String factory = "io.lockstep.examples.cli.ValidateCommandTest$TypedFactory";
+        Result ok = withFactories(List.of(factory), "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: " + typed
+                + "\n    params:\n      batch: 50\n      every: 5m\n");
+        assertThat(ok.exit()).as(ok.err()).isZero();
+        Result bad = withFactories(List.of(factory), "jobs:\n  - name: a\n    cron: \"@daily\"\n    class: " + typed
+                + "\n    params:\n      batch: 50\n      every: soon\n");
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.err().lines().toList()).first().asString().contains("jobs.yaml:7: jobs[0].params.every:")
+                .contains("must be a duration");
+        assertThat(bad.out()).doesNotContain("valid");
+    }
+
+    /** A job whose params have a type. */
+    public static final class TypedJob implements io.lockstep.scheduler.Job {
+        /** Its params. */
+        public record Params(int batch, java.time.Duration every) {}
+
+        @Override
+        public Class<?> paramsType() {
+            return Params.class;
+        }
+
+        @Override
+        public void execute(io.lockstep.scheduler.JobContext context) {}
+    }
+
+    /** An application's factory that builds {@link TypedJob} (it has no use for a no-arg constructor). */
+    public static final class TypedFactory implements io.lockstep.scheduler.JobFactory {
+        @Override
+        public io.lockstep.scheduler.Job create(io.lockstep.scheduler.JobDefinition definition) {
+            return new TypedJob();
+        }
     }
 
     @Test

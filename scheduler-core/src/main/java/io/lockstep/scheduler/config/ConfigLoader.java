@@ -146,6 +146,73 @@ public final class ConfigLoader {
         return new Reader(source).read(text);
     }
 
+    /**
+     * {@code e} with the problems a job's params raised after loading (jobs an application's
+     * {@link JobFactory} built, checked against their {@link io.lockstep.scheduler.Job#paramsType()}:
+     * {@code job NAME: params...}, no line) placed in {@code text}, the YAML they came from:
+     * {@code source:line: jobs[i].params.key: ...}, as the loader reports the jobs it builds itself.
+     * Problems it cannot place stay as they are.
+     */
+    public static ConfigException located(Path file, ConfigException e) {
+        String text;
+        try {
+            text = ConfigFile.read(file);
+        } catch (RuntimeException unreadable) { // changed or gone since it was loaded: the problems as they are
+            return e;
+        }
+        return located(file.toString(), text, e);
+    }
+
+    /** {@link #located(Path, ConfigException)} for YAML text that {@code source} names. */
+    public static ConfigException located(String source, String text, ConfigException e) {
+        Node root;
+        try {
+            LoaderOptions options = new LoaderOptions();
+            options.setMaxAliasesForCollections(ConfigFile.MAX_ALIASES);
+            options.setCodePointLimit((int) ConfigFile.MAX_BYTES);
+            root = new Yaml(options).compose(new StringReader(text));
+        } catch (YAMLException unreadable) {
+            return e;
+        }
+        Node jobs = root instanceof MappingNode top ? value(top, "jobs") : null;
+        List<ConfigProblem> placed = new ArrayList<>();
+        for (ConfigProblem p : e.problems()) {
+            ConfigProblem at = p;
+            if (p.line() == 0 && p.file().startsWith("job ") && p.path().startsWith("params") && jobs instanceof SequenceNode list) {
+                String name = p.file().substring(4);
+                for (int i = 0; i < list.getValue().size(); i++) {
+                    Node job = list.getValue().get(i);
+                    if (job instanceof MappingNode m && value(m, "name") instanceof ScalarNode n && n.getValue().equals(name)) {
+                        Node where = job;
+                        Node params = value(m, "params");
+                        String first = p.path().length() > "params.".length() ? p.path().substring("params.".length()).split("[.\\[]")[0] : "";
+                        if (params instanceof MappingNode pm) {
+                            where = params;
+                            for (NodeTuple t : pm.getValue()) {
+                                if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(first)) {
+                                    where = t.getKeyNode();
+                                }
+                            }
+                        }
+                        at = new ConfigProblem(source, where.getStartMark().getLine() + 1, "jobs[" + i + "]." + p.path(), p.message());
+                        break;
+                    }
+                }
+            }
+            placed.add(at);
+        }
+        return new ConfigException(placed);
+    }
+
+    private static Node value(MappingNode map, String key) {
+        for (NodeTuple t : map.getValue()) {
+            if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(key)) {
+                return t.getValueNode();
+            }
+        }
+        return null;
+    }
+
     /** One pass over one document; collects problems instead of stopping at the first. */
     private final class Reader extends ConfigNodes {
 
