@@ -20,15 +20,14 @@ public interface JobFactory {
      */
     Job create(JobDefinition definition);
 
-    /** The default factory: the definition's class by reflection, through its public no-arg constructor. */
     /**
      * Builds every enabled job of {@code definitions} with {@code factory} and checks its params
      * against its {@link Job#paramsType()}, as a scheduler built with the factory does, then closes
      * the jobs built that are {@link AutoCloseable}: what {@code lockstep validate} runs, so that it
      * refuses what {@code run} refuses.
      *
-     * @throws io.lockstep.scheduler.config.ConfigException params that do not fit their type (one
-     *     problem per job, {@code job NAME}, without a line: see
+     * @throws io.lockstep.scheduler.config.ConfigException params that do not fit their type (the
+     *     first job's whose do not, as {@code run} stops at it: {@code job NAME}, without a line: see
      *     {@link io.lockstep.scheduler.config.ConfigLoader#located})
      * @throws LockstepException a job the factory could not build
      */
@@ -36,6 +35,7 @@ public interface JobFactory {
         CreatedJobs.create(definitions, factory, true, new Events("validate")).close(java.util.Set.of());
     }
 
+    /** The default factory: the definition's class by reflection, through its public no-arg constructor. */
     static JobFactory reflective() {
         return definition -> {
             String className = definition.jobClass();

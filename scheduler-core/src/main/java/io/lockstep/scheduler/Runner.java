@@ -235,7 +235,7 @@ final class Runner {
         // on top of the store's reading: the network's share of the round trip is not counted (a
         // slow store or network is the known limit of guarantee 10, as GUARANTEES says).
         long heldUp = (System.nanoTime() - r.receivedNanos()) / 1_000_000;
-        long storeNow = r.micros() / 1_000 + heldUp;
+        long storeNow = run.storeNowMillis(System.nanoTime(), () -> 0L);
         long next = def.schedule().next(run.scheduledTime()).map(java.time.Instant::toEpochMilli).orElse(Long.MAX_VALUE);
         long turn = Math.max(next, r.decidedMillis());
         if (turn == Long.MAX_VALUE || storeNow - turn <= IN_ORDER_WITHIN.toMillis()) {
@@ -243,8 +243,10 @@ final class Runner {
         }
         // Reported by the completer once the store has closed the claim (a claim that is no longer
         // ours by then is a peer's to rerun or abandon, and reported there).
-        run.lastError = "its run could not begin in order: this worker held it " + heldUp + " ms between the store's answer and "
-                + "the start, and a later slot of the job may have started meanwhile";
+        run.lastError = "its run could not begin in order: " + (r.decidedMillis() < r.micros() / 1_000
+                ? "its claim was answered " + (r.micros() / 1_000 - r.decidedMillis()) + " ms after it was first asked (a lost reply), and "
+                : "") + "this worker held it " + heldUp + " ms between the store's answer and the start; a later slot of the job may "
+                + "have started meanwhile";
         return true;
     }
 

@@ -98,13 +98,15 @@ final class SlotRun implements JobContext {
     }
 
     /**
-     * The store's clock now, at the latest, as this run's last reply tells (epoch ms): the reading
-     * plus the monotonic time since its call was sent (the store read its clock after that), so a
-     * start is never reported earlier than it was; {@code fallback} before any reply.
+     * The store's clock now as this run's last reply tells (epoch ms): the reading plus the monotonic
+     * time since the reply arrived, the same count the in-order guard makes ({@code Runner}). The
+     * store read its clock before the reply arrived, so a start by it never reads earlier than it
+     * was: a run that begins at its slot by this count began at or after it by the store's clock
+     * (later by the reply's time on the network, uncounted). {@code fallback} before any reply.
      */
     long storeNowMillis(long nowNanos, java.util.function.LongSupplier fallback) {
         StoreReading r = storeReading;
-        return r == null ? fallback.getAsLong() : Math.floorDiv(r.micros() * 1_000 + (nowNanos - r.sentNanos()), 1_000_000);
+        return r == null ? fallback.getAsLong() : Math.floorDiv(r.micros() * 1_000 + (nowNanos - r.receivedNanos()), 1_000_000);
     }
 
     void watchedBy(Watchdog<SlotRun>.Watch w) {

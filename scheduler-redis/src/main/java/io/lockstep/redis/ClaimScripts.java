@@ -26,6 +26,15 @@ import redis.clients.jedis.exceptions.JedisException;
  */
 final class ClaimScripts {
 
+    /**
+     * Reasons the claim script gives a record itself, each with a meaning of its own (a repeat of an
+     * {@code order} miss is answered {@code superseded}): a worker's miss code that is one of them is
+     * kept as {@code reported}, never as the store's reason (a worker's {@code order} means an older
+     * slot had not started, the store's a later one had).
+     */
+    static final java.util.Set<String> STORE_REASONS = java.util.Set.of("order", "late", "disowned", "not_started", "paused", "overlap",
+            "reported", "no_quorum", "lease_lost");
+
     private static final LuaScript CLAIM = LuaScript.load("claim.lua");
     private static final LuaScript RECOVER = LuaScript.load("recover.lua");
     private static final LuaScript UNCLAIM = LuaScript.load("unclaim.lua");
@@ -140,7 +149,8 @@ final class ClaimScripts {
                 args.addAll(List.of(lease.token(), Long.toString(slot), Long.toString(request.misfireGrace().toMillis()),
                         Long.toString(lease.ttl().toMillis()), Long.toString(request.recordTtl().toMillis()), request.workerId(),
                         switch (request.mode()) {
-                            case MISS_ONLY -> request.missCode() == null ? "miss" : "miss:" + request.missCode();
+                            case MISS_ONLY -> request.missCode() == null || STORE_REASONS.contains(request.missCode()) ? "miss"
+                                    : "miss:" + request.missCode();
                             case CATCH_UP -> "catchup";
                             default -> "claim";
                         },
