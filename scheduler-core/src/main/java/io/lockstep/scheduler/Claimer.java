@@ -34,6 +34,16 @@ final class Claimer {
 
     /** How soon a claim that failed for want of the store, or of a free thread, is tried again. */
     static final Duration RETRY_DELAY = Duration.ofMillis(250);
+    /**
+     * The longest wait between asks of a slot answered {@code BUSY}: well within the turn a rerun
+     * holds ({@link ClaimResult#TURN_HOLD}), so that a live rerun never loses it to a later slot.
+     */
+    static final Duration BUSY_RETRY_MAX = ClaimResult.TURN_HOLD.dividedBy(2).minusMillis(500);
+
+    /** The wait before asking again after the {@code n}th {@code BUSY} answer in a row (from 0): 250 ms doubling to {@link #BUSY_RETRY_MAX}. */
+    static Duration busyDelay(int n) {
+        return n >= 4 ? BUSY_RETRY_MAX : Duration.ofMillis(Math.min(BUSY_RETRY_MAX.toMillis(), RETRY_DELAY.toMillis() << n));
+    }
     /** At most this many claim round trips per tick when lost races free reserved threads. */
     private static final int MAX_CLAIM_ROUNDS = 4;
     private static final SecureRandom TOKENS = new SecureRandom();
@@ -275,7 +285,7 @@ final class Claimer {
         boolean ownStaged = result.status() == ClaimResult.Status.CLAIMED && request.staged()
                 && result.runningUntilMillis() >= d.slot.toEpochMilli();
         if (result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.UNANSWERED && !ownStaged) {
-            queue.noteRuns(def.name(), result.runningUntilMillis());
+            queue.noteRuns(def.name(), result.runningUntilMillis(), result.serverTimeMillis());
         }
         if (d.stage() == DueSlot.Stage.REPORTED && result.status() != ClaimResult.Status.EARLY
                 && result.status() != ClaimResult.Status.BUSY && result.status() != ClaimResult.Status.NO_QUORUM
@@ -309,10 +319,11 @@ final class Claimer {
                 }
             }
             case BUSY -> {
-                // Another run of the job holds its exclusive lease: ask again shortly (a fixed delay:
-                // a back-off missed the gaps between a frequent job's runs, so a rerun never got in).
+                // Another run of the job holds its exclusive lease. A rerun so answered holds the job's
+                // next turn in the store (ClaimResult.TURN_HOLD), so later slots yield to it once the
+                // lease is free: it can back off without missing the gap between back-to-back runs.
                 d.undecided();
-                d.retryAt(clock.now().plus(RETRY_DELAY));
+                d.retryAt(clock.now().plus(busyDelay(d.busyAnswered())));
                 return;
             }
             case UNANSWERED -> {

@@ -131,6 +131,8 @@ final class DueSlot implements Comparable<DueSlot> {
     private Duration ahead = Duration.ZERO;
     private String token;
     private long askedSinceNanos;
+    /** {@code BUSY} answers so far ({@link #busyAnswered}). */
+    private int busyAnswers;
     /** Why the slot is reported missed, and the same as a short code for {@code lockstep.slots.missed}. */
     private String missReason, missCode;
     /** {@link Stage#STEPPED_ASIDE}: the worker it was given to. */
@@ -350,6 +352,11 @@ final class DueSlot implements Comparable<DueSlot> {
      */
     long askedSinceNanos() {
         return askedSinceNanos;
+    }
+
+    /** How many {@code BUSY} answers came before this one (from 0): the Claimer's back-off. */
+    int busyAnswered() {
+        return busyAnswers++;
     }
 
     /** The store answered that the slot is not decided yet (busy, early): a decision comes with a later request. */

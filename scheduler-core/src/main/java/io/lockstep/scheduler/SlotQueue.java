@@ -255,10 +255,23 @@ final class SlotQueue {
         }
     }
 
-    /** What the store said of a job's runs in flight: when their earliest lease ends (0: none in flight). */
+    /** What a look at a job's runs in flight found: when the earliest lease still ahead ends (0: none). */
     void noteRuns(String job, long runningUntilMillis) {
+        noteRuns(job, runningUntilMillis, 0);
+    }
+
+    /**
+     * What a claim answer said of a job's runs in flight: when their earliest lease ends (0: none in
+     * flight), by the store's clock at {@code serverNowMillis}. A lease end already past is a run that
+     * died; while this worker already asks for its rerun (answered busy, say), it is not looked at
+     * again on every answer.
+     */
+    void noteRuns(String job, long runningUntilMillis, long serverNowMillis) {
         lock.lock();
         try {
+            if (runningUntilMillis < serverNowMillis && runningUntilMillis != 0 && recoveringAny(job)) {
+                return; // a run that died, whose rerun we already ask for: no look would tell us more
+            }
             if (runningUntilMillis == 0) {
                 lookAt.remove(job);
             } else {
@@ -267,6 +280,16 @@ final class SlotQueue {
         } finally {
             lock.unlock();
         }
+    }
+
+    private boolean recoveringAny(String job) {
+        String prefix = job + "@";
+        for (String key : recovering) {
+            if (key.startsWith(prefix)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -5,7 +5,8 @@
 --   slot record (hash), lease, running index (zset), the marks of the job's group (hash; the job's
 --   fields are '<job>:' then decided, started, holder = the slot whose run last took the lease,
 --   until = when that claim's lease ends, fence = the job's fence counter, see fence.lua,
---   kept / mkept = the shortest record ttl a claim of a scheduled / manual slot wrote, see below),
+--   kept / mkept = the shortest record ttl a claim of a scheduled / manual slot wrote, see below,
+--   turn = '<slot>:<until>', a rerun of an earlier slot waiting for the lease, see recover.lua),
 --   pause (hash; exists while the job is paused),
 --   decisions (stream: the job's slots decided without a run, beside its history of runs, which
 --   complete.lua writes; apart, so that a long pause cannot push the runs out)
@@ -108,7 +109,7 @@ local function claim(k, a)
   -- scheduled slot moved the mark to it in the same call), so the record is read only when it may
   -- exist: a repeat, a race, a slot decided otherwise, or a manual run (which never moves the marks).
   local manual = a[10] == '1'
-  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept')
+  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept', f .. 'turn')
   local decided, started = 0, 0
   if not manual then
     decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
@@ -256,6 +257,22 @@ local function claim(k, a)
     if score then
       revoked = cjson.encode({held, holder, now + redis.call('PTTL', lease_key), tonumber(score)})
       redis.call('ZREM', running, held)
+    end
+  end
+  if not holder and not manual and a[8] ~= '1' and marks[6] then
+    -- A rerun of an earlier slot was refused 'busy' behind the run that just ended and holds the
+    -- next turn (recover.lua): under overlap: skip this slot yields to it, as it would to a run.
+    -- The turn lapses unless its rerun keeps asking, so a rerun whose worker died blocks nothing.
+    local turn_slot, turn_until = string.match(marks[6], '^(%d+):(%d+)$')
+    if turn_slot and tonumber(turn_until) > now and tonumber(turn_slot) < slot then
+      if ahead then
+        return reply('early', 0)
+      end
+      if mode == 'catchup' then
+        return reply('busy', 0)
+      end
+      decide('skipped', 0, 'overlap')
+      return reply('skipped', 0)
     end
   end
   local fence = next_fence_after(marks[3], micros)

@@ -2,7 +2,7 @@
 -- and the next fencing token (rerun), or records it as abandoned. Exactly one caller wins.
 -- KEYS[1] slot record  KEYS[2] lease  KEYS[3] running index (zset)
 -- KEYS[4] the marks of the job's group (hash; '<job>:holder' names the slot whose run took the lease,
--- '<job>:fence' is the job's fence counter, see claim.lua)  KEYS[5] the job's decisions (stream, see claim.lua)
+-- '<job>:fence' is the job's fence counter, '<job>:turn' the rerun waiting for the lease, see below)  KEYS[5] the job's decisions (stream, see claim.lua)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
 -- ARGV[5] worker id  ARGV[6] rerun | abandon  ARGV[7] ttl of the marks (ms)  ARGV[8] misfire grace (ms)
 -- ARGV[9] how many entries the decisions keep (0: none)  ARGV[10] the job's field prefix in the marks ('<job>:')
@@ -22,6 +22,15 @@
 -- naming its token), so that a recovery that wins no majority can be given back (unclaim.lua,
 -- mode 'recovery'): the dead run is then as it was on this master, free for the next recovery,
 -- and nothing of this token holds the job's lease.
+--
+-- A rerun refused 'busy' (another run of the job holds its exclusive lease) takes the job's next
+-- turn: '<job>:turn' = '<slot>:<until>' in the marks. Until then, a claim of a later slot that finds
+-- the lease free is skipped under overlap: skip (claim.lua), as it would be behind a run, and a
+-- rerun of a later slot waits too; so a rerun behind a frequent job's back-to-back runs gets in at
+-- the first gap, and its workers can ask less often (Claimer: every 250 ms doubling to 2 s). Each
+-- ask holds the turn TURN_HOLD more, so the turn lapses 5 s after its rerun stopped asking (its
+-- worker died, or the rerun was decided elsewhere). The earliest waiting slot holds the turn.
+local TURN_HOLD = 5000
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -70,6 +79,17 @@ if holder == record[2] then
   return reply('taken', 0) -- the run's lease is still alive
 end
 local unstarted = record[1] == 'claimed'
+local turn_field = ARGV[10] .. 'turn'
+local turn = redis.call('HGET', KEYS[4], turn_field)
+local turn_slot, turn_until = string.match(turn or '', '^(%d+):(%d+)$')
+local slot = tonumber(ARGV[2])
+local turn_held = turn_slot and tonumber(turn_until) > now and tonumber(turn_slot) ~= slot
+-- This slot is decided here without a rerun: a turn it held is given up (not left to lapse).
+local function leave_turn()
+  if turn_slot and tonumber(turn_slot) == slot then
+    redis.call('HDEL', KEYS[4], turn_field)
+  end
+end
 local function keep_undo()
   local why = redis.call('HGET', KEYS[1], 'why') or ''
   redis.call('HSET', KEYS[1], 'undo_by', ARGV[1],
@@ -82,6 +102,7 @@ if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) then
   keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'missed', 'why', 'not_started', 'token', ARGV[1], 'at', now)
   redis.call('HSET', KEYS[4], ARGV[10] .. 'closed', ARGV[2]) -- nothing of it in flight
+  leave_turn()
   redis.call('ZREM', KEYS[3], ARGV[2])
   remember(ARGV[5], 'missed', '0', 'not_started', '')
   return reply('missed', 0)
@@ -90,13 +111,20 @@ if ARGV[6] == 'abandon' and not unstarted then
   keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'abandoned', 'abandoned_by', ARGV[5], 'abandoned_token', ARGV[1], 'at', now)
   redis.call('HSET', KEYS[4], ARGV[10] .. 'closed', ARGV[2]) -- nothing of it in flight
+  leave_turn()
   redis.call('ZREM', KEYS[3], ARGV[2])
   remember(record[4] or '', 'abandoned', record[3] or '0', 'lease_lost', '')
   return reply('abandoned', tonumber(record[3]))
 end
-if holder then
-  return reply('busy', 0) -- another run of the job holds the exclusive lease
+if holder or (turn_held and tonumber(turn_slot) < slot) then
+  -- Another run of the job holds the exclusive lease (or an earlier rerun waits for it): take the
+  -- next turn, unless an earlier slot's rerun holds it.
+  if not turn_held or tonumber(turn_slot) > slot then
+    redis.call('HSET', KEYS[4], turn_field, ARGV[2] .. ':' .. string.format('%.0f', now + TURN_HOLD))
+  end
+  return reply('busy', 0)
 end
+leave_turn() -- ours: this rerun takes the lease now
 keep_undo()
 local fence = next_fence_after(redis.call('HGET', KEYS[4], ARGV[10] .. 'fence'), micros)
 redis.call('HSET', KEYS[4], ARGV[10] .. 'fence', string.format('%.0f', fence))

@@ -421,6 +421,51 @@ abstract class LockProviderContractTest {
     }
 
     @Test
+    void aRecoveryAnsweredBusyHasTheNextTurnOverALaterSlot() {
+        // Review m3: a rerun behind a frequent job's back-to-back runs must get in at the first gap,
+        // or it starves. Answered busy, it holds the next turn: a later slot that finds the lease free
+        // is skipped (overlap: skip), the rerun claims, and the turn is gone with it.
+        String job = RedisFixture.job();
+        Instant slot = now().minusMillis(30);
+        ClaimRequest dying = request(job, slot, "a", SHORT_LEASE, Mode.CLAIM, false, Duration.ZERO);
+        assertThat(status(dying)).isEqualTo(Status.CLAIMED);
+        awaitExpired(job, slot);
+        ClaimRequest newer = claim(job, now().minusMillis(20), "b");
+        assertThat(status(newer)).isEqualTo(Status.CLAIMED);
+        ClaimRequest rerun = request(job, slot, "c", LEASE, Mode.RECOVER, false, Duration.ZERO);
+        assertThat(status(rerun)).isEqualTo(Status.BUSY);
+        assertThat(complete(newer)).isTrue();
+        awaitNoLease(job);
+        Instant later = now();
+        assertThat(status(claim(job, later.minusMillis(10), "d")))
+                .as("the lease is free, but the rerun of an earlier slot holds the turn").isEqualTo(Status.SKIPPED);
+        ClaimRequest replacing = request(job, later.minusMillis(5), "e", LEASE, Mode.CLAIM, true, Duration.ZERO);
+        assertThat(status(replacing)).as("overlap: replace takes no turn").isEqualTo(Status.CLAIMED);
+        assertThat(status(rerun)).as("the replacing run holds the lease now").isEqualTo(Status.BUSY);
+        assertThat(complete(replacing)).isTrue();
+        awaitNoLease(job);
+        assertThat(status(rerun)).as("its turn").isEqualTo(Status.CLAIMED);
+        assertThat(complete(rerun)).isTrue();
+        awaitNoLease(job);
+        assertThat(status(claim(job, now(), "f"))).as("the turn went with the rerun").isEqualTo(Status.CLAIMED);
+    }
+
+    @Test
+    void aRecoveryDecidedWithoutARunGivesUpItsTurn() {
+        String job = RedisFixture.job();
+        Instant slot = now().minusMillis(30);
+        assertThat(status(request(job, slot, "a", SHORT_LEASE, Mode.CLAIM, false, Duration.ZERO))).isEqualTo(Status.CLAIMED);
+        awaitExpired(job, slot);
+        ClaimRequest newer = claim(job, now().minusMillis(20), "b");
+        assertThat(status(newer)).isEqualTo(Status.CLAIMED);
+        assertThat(status(request(job, slot, "c", LEASE, Mode.RECOVER, false, Duration.ZERO))).isEqualTo(Status.BUSY);
+        assertThat(status(request(job, slot, "d", LEASE, Mode.ABANDON, false, Duration.ZERO))).isEqualTo(Status.ABANDONED);
+        assertThat(complete(newer)).isTrue();
+        awaitNoLease(job);
+        assertThat(status(claim(job, now(), "e"))).as("the abandoned slot's turn went with it").isEqualTo(Status.CLAIMED);
+    }
+
+    @Test
     void aRenewalOfARunNoLongerInTheRunningIndexDoesNotPutItBack() {
         // A run replaced (overlap: replace) by a claim that holds the job's lease under the same token:
         // the lease is still that token's, so the renewal answers true, but the replaced run left the
@@ -722,6 +767,12 @@ abstract class LockProviderContractTest {
 
     static ClaimRequest manual(String job, Instant slot, String token) {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, Mode.CLAIM, false, true, Duration.ZERO);
+    }
+
+    /** No run of the job holds a lease that is still ahead (on Redlock, the last master follows a completion just after). */
+    private void awaitNoLease(String job) {
+        await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(20))
+                .until(() -> store().runsInFlight(List.of(job)).get(0).nextLeaseEndMillis() == 0);
     }
 
     private void awaitExpired(String job, Instant slot) {

@@ -15,6 +15,13 @@ package io.lockstep.scheduler.lock;
  */
 public record ClaimResult(Status status, long fencingToken, long serverTimeMillis, long runningUntilMillis) {
 
+    /**
+     * How long a recovery answered {@link Status#BUSY} holds the job's next turn (recover.lua's
+     * {@code TURN_HOLD}): a rerun must ask again within it to keep the turn, so one whose worker died
+     * blocks later slots for no longer than this.
+     */
+    public static final java.time.Duration TURN_HOLD = java.time.Duration.ofSeconds(5);
+
     /** A result that says nothing of runs in flight. */
     public ClaimResult(Status status, long fencingToken, long serverTimeMillis) {
         this(status, fencingToken, serverTimeMillis, 0);
@@ -63,7 +70,13 @@ public record ClaimResult(Status status, long fencingToken, long serverTimeMilli
          * claim ahead found the job paused or its lease held: ask again at the slot. Nothing was written.
          */
         EARLY,
-        /** Catch-up or recovery must wait: another run holds the job's exclusive lease; nothing was written. */
+        /**
+         * Catch-up or recovery must wait: another run holds the job's exclusive lease, or an earlier
+         * slot's rerun waits for it. A recovery answered so holds the job's next turn for
+         * {@link #TURN_HOLD} (unless an earlier slot's rerun holds it): until then, under
+         * {@code overlap: skip}, a later slot that finds the lease free is {@link #SKIPPED}, so the
+         * rerun gets in at the first gap between back-to-back runs. Nothing else was written.
+         */
         BUSY,
         /** The slot's run lost its lease without an outcome and this request recorded it as abandoned. */
         ABANDONED,

@@ -131,6 +131,16 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
                 decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl), manual, recordTtl);
                 return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
             }
+        } else if (!manual && !request.replace() && turnHeldBefore(lease.job(), slot, now)) {
+            // As claim.lua: an earlier slot's rerun holds the next turn, so this slot yields to it as to a run.
+            if (ahead) {
+                return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
+            }
+            if (request.mode() == ClaimRequest.Mode.CATCH_UP) {
+                return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
+            }
+            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl), manual, recordTtl);
+            return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
         }
         long fence = nextFence(lease.job(), now);
         decide(lease, new SlotRecord(request.staged() ? "claimed" : "running", lease.token(), fence,
@@ -234,16 +244,20 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         if (unstarted && now > slot + request.misfireGrace().toMillis()) {
             slots.put(slotKey, new SlotRecord("missed", lease.token(), 0, record.expiresAt(), "not_started"));
             runs.remove(slot);
+            leaveTurn(lease.job(), slot);
             return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
         }
         if (request.mode() == ClaimRequest.Mode.ABANDON && !unstarted) {
             slots.put(slotKey, record.with("abandoned", lease.token()));
             runs.remove(slot);
+            leaveTurn(lease.job(), slot);
             return new ClaimResult(ClaimResult.Status.ABANDONED, record.fence(), now);
         }
-        if (holder != null) {
+        if (holder != null || turnHeldBefore(lease.job(), slot, now)) {
+            takeTurn(lease.job(), slot, now); // as recover.lua: the next turn is this rerun's, unless an earlier one holds it
             return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
         }
+        leaveTurn(lease.job(), slot);
         long fence = nextFence(lease.job(), now);
         slots.put(slotKey, new SlotRecord("running", lease.token(), fence,
                 Math.max(record.expiresAt(), now + request.recordTtl().toMillis())));

@@ -60,6 +60,31 @@ abstract class InMemoryRecords {
     final Map<String, Long> manualKept = new HashMap<>();
     /** Slot records handed over by a completion (complete.lua's 'handed'): slot key to the token. */
     final Map<String, String> handed = new HashMap<>();
+    /** Per job, the rerun waiting for the lease (recover.lua's {@code <job>:turn}): its slot and when its turn lapses. */
+    final Map<String, long[]> turns = new HashMap<>();
+
+    /** Whether a rerun of a slot before {@code slot} holds the job's turn at {@code now}. */
+    final boolean turnHeldBefore(String job, long slot, long now) {
+        long[] turn = turns.get(job);
+        return turn != null && turn[1] > now && turn[0] < slot;
+    }
+
+    /** A rerun of {@code slot} was refused busy: it takes the job's turn, unless an earlier slot's rerun holds it. */
+    final void takeTurn(String job, long slot, long now) {
+        long[] turn = turns.get(job);
+        if (turn == null || turn[1] <= now || turn[0] >= slot) {
+            turns.put(job, new long[] {slot, now + ClaimResult.TURN_HOLD.toMillis()});
+        }
+    }
+
+    /** {@code slot} was decided (rerun, missed or abandoned): a turn it held is given up. */
+    final void leaveTurn(String job, long slot) {
+        long[] turn = turns.get(job);
+        if (turn != null && turn[0] == slot) {
+            turns.remove(job);
+        }
+    }
+
     /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */
     final java.util.Set<String> paused = new java.util.HashSet<>();
 
