@@ -147,10 +147,12 @@ public final class Scheduler implements AutoCloseable {
 
     /**
      * Measures the offset to the store's clock, queues each job's next slot (and the slots it must
-     * catch up) and starts ticking. Fails, starting nothing, when the store cannot be reached.
+     * catch up) and starts ticking. Fails, starting nothing, when the store cannot be reached; it
+     * may then be called again (the Spring Boot starter's {@code lockstep.fail-fast=false} does, until
+     * the store answers): every read from the store comes before anything is changed.
      *
      * @throws LockException when the lock store does not answer
-     * @throws IllegalStateException when called twice
+     * @throws IllegalStateException when called twice, or after {@link #close}
      */
     public void start() {
         synchronized (lifecycle) {
@@ -160,16 +162,32 @@ public final class Scheduler implements AutoCloseable {
             if (!started.compareAndSet(false, true)) {
                 throw new IllegalStateException("scheduler already started");
             }
-            begin();
+            Reads reads;
+            try {
+                reads = read();
+                membership.start(); // its writes (the config, a heartbeat) may be repeated: a start that fails here is retried whole
+            } catch (RuntimeException e) {
+                started.set(false); // nothing of this worker's own state was changed: it may be started again
+                throw e;
+            }
+            begin(reads);
         }
     }
 
-    private void begin() {
+    /** What {@link #start} reads from the store before it changes anything. */
+    private record Reads(List<ScheduledJob> jobs, Map<String, Instant> lastSlots, Map<String, io.lockstep.scheduler.lock.InForce> inForce) {}
+
+    private Reads read() {
         clock.sync(provider);
         List<ScheduledJob> jobs = List.copyOf(this.jobs.all());
         List<String> names = jobs.stream().map(ScheduledJob::name).toList();
-        Map<String, Instant> lastSlots = provider.lastSlots(names);
-        Map<String, io.lockstep.scheduler.lock.InForce> inForce = provider.inForce(names);
+        return new Reads(jobs, provider.lastSlots(names), provider.inForce(names));
+    }
+
+    private void begin(Reads reads) {
+        List<ScheduledJob> jobs = reads.jobs();
+        Map<String, Instant> lastSlots = reads.lastSlots();
+        Map<String, io.lockstep.scheduler.lock.InForce> inForce = reads.inForce();
         Instant now = clock.now();
         List<DueSlot> due = new ArrayList<>();
         for (ScheduledJob job : jobs) {
@@ -200,7 +218,6 @@ public final class Scheduler implements AutoCloseable {
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.
         queue.lookAt(jobs.stream().map(ScheduledJob::name).toList(), now);
-        membership.start();
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads.size)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .addKeyValue("config_hash", membership.configHash()).log("worker started");

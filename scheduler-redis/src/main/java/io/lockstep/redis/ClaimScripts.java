@@ -219,7 +219,7 @@ final class ClaimScripts {
         List<Integer> later = new ArrayList<>();
         List<Map.Entry<String, List<Integer>>> entries = List.copyOf(byKey.entrySet());
         List<Response<List<String>>> responses = new ArrayList<>(entries.size());
-        try (AbstractPipeline p = calls.jedis.pipelined()) {
+        try (AbstractPipeline p = JedisLines.pipelined(calls.jedis)) {
             for (Map.Entry<String, List<Integer>> e : entries) {
                 List<String> fields = new ArrayList<>(e.getValue().size() * 4);
                 for (int i : e.getValue()) {
@@ -388,7 +388,7 @@ final class ClaimScripts {
             return last;
         }
         List<Response<String>> responses = new ArrayList<>(jobs.size());
-        try (AbstractPipeline p = calls.jedis.pipelined()) {
+        try (AbstractPipeline p = JedisLines.pipelined(calls.jedis)) {
             for (String job : jobs) {
                 responses.add(p.hget(keys.marks(job), RedisKeys.markField(job) + "decided"));
             }

@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.exceptions.JedisConnectionException;
@@ -188,7 +187,7 @@ final class RedisCalls {
         }
         String fsync;
         try {
-            fsync = jedis.configGet("appendfsync").getOrDefault("appendfsync", "");
+            fsync = JedisLines.configValue(jedis.sendCommand(redis.clients.jedis.Protocol.Command.CONFIG, "GET", "appendfsync"));
         } catch (JedisException e) {
             return; // CONFIG not allowed (an ACL, a renamed command): the AOF is on, that is what can be checked
         }
@@ -371,11 +370,11 @@ final class RedisCalls {
     }
 
     LockException wrap(String operation, JedisException e) {
-        if (e instanceof JedisConnectionException && jedis instanceof RedisClient client) {
+        if (e instanceof JedisConnectionException) {
             // The other idle connections most likely went stale with this one (a restarted or
             // failed-over server): drop them, so that the next call opens a fresh connection instead
             // of failing once per stale one.
-            client.getPool().clear();
+            JedisLines.clearPool(jedis);
         }
         String kind;
         if (e.getMessage() != null && (e.getMessage().contains("NOPERM") || e.getMessage().contains("no permissions")
@@ -429,7 +428,7 @@ final class RedisCalls {
      * (a pooled connection each, which a master that is down makes wait its connect timeout).
      */
     long[] latestOfBatch(long[] times) {
-        if (jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster) {
+        if (JedisLines.isCluster(jedis)) {
             return times.clone();
         }
         long latest = 0;

@@ -25,16 +25,13 @@ import javax.net.ssl.TrustManagerFactory;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.RedisClusterClient;
-import redis.clients.jedis.RedisSentinelClient;
 import redis.clients.jedis.UnifiedJedis;
 
 /**
- * Builds the one Jedis 8 client of a process from {@link RedisSettings}: a {@code RedisClient} for
- * one server, a {@code RedisSentinelClient} that follows the master across failovers, or a
- * {@code RedisClusterClient}; with ACL credentials and TLS (PEM files: a CA to trust, and a client
- * certificate and PKCS#8 key for mutual TLS) in every mode. Stateless.
+ * Builds the one Jedis client of a process from {@link RedisSettings}: a client of one server, one
+ * that follows the master through Sentinel across failovers, or a Redis Cluster client (of whichever
+ * Jedis line is there: {@link JedisLines}); with ACL credentials and TLS (PEM files: a CA to trust,
+ * and a client certificate and PKCS#8 key for mutual TLS) in every mode. Stateless.
  */
 final class RedisClients {
 
@@ -62,16 +59,15 @@ final class RedisClients {
         if (endpoint instanceof RedisSettings.Sentinel s) {
             DefaultJedisClientConfig master = config(settings.timeout(), settings.user(), settings.password(), tls).build();
             DefaultJedisClientConfig sentinels = config(settings.timeout(), s.user(), s.password(), tls).build();
-            RedisSentinelClient client = RedisSentinelClient.builder().masterName(s.master()).sentinels(hostPorts(s.nodes()))
-                    .clientConfig(master).sentinelClientConfig(sentinels).poolConfig(pool(settings.timeout())).build();
+            UnifiedJedis client = JedisLines.sentinel(s.master(), hostPorts(s.nodes()), master, sentinels, pool(settings.timeout()));
             return new Built(client, s.describe());
         }
         if (endpoint instanceof RedisSettings.Cluster c) {
             // Pipelined script calls do not refresh the slot map when a master fails over: refresh it
             // on a timer, so that claims find the promoted replica within about a second.
-            RedisClusterClient client = RedisClusterClient.builder().nodes(hostPorts(c.nodes()))
-                    .clientConfig(config(settings.timeout(), settings.user(), settings.password(), tls).build())
-                    .poolConfig(pool(settings.timeout())).topologyRefreshPeriod(CLUSTER_TOPOLOGY_REFRESH).build();
+            UnifiedJedis client = JedisLines.cluster(hostPorts(c.nodes()),
+                    config(settings.timeout(), settings.user(), settings.password(), tls).build(), pool(settings.timeout()),
+                    CLUSTER_TOPOLOGY_REFRESH);
             return new Built(client, c.describe());
         }
         return standalone(((RedisSettings.Standalone) endpoint).uri(), settings, tls);
@@ -111,8 +107,7 @@ final class RedisClients {
             }
         }
         HostAndPort hostAndPort = new HostAndPort(parsed.getHost(), port);
-        RedisClient client = RedisClient.builder().hostAndPort(hostAndPort).clientConfig(config.build())
-                .poolConfig(pool(settings.timeout())).build();
+        UnifiedJedis client = JedisLines.standalone(hostAndPort, config.build(), pool(settings.timeout()));
         return new Built(client, (factory != null || "rediss".equals(scheme) ? "rediss " : "redis ") + hostAndPort);
     }
 
@@ -121,7 +116,13 @@ final class RedisClients {
         DefaultJedisClientConfig.Builder config = DefaultJedisClientConfig.builder()
                 .connectionTimeoutMillis((int) timeout.toMillis())
                 .socketTimeoutMillis((int) timeout.toMillis())
-                .clientName("lockstep");
+                .clientName("lockstep")
+                // Said, not negotiated: a Jedis client built without a protocol borrows a connection to learn
+                // the server's, and one built while Redis is down never learns it, reads replies by RESP2 rules
+                // while its connections speak RESP3, and fails every HGETALL or ZRANGE WITHSCORES with a
+                // ClassCastException (a worker or an application started before its Redis; seen in the fault
+                // campaign, and by lockstep.fail-fast=false). RESP3 is what Jedis 8 negotiates with Redis 6.2+.
+                .protocol(redis.clients.jedis.RedisProtocol.RESP3);
         user.ifPresent(config::user);
         password.ifPresent(config::password);
         if (tls != null) {

@@ -72,7 +72,7 @@ public final class RedisLockProvider implements LockProvider {
             int historyKeep, java.util.function.LongSupplier quarantineMillis, boolean durable) {
         this.jedis = jedis;
         this.keys = new RedisKeys(prefix,
-                jedis instanceof redis.clients.jedis.RedisClusterClient || jedis instanceof redis.clients.jedis.JedisCluster);
+                JedisLines.isCluster(jedis));
         this.calls = new RedisCalls(jedis, target, null, quarantineMillis, keys.deployment(), durable);
         this.ownsClient = ownsClient;
         this.members = new RedisMembers(jedis, calls, keys);
@@ -305,10 +305,7 @@ public final class RedisLockProvider implements LockProvider {
     /** Where the store is; through Sentinel, with the master it follows now (it changes with a failover). */
     @Override
     public String describe() {
-        if (jedis instanceof redis.clients.jedis.RedisSentinelClient sentinel) {
-            return target + " (master " + sentinel.getCurrentMaster() + ")";
-        }
-        return target;
+        return JedisLines.currentMaster(jedis).map(master -> target + " (master " + master + ")").orElse(target);
     }
 
     /**

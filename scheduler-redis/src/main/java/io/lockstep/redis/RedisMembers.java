@@ -316,8 +316,9 @@ final class RedisMembers {
         } catch (JedisException e) {
             throw calls.wrap("workers", e);
         } catch (ClassCastException e) {
-            // A reply of the wrong type (seen once, from a worker started into a Redis stall under
-            // libfaketime): an unreadable answer is the store failing, told in one line, not a crash.
+            // A reply of the wrong type (a client that read replies by one protocol's rules while its
+            // connections spoke the other, before RedisClients named RESP3: BuiltBeforeRedisTest): an
+            // unreadable answer is the store failing, told in one line, not a crash.
             throw new io.lockstep.scheduler.lock.LockException(calls.target, calls.target + ": workers: unexpected reply ("
                     + e.getMessage() + ")", e);
         }

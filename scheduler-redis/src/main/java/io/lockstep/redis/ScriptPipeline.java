@@ -89,15 +89,11 @@ final class ScriptPipeline {
      */
     private static String[] nodes(UnifiedJedis jedis, List<RedisCalls.Call> calls) {
         String[] nodes = new String[calls.size()];
-        java.util.function.IntFunction<redis.clients.jedis.Connection> connection;
-        if (jedis instanceof redis.clients.jedis.RedisClusterClient cluster) {
-            connection = cluster::getConnectionFromSlot;
-        } else if (jedis instanceof redis.clients.jedis.JedisCluster cluster) {
-            connection = cluster::getConnectionFromSlot;
-        } else {
+        if (!JedisLines.isCluster(jedis)) {
             java.util.Arrays.fill(nodes, "");
             return nodes;
         }
+        java.util.function.IntFunction<redis.clients.jedis.Connection> connection = JedisLines.connectionForSlot(jedis);
         java.util.Map<Integer, String> bySlot = new java.util.HashMap<>();
         for (int i = 0; i < calls.size(); i++) {
             if (calls.get(i).keys().isEmpty()) {
@@ -107,7 +103,7 @@ final class ScriptPipeline {
             int slot = redis.clients.jedis.util.JedisClusterCRC16.getSlot(calls.get(i).keys().get(0));
             nodes[i] = bySlot.computeIfAbsent(slot, s -> {
                 try (redis.clients.jedis.Connection c = connection.apply(s)) {
-                    return c.getHostAndPort().toString();
+                    return JedisLines.hostAndPort(c);
                 } catch (RuntimeException e) {
                     return "slot " + s;
                 }
@@ -143,7 +139,7 @@ final class ScriptPipeline {
         // never came while others did, is answered CallFailed; when every call failed, the batch
         // fails as a whole, as on one server.
         JedisException failure = null;
-        try (AbstractPipeline p = jedis.pipelined()) {
+        try (AbstractPipeline p = JedisLines.pipelined(jedis)) {
             for (RedisCalls.Call call : calls) {
                 int i = responses.size();
                 try {

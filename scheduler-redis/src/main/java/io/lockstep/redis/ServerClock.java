@@ -7,9 +7,7 @@ import java.util.Set;
 import java.util.function.IntFunction;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.Connection;
-import redis.clients.jedis.JedisCluster;
 import redis.clients.jedis.Protocol;
-import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.UnifiedJedis;
 
 /**
@@ -34,10 +32,8 @@ final class ServerClock {
 
     /** Epoch ms by the server's clock (on a cluster, the latest master's); one round trip per master. */
     static long millis(UnifiedJedis jedis) {
-        if (jedis instanceof RedisClusterClient c) {
-            return latestMillis(c::getConnectionFromSlot);
-        } else if (jedis instanceof JedisCluster c) {
-            return latestMillis(c::getConnectionFromSlot);
+        if (JedisLines.isCluster(jedis)) {
+            return latestMillis(JedisLines.connectionForSlot(jedis));
         }
         return ((Number) jedis.eval(TIME)).longValue();
     }
@@ -49,7 +45,7 @@ final class ServerClock {
         Set<String> seen = new HashSet<>();
         for (int slot : firstSlots(connectionForSlot)) {
             try (Connection c = connectionForSlot.apply(slot)) {
-                if (!seen.add(c.getHostAndPort().toString())) {
+                if (!seen.add(JedisLines.hostAndPort(c))) {
                     continue;
                 }
                 long sent = System.nanoTime();

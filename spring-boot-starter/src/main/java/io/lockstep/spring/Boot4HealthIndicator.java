@@ -8,13 +8,15 @@ import org.springframework.boot.health.contributor.HealthIndicator;
 final class Boot4HealthIndicator implements HealthIndicator {
 
     private final Scheduler scheduler;
+    private final boolean strict;
 
-    Boot4HealthIndicator(Scheduler scheduler) {
+    Boot4HealthIndicator(Scheduler scheduler, boolean strict) {
         this.scheduler = scheduler;
+        this.strict = strict;
     }
 
     @Override
     public Health health() {
-        return Health.status(LockstepHealth.status(scheduler)).withDetails(LockstepHealth.details(scheduler)).build();
+        return Health.status(LockstepHealth.status(scheduler, strict)).withDetails(LockstepHealth.details(scheduler)).build();
     }
 }

@@ -148,8 +148,8 @@ public class LockstepAutoConfiguration {
         }
 
         @Bean
-        LockstepLifecycle lockstepLifecycle(Scheduler scheduler) {
-            return new LockstepLifecycle(scheduler);
+        LockstepLifecycle lockstepLifecycle(Scheduler scheduler, LockstepProperties properties) {
+            return new LockstepLifecycle(scheduler, properties.isFailFast());
         }
 
         @Bean
@@ -165,8 +165,8 @@ public class LockstepAutoConfiguration {
 
             @Bean
             @ConditionalOnMissingBean(name = "lockstepHealthIndicator")
-            Boot3HealthIndicator lockstepHealthIndicator(Scheduler scheduler) {
-                return new Boot3HealthIndicator(scheduler);
+            Boot3HealthIndicator lockstepHealthIndicator(Scheduler scheduler, LockstepProperties properties) {
+                return new Boot3HealthIndicator(scheduler, properties.getHealth().isStrict());
             }
         }
 
@@ -176,8 +176,8 @@ public class LockstepAutoConfiguration {
 
             @Bean
             @ConditionalOnMissingBean(name = "lockstepHealthIndicator")
-            Boot4HealthIndicator lockstepHealthIndicator(Scheduler scheduler) {
-                return new Boot4HealthIndicator(scheduler);
+            Boot4HealthIndicator lockstepHealthIndicator(Scheduler scheduler, LockstepProperties properties) {
+                return new Boot4HealthIndicator(scheduler, properties.getHealth().isStrict());
             }
         }
 

@@ -19,6 +19,14 @@ public class LockstepProperties {
     /** The Lockstep YAML (redis, worker, defaults, jobs), e.g. classpath:lockstep.yaml. */
     private Resource config;
 
+    /**
+     * Whether the application fails to start when Redis cannot be reached. false: it starts without
+     * claiming, Lockstep retries (1 s doubling to 10 s) and claims once Redis answers.
+     */
+    private boolean failFast = true;
+
+    private final Health health = new Health();
+
     private final Redis redis = new Redis();
     private final Worker worker = new Worker();
 
@@ -28,6 +36,38 @@ public class LockstepProperties {
 
     public void setEnabled(boolean enabled) {
         this.enabled = enabled;
+    }
+
+    public boolean isFailFast() {
+        return failFast;
+    }
+
+    public void setFailFast(boolean failFast) {
+        this.failFast = failFast;
+    }
+
+    public Health getHealth() {
+        return health;
+    }
+
+    /** {@code lockstep.health.*}: what the {@code lockstep} health indicator says of a scheduler that does not claim. */
+    public static class Health {
+
+        /**
+         * false (the default): UP, with {@code claiming: false} and the reason in its details, while
+         * Redis is unreachable, before the first start or while stopping, so that the scheduler's Redis
+         * never takes the application out of a load balancer; true: OUT_OF_SERVICE then. DOWN when
+         * its tick thread died, either way.
+         */
+        private boolean strict;
+
+        public boolean isStrict() {
+            return strict;
+        }
+
+        public void setStrict(boolean strict) {
+            this.strict = strict;
+        }
     }
 
     public Resource getConfig() {

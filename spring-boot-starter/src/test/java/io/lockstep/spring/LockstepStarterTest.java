@@ -157,7 +157,7 @@ class LockstepStarterTest {
         }
     }
 
-    private static String healthOf(ConfigurableApplicationContext ctx) throws Exception {
+    static String healthOf(ConfigurableApplicationContext ctx) throws Exception {
         Object indicator = ctx.getBean("lockstepHealthIndicator");
         Object health = indicator.getClass().getInterfaces()[0].getMethod("health").invoke(indicator);
         Object status = health.getClass().getMethod("getStatus").invoke(health);
@@ -200,7 +200,7 @@ class LockstepStarterTest {
     void aStopDrainsTheRunningJobThenClosesTheProviderAndTheHealthFollowsRedis() throws Exception {
         String prefix = "drain-" + System.nanoTime();
         ConfigurableApplicationContext ctx = start(SlowApp.class, "lockstep.redis.uri=" + redis.uri(), "lockstep.redis.key-prefix=" + prefix,
-                "lockstep.worker.id=drainer", "lockstep.worker.shutdown-timeout=10s");
+                "lockstep.worker.id=drainer", "lockstep.worker.shutdown-timeout=10s", "lockstep.health.strict=true");
         String held;
         try {
             await().atMost(Duration.ofSeconds(10)).until(() -> "UP".equals(healthOf(ctx)));
@@ -355,21 +355,26 @@ class LockstepStarterTest {
         assertThatThrownBy(() -> start(SlowApp.class, "lockstep.config=file:" + badLine))
                 .rootCause().isInstanceOf(ConfigException.class).hasMessageContaining(badLine.toString() + ":").hasMessageContaining("overlap").hasMessageNotContaining("\n");
 
-        // F2 of the 2026-12-04 trial: Boot's dependency management pins Jedis 6, which lacks what Lockstep uses. A
-        // class loader without Jedis 8's RedisSentinelClient stands for it: one line naming the property to set.
-        ClassLoader jedis6 = new ClassLoader(getClass().getClassLoader()) {
+        // F2 of the 2026-12-04 trial: Lockstep runs on the Jedis 6 and 7 that Boot 3.5 and 4.0 pin (GeneratedBootAppIT
+        // runs such applications); an older line, with neither client class Lockstep builds, fails at startup in one
+        // line naming the property to set. A class loader without them stands for it.
+        ClassLoader jedisTooOld = new ClassLoader(getClass().getClassLoader()) {
             @Override
             protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
-                if (name.equals(JedisVersion.NEEDED_CLASS)) {
+                if (java.util.Arrays.asList(JedisVersion.CLIENT_CLASSES).contains(name)) {
                     throw new ClassNotFoundException(name);
                 }
                 return super.loadClass(name, resolve);
             }
         };
         assertThat(JedisVersion.problem(getClass().getClassLoader())).isEmpty();
-        assertThatThrownBy(() -> new SpringApplicationBuilder(SlowApp.class).resourceLoader(new org.springframework.core.io.DefaultResourceLoader(jedis6))
+        assertThat(JedisVersion.problem("6.0.0")).isEmpty();
+        assertThat(JedisVersion.problem("7.0.0")).isEmpty();
+        assertThat(JedisVersion.problem("5.2.0")).get(org.assertj.core.api.InstanceOfAssertFactories.STRING)
+                .contains("Jedis 5.2.0").contains("set the property jedis.version to " + JedisVersion.ADVISED);
+        assertThatThrownBy(() -> new SpringApplicationBuilder(SlowApp.class).resourceLoader(new org.springframework.core.io.DefaultResourceLoader(jedisTooOld))
                 .web(WebApplicationType.NONE).properties("lockstep.redis.uri=" + redis.uri()).run())
-                .rootCause().isInstanceOf(LockstepException.class).hasMessageContaining("Lockstep needs Jedis 8")
+                .rootCause().isInstanceOf(LockstepException.class).hasMessageContaining("Lockstep runs on Jedis 6, 7 and 8")
                 .hasMessageContaining("set the property jedis.version to " + JedisVersion.ADVISED).hasMessageNotContaining("\n");
 
         try (ConfigurableApplicationContext off = start(SlowApp.class, "lockstep.redis.uri=" + redis.uri(), "lockstep.enabled=false")) {
