@@ -234,7 +234,12 @@ local function claim(k, a)
   end
   local holder = redis.call('GET', lease_key)
   local revoked
-  if holder then
+  -- A rerun of an earlier slot refused 'busy' behind the run that held the lease holds the job's
+  -- next turn (recover.lua): under overlap: skip, this slot yields to it as to a run holding the
+  -- lease. The turn lapses unless its rerun keeps asking, so a rerun whose worker died blocks little.
+  local turn_slot, turn_until = string.match(marks[6] or '', '^(%d+):(%d+)$')
+  local turn = not manual and a[8] ~= '1' and turn_slot ~= nil and tonumber(turn_until) > now and tonumber(turn_slot) < slot
+  if holder or turn then
     if ahead then
       return reply('early', 0)
     end
@@ -257,22 +262,6 @@ local function claim(k, a)
     if score then
       revoked = cjson.encode({held, holder, now + redis.call('PTTL', lease_key), tonumber(score)})
       redis.call('ZREM', running, held)
-    end
-  end
-  if not holder and not manual and a[8] ~= '1' and marks[6] then
-    -- A rerun of an earlier slot was refused 'busy' behind the run that just ended and holds the
-    -- next turn (recover.lua): under overlap: skip this slot yields to it, as it would to a run.
-    -- The turn lapses unless its rerun keeps asking, so a rerun whose worker died blocks nothing.
-    local turn_slot, turn_until = string.match(marks[6], '^(%d+):(%d+)$')
-    if turn_slot and tonumber(turn_until) > now and tonumber(turn_slot) < slot then
-      if ahead then
-        return reply('early', 0)
-      end
-      if mode == 'catchup' then
-        return reply('busy', 0)
-      end
-      decide('skipped', 0, 'overlap')
-      return reply('skipped', 0)
     end
   end
   local fence = next_fence_after(marks[3], micros)
