@@ -48,7 +48,8 @@ final class ClaimEvents {
                             .addKeyValue("lateness_ms", lateness)
                             .addKeyValue("reason", mode == ClaimRequest.Mode.ABANDON
                                     ? "its claim was never started (its worker stopped or stalled first); a run that never started is always safe to run"
-                                    : "the run's lease ran out without an outcome (or it never started); recover: rerun")
+                                    : "its worker handed the run over at its stop, or its lease ran out without an outcome (or it never "
+                                            + "started); recover: rerun (history says which)")
                             .log("slot recovered; running it again under a higher fencing token");
                 } else {
                     var event = events.info("slot_claimed").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())

@@ -300,7 +300,7 @@ final class Claimer {
             case CLAIMED -> {
                 SlotRun run = new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual,
                         request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
-                        d.kind() == DueSlot.Kind.CATCH_UP);
+                        d.kind() == DueSlot.Kind.CATCH_UP, provider);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
                 run.storeClock(result.serverTimeMillis() * 1_000, sentNanos, receivedNanos, d.askedSinceNanos());
                 // Moved on before the hand-off: should anything below throw, unhandled() must not free the
@@ -323,7 +323,8 @@ final class Claimer {
                 // next turn in the store (ClaimResult.TURN_HOLD), so later slots yield to it once the
                 // lease is free: it can back off without missing the gap between back-to-back runs.
                 d.undecided();
-                d.retryAt(clock.now().plus(busyDelay(d.busyAnswered())));
+                // A catch-up takes no turn (only reruns do): it keeps asking every 250 ms to catch the gaps.
+                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.CATCH_UP ? RETRY_DELAY : busyDelay(d.busyAnswered())));
                 return;
             }
             case UNANSWERED -> {

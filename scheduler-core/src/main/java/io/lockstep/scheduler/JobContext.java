@@ -48,4 +48,28 @@ public interface JobContext {
      * @throws LeaseLostException when {@link #isLeaseLost()} is true
      */
     void checkLease();
+
+    /**
+     * Saves how far this run got ({@code value}, in the job's own encoding: a step number, an offset,
+     * JSON; at most 64 KiB), with the slot's record in the lock store, so that a rerun of the slot
+     * (its worker killed, stalled past its lease, or handed the run over at shutdown under
+     * {@code recover: rerun}) resumes from it: {@link #lastCheckpoint()}. Fenced by the run's claim:
+     * a run that lost its slot saves nothing. One round trip to the store.
+     *
+     * @throws LeaseLostException when this run no longer holds its slot (nothing was saved)
+     * @throws LockstepException when the store cannot be reached or keeps no checkpoints
+     */
+    default void checkpoint(String value) {
+        throw new UnsupportedOperationException("checkpoints are kept by the scheduler's runs");
+    }
+
+    /**
+     * The checkpoint saved last for this slot, by this run or an earlier run of it (a rerun); empty
+     * for a first run that saved none. Read from the store at the first call of a run, then kept.
+     *
+     * @throws LockstepException when the store cannot be reached or keeps no checkpoints
+     */
+    default java.util.Optional<String> lastCheckpoint() {
+        throw new UnsupportedOperationException("checkpoints are kept by the scheduler's runs");
+    }
 }

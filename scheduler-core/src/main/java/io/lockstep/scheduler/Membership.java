@@ -57,6 +57,9 @@ final class Membership {
     });
     private volatile Instant started;
     private volatile boolean draining;
+    /** Told once when a heartbeat carries an operator's drain request ({@link Heartbeat#drainWithin}). */
+    private final java.util.function.Consumer<java.time.Duration> drainRequested;
+    private boolean drainTold;
     /** When this worker last stamped its jobs in force ({@link System#nanoTime}); 0: the last stamp did not land. */
     private volatile long stampedAt;
     /** Whether a stamp of this worker's life landed: its first one starts new runs of disabled stamps. */
@@ -82,7 +85,9 @@ final class Membership {
     private final Outage outage;
 
     Membership(LockProvider provider, Events events, Outage outage, String workerId, JobThreads threads, ClusterClock clock,
-            List<JobDefinition> definitions, java.util.function.Predicate<Heartbeat.Trigger> triggered, Runnable departed) {
+            List<JobDefinition> definitions, java.util.function.Predicate<Heartbeat.Trigger> triggered, Runnable departed,
+            java.util.function.Consumer<java.time.Duration> drainRequested) {
+        this.drainRequested = drainRequested;
         this.outage = outage;
         this.triggered = triggered;
         this.departed = departed;
@@ -223,6 +228,10 @@ final class Membership {
             departed.run();
         }
         checkDrift();
+        if (reply.drainWithin() != null && !drainTold) {
+            drainTold = true;
+            drainRequested.accept(reply.drainWithin());
+        }
         handed.retainAll(reply.triggers());
         for (Heartbeat.Trigger t : reply.triggers()) {
             if (!handed.contains(t) && triggered.test(t)) {

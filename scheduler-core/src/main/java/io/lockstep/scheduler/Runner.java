@@ -331,17 +331,25 @@ final class Runner {
                 return Outcome.SUCCEEDED;
             }
             // A failure that will be retried within the claim is a WARN; the one that ends the run an ERROR.
-            boolean willRetry = !run.isLeaseLost() && !(shuttingDown && (failure instanceof InterruptedException
-                    || Thread.currentThread().isInterrupted())) && run.attempt() < retry.maxAttempts();
-            var event = run.span.tag(events.at(willRetry ? Level.WARN : Level.ERROR, "job_failed").addKeyValue("job", def.name())
+            boolean stopped = shuttingDown && (failure instanceof InterruptedException || Thread.currentThread().isInterrupted());
+            boolean willRetry = !run.isLeaseLost() && !stopped && run.attempt() < retry.maxAttempts();
+            // Cut off by this worker's stop under recover: rerun, the run is handed over to a peer, which
+            // runs it again (from its checkpoint): an orderly hand-over, not an error.
+            boolean handOver = stopped && !run.isLeaseLost() && def.recover() == Recover.RERUN;
+            var event = run.span.tag(events.at(willRetry || handOver ? Level.WARN : Level.ERROR, "job_failed").addKeyValue("job", def.name())
                     .addKeyValue("slot", slot).addKeyValue("fencing_token", run.fencingToken()).addKeyValue("attempt", run.attempt())
                     .addKeyValue("duration_ms", durationMs).addKeyValue("error", Events.describe(failure)));
             if (run.isLeaseLost()) {
                 event.addKeyValue("reason", "lease lost").log("job failed after its lease was lost");
                 return Outcome.LEASE_LOST;
             }
-            if (shuttingDown && (failure instanceof InterruptedException || Thread.currentThread().isInterrupted())) {
-                event.addKeyValue("reason", "interrupted by shutdown").log("job interrupted by shutdown");
+            if (stopped) {
+                if (handOver) {
+                    event.addKeyValue("handed_over", true);
+                }
+                event.addKeyValue("reason", "interrupted by shutdown").log(handOver
+                        ? "job interrupted by shutdown; handed over to a peer, which runs it again (recover: rerun)"
+                        : "job interrupted by shutdown");
                 return Outcome.INTERRUPTED;
             }
             if (run.attempt() >= retry.maxAttempts()) {

@@ -75,6 +75,8 @@ public final class Scheduler implements AutoCloseable {
     /** The definitions in force: as built, then as the latest {@link #update} put them (disabled ones included). */
     private volatile List<JobDefinition> definitions;
     private final AtomicBoolean started = new AtomicBoolean();
+    /** Set once {@link #start} has read what it needs and begun ticking (a start may fail before, and be retried). */
+    private volatile boolean begun;
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Orders {@link #start}, {@link #update} and {@link #close}. */
     private final Object lifecycle = new Object();
@@ -105,7 +107,11 @@ public final class Scheduler implements AutoCloseable {
             }
             queue.addAll(List.of(DueSlot.manual(job, t.slot())));
             return true;
-        }, () -> queue.lookSoon(jobs.names()));
+        }, () -> queue.lookSoon(jobs.names()), within -> {
+            events.info("drain_requested").addKeyValue("within_ms", within.toMillis())
+                    .log("an operator asked this worker to drain: no new claims; its running jobs may finish within " + within);
+            (b.drainRequested != null ? b.drainRequested : (java.util.function.Consumer<Duration>) this::drainInBackground).accept(within);
+        });
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
         this.starter = new Starter(provider, runner, events, outage);
         Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, starter, preference);
@@ -133,6 +139,9 @@ public final class Scheduler implements AutoCloseable {
         }
         if (closed.get()) {
             return new Health(false, false, "stopping");
+        }
+        if (!begun) {
+            return new Health(true, false, "starting: the lock store has not answered yet"); // a start under way, or retried
         }
         if (!ticker.alive()) {
             return new Health(false, false, "the tick thread died");
@@ -224,6 +233,7 @@ public final class Scheduler implements AutoCloseable {
         runner.open();
         starter.open();
         ticker.start();
+        begun = true;
     }
 
     /**
@@ -266,39 +276,66 @@ public final class Scheduler implements AutoCloseable {
      */
     @Override
     public void close() {
+        stopWithin(shutdownTimeout, false);
+    }
+
+    /**
+     * Drains this worker ({@code lockstep drain}, the worker's SIGUSR1, or this call): stops claiming
+     * at once, lets its running jobs finish within {@code within}, which may be far longer than the
+     * shutdown timeout a SIGTERM allows, then stops as {@link #close} does (a job still running then
+     * is interrupted, and handed over under {@code recover: rerun}). A deploy drains a worker before
+     * it stops it, so that a long batch ends where it runs instead of starting again on a peer.
+     * Returns when stopped; a call while the scheduler is stopping returns when that stop has.
+     */
+    public void drain(Duration within) {
+        stopWithin(Objects.requireNonNull(within, "within"), true);
+    }
+
+    private void stopWithin(Duration timeout, boolean drain) {
         boolean first;
         synchronized (lifecycle) {
             first = closed.compareAndSet(false, true);
         }
         if (!first) {
-            stopped.await(runner, shutdownTimeout.plus(INTERRUPT_GRACE).plusSeconds(30)); // returns when the first close has
+            stopped.await(runner, timeout.plus(INTERRUPT_GRACE).plusSeconds(30)); // returns when the first close has
             return;
         }
         try {
-            stop();
+            stop(timeout, drain);
         } finally {
             stopped.stopped();
         }
     }
 
-    private void stop() {
+    private void stop(Duration timeout, boolean drain) {
         if (!started.get()) { // built, never started (a context that failed to refresh): nothing runs, nobody to tell
-            created.closeWithin(java.util.Set.of(), shutdownTimeout);
+            created.closeWithin(java.util.Set.of(), timeout);
             return;
         }
         events.info("worker_stopping").addKeyValue("running", threads.busy())
-                .addKeyValue("shutdown_timeout_ms", shutdownTimeout.toMillis()).addKeyValue("clock_offset_ms", clock.offsetMillis())
+                .addKeyValue("shutdown_timeout_ms", timeout.toMillis()).addKeyValue("clock_offset_ms", clock.offsetMillis())
+                .addKeyValue("drain", drain)
                 .log(threads.busy() == 0 ? "stopping: no new claims; nothing is running"
-                        : "stopping: no new claims; letting " + threads.busy() + " running job(s) finish within the shutdown "
-                        + "timeout, then interrupting the rest and writing every outcome");
+                        : "stopping: no new claims; letting " + threads.busy() + " running job(s) finish within "
+                        + (drain ? "the drain's " + timeout : "the shutdown timeout") + ", then interrupting the rest and writing every outcome");
         membership.drain(); // peers stop preferring this worker for slots while it drains
         ticker.stop();
         starter.close(); // claims made ahead not started yet go back to the peers now
-        boolean drained = runner.drain(shutdownTimeout, INTERRUPT_GRACE);
+        boolean drained = runner.drain(timeout, INTERRUPT_GRACE);
         membership.stop();
-        created.closeWithin(runner.jobsRunning(), shutdownTimeout); // every run has ended, its outcome written: their resources may go
+        created.closeWithin(runner.jobsRunning(), timeout); // every run has ended, its outcome written: their resources may go
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", threads.busy())
                 .addKeyValue("clock_offset_ms", clock.offsetMillis()).log("worker stopped");
+    }
+
+    /** How long a drain lets running jobs finish when no deadline is given ({@code lockstep drain}, the worker's SIGUSR1). */
+    public static final Duration DEFAULT_DRAIN = Duration.ofHours(1);
+
+    /** What a drain request does unless the builder says otherwise: this scheduler drains, on a thread of its own. */
+    private void drainInBackground(Duration within) {
+        Thread t = new Thread(() -> drain(within), "lockstep-drain");
+        t.setDaemon(true);
+        t.start();
     }
 
     private static ExecutorService defaultExecutor(int threads) {
@@ -326,11 +363,23 @@ public final class Scheduler implements AutoCloseable {
         private io.micrometer.core.instrument.MeterRegistry meterRegistry =
                 new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
         private boolean meterRegistryGiven;
+        private java.util.function.Consumer<Duration> drainRequested;
         /** An {@code io.opentelemetry.api.OpenTelemetry}, or null: typed Object so this class loads without the API. */
         private Object openTelemetry;
 
         private Builder(LockProvider provider) {
             this.provider = Objects.requireNonNull(provider, "provider");
+        }
+
+        /**
+         * What to do when an operator asks this worker to drain ({@code lockstep drain}): by default
+         * the scheduler {@link Scheduler#drain drains} itself on a thread of its own (and the
+         * application goes on without it). The worker JAR drains and then exits. Called on the
+         * heartbeat's thread: hand the work on.
+         */
+        public Builder onDrainRequest(java.util.function.Consumer<Duration> action) {
+            this.drainRequested = Objects.requireNonNull(action, "action");
+            return this;
         }
 
         /** This worker's id in events and slot records; blank means {@code <hostname>-<pid>}. */

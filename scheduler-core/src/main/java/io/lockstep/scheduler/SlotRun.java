@@ -1,6 +1,8 @@
 package io.lockstep.scheduler;
 
+import io.lockstep.scheduler.lock.Checkpoint;
 import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Watchdog;
 import java.time.Instant;
 import java.util.Map;
@@ -65,9 +67,16 @@ final class SlotRun implements JobContext {
     /** The last attempt's failure, or null. */
     volatile Throwable lastFailure;
     private volatile Thread thread;
+    /** Where the run's checkpoints go ({@link #checkpoint}): the store that decided its claim. */
+    private final LockProvider store;
+    /** Checkpoints this run saved (each one's sequence). */
+    private final java.util.concurrent.atomic.AtomicLong checkpoints = new java.util.concurrent.atomic.AtomicLong();
+    /** The slot's last checkpoint as this run knows it; null until read from the store or saved. */
+    private volatile java.util.Optional<String> lastCheckpoint;
 
     SlotRun(JobDefinition definition, Job job, Lease lease, String lockName, long fencingToken, String workerId,
-            long claimSentNanos, boolean manual, boolean recovered, boolean catchUp) {
+            long claimSentNanos, boolean manual, boolean recovered, boolean catchUp, LockProvider store) {
+        this.store = store;
         this.manual = manual;
         this.recovered = recovered;
         this.catchUp = catchUp;
@@ -172,6 +181,44 @@ final class SlotRun implements JobContext {
             throw new LeaseLostException(definition.name(), lease.slot(),
                     watch.lostReason().orElse("lease deadline passed without a confirmed renewal"));
         }
+    }
+
+    @Override
+    public void checkpoint(String value) {
+        java.util.Objects.requireNonNull(value, "value");
+        if (value.length() > Checkpoint.MAX_LENGTH) {
+            throw new LockstepException("job " + definition.name() + ": a checkpoint of " + value.length()
+                    + " characters; at most " + Checkpoint.MAX_LENGTH + " are kept");
+        }
+        checkLease();
+        boolean saved;
+        try {
+            saved = store.checkpoint(lease, new Checkpoint(value, fencingToken, checkpoints.incrementAndGet()));
+        } catch (UnsupportedOperationException e) {
+            throw new LockstepException(e.getMessage(), e);
+        }
+        if (!saved) {
+            throw new LeaseLostException(definition.name(), lease.slot(), "the slot is no longer this run's: the checkpoint was not saved");
+        }
+        lastCheckpoint = java.util.Optional.of(value);
+    }
+
+    @Override
+    public java.util.Optional<String> lastCheckpoint() {
+        java.util.Optional<String> known = lastCheckpoint;
+        if (known == null) {
+            if (!recovered) {
+                known = java.util.Optional.empty(); // a first run: no earlier run of the slot saved anything
+            } else {
+                try {
+                    known = store.lastCheckpoint(definition.name(), lease.slot()).map(Checkpoint::value);
+                } catch (UnsupportedOperationException e) {
+                    throw new LockstepException(e.getMessage(), e);
+                }
+            }
+            lastCheckpoint = known;
+        }
+        return known;
     }
 
     boolean timedOut() {

@@ -314,9 +314,13 @@ final class FaultyStore implements LockProvider {
             all.addAll(peers);
             beat = new io.lockstep.scheduler.lock.Heartbeat(all, beat.triggers(), beat.serverTimeMillis(), beat.configPublished());
         }
-        return heartbeatCarriesTime ? new io.lockstep.scheduler.lock.Heartbeat(beat.workers(), beat.triggers(), store.serverTimeMillis(),
-                beat.configPublished()) : beat;
+        java.time.Duration drain = drainAsked.getAndSet(null);
+        return new io.lockstep.scheduler.lock.Heartbeat(beat.workers(), beat.triggers(),
+                heartbeatCarriesTime ? store.serverTimeMillis() : beat.serverTimeMillis(), beat.configPublished(), drain);
     }
+
+    /** An operator's drain request ({@code lockstep drain}) the next heartbeat carries, once; null: none. */
+    final java.util.concurrent.atomic.AtomicReference<java.time.Duration> drainAsked = new java.util.concurrent.atomic.AtomicReference<>();
 
     @Override
     public String describe() {

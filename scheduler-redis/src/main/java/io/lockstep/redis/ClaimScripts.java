@@ -33,7 +33,7 @@ final class ClaimScripts {
      * slot had not started, the store's a later one had).
      */
     static final java.util.Set<String> STORE_REASONS = java.util.Set.of("order", "late", "disowned", "not_started", "paused", "overlap",
-            "reported", "no_quorum", "lease_lost");
+            "reported", "no_quorum", "lease_lost", "handed_over");
 
     private static final LuaScript CLAIM = LuaScript.load("claim.lua");
     private static final LuaScript RECOVER = LuaScript.load("recover.lua");

@@ -29,7 +29,10 @@ import redis.clients.jedis.UnifiedJedis;
  */
 final class JedisLines {
 
-    /** Whether the Jedis on the class path is 8 or later (it has {@code RedisClient}). */
+    /**
+     * Whether the Jedis on the class path has the {@code RedisClient} builders: 8, and 7.2 to 7.5, whose
+     * builders are the same (checked against 7.2.0's sources; the Boot lines tested are 6.0 and 7.0).
+     */
     static final boolean EIGHT = present("redis.clients.jedis.RedisClient");
 
     private JedisLines() {}

@@ -314,6 +314,15 @@ public final class RedisAdmin {
         return answers.stream().anyMatch(RedisMembers.Applied::wasPaused);
     }
 
+    /**
+     * Asks the live worker {@code workerId} to drain within {@code within} ({@code lockstep drain}):
+     * its next heartbeat (within about 3 s) answers the request once; it then stops claiming, lets
+     * its running jobs finish within that time, and stops (the worker JAR exits).
+     */
+    public void drain(String workerId, Duration within) {
+        provider.requestDrain(workerId, within);
+    }
+
     /** Requests one manual run of {@code job} now; answers its slot (see {@link #runOf}). */
     public Instant trigger(String job) {
         if (redlock != null) {

@@ -195,6 +195,11 @@ public record RedisKeys(String prefix, boolean cluster) {
         return prefix + ":{workers}:commands"; // layout 1's was 'operator': its workers must not repair layout 2's pauses
     }
 
+    /** Drain requests ({@code lockstep drain}): worker id to how long its running jobs may take (ms); read by heartbeat.lua. */
+    String drains() {
+        return prefix + ":{workers}:drain";
+    }
+
     String config(String hash) {
         return prefix + ":{workers}:config:" + hash;
     }

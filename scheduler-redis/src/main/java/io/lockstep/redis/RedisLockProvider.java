@@ -62,6 +62,8 @@ public final class RedisLockProvider implements LockProvider {
     private final ClaimScripts claims;
     /** The start, renew and complete scripts on this server; null for the Redlock facade. */
     private final LeaseScripts leaseScripts;
+    /** Runs' checkpoints on this server; null for the Redlock facade. */
+    private final CheckpointScripts checkpoints;
     private final String target;
     /** Redlock over several masters ({@code redis.redlock}); null otherwise. Every operation then goes there. */
     private final RedlockStore redlock;
@@ -79,6 +81,7 @@ public final class RedisLockProvider implements LockProvider {
         this.inForce = new RedisInForce(jedis, calls, keys);
         this.claims = new ClaimScripts(calls, keys, replicas, target, historyKeep);
         this.leaseScripts = new LeaseScripts(calls, keys, replicas, target, historyKeep);
+        this.checkpoints = new CheckpointScripts(calls, keys, replicas, target);
         this.target = target;
         this.redlock = null;
     }
@@ -93,6 +96,7 @@ public final class RedisLockProvider implements LockProvider {
         this.inForce = null;
         this.claims = null;
         this.leaseScripts = null;
+        this.checkpoints = null;
         this.target = redlock.describe();
         this.redlock = redlock;
     }
@@ -186,6 +190,16 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
+    public boolean checkpoint(io.lockstep.scheduler.lock.Lease lease, io.lockstep.scheduler.lock.Checkpoint checkpoint) {
+        return redlock != null ? redlock.checkpoint(lease, checkpoint) : checkpoints.save(lease, checkpoint);
+    }
+
+    @Override
+    public java.util.Optional<io.lockstep.scheduler.lock.Checkpoint> lastCheckpoint(String job, Instant slot) {
+        return redlock != null ? redlock.lastCheckpoint(job, slot) : checkpoints.last(job, slot);
+    }
+
+    @Override
     public List<Boolean> recordLate(String workerId, List<Completion> completions) {
         return redlock != null ? redlock.recordLate(workerId, completions) : leaseScripts.recordLate(workerId, completions);
     }
@@ -246,6 +260,15 @@ public final class RedisLockProvider implements LockProvider {
     @Override
     public Map<String, String> config(String configHash) {
         return redlock != null ? redlock.members().config(configHash) : members.config(configHash);
+    }
+
+    @Override
+    public void requestDrain(String workerId, Duration within) {
+        if (redlock != null) {
+            redlock.members().requestDrain(workerId, within);
+            return;
+        }
+        members.requestDrain(workerId, within);
     }
 
     @Override

@@ -55,7 +55,8 @@ final class RedisMembers {
 
     Beat beat(WorkerInfo self, Duration ttl) {
         Object reply = calls.call("heartbeat", new RedisCalls.Call(HEARTBEAT,
-                List.of(keys.workers(), keys.seen(), keys.config(self.configHash()), keys.triggers(), keys.operator(), keys.deployment()),
+                List.of(keys.workers(), keys.seen(), keys.config(self.configHash()), keys.triggers(), keys.operator(), keys.deployment(),
+                        keys.drains()),
                 List.of(self.id(), toJson(self), Long.toString(ttl.toMillis()))));
         List<?> r = (List<?>) reply;
         List<String> stored = new ArrayList<>();
@@ -81,8 +82,9 @@ final class RedisMembers {
             legacy.refresh(System.currentTimeMillis(), live.stream().filter(w -> w.configHash().equals(self.configHash()))
                     .map(WorkerInfo::id).min(String::compareTo).map(self.id()::equals).orElse(true));
         }
-        return new Beat(new Heartbeat(live, triggers, serverTime,
-                calls.asLong("heartbeat", r.get(1)) == 1), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
+        String drain = r.size() > 7 ? text(r.get(7)) : "";
+        return new Beat(new Heartbeat(live, triggers, serverTime, calls.asLong("heartbeat", r.get(1)) == 1,
+                drain.isEmpty() ? null : Duration.ofMillis(Long.parseLong(drain))), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
     }
 
     private static final LuaScript OPERATOR = LuaScript.load("operator.lua");
@@ -226,7 +228,7 @@ final class RedisMembers {
      *     key layout uses this Redis: the worker refuses to start (one line naming each)
      */
     void publish(String configHash, Map<String, String> jobs) {
-        boolean first = legacy != null && !legacy.holding();
+        boolean first = legacy != null && !refusalPassed; // not holding(): a start that failed after the hold is retried whole
         if (first) {
             refuseBesideOtherLayouts();
         }
@@ -244,8 +246,12 @@ final class RedisMembers {
         }
         if (first) {
             refuseBesideOtherLayouts(); // one that started between the first look and the hold (no claim of ours went out yet)
+            refusalPassed = true;
         }
     }
+
+    /** Whether a publication has passed both looks for workers of another key layout (see {@link #publish}). */
+    private volatile boolean refusalPassed;
 
     private void refuseBesideOtherLayouts() {
         List<String> others = otherLayouts(io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_TTL);
@@ -269,6 +275,16 @@ final class RedisMembers {
             return jedis.hgetAll(keys.config(configHash));
         } catch (JedisException e) {
             throw calls.wrap("read config", e);
+        }
+    }
+
+    /** Asks {@code workerId} to drain within {@code within}: its next heartbeat answers it (heartbeat.lua), once. */
+    void requestDrain(String workerId, Duration within) {
+        try {
+            jedis.hset(keys.drains(), workerId, Long.toString(within.toMillis()));
+            jedis.pexpire(keys.drains(), Duration.ofDays(1).toMillis()); // an id that never beats again leaves no key for good
+        } catch (JedisException e) {
+            throw calls.wrap("drain", e);
         }
     }
 

@@ -44,6 +44,7 @@ final class RedlockMembers {
         java.util.Set<Heartbeat.Trigger> triggers = new java.util.LinkedHashSet<>();
         List<Long> times = new ArrayList<>();
         boolean published = true;
+        Duration drain = null;
         for (Quorum.Vote<RedisMembers.Beat> v : votes) {
             if (v.kind() == Quorum.Kind.FAILED) {
                 continue;
@@ -55,6 +56,9 @@ final class RedlockMembers {
             triggers.addAll(h.triggers());
             times.add(h.serverTimeMillis());
             published &= h.configPublished();
+            if (h.drainWithin() != null) {
+                drain = h.drainWithin(); // asked on a majority, answered (and removed) by each master that has it
+            }
         }
         if (times.size() < nodes.quorum()) {
             throw nodes.tooFew("heartbeat", votes, Quorum.describe(votes, h -> "answered"));
@@ -62,7 +66,7 @@ final class RedlockMembers {
         repair(votes);
         times.sort(java.util.Comparator.reverseOrder());
         return new Heartbeat(workers.values().stream().sorted(java.util.Comparator.comparing(WorkerInfo::started)).toList(),
-                List.copyOf(triggers), times.get(nodes.quorum() - 1), published);
+                List.copyOf(triggers), times.get(nodes.quorum() - 1), published, drain);
     }
 
     /**
@@ -192,6 +196,17 @@ final class RedlockMembers {
             }
         }
         return agreed;
+    }
+
+    /** Asks {@code workerId} to drain, on every master; done when a majority has the request. */
+    void requestDrain(String workerId, Duration within) {
+        List<Quorum.Vote<Boolean>> votes = nodes.ask(p -> {
+            p.members().requestDrain(workerId, within);
+            return true;
+        }, nodeWait);
+        if (Quorum.counting(votes) < nodes.quorum()) {
+            throw nodes.tooFew("drain", votes, Quorum.describe(votes, a -> "answered"));
+        }
     }
 
     void leave(String workerId) {

@@ -441,6 +441,27 @@ final class RedlockStore {
                 in -> nodes.decidedPerItem(in, completions.size(), List::get)), completions.size(), List::get);
     }
 
+    /** Saved on every master that answers; saved when a majority saved it (the run holds the slot there). */
+    boolean checkpoint(io.lockstep.scheduler.lock.Lease lease, io.lockstep.scheduler.lock.Checkpoint checkpoint) {
+        return nodes.majorityPerItem(everywhere("checkpoint", p -> List.of(p.checkpoint(lease, checkpoint))), 1, List::get).get(0);
+    }
+
+    /**
+     * The latest checkpoint any master that answered holds (by fencing token, then sequence): every
+     * copy was saved by a run that held the slot on that master, and a save counted only on a
+     * majority, so a majority of answers holds the last counted one, or a later one.
+     */
+    java.util.Optional<io.lockstep.scheduler.lock.Checkpoint> lastCheckpoint(String job, Instant slot) {
+        io.lockstep.scheduler.lock.Checkpoint latest = null;
+        for (Quorum.Vote<java.util.Optional<io.lockstep.scheduler.lock.Checkpoint>> v
+                : everywhere("checkpoint", p -> p.lastCheckpoint(job, slot))) {
+            if (v.counts() && v.answer().isPresent() && v.answer().get().after(latest)) {
+                latest = v.answer().get();
+            }
+        }
+        return java.util.Optional.ofNullable(latest);
+    }
+
     List<Boolean> recordLate(String workerId, List<Completion> completions) {
         if (completions.isEmpty()) {
             return List.of();

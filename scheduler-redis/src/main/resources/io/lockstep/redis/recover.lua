@@ -50,6 +50,17 @@ local function reply(status, fence)
   local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   return {status, fence, now, tonumber(first[2] or '0')}
 end
+local turn_field = ARGV[10] .. 'turn'
+local turn = redis.call('HGET', KEYS[4], turn_field)
+local turn_slot, turn_until = string.match(turn or '', '^(%d+):(%d+)$')
+local slot = tonumber(ARGV[2])
+local turn_held = turn_slot and tonumber(turn_until) > now and tonumber(turn_slot) ~= slot
+-- This slot is decided here without a rerun: a turn it held is given up (not left to lapse).
+local function leave_turn()
+  if turn_slot and tonumber(turn_slot) == slot then
+    redis.call('HDEL', KEYS[4], turn_field)
+  end
+end
 local mine = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'abandoned_token')
 if mine[1] == 'running' and mine[2] == ARGV[1] then
   local lease = redis.call('GET', KEYS[2])
@@ -67,29 +78,21 @@ elseif mine[1] == 'missed' and mine[2] == ARGV[1] then
 end
 local score = redis.call('ZSCORE', KEYS[3], ARGV[2])
 if not score or tonumber(score) > now - 2 then -- expired 2 ms past its score, as runs.lua counts it
+  leave_turn()
   return reply('taken', 0) -- renewed, finished, or already dealt with
 end
-local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'worker')
+local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'worker', 'handed')
 if record[1] ~= 'running' and record[1] ~= 'claimed' then
   redis.call('ZREM', KEYS[3], ARGV[2])
+  leave_turn()
   return reply('taken', 0)
 end
 local holder = redis.call('GET', KEYS[2])
 if holder == record[2] then
+  leave_turn()
   return reply('taken', 0) -- the run's lease is still alive
 end
 local unstarted = record[1] == 'claimed'
-local turn_field = ARGV[10] .. 'turn'
-local turn = redis.call('HGET', KEYS[4], turn_field)
-local turn_slot, turn_until = string.match(turn or '', '^(%d+):(%d+)$')
-local slot = tonumber(ARGV[2])
-local turn_held = turn_slot and tonumber(turn_until) > now and tonumber(turn_slot) ~= slot
--- This slot is decided here without a rerun: a turn it held is given up (not left to lapse).
-local function leave_turn()
-  if turn_slot and tonumber(turn_slot) == slot then
-    redis.call('HDEL', KEYS[4], turn_field)
-  end
-end
 local function keep_undo()
   local why = redis.call('HGET', KEYS[1], 'why') or ''
   redis.call('HSET', KEYS[1], 'undo_by', ARGV[1],
@@ -130,7 +133,10 @@ local fence = next_fence_after(redis.call('HGET', KEYS[4], ARGV[10] .. 'fence'),
 redis.call('HSET', KEYS[4], ARGV[10] .. 'fence', string.format('%.0f', fence))
 redis.call('HSET', KEYS[1], 'state', 'running', 'token', ARGV[1], 'worker', ARGV[5], 'fence', fence, 'at', now)
 redis.call('HINCRBY', KEYS[1], 'recoveries', 1)
-remember(ARGV[5], 'recovered', string.format('%.0f', fence), unstarted and 'not_started' or 'lease_lost',
+-- Why: it never started; its worker handed it over at its stop (complete.lua's 'handed': an orderly
+-- hand-over, not a death); or its lease ran out without an outcome (its worker died or stalled).
+remember(ARGV[5], 'recovered', string.format('%.0f', fence),
+    unstarted and 'not_started' or (record[5] == record[2] and 'handed_over' or 'lease_lost'),
     (unstarted and 'claim' or 'run') .. ' of ' .. (record[4] or '?') .. ' (token ' .. (record[3] or '0') .. ')')
 -- Only ever lengthens the record's life (by this worker's ttl, from now): the shortest ttl the
 -- claims kept (claim.lua's '<job>:kept') stays a lower bound of it, so no 'kept' is written here.

@@ -451,6 +451,34 @@ abstract class LockProviderContractTest {
     }
 
     @Test
+    void aCheckpointIsSavedOnlyByTheRunThatHoldsTheSlotAndOutlivesItForTheRerun() {
+        // F8 of the 2026-12-04 trial: a rerun resumes from what the run before it saved.
+        String job = RedisFixture.job();
+        Instant slot = now().minusMillis(20);
+        ClaimRequest first = request(job, slot, "a", SHORT_LEASE, Mode.CLAIM, false, Duration.ZERO);
+        ClaimResult won = decide(first);
+        assertThat(won.status()).isEqualTo(Status.CLAIMED);
+        assertThat(store().lastCheckpoint(job, slot)).isEmpty();
+        assertThat(store().checkpoint(first.lease(), new io.lockstep.scheduler.lock.Checkpoint("step 3", won.fencingToken(), 1))).isTrue();
+        assertThat(store().checkpoint(claim(job, slot, "stranger").lease(), new io.lockstep.scheduler.lock.Checkpoint("x", 1, 1)))
+                .as("another token saves nothing").isFalse();
+        assertThat(store().lastCheckpoint(job, slot)).get().extracting(io.lockstep.scheduler.lock.Checkpoint::value).isEqualTo("step 3");
+        awaitExpired(job, slot);
+        ClaimRequest rerun = request(job, slot, "c", LEASE, Mode.RECOVER, false, Duration.ZERO);
+        ClaimResult recovered = decide(rerun);
+        assertThat(recovered.status()).isEqualTo(Status.CLAIMED);
+        assertThat(store().lastCheckpoint(job, slot)).as("kept with the slot for its rerun").get()
+                .extracting(io.lockstep.scheduler.lock.Checkpoint::value).isEqualTo("step 3");
+        assertThat(store().checkpoint(first.lease(), new io.lockstep.scheduler.lock.Checkpoint("step 9", won.fencingToken(), 2)))
+                .as("the run that lost its slot can no longer save").isFalse();
+        assertThat(store().checkpoint(rerun.lease(), new io.lockstep.scheduler.lock.Checkpoint("step 4", recovered.fencingToken(), 1))).isTrue();
+        assertThat(store().lastCheckpoint(job, slot)).get().extracting(io.lockstep.scheduler.lock.Checkpoint::value).isEqualTo("step 4");
+        assertThat(complete(rerun)).isTrue();
+        assertThat(store().checkpoint(rerun.lease(), new io.lockstep.scheduler.lock.Checkpoint("step 5", recovered.fencingToken(), 2)))
+                .as("a run that ended saves nothing").isFalse();
+    }
+
+    @Test
     void aRecoveryDecidedWithoutARunGivesUpItsTurn() {
         String job = RedisFixture.job();
         Instant slot = now().minusMillis(30);

@@ -67,6 +67,17 @@ class OperationsStoreTest {
     }
 
     @Test
+    void aDrainRequestIsAnsweredOnceByTheWorkersNextHeartbeat() {
+        String a = "a-" + RedisFixture.job(), b = "b-" + RedisFixture.job();
+        redis.provider().heartbeat(worker(a, "h1"), Duration.ofSeconds(30));
+        admin().drain(a, Duration.ofMinutes(5));
+        assertThat(redis.provider().heartbeat(worker(b, "h1"), Duration.ofSeconds(30)).drainWithin()).as("asked of a, not b").isNull();
+        assertThat(redis.provider().heartbeat(worker(a, "h1"), Duration.ofSeconds(30)).drainWithin()).isEqualTo(Duration.ofMinutes(5));
+        assertThat(redis.provider().heartbeat(worker(a, "h1"), Duration.ofSeconds(30)).drainWithin())
+                .as("answered once: a worker restarted under the same id is not drained again").isNull();
+    }
+
+    @Test
     void aPublishedConfigIsReadBackAndTheHeartbeatSaysWhenRedisLostIt() {
         String hash = "cfg-" + RedisFixture.job();
         redis.provider().publishConfig(hash, Map.of("report", "{\"cron\":\"0 0 6 * * *\"}"));

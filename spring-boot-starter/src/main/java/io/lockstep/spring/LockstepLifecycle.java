@@ -48,6 +48,10 @@ final class LockstepLifecycle implements SmartLifecycle {
         try {
             scheduler.start();
         } catch (LockException e) {
+            if (!unreachable(e)) {
+                running = false;
+                throw e; // refused (a password, an ACL, TLS, another key layout): a mistake, told at startup as with fail-fast
+            }
             EVENTS.atWarn().addKeyValue("event", "lock_store_unreachable_at_start").addKeyValue("worker", scheduler.workerId())
                     .addKeyValue("error", e.getMessage())
                     .log("the lock store cannot be reached: the application starts without claiming, and Lockstep starts once it "
@@ -69,11 +73,19 @@ final class LockstepLifecycle implements SmartLifecycle {
             } catch (InterruptedException e) {
                 return; // stopped
             } catch (LockException e) {
-                if (attempt % 10 == 0 || Boolean.getBoolean("lockstep.debugRetry")) {
+                if (!unreachable(e)) {
+                    EVENTS.atError().addKeyValue("event", "worker_start_failed").addKeyValue("worker", scheduler.workerId())
+                            .addKeyValue("error", e.getMessage())
+                            .log("Lockstep could not start (" + e.getMessage() + "): it claims nothing in this application");
+                    return;
+                }
+                if (attempt % 10 == 0) {
                     EVENTS.atWarn().addKeyValue("event", "lock_store_unreachable_at_start").addKeyValue("worker", scheduler.workerId())
                             .addKeyValue("attempts", attempt).addKeyValue("error", e.getMessage())
                             .log("the lock store still cannot be reached (" + e.getMessage() + "): Lockstep keeps trying");
                 }
+            } catch (IllegalStateException e) {
+                return; // closed meanwhile (a context that failed to refresh closes before it stops its lifecycles)
             } catch (RuntimeException e) {
                 EVENTS.atError().addKeyValue("event", "worker_start_failed").addKeyValue("worker", scheduler.workerId())
                         .addKeyValue("error", e.toString()).log("Lockstep could not start (" + e + "): it claims nothing in this application");
@@ -81,6 +93,24 @@ final class LockstepLifecycle implements SmartLifecycle {
             }
             wait = wait.multipliedBy(2).compareTo(LONGEST_RETRY) > 0 ? LONGEST_RETRY : wait.multipliedBy(2);
         }
+    }
+
+    /**
+     * Whether the store could not be reached (a refused or timed-out connection): only then does a
+     * start wait for it. A store that answers and refuses (credentials, ACL, TLS, a key layout) or
+     * answers what the client cannot read is a problem no wait mends.
+     */
+    static boolean unreachable(LockException e) {
+        if (e.getMessage() != null && e.getMessage().startsWith("redlock: ") && e.getMessage().contains("nodes answered and count")) {
+            return true; // too few Redlock masters answered (Quorum.tooFew): their own failures are only named in it
+        }
+        for (Throwable c = e.getCause(); c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof redis.clients.jedis.exceptions.JedisConnectionException || c instanceof java.net.ConnectException
+                    || c instanceof java.net.SocketTimeoutException) {
+                return !(c.getMessage() != null && (c.getMessage().contains("WRONGPASS") || c.getMessage().contains("NOAUTH")));
+            }
+        }
+        return false;
     }
 
     @Override

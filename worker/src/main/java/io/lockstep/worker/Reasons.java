@@ -15,6 +15,7 @@ final class Reasons {
             Map.entry("not_started", "claimed, but its worker never started it"),
             Map.entry("no_quorum", "the redlock masters split on its start (no majority agreed); its worker reported it missed"),
             Map.entry("lease_lost", "its run lost its lease without an outcome (its worker died or stalled)"),
+            Map.entry("handed_over", "its worker handed the run over at its stop (recover: rerun)"),
             // The codes of the workers' slot_missed events, kept as the reason of the slot's decision:
             Map.entry("outage", "its worker could not reach Redis within misfireGrace and reported it missed"),
             Map.entry("no_thread", "its worker had no free job thread within misfireGrace and reported it missed"),

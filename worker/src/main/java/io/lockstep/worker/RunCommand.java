@@ -31,9 +31,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * {@code run --config FILE [--worker-id ID]}: runs until SIGTERM or SIGINT, then drains; reloads
- * the file's jobs on SIGHUP ({@link ConfigReload}); traces runs when the OTEL_* environment asks
- * for it ({@link Telemetry}).
+ * {@code run --config FILE [--worker-id ID]}: runs until SIGTERM or SIGINT, then drains within
+ * {@code worker.shutdownTimeout}; or until a drain ({@code lockstep drain --worker ID}, or SIGUSR1:
+ * within an hour), then exits 0 once its running jobs ended (a SIGTERM during a drain does not cut
+ * it short; SIGKILL does); reloads the file's jobs on SIGHUP ({@link ConfigReload}); traces runs
+ * when the OTEL_* environment asks for it ({@link Telemetry}).
  *
  * <p>Nothing starts unless everything is in order: the config is valid, every job class loads,
  * and Redis answers and accepts the credentials. Otherwise one line on stderr and exit 2 (config)
@@ -44,6 +46,8 @@ final class RunCommand implements Callable<Integer> {
 
     /** The request SIGTERM and SIGINT put in the main thread's queue (the others are reloads, named by their trigger). */
     private static final String STOP = "stop";
+    /** A drain: {@code DRAIN} then how long its running jobs may take, in ms ({@code lockstep drain}, SIGUSR1). */
+    private static final String DRAIN = "drain ";
 
     @Spec
     CommandSpec spec;
@@ -67,10 +71,14 @@ final class RunCommand implements Callable<Integer> {
         // the worker has started, SIGHUP reloads then. The JVM's own handlers are back when this returns
         // (a worker that did not start exits as before; an in-process caller keeps its Ctrl-C).
         BlockingQueue<String> requests = new LinkedBlockingQueue<>();
-        List<Signal> signals = List.of(new Signal("TERM"), new Signal("INT"), new Signal("HUP"));
+        List<Signal> signals = List.of(new Signal("TERM"), new Signal("INT"), new Signal("HUP"), new Signal("USR1"));
         List<SignalHandler> before = new ArrayList<>();
         for (Signal signal : signals) {
-            before.add(Signal.handle(signal, s -> requests.add(s.getName().equals("HUP") ? "SIGHUP" : STOP)));
+            before.add(Signal.handle(signal, s -> requests.add(switch (s.getName()) {
+                case "HUP" -> "SIGHUP";
+                case "USR1" -> DRAIN + Scheduler.DEFAULT_DRAIN.toMillis(); // a drain within the default (lockstep drain's)
+                default -> STOP;
+            })));
         }
         try {
             return runWorker(requests);
@@ -129,6 +137,7 @@ final class RunCommand implements Callable<Integer> {
                 builder.openTelemetry(otel);
             }
             scheduler = builder
+                    .onDrainRequest(within -> requests.add(DRAIN + within.toMillis())) // lockstep drain: drained, then exit 0
                     .workerId(id)
                     .threads(c.worker().threads())
                     .shutdownTimeout(c.worker().shutdownTimeout())
@@ -168,15 +177,24 @@ final class RunCommand implements Callable<Integer> {
             // A job refusing its params is a bad config (do not restart it); the rest may pass.
             return e instanceof io.lockstep.scheduler.config.ConfigException ? WorkerMain.BAD_INPUT : WorkerMain.RUNTIME_FAILURE;
         }
+        java.time.Duration drain = null;
         try {
             for (String request = requests.take(); !request.equals(STOP); request = requests.take()) {
+                if (request.startsWith(DRAIN)) {
+                    drain = java.time.Duration.ofMillis(Long.parseLong(request.substring(DRAIN.length())));
+                    break;
+                }
                 reload.reload(request);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally { // whatever ends the loop (a VM error in a reload included), the worker drains
             reload.close();
-            scheduler.close(); // drains, writes every outcome, then closes the jobs that are AutoCloseable
+            if (drain != null) {
+                scheduler.drain(drain); // no new claims; the running jobs may finish within the drain's deadline
+            } else {
+                scheduler.close(); // drains, writes every outcome, then closes the jobs that are AutoCloseable
+            }
             close(factory, err);
             Telemetry.close(otel); // the last spans go out
             if (http != null) {

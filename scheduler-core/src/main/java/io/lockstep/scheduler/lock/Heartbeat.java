@@ -13,12 +13,20 @@ import java.util.List;
  *     claims are decided by (0 otherwise: on Redis Cluster a job's claims follow its own master)
  * @param configPublished whether the store still has the config this worker published (false after
  *     the store lost it: the worker publishes it again)
+ * @param drainWithin an operator asked this worker to drain ({@code lockstep drain}): stop claiming,
+ *     let its runs end within this long, then stop; null when nobody did. Answered once per request.
  */
-public record Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers, long serverTimeMillis, boolean configPublished) {
+public record Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers, long serverTimeMillis, boolean configPublished,
+        java.time.Duration drainWithin) {
 
     public Heartbeat {
         workers = List.copyOf(workers);
         triggers = List.copyOf(triggers);
+    }
+
+    /** A heartbeat that asks no drain. */
+    public Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers, long serverTimeMillis, boolean configPublished) {
+        this(workers, triggers, serverTimeMillis, configPublished, null);
     }
 
     /** A heartbeat that carries no clock reading, from a store that keeps what was published. */

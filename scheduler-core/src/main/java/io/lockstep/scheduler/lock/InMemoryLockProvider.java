@@ -226,14 +226,17 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         }
         Long leaseEnd = runs.get(slot);
         if (leaseEnd == null || leaseEnd > now) {
+            leaveTurn(lease.job(), slot); // as recover.lua: settled or alive, it needs no turn
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
         if (record == null || !(record.state().equals("running") || record.state().equals("claimed"))) {
             runs.remove(slot);
+            leaveTurn(lease.job(), slot);
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
         LeaseEntry holder = liveLease(leaseKey(lease), now);
         if (holder != null && holder.token().equals(record.token())) {
+            leaveTurn(lease.job(), slot);
             return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
         }
         // As recover.lua: a run that never started is run whatever the policy, within its grace.
@@ -263,6 +266,26 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
                 Math.max(record.expiresAt(), now + request.recordTtl().toMillis())));
         takeLease(lease, now, lease.ttl().toMillis());
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
+    }
+
+    /** As checkpoint.lua: saved only while the record is this token's running run. */
+    @Override
+    public synchronized boolean checkpoint(Lease lease, Checkpoint checkpoint) {
+        long now = clockMillis.getAsLong();
+        String slotKey = slotKey(lease.job(), lease.slot().toEpochMilli());
+        SlotRecord record = live(slotKey, now);
+        if (record == null || !record.token().equals(lease.token()) || !record.state().equals("running")
+                || lease.token().equals(handed.get(slotKey))) {
+            return false;
+        }
+        checkpoints.merge(slotKey, checkpoint, (old, c) -> c.after(old) ? c : old);
+        return true;
+    }
+
+    @Override
+    public synchronized java.util.Optional<Checkpoint> lastCheckpoint(String job, Instant slot) {
+        String slotKey = slotKey(job, slot.toEpochMilli());
+        return live(slotKey, clockMillis.getAsLong()) == null ? java.util.Optional.empty() : java.util.Optional.ofNullable(checkpoints.get(slotKey));
     }
 
     @Override

@@ -141,6 +141,29 @@ public interface LockProvider extends AutoCloseable {
      */
     long serverTimeMillis();
 
+    /**
+     * Saves a run's checkpoint in its slot's record, if {@code lease}'s token still holds the slot
+     * as a running run (fenced: a run that lost its slot writes nothing). Stores that keep no
+     * checkpoints refuse.
+     *
+     * @return whether it was saved
+     * @throws LockException when the store cannot be reached
+     * @throws UnsupportedOperationException when the store keeps no checkpoints
+     */
+    default boolean checkpoint(Lease lease, Checkpoint checkpoint) {
+        throw new UnsupportedOperationException(describe() + " keeps no checkpoints");
+    }
+
+    /**
+     * The last checkpoint saved in a slot's record, by this run or an earlier run of the slot.
+     *
+     * @throws LockException when the store cannot be reached
+     * @throws UnsupportedOperationException when the store keeps no checkpoints
+     */
+    default java.util.Optional<Checkpoint> lastCheckpoint(String job, java.time.Instant slot) {
+        throw new UnsupportedOperationException(describe() + " keeps no checkpoints");
+    }
+
     /** The name of the lock a lease is held under, as the {@code lock_name} event field shows it. */
     default String lockName(Lease lease) {
         return lease.job() + ":" + lease.slot().toEpochMilli();
@@ -181,6 +204,17 @@ public interface LockProvider extends AutoCloseable {
 
     /** Removes this worker from the live workers at once (a clean stop); best effort. */
     default void leave(String workerId) {}
+
+    /**
+     * Asks the live worker {@code workerId} to drain ({@code lockstep drain}): its next heartbeat
+     * answers {@link Heartbeat#drainWithin}, once. Stores that keep no heartbeats refuse.
+     *
+     * @throws LockException when the store cannot be reached
+     * @throws UnsupportedOperationException when the store keeps no heartbeats
+     */
+    default void requestDrain(String workerId, java.time.Duration within) {
+        throw new UnsupportedOperationException(describe() + " keeps no heartbeats to carry a drain request");
+    }
 
     /** Releases connections this provider created; a no-op for ones handed in by the caller. */
     @Override
