@@ -35,9 +35,12 @@ final class EffectiveConfig {
 
     /**
      * @param shutdownTimeout {@code worker.shutdownTimeout} when neither the file nor the properties set it
+     * @param applicationName {@code spring.application.name}, or null: the key prefix when the
+     *     properties set none ({@link #keyPrefixOf})
      * @throws ConfigException with every problem found
      */
-    static LockstepConfig load(LockstepProperties properties, AnnotatedJobs annotated, ClassLoader classes, Duration shutdownTimeout) {
+    static LockstepConfig load(LockstepProperties properties, AnnotatedJobs annotated, ClassLoader classes, Duration shutdownTimeout,
+            String applicationName) {
         ConfigLoader loader = ConfigLoader.defaults().builtByReflection(false).requiringJobs(false);
         LockstepConfig base;
         Map<String, Object> defaults = Map.of();
@@ -74,7 +77,7 @@ final class EffectiveConfig {
                 defaults = castMap(d);
             }
         } else {
-            base = withClasses(classes, () -> loader.load("lockstep.* properties", dump(fromProperties(properties))));
+            base = withClasses(classes, () -> loader.load("lockstep.* properties", dump(fromProperties(properties, applicationName))));
             if (properties.getWorker().getShutdownTimeout() == null) {
                 WorkerSettings w = base.worker();
                 base = new LockstepConfig(base.source(), base.redis(),
@@ -128,7 +131,21 @@ final class EffectiveConfig {
         return p;
     }
 
-    private static Map<String, Object> fromProperties(LockstepProperties properties) {
+    /**
+     * The key prefix of an application configured by properties that sets none (F6 of the 2026-12-04
+     * trial): its {@code spring.application.name}, so that two applications on one Redis stay apart
+     * by default (braces, which would break the hash tags, and blanks become '-'); "lockstep" without
+     * a name. An application configured by the YAML keeps the YAML's ({@code redis.keyPrefix}, else
+     * "lockstep"), which the worker JARs reading the same file use too.
+     */
+    static String keyPrefixOf(String applicationName) {
+        if (applicationName == null || applicationName.isBlank()) {
+            return null;
+        }
+        return applicationName.strip().replaceAll("[{}\\s]", "-");
+    }
+
+    private static Map<String, Object> fromProperties(LockstepProperties properties, String applicationName) {
         Map<String, Object> doc = new LinkedHashMap<>();
         LockstepProperties.Redis r = properties.getRedis();
         Map<String, Object> redis = new LinkedHashMap<>();
@@ -136,7 +153,7 @@ final class EffectiveConfig {
         putIfSet(redis, "user", r.getUser());
         putIfSet(redis, "password", r.getPassword());
         putIfSet(redis, "timeout", r.getTimeout() == null ? null : r.getTimeout().toMillis() + "ms");
-        putIfSet(redis, "keyPrefix", r.getKeyPrefix());
+        putIfSet(redis, "keyPrefix", r.getKeyPrefix() != null ? r.getKeyPrefix() : keyPrefixOf(applicationName));
         if (!redis.isEmpty()) {
             doc.put("redis", redis);
         }

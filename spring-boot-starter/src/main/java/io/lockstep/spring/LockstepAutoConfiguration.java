@@ -72,7 +72,8 @@ public class LockstepAutoConfiguration {
         AnnotatedJobs annotated = AnnotatedJobs.find(beans);
         ClassLoader classes = beans.getBeanClassLoader() != null ? beans.getBeanClassLoader() : getClass().getClassLoader();
         JedisVersion.check(classes); // Boot pins an older Jedis: one line naming the property, not a NoClassDefFoundError later
-        return new Setup(EffectiveConfig.load(properties, annotated, classes, defaultShutdownTimeout(shutdownPhase(environment))), annotated);
+        return new Setup(EffectiveConfig.load(properties, annotated, classes, defaultShutdownTimeout(shutdownPhase(environment)),
+                environment.getProperty("spring.application.name")), annotated);
     }
 
     /** Boot's {@code spring.lifecycle.timeout-per-shutdown-phase} (its default, 30 s, when unset). */
@@ -100,7 +101,7 @@ public class LockstepAutoConfiguration {
         UnifiedJedis application = jedis.getIfUnique();
         if (properties.getConfig() == null && !properties.getRedis().isSet() && application != null) {
             return RedisLockProvider.builder().client(application, "the application's Jedis client")
-                    .historyKeep(setup.config().historyKeep()).build();
+                    .keyPrefix(setup.config().redis().keyPrefix()).historyKeep(setup.config().historyKeep()).build();
         }
         return RedisLockProvider.builder().settings(setup.config().redis()).historyKeep(setup.config().historyKeep()).build();
     }

@@ -200,6 +200,7 @@ class GeneratedBootAppIT {
                   </build>
                 </project>
                 """.formatted(boot, web, version));
+        Files.writeString(app.resolve("src/main/resources/application.properties"), "spring.application.name=demo\n"); // as generated
         Files.writeString(pkg.resolve("DemoApplication.java"), """
                 package com.example.demo;
 
