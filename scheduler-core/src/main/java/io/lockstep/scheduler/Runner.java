@@ -136,7 +136,13 @@ final class Runner {
     boolean drain(Duration timeout, Duration interruptGrace) {
         shuttingDown = true;
         executor.shutdown();
-        boolean drained = await(timeout);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        drainDeadlineNanos.accumulateAndGet(deadline, (a, b) -> a == 0 ? b : Math.min(a, b));
+        boolean drained = false;
+        while (!drained && System.nanoTime() < drainDeadlineNanos.get()) {
+            // In slices, so that a later stop can bring the deadline forward (shortenDrain).
+            drained = await(Duration.ofNanos(Math.min(DRAIN_SLICE.toNanos(), Math.max(1, drainDeadlineNanos.get() - System.nanoTime()))));
+        }
         if (!drained) {
             for (Runnable never : executor.shutdownNow()) {
                 if (never instanceof FanOut<?> f) {
@@ -148,6 +154,17 @@ final class Runner {
         completer.close();
         watchdog.close();
         return drained;
+    }
+
+    /** How often a drain looks whether a later stop brought its deadline forward. */
+    private static final Duration DRAIN_SLICE = Duration.ofMillis(200);
+    /** When the running jobs' time is up (monotonic nanos), 0 before a drain. */
+    private final java.util.concurrent.atomic.AtomicLong drainDeadlineNanos = new java.util.concurrent.atomic.AtomicLong();
+
+    /** A stop during a drain: the running jobs get no more than {@code timeout} from now. */
+    void shortenDrain(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        drainDeadlineNanos.accumulateAndGet(deadline, (a, b) -> a == 0 ? b : Math.min(a, b));
     }
 
     /** Whether the calling thread is running one of this runner's jobs (a job that stops its own scheduler). */

@@ -77,6 +77,8 @@ public final class Scheduler implements AutoCloseable {
     private final AtomicBoolean started = new AtomicBoolean();
     /** Set once {@link #start} has read what it needs and begun ticking (a start may fail before, and be retried). */
     private volatile boolean begun;
+    /** Set by {@link #drain} until its stop ends or a close cuts it short. */
+    private volatile boolean draining;
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Orders {@link #start}, {@link #update} and {@link #close}. */
     private final Object lifecycle = new Object();
@@ -110,7 +112,10 @@ public final class Scheduler implements AutoCloseable {
         }, () -> queue.lookSoon(jobs.names()), within -> {
             events.info("drain_requested").addKeyValue("within_ms", within.toMillis())
                     .log("an operator asked this worker to drain: no new claims; its running jobs may finish within " + within);
-            (b.drainRequested != null ? b.drainRequested : (java.util.function.Consumer<Duration>) this::drainInBackground).accept(within);
+            java.util.function.Consumer<Duration> action = b.drainRequested != null ? b.drainRequested : this::drainInBackground;
+            Thread t = new Thread(() -> action.accept(within), "lockstep-drain"); // off the heartbeat's thread: it keeps beating
+            t.setDaemon(true);
+            t.start();
         });
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
         this.starter = new Starter(provider, runner, events, outage);
@@ -138,7 +143,8 @@ public final class Scheduler implements AutoCloseable {
             return new Health(true, false, "not started");
         }
         if (closed.get()) {
-            return new Health(false, false, "stopping");
+            // A drain may last an hour: its worker is alive (a liveness probe must not restart it mid-drain), not ready.
+            return draining ? new Health(true, false, "draining") : new Health(false, false, "stopping");
         }
         if (!begun) {
             return new Health(true, false, "starting: the lock store has not answered yet"); // a start under way, or retried
@@ -297,12 +303,19 @@ public final class Scheduler implements AutoCloseable {
             first = closed.compareAndSet(false, true);
         }
         if (!first) {
+            if (!drain) {
+                // A close during a drain (a SIGTERM, a context closing): the running jobs get no more than its timeout.
+                draining = false;
+                runner.shortenDrain(timeout);
+            }
             stopped.await(runner, timeout.plus(INTERRUPT_GRACE).plusSeconds(30)); // returns when the first close has
             return;
         }
+        draining = drain;
         try {
             stop(timeout, drain);
         } finally {
+            draining = false;
             stopped.stopped();
         }
     }
@@ -323,7 +336,7 @@ public final class Scheduler implements AutoCloseable {
         starter.close(); // claims made ahead not started yet go back to the peers now
         boolean drained = runner.drain(timeout, INTERRUPT_GRACE);
         membership.stop();
-        created.closeWithin(runner.jobsRunning(), timeout); // every run has ended, its outcome written: their resources may go
+        created.closeWithin(runner.jobsRunning(), shutdownTimeout); // every run has ended, its outcome written: their resources may go
         events.info("worker_stopped").addKeyValue("drained", drained).addKeyValue("busy", threads.busy())
                 .addKeyValue("clock_offset_ms", clock.offsetMillis()).log("worker stopped");
     }
@@ -331,11 +344,9 @@ public final class Scheduler implements AutoCloseable {
     /** How long a drain lets running jobs finish when no deadline is given ({@code lockstep drain}, the worker's SIGUSR1). */
     public static final Duration DEFAULT_DRAIN = Duration.ofHours(1);
 
-    /** What a drain request does unless the builder says otherwise: this scheduler drains, on a thread of its own. */
+    /** What a drain request does unless the builder says otherwise: this scheduler drains. */
     private void drainInBackground(Duration within) {
-        Thread t = new Thread(() -> drain(within), "lockstep-drain");
-        t.setDaemon(true);
-        t.start();
+        drain(within);
     }
 
     private static ExecutorService defaultExecutor(int threads) {
@@ -374,8 +385,8 @@ public final class Scheduler implements AutoCloseable {
         /**
          * What to do when an operator asks this worker to drain ({@code lockstep drain}): by default
          * the scheduler {@link Scheduler#drain drains} itself on a thread of its own (and the
-         * application goes on without it). The worker JAR drains and then exits. Called on the
-         * heartbeat's thread: hand the work on.
+         * application goes on without it). The worker JAR drains and then exits. Called on a thread
+         * of its own, once.
          */
         public Builder onDrainRequest(java.util.function.Consumer<Duration> action) {
             this.drainRequested = Objects.requireNonNull(action, "action");

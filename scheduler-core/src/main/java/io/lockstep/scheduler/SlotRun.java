@@ -186,9 +186,10 @@ final class SlotRun implements JobContext {
     @Override
     public void checkpoint(String value) {
         java.util.Objects.requireNonNull(value, "value");
-        if (value.length() > Checkpoint.MAX_LENGTH) {
-            throw new LockstepException("job " + definition.name() + ": a checkpoint of " + value.length()
-                    + " characters; at most " + Checkpoint.MAX_LENGTH + " are kept");
+        int bytes = value.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (bytes > Checkpoint.MAX_LENGTH) {
+            throw new LockstepException("job " + definition.name() + ": a checkpoint of " + bytes
+                    + " bytes (UTF-8); at most " + Checkpoint.MAX_LENGTH + " are kept");
         }
         checkLease();
         boolean saved;

@@ -282,7 +282,9 @@ final class RedisMembers {
     void requestDrain(String workerId, Duration within) {
         try {
             jedis.hset(keys.drains(), workerId, Long.toString(within.toMillis()));
-            jedis.pexpire(keys.drains(), Duration.ofDays(1).toMillis()); // an id that never beats again leaves no key for good
+            // A request its worker has not taken within a minute (20 heartbeats) is gone: a copy a Redlock master kept
+            // after missing the heartbeat that took it cannot drain a process restarted later under the same id.
+            jedis.pexpire(keys.drains(), Duration.ofMinutes(1).toMillis());
         } catch (JedisException e) {
             throw calls.wrap("drain", e);
         }

@@ -81,7 +81,7 @@ if not score or tonumber(score) > now - 2 then -- expired 2 ms past its score, a
   leave_turn()
   return reply('taken', 0) -- renewed, finished, or already dealt with
 end
-local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'worker', 'handed')
+local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'worker', 'handed', 'outcome')
 if record[1] ~= 'running' and record[1] ~= 'claimed' then
   redis.call('ZREM', KEYS[3], ARGV[2])
   leave_turn()
@@ -133,10 +133,11 @@ local fence = next_fence_after(redis.call('HGET', KEYS[4], ARGV[10] .. 'fence'),
 redis.call('HSET', KEYS[4], ARGV[10] .. 'fence', string.format('%.0f', fence))
 redis.call('HSET', KEYS[1], 'state', 'running', 'token', ARGV[1], 'worker', ARGV[5], 'fence', fence, 'at', now)
 redis.call('HINCRBY', KEYS[1], 'recoveries', 1)
--- Why: it never started; its worker handed it over at its stop (complete.lua's 'handed': an orderly
--- hand-over, not a death); or its lease ran out without an outcome (its worker died or stalled).
+-- Why: it never started; its worker's stop cut it off and handed it over (complete.lua's 'handed', with
+-- outcome 'interrupted': an orderly hand-over, not a death); or its lease was lost (its worker died or
+-- stalled, or handed over a run whose lease it had lost: outcome 'lease_lost').
 remember(ARGV[5], 'recovered', string.format('%.0f', fence),
-    unstarted and 'not_started' or (record[5] == record[2] and 'handed_over' or 'lease_lost'),
+    unstarted and 'not_started' or ((record[5] == record[2] and record[6] == 'interrupted') and 'handed_over' or 'lease_lost'),
     (unstarted and 'claim' or 'run') .. ' of ' .. (record[4] or '?') .. ' (token ' .. (record[3] or '0') .. ')')
 -- Only ever lengthens the record's life (by this worker's ttl, from now): the shortest ttl the
 -- claims kept (claim.lua's '<job>:kept') stays a lower bound of it, so no 'kept' is written here.

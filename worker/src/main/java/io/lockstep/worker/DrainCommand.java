@@ -24,6 +24,9 @@ import picocli.CommandLine.Option;
         description = "Asks a worker to stop claiming, finish its running jobs and exit (before a deploy stops it).")
 final class DrainCommand extends AdminCommand {
 
+    /** A live worker heartbeats every 3 s: one that has not shown {@code draining} after this did not take the request. */
+    static final Duration TAKEN_WITHIN = Duration.ofSeconds(15);
+
     @Option(names = "--worker", required = true, paramLabel = "ID", description = "the worker's id (status lists them)")
     String worker;
 
@@ -54,12 +57,20 @@ final class DrainCommand extends AdminCommand {
         if (!await) {
             return WorkerMain.OK;
         }
-        long giveUp = System.nanoTime() + deadline.plusMinutes(1).toNanos();
+        long asked = System.nanoTime();
+        long giveUp = asked + deadline.plusMinutes(1).toNanos();
+        boolean taken = false;
         while (System.nanoTime() < giveUp) {
             Optional<WorkerInfo> info = admin.workers().stream().filter(w -> w.id().equals(worker)).findFirst();
             if (info.isEmpty()) {
                 out.println(worker + " drained and left");
                 return WorkerMain.OK;
+            }
+            taken |= info.get().draining();
+            if (!taken && System.nanoTime() - asked > TAKEN_WITHIN.toNanos()) {
+                err.println("error: " + worker + " did not take the drain request within " + TAKEN_WITHIN.toSeconds()
+                        + " s (a worker older than drain, or its heartbeat's reply was lost): ask again");
+                return WorkerMain.RUNTIME_FAILURE;
             }
             try {
                 Thread.sleep(1_000); // polling the live list, an operator's command: not a test

@@ -33,8 +33,8 @@ import java.util.List;
 /**
  * {@code run --config FILE [--worker-id ID]}: runs until SIGTERM or SIGINT, then drains within
  * {@code worker.shutdownTimeout}; or until a drain ({@code lockstep drain --worker ID}, or SIGUSR1:
- * within an hour), then exits 0 once its running jobs ended (a SIGTERM during a drain does not cut
- * it short; SIGKILL does); reloads the file's jobs on SIGHUP ({@link ConfigReload}); traces runs
+ * within an hour), then exits 0 once its running jobs ended (a SIGTERM during a drain gives them
+ * no more than {@code worker.shutdownTimeout} from then); reloads the file's jobs on SIGHUP ({@link ConfigReload}); traces runs
  * when the OTEL_* environment asks for it ({@link Telemetry}).
  *
  * <p>Nothing starts unless everything is in order: the config is valid, every job class loads,
@@ -48,6 +48,8 @@ final class RunCommand implements Callable<Integer> {
     private static final String STOP = "stop";
     /** A drain: {@code DRAIN} then how long its running jobs may take, in ms ({@code lockstep drain}, SIGUSR1). */
     private static final String DRAIN = "drain ";
+    /** The drain ended: the worker exits. */
+    private static final String DRAINED = "drained";
 
     @Spec
     CommandSpec spec;
@@ -177,24 +179,30 @@ final class RunCommand implements Callable<Integer> {
             // A job refusing its params is a bad config (do not restart it); the rest may pass.
             return e instanceof io.lockstep.scheduler.config.ConfigException ? WorkerMain.BAD_INPUT : WorkerMain.RUNTIME_FAILURE;
         }
-        java.time.Duration drain = null;
+        Thread drainer = null;
         try {
-            for (String request = requests.take(); !request.equals(STOP); request = requests.take()) {
+            for (String request = requests.take(); !request.equals(STOP) && !request.equals(DRAINED); request = requests.take()) {
                 if (request.startsWith(DRAIN)) {
-                    drain = java.time.Duration.ofMillis(Long.parseLong(request.substring(DRAIN.length())));
-                    break;
+                    if (drainer == null) { // no new claims; the running jobs may finish within the drain's deadline
+                        java.time.Duration within = java.time.Duration.ofMillis(Long.parseLong(request.substring(DRAIN.length())));
+                        Scheduler draining = scheduler;
+                        drainer = new Thread(() -> {
+                            draining.drain(within);
+                            requests.add(DRAINED);
+                        }, "lockstep-drain");
+                        drainer.start();
+                    }
+                } else if (drainer == null) {
+                    reload.reload(request); // no reload during a drain: nothing new is claimed anyway
                 }
-                reload.reload(request);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally { // whatever ends the loop (a VM error in a reload included), the worker drains
             reload.close();
-            if (drain != null) {
-                scheduler.drain(drain); // no new claims; the running jobs may finish within the drain's deadline
-            } else {
-                scheduler.close(); // drains, writes every outcome, then closes the jobs that are AutoCloseable
-            }
+            // Drains, writes every outcome, then closes the jobs that are AutoCloseable; after a drain, returns
+            // at once; during one (a SIGTERM), gives its running jobs no more than the shutdown timeout.
+            scheduler.close();
             close(factory, err);
             Telemetry.close(otel); // the last spans go out
             if (http != null) {

@@ -40,7 +40,7 @@ class CheckpointIT {
         Path file = dir.resolve("steps.log");
         String yaml = """
                 defaults:
-                  lease: 2s
+                  lease: 5s
                   misfireGrace: 2s
                 jobs:
                   - name: batch

@@ -25,7 +25,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class DrainIT {
 
-    private static final int STEPS = 25;
+    /** 40 steps of 500 ms: a batch of 20 s, so that what is left of it when its worker is drained outlasts the 10 s shutdown timeout. */
+    private static final int STEPS = 40;
 
     @TempDir
     Path dir;
@@ -64,11 +65,11 @@ class DrainIT {
         Path file = dir.resolve("steps.log");
         String yaml = """
                 defaults:
-                  lease: 3s
+                  lease: 5s
                   misfireGrace: 3s
                 jobs:
                   - name: batch
-                    cron: "*/20 * * * * *"
+                    cron: "*/30 * * * * *"
                     class: io.lockstep.examples.it.jobs.BatchJob
                     params: { steps: %d, stepMillis: 500, file: "%s" }
                     recover: rerun
@@ -76,7 +77,8 @@ class DrainIT {
         try (Cluster cluster = new Cluster(dir, yaml)) {
             List<WorkerProcess> workers = new ArrayList<>(List.of(cluster.start("w1"), cluster.start("w2"), cluster.start("w3")));
             cluster.awaitStarted();
-            // The first batch has begun (three steps in): its worker is drained first.
+            // The first batch has begun (three steps in): its worker is drained first, with more than the
+            // workers' 10 s shutdown timeout of the batch left (a SIGTERM would cut it off and hand it over).
             Step begun = await().atMost(Duration.ofSeconds(45)).pollInterval(Duration.ofMillis(50))
                     .until(() -> steps(file).stream().filter(s -> s.step() == 2).findFirst(), Optional::isPresent).orElseThrow();
             List<String> order = new ArrayList<>(List.of(begun.worker()));
