@@ -264,6 +264,7 @@ final class RedlockStore {
         long earlyTime = 0;
         boolean anyOurs = false;
         Map<Long, Integer> abandonedTokens = new HashMap<>(); // the dead run's token, as each master's record has it
+        Map<Long, Integer> claimedTokens = new HashMap<>(); // our token, as each master's record has it
         for (Quorum.Vote<ClaimScripts.Decided> v : votes) {
             if (!v.counts()) {
                 anyOurs = true; // it may have written, or may yet
@@ -282,6 +283,8 @@ final class RedlockStore {
             fence = Math.max(fence, r.fencingToken());
             if (r.status() == ClaimResult.Status.ABANDONED) {
                 abandonedTokens.merge(r.fencingToken(), 1, Integer::sum);
+            } else if (r.status() == ClaimResult.Status.CLAIMED) {
+                claimedTokens.merge(r.fencingToken(), 1, Integer::sum);
             }
             if (r.runningUntilMillis() > 0 && (runningUntil == 0 || r.runningUntilMillis() < runningUntil)) {
                 runningUntil = r.runningUntilMillis();
@@ -291,7 +294,11 @@ final class RedlockStore {
         long quorumTime = times.get(nodes.quorum() - 1); // by then a majority of the masters' clocks had passed
         int q = nodes.quorum();
         if (byStatus.getOrDefault(ClaimResult.Status.CLAIMED, 0) >= q) {
-            return new Combined(new ClaimResult(ClaimResult.Status.CLAIMED, fence, quorumTime, runningUntil), null);
+            // A fresh claim: each master drew its own token, the highest is ours (and raised everywhere after).
+            // A repeat (a lost reply): the token a majority's records were raised to, not a higher one of a
+            // master that wrote the claim after that raise (the early return left it behind): the same answer.
+            long agreed = claimedTokens.entrySet().stream().filter(e -> e.getValue() >= q).map(Map.Entry::getKey).findFirst().orElse(fence);
+            return new Combined(new ClaimResult(ClaimResult.Status.CLAIMED, agreed, quorumTime, runningUntil), null);
         }
         boolean recovery = request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON;
         for (Map.Entry<ClaimResult.Status, Integer> e : byStatus.entrySet()) {
