@@ -3,11 +3,10 @@ package io.lockstep.examples.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import io.lockstep.examples.it.jobs.BatchJob;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -24,16 +23,6 @@ class CheckpointIT {
     @TempDir
     Path dir;
 
-    /** One line of the batch's own log: which slot, which worker, under which token, which step it began. */
-    private record Step(long slot, String worker, long token, int step) {}
-
-    private List<Step> steps(Path file) throws IOException {
-        if (!Files.exists(file)) {
-            return List.of();
-        }
-        return Files.readAllLines(file).stream().map(l -> l.split(" ")).filter(f -> f.length == 4)
-                .map(f -> new Step(Long.parseLong(f[0]), f[1], Long.parseLong(f[2]), Integer.parseInt(f[3]))).toList();
-    }
 
     @Test
     void aBatchWhoseWorkerIsKilledMidWayResumesFromItsLastCheckpointOnAPeer() throws Exception {
@@ -52,18 +41,18 @@ class CheckpointIT {
         try (Cluster cluster = new Cluster(dir, yaml)) {
             List<WorkerProcess> workers = List.of(cluster.start("w1"), cluster.start("w2"));
             cluster.awaitStarted();
-            Step third = await().atMost(Duration.ofSeconds(45)).pollInterval(Duration.ofMillis(20))
-                    .until(() -> steps(file).stream().filter(s -> s.step() == 3).findFirst(), Optional::isPresent).orElseThrow();
+            BatchJob.Step third = await().atMost(Duration.ofSeconds(45)).pollInterval(Duration.ofMillis(20))
+                    .until(() -> BatchJob.steps(file).stream().filter(s -> s.step() == 3).findFirst(), Optional::isPresent).orElseThrow();
             WorkerProcess holder = workers.stream().filter(w -> w.id.equals(third.worker())).findFirst().orElseThrow();
             holder.signal("KILL"); // mid-batch: between the third step's start and the fourth's
             WorkerProcess peer = workers.stream().filter(w -> w != holder).findFirst().orElseThrow();
-            await().atMost(Duration.ofSeconds(30)).until(() -> steps(file).stream()
+            await().atMost(Duration.ofSeconds(30)).until(() -> BatchJob.steps(file).stream()
                     .anyMatch(s -> s.slot() == third.slot() && s.step() == STEPS - 1));
             peer.terminate();
 
-            List<Step> batch = steps(file).stream().filter(s -> s.slot() == third.slot()).toList();
-            List<Step> killed = batch.stream().filter(s -> s.token() == third.token()).toList();
-            List<Step> rerun = batch.stream().filter(s -> s.token() != third.token()).toList();
+            List<BatchJob.Step> batch = BatchJob.steps(file).stream().filter(s -> s.slot() == third.slot()).toList();
+            List<BatchJob.Step> killed = batch.stream().filter(s -> s.token() == third.token()).toList();
+            List<BatchJob.Step> rerun = batch.stream().filter(s -> s.token() != third.token()).toList();
             int lastBegun = killed.get(killed.size() - 1).step();
             assertThat(rerun).as("rerun by the peer under a higher token").isNotEmpty()
                     .allSatisfy(s -> assertThat(s.worker()).isEqualTo(peer.id)).allSatisfy(s -> assertThat(s.token()).isGreaterThan(third.token()));
@@ -71,9 +60,9 @@ class CheckpointIT {
             // the kill came after its checkpoint): the rerun begins there, never at step 0.
             assertThat(rerun.get(0).step()).as("the rerun's first step (the killed run last began step %d)", lastBegun)
                     .isBetween(lastBegun, lastBegun + 1).isPositive();
-            assertThat(rerun).extracting(Step::step).as("then every step once, in order")
+            assertThat(rerun).extracting(BatchJob.Step::step).as("then every step once, in order")
                     .containsExactlyElementsOf(java.util.stream.IntStream.range(rerun.get(0).step(), STEPS).boxed().toList());
-            assertThat(killed).extracting(Step::step).containsExactlyElementsOf(java.util.stream.IntStream.rangeClosed(0, lastBegun).boxed().toList());
+            assertThat(killed).extracting(BatchJob.Step::step).containsExactlyElementsOf(java.util.stream.IntStream.rangeClosed(0, lastBegun).boxed().toList());
         }
     }
 }

@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import io.lockstep.examples.it.jobs.BatchJob;
 import java.util.Optional;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
@@ -31,15 +32,6 @@ class DrainIT {
     @TempDir
     Path dir;
 
-    private record Step(long slot, String worker, long token, int step) {}
-
-    private List<Step> steps(Path file) throws IOException {
-        if (!Files.exists(file)) {
-            return List.of();
-        }
-        return Files.readAllLines(file).stream().map(l -> l.split(" ")).filter(f -> f.length == 4)
-                .map(f -> new Step(Long.parseLong(f[0]), f[1], Long.parseLong(f[2]), Integer.parseInt(f[3]))).toList();
-    }
 
     /** The events of every life of the workers (a restart keeps the earlier life's output beside: w1.out.1.jsonl). */
     private List<JsonNode> events(String name) throws IOException {
@@ -79,8 +71,8 @@ class DrainIT {
             cluster.awaitStarted();
             // The first batch has begun (three steps in): its worker is drained first, with more than the
             // workers' 10 s shutdown timeout of the batch left (a SIGTERM would cut it off and hand it over).
-            Step begun = await().atMost(Duration.ofSeconds(45)).pollInterval(Duration.ofMillis(50))
-                    .until(() -> steps(file).stream().filter(s -> s.step() == 2).findFirst(), Optional::isPresent).orElseThrow();
+            BatchJob.Step begun = await().atMost(Duration.ofSeconds(45)).pollInterval(Duration.ofMillis(50))
+                    .until(() -> BatchJob.steps(file).stream().filter(s -> s.step() == 2).findFirst(), Optional::isPresent).orElseThrow();
             List<String> order = new ArrayList<>(List.of(begun.worker()));
             List.of("w1", "w2", "w3").stream().filter(id -> !id.equals(begun.worker())).forEach(order::add);
             for (String id : order) {
@@ -93,16 +85,16 @@ class DrainIT {
                 workers.add(cluster.start(id)); // the new version, under the same id
                 await().atMost(Duration.ofSeconds(30)).until(() -> workers.stream().allMatch(WorkerProcess::hasStarted));
             }
-            await().atMost(Duration.ofSeconds(30)).until(() -> steps(file).stream()
+            await().atMost(Duration.ofSeconds(30)).until(() -> BatchJob.steps(file).stream()
                     .anyMatch(s -> s.slot() == begun.slot() && s.step() == STEPS - 1));
 
-            List<Step> batch = steps(file).stream().filter(s -> s.slot() == begun.slot()).toList();
-            assertThat(batch).extracting(Step::step).as("the drained batch: every step once, in order, never restarted")
+            List<BatchJob.Step> batch = BatchJob.steps(file).stream().filter(s -> s.slot() == begun.slot()).toList();
+            assertThat(batch).extracting(BatchJob.Step::step).as("the drained batch: every step once, in order, never restarted")
                     .containsExactlyElementsOf(java.util.stream.IntStream.range(0, STEPS).boxed().toList());
-            assertThat(batch).extracting(Step::token).as("one run, on the worker that began it").containsOnly(begun.token());
-            Map<Long, List<Step>> bySlot = steps(file).stream().collect(Collectors.groupingBy(Step::slot));
+            assertThat(batch).extracting(BatchJob.Step::token).as("one run, on the worker that began it").containsOnly(begun.token());
+            Map<Long, List<BatchJob.Step>> bySlot = BatchJob.steps(file).stream().collect(Collectors.groupingBy(BatchJob.Step::slot));
             assertThat(bySlot.values()).as("no batch of the restart was run twice or handed over")
-                    .allSatisfy(s -> assertThat(s).extracting(Step::token).containsOnly(s.get(0).token()));
+                    .allSatisfy(s -> assertThat(s).extracting(BatchJob.Step::token).containsOnly(s.get(0).token()));
             assertThat(events("job_failed")).as("no run failed or was cut off").isEmpty();
             assertThat(events("drain_requested")).as("each worker heard its drain").hasSize(3);
             assertThat(events("worker_stopping")).filteredOn(e -> e.path("drain").asBoolean()).hasSize(3);

@@ -16,6 +16,18 @@ import java.nio.file.StandardOpenOption;
  */
 public class BatchJob implements Job {
 
+    /** One line of the batch's own log: which slot, which worker, under which token, which step it began. */
+    public record Step(long slot, String worker, long token, int step) {}
+
+    /** Every step begun so far, as {@code file} has them (none before the first). */
+    public static java.util.List<Step> steps(Path file) throws IOException {
+        if (!Files.exists(file)) {
+            return java.util.List.of();
+        }
+        return Files.readAllLines(file).stream().map(l -> l.split(" ")).filter(f -> f.length == 4)
+                .map(f -> new Step(Long.parseLong(f[0]), f[1], Long.parseLong(f[2]), Integer.parseInt(f[3]))).toList();
+    }
+
     @Override
     public void execute(JobContext context) throws IOException, InterruptedException {
         int steps = ((Number) context.params().get("steps")).intValue();
