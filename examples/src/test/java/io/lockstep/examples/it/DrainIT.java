@@ -26,8 +26,11 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class DrainIT {
 
-    /** 40 steps of 500 ms: a batch of 20 s, so that what is left of it when its worker is drained outlasts the 10 s shutdown timeout. */
-    private static final int STEPS = 40;
+    /**
+     * 40 steps of 500 ms: a batch of 20 s, so that what is left of it when its worker is drained outlasts
+     * the 10 s shutdown timeout. {@code -Ddrain.steps=180} runs the trial's 90 s batch (about 3 minutes).
+     */
+    private static final int STEPS = Integer.getInteger("drain.steps", 40);
 
     @TempDir
     Path dir;
