@@ -46,10 +46,13 @@ final class ClaimEvents {
                             .addKeyValue("identifier", lease.token()).addKeyValue("duration_ms", durationMs)
                             .addKeyValue("success", true).addKeyValue("fencing_token", result.fencingToken())
                             .addKeyValue("lateness_ms", lateness)
-                            .addKeyValue("reason", mode == ClaimRequest.Mode.ABANDON
+                            .addKeyValue("reason", mode == ClaimRequest.Mode.ABANDON || result.why().equals("not_started")
                                     ? "its claim was never started (its worker stopped or stalled first); a run that never started is always safe to run"
-                                    : "its worker handed the run over at its stop, or its lease ran out without an outcome (or it never "
-                                            + "started); recover: rerun (history says which)")
+                                    : result.why().equals("handed_over")
+                                            ? "handed over at shutdown: its worker's stop cut the run off; recover: rerun"
+                                            : result.why().equals("lease_lost")
+                                                    ? "the run's lease ran out without an outcome (its worker died or stalled); recover: rerun"
+                                                    : "the run's lease ran out without an outcome, or its worker handed it over at its stop; recover: rerun")
                             .log("slot recovered; running it again under a higher fencing token");
                 } else {
                     var event = events.info("slot_claimed").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())

@@ -415,7 +415,10 @@ final class RedisCalls {
         } catch (IllegalArgumentException e) {
             throw new LockException(target, "claim: unexpected status " + status, null);
         }
-        return new ClaimResult(s, fence, now, runningUntil);
+        // A recovery claimed says why the run before it ended (recover.lua); a claim's fifth element is the
+        // holder of a slot taken, read apart (holder()).
+        String why = s == ClaimResult.Status.CLAIMED && list.size() > 4 ? RedisCalls.asString(list.get(4)) : "";
+        return new ClaimResult(s, fence, now, runningUntil, why);
     }
 
     /**

@@ -265,6 +265,7 @@ final class RedlockStore {
         boolean anyOurs = false;
         Map<Long, Integer> abandonedTokens = new HashMap<>(); // the dead run's token, as each master's record has it
         Map<Long, Integer> claimedTokens = new HashMap<>(); // our token, as each master's record has it
+        String why = ""; // a rerun's: why the run before it ended, as a master that claimed it says
         for (Quorum.Vote<ClaimScripts.Decided> v : votes) {
             if (!v.counts()) {
                 anyOurs = true; // it may have written, or may yet
@@ -285,6 +286,7 @@ final class RedlockStore {
                 abandonedTokens.merge(r.fencingToken(), 1, Integer::sum);
             } else if (r.status() == ClaimResult.Status.CLAIMED) {
                 claimedTokens.merge(r.fencingToken(), 1, Integer::sum);
+                why = why.isEmpty() ? r.why() : why;
             }
             if (r.runningUntilMillis() > 0 && (runningUntil == 0 || r.runningUntilMillis() < runningUntil)) {
                 runningUntil = r.runningUntilMillis();
@@ -298,7 +300,7 @@ final class RedlockStore {
             // A repeat (a lost reply): the token a majority's records were raised to, not a higher one of a
             // master that wrote the claim after that raise (the early return left it behind): the same answer.
             long agreed = claimedTokens.entrySet().stream().filter(e -> e.getValue() >= q).map(Map.Entry::getKey).findFirst().orElse(fence);
-            return new Combined(new ClaimResult(ClaimResult.Status.CLAIMED, agreed, quorumTime, runningUntil), null);
+            return new Combined(new ClaimResult(ClaimResult.Status.CLAIMED, agreed, quorumTime, runningUntil, why), null);
         }
         boolean recovery = request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON;
         for (Map.Entry<ClaimResult.Status, Integer> e : byStatus.entrySet()) {

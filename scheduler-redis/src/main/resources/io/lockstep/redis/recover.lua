@@ -9,7 +9,8 @@
 -- Each decision goes to the decisions stream: recovered (the rerun: its worker and new token, and in
 -- 'error' the run it replaced), abandoned (the dead run's worker and token), missed (not_started).
 -- Returns {status, fencing token, server time ms, earliest lease end among the job's runs in flight
--- (server ms, 0 if none)}; status is claimed|abandoned|missed|early|taken|busy. Retry-safe: a request
+-- (server ms, 0 if none), for a rerun claimed why the run before it ended (not_started | handed_over |
+-- lease_lost, as its 'recovered' decision says), else ''}; status is claimed|abandoned|missed|early|taken|busy. Retry-safe: a request
 -- repeated with the same token (its reply was lost) gets the same decision.
 --
 -- A run that never started is always safe to run, whatever the policy: a staged claim (record
@@ -46,9 +47,9 @@ local function remember(worker, outcome, token, reason, replaced)
   end
 end
 
-local function reply(status, fence)
+local function reply(status, fence, why)
   local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  return {status, fence, now, tonumber(first[2] or '0')}
+  return {status, fence, now, tonumber(first[2] or '0'), why or ''}
 end
 local turn_field = ARGV[10] .. 'turn'
 local turn = redis.call('HGET', KEYS[4], turn_field)
@@ -136,8 +137,8 @@ redis.call('HINCRBY', KEYS[1], 'recoveries', 1)
 -- Why: it never started; its worker's stop cut it off and handed it over (complete.lua's 'handed', with
 -- outcome 'interrupted': an orderly hand-over, not a death); or its lease was lost (its worker died or
 -- stalled, or handed over a run whose lease it had lost: outcome 'lease_lost').
-remember(ARGV[5], 'recovered', string.format('%.0f', fence),
-    unstarted and 'not_started' or ((record[5] == record[2] and record[6] == 'interrupted') and 'handed_over' or 'lease_lost'),
+local why = unstarted and 'not_started' or ((record[5] == record[2] and record[6] == 'interrupted') and 'handed_over' or 'lease_lost')
+remember(ARGV[5], 'recovered', string.format('%.0f', fence), why,
     (unstarted and 'claim' or 'run') .. ' of ' .. (record[4] or '?') .. ' (token ' .. (record[3] or '0') .. ')')
 -- Only ever lengthens the record's life (by this worker's ttl, from now): the shortest ttl the
 -- claims kept (claim.lua's '<job>:kept') stays a lower bound of it, so no 'kept' is written here.
@@ -152,4 +153,4 @@ redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2], ARGV[10] .. 'until', 
 if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[7]) then
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
 end
-return reply('claimed', fence)
+return reply('claimed', fence, why)

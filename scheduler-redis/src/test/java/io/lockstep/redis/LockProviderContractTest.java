@@ -259,6 +259,7 @@ abstract class LockProviderContractTest {
         ClaimRequest rerun = request(job, slot, "b", LEASE, Mode.RECOVER, false, Duration.ZERO);
         ClaimResult recovered = decide(rerun);
         assertThat(recovered.status()).isEqualTo(Status.CLAIMED);
+        assertThat(recovered.why()).as("its worker died: the lease ran out").isEqualTo("lease_lost");
         assertThat(recovered.fencingToken()).isGreaterThan(first.fencingToken());
         assertThat(decide(rerun).fencingToken()).as("repeated").isEqualTo(recovered.fencingToken());
         assertThat(status(request(job, slot, "c", LEASE, Mode.RECOVER, false, Duration.ZERO))).isEqualTo(Status.TAKEN);
@@ -467,6 +468,7 @@ abstract class LockProviderContractTest {
         ClaimRequest rerun = request(job, slot, "c", LEASE, Mode.RECOVER, false, Duration.ZERO);
         ClaimResult recovered = decide(rerun);
         assertThat(recovered.status()).isEqualTo(Status.CLAIMED);
+        assertThat(recovered.why()).as("its worker died: the lease ran out").isEqualTo("lease_lost");
         assertThat(store().lastCheckpoint(job, slot)).as("kept with the slot for its rerun").get()
                 .extracting(io.lockstep.scheduler.lock.Checkpoint::value).isEqualTo("step 3");
         assertThat(store().checkpoint(first.lease(), new io.lockstep.scheduler.lock.Checkpoint("step 9", won.fencingToken(), 2)))
@@ -476,6 +478,31 @@ abstract class LockProviderContractTest {
         assertThat(complete(rerun)).isTrue();
         assertThat(store().checkpoint(rerun.lease(), new io.lockstep.scheduler.lock.Checkpoint("step 5", recovered.fencingToken(), 2)))
                 .as("a run that ended saves nothing").isFalse();
+    }
+
+    @Test
+    void aRerunSaysWhetherTheRunBeforeItWasHandedOverAtItsStopOrLostItsLease() {
+        // F3 of the 2026-12-04 trial: a hand-over at shutdown reads as one, not as a worker that died.
+        String job = RedisFixture.job();
+        Instant stopped = now().minusMillis(40);
+        ClaimRequest cut = request(job, stopped, "a", LEASE, Mode.CLAIM, false, Duration.ZERO);
+        assertThat(status(cut)).isEqualTo(Status.CLAIMED);
+        assertThat(store().complete(List.of(new io.lockstep.scheduler.lock.Completion(cut.lease(),
+                io.lockstep.scheduler.lock.Outcome.INTERRUPTED, 1, 10, "interrupted by shutdown", true)))).containsExactly(true);
+        awaitExpired(job, stopped);
+        ClaimResult rerun = decide(request(job, stopped, "b", LEASE, Mode.RECOVER, false, Duration.ZERO));
+        assertThat(rerun.status()).isEqualTo(Status.CLAIMED);
+        assertThat(rerun.why()).isEqualTo("handed_over");
+
+        String other = RedisFixture.job();
+        Instant lost = now().minusMillis(40);
+        ClaimRequest stalled = request(other, lost, "c", LEASE, Mode.CLAIM, false, Duration.ZERO);
+        assertThat(status(stalled)).isEqualTo(Status.CLAIMED);
+        assertThat(store().complete(List.of(new io.lockstep.scheduler.lock.Completion(stalled.lease(),
+                io.lockstep.scheduler.lock.Outcome.LEASE_LOST, 1, 10, "lease lost", true)))).containsExactly(true);
+        awaitExpired(other, lost);
+        assertThat(decide(request(other, lost, "d", LEASE, Mode.RECOVER, false, Duration.ZERO)).why())
+                .as("a run handed over because it had lost its lease").isEqualTo("lease_lost");
     }
 
     @Test
@@ -506,9 +533,9 @@ abstract class LockProviderContractTest {
         assertThat(status(replacing)).isEqualTo(Status.CLAIMED);
         assertThat(renew(replaced)).as("the job's lease is this token's").isTrue();
         assertThat(complete(replacing)).isTrue();
-        RunsInFlight left = store().runsInFlight(List.of(job)).get(0);
-        assertThat(left.expired()).isEmpty();
-        assertThat(left.nextLeaseEndMillis()).as("no run in flight: the renewal did not put the replaced one back").isZero();
+        // On Redlock the completion returns once a majority recorded it; the last master follows just after.
+        awaitNoLease(job); // no run in flight: the renewal did not put the replaced one back
+        assertThat(store().runsInFlight(List.of(job)).get(0).expired()).isEmpty();
         assertThat(complete(replaced)).as("the replaced run's outcome").isFalse();
     }
 

@@ -12,8 +12,21 @@ package io.lockstep.scheduler.lock;
  * @param runningUntilMillis when, by the store's clock, the earliest lease among the job's runs in
  *     flight ends unless renewed (epoch ms); 0 when none is in flight. Every worker that races a slot
  *     learns from it when to look for a run that died (see {@link LockProvider#runsInFlight})
+ * @param why for a recovery {@link Status#CLAIMED}, why the slot's earlier run ended without an
+ *     outcome: {@code not_started} (a claim never started), {@code handed_over} (its worker's stop
+ *     cut it off and handed it over), {@code lease_lost} (its worker died or stalled); "" otherwise
+ *     (and from stores that do not say)
  */
-public record ClaimResult(Status status, long fencingToken, long serverTimeMillis, long runningUntilMillis) {
+public record ClaimResult(Status status, long fencingToken, long serverTimeMillis, long runningUntilMillis, String why) {
+
+    public ClaimResult {
+        why = why == null ? "" : why;
+    }
+
+    /** A result that gives no why. */
+    public ClaimResult(Status status, long fencingToken, long serverTimeMillis, long runningUntilMillis) {
+        this(status, fencingToken, serverTimeMillis, runningUntilMillis, "");
+    }
 
     /**
      * How long a recovery answered {@link Status#BUSY} holds the job's next turn (recover.lua's

@@ -46,7 +46,7 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             });
             ClaimResult r = results.get(results.size() - 1);
             results.set(results.size() - 1, new ClaimResult(r.status(), r.fencingToken(), r.serverTimeMillis(),
-                    runningUntil(request.lease().job())));
+                    runningUntil(request.lease().job()), r.why()));
         }
         return results;
     }
@@ -261,11 +261,14 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
         }
         leaveTurn(lease.job(), slot);
+        // As recover.lua says why: a hand-over of a run its worker's stop interrupted, else a lost lease.
+        String why = unstarted ? "not_started" : record.token().equals(handed.get(slotKey))
+                && handedOutcomes.get(slotKey) == Outcome.INTERRUPTED ? "handed_over" : "lease_lost";
         long fence = nextFence(lease.job(), now);
         slots.put(slotKey, new SlotRecord("running", lease.token(), fence,
                 Math.max(record.expiresAt(), now + request.recordTtl().toMillis())));
         takeLease(lease, now, lease.ttl().toMillis());
-        return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
+        return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now, 0, why);
     }
 
     /** As checkpoint.lua: saved only while the record is this token's running run. */
@@ -403,6 +406,7 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             runs.put(slot, now); // expired now: the next look hands it to a peer
             slots.put(slotKey, record.with(mode.equals("unstarted") ? "claimed" : "running"));
             handed.put(slotKey, lease.token());
+            handedOutcomes.put(slotKey, outcome);
         }
         return true;
     }

@@ -60,6 +60,8 @@ abstract class InMemoryRecords {
     final Map<String, Long> manualKept = new HashMap<>();
     /** Slot records handed over by a completion (complete.lua's 'handed'): slot key to the token. */
     final Map<String, String> handed = new HashMap<>();
+    /** The outcome each hand-over carried (complete.lua keeps it in the record's 'outcome'). */
+    final Map<String, Outcome> handedOutcomes = new HashMap<>();
     /** Runs' checkpoints, by {@link #slotKey} (checkpoint.lua's fields of the slot record). */
     final Map<String, Checkpoint> checkpoints = new HashMap<>();
     /** Per job, the rerun waiting for the lease (recover.lua's {@code <job>:turn}): its slot and when its turn lapses. */
