@@ -81,14 +81,15 @@ class DrainIT {
             for (String id : order) {
                 WorkerProcess drain = WorkerProcess.command(dir, "drain-" + id, "drain", "--config", cluster.config.toString(),
                         "--worker", id, "--within", "2m", "--wait");
-                assertThat(drain.waitForExit()).as("lockstep drain --worker %s --wait (%s)", id, drain.stderr()).isZero();
+                Duration batch = Duration.ofMillis(STEPS * 500L);
+                assertThat(drain.waitForExit(batch.plusSeconds(60))).as("lockstep drain --worker %s --wait (%s)", id, drain.stderr()).isZero();
                 WorkerProcess old = workers.stream().filter(w -> w.id.equals(id)).findFirst().orElseThrow();
-                assertThat(old.waitForExit()).as("%s exits 0 after its drain", id).isZero();
+                assertThat(old.waitForExit(batch.plusSeconds(60))).as("%s exits 0 after its drain", id).isZero();
                 workers.remove(old);
                 workers.add(cluster.start(id)); // the new version, under the same id
                 await().atMost(Duration.ofSeconds(30)).until(() -> workers.stream().allMatch(WorkerProcess::hasStarted));
             }
-            await().atMost(Duration.ofSeconds(30)).until(() -> BatchJob.steps(file).stream()
+            await().atMost(Duration.ofSeconds(30).plusMillis(STEPS * 500L)).until(() -> BatchJob.steps(file).stream()
                     .anyMatch(s -> s.slot() == begun.slot() && s.step() == STEPS - 1));
 
             List<BatchJob.Step> batch = BatchJob.steps(file).stream().filter(s -> s.slot() == begun.slot()).toList();

@@ -192,9 +192,13 @@ final class WorkerProcess implements AutoCloseable {
     }
 
     int waitForExit() {
+        return waitForExit(java.time.Duration.ofSeconds(60));
+    }
+
+    int waitForExit(java.time.Duration atMost) {
         try {
-            if (!process.waitFor(60, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("worker " + id + " did not exit within 60 s");
+            if (!process.waitFor(atMost.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("worker " + id + " did not exit within " + atMost.toSeconds() + " s");
             }
             return process.exitValue();
         } catch (InterruptedException e) {
