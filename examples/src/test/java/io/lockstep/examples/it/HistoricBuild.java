@@ -46,6 +46,13 @@ final class HistoricBuild {
         return src;
     }
 
+    /** Whether {@code ref} names a commit of this repository (false without git or its history). */
+    static boolean exists(String ref) throws InterruptedException {
+        Path root = Path.of("..").toAbsolutePath().normalize();
+        return Files.exists(root.resolve(".git"))
+                && runs(root, Path.of("target", "git-probe.log").toAbsolutePath(), List.of("git", "cat-file", "-e", ref + "^{commit}"));
+    }
+
     private static String maven() {
         String home = System.getProperty("maven.home");
         return home != null && Files.isExecutable(Path.of(home, "bin", "mvn")) ? Path.of(home, "bin", "mvn").toString() : "mvn";
