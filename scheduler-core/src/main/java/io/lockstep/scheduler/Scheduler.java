@@ -112,7 +112,7 @@ public final class Scheduler implements AutoCloseable {
         }, () -> queue.lookSoon(jobs.names()), within -> {
             events.info("drain_requested").addKeyValue("within_ms", within.toMillis())
                     .log("an operator asked this worker to drain: no new claims; its running jobs may finish within " + within);
-            java.util.function.Consumer<Duration> action = b.drainRequested != null ? b.drainRequested : this::drainInBackground;
+            java.util.function.Consumer<Duration> action = b.drainRequested != null ? b.drainRequested : this::drain; // by default: itself
             Thread t = new Thread(() -> action.accept(within), "lockstep-drain"); // off the heartbeat's thread: it keeps beating
             t.setDaemon(true);
             t.start();
@@ -343,11 +343,6 @@ public final class Scheduler implements AutoCloseable {
 
     /** How long a drain lets running jobs finish when no deadline is given ({@code lockstep drain}, the worker's SIGUSR1). */
     public static final Duration DEFAULT_DRAIN = Duration.ofHours(1);
-
-    /** What a drain request does unless the builder says otherwise: this scheduler drains. */
-    private void drainInBackground(Duration within) {
-        drain(within);
-    }
 
     private static ExecutorService defaultExecutor(int threads) {
         AtomicInteger n = new AtomicInteger();

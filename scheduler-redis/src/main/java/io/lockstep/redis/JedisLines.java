@@ -109,8 +109,29 @@ final class JedisLines {
 
     /** A cluster client's pooled connection to the master of a hash slot (return it with close). */
     static IntFunction<Connection> connectionForSlot(UnifiedJedis cluster) {
-        return slot -> (Connection) call(cluster, "getConnectionFromSlot", new Class<?>[] {int.class}, slot);
+        Method get = CONNECTION_FROM_SLOT.get(cluster.getClass());
+        return slot -> {
+            try {
+                return (Connection) get.invoke(cluster, slot);
+            } catch (InvocationTargetException e) {
+                throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);
+            }
+        };
     }
+
+    /** {@code getConnectionFromSlot(int)} of each cluster client class, looked up once (it is called per batch, per hash slot). */
+    private static final ClassValue<Method> CONNECTION_FROM_SLOT = new ClassValue<>() {
+        @Override
+        protected Method computeValue(Class<?> type) {
+            try {
+                return type.getMethod("getConnectionFromSlot", int.class);
+            } catch (NoSuchMethodException e) {
+                throw new IllegalStateException(type.getName() + " has no getConnectionFromSlot: a Jedis line Lockstep does not know", e);
+            }
+        }
+    };
 
     /** host:port of a connection's server ({@code getHostAndPort} is public only from Jedis 8). */
     static String hostAndPort(Connection connection) {
