@@ -41,14 +41,16 @@ public final class LocalCluster implements AutoCloseable {
         return Optional.empty();
     }
 
-    private LocalCluster(int masters, int replicasEach) throws IOException, InterruptedException {
+    private LocalCluster(int masters, int replicasEach, String... serverArgs) throws IOException, InterruptedException {
         for (int i = 0; i < masters * (1 + replicasEach); i++) {
             int bus;
             try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
                 bus = socket.getLocalPort();
             }
-            nodes.add(LocalRedisServer.start("--cluster-enabled", "yes", "--cluster-port", Integer.toString(bus),
+            List<String> args = new ArrayList<>(List.of("--cluster-enabled", "yes", "--cluster-port", Integer.toString(bus),
                     "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0"));
+            args.addAll(List.of(serverArgs));
+            nodes.add(LocalRedisServer.start(args.toArray(String[]::new)));
         }
         List<String> command = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
         nodes.forEach(n -> command.add(n.host() + ":" + n.port()));
@@ -65,11 +67,15 @@ public final class LocalCluster implements AutoCloseable {
         return start(3, 1);
     }
 
-    /** Starts {@code masters} masters with {@code replicasEach} replicas each, as {@link #start()}. */
-    public static LocalCluster start(int masters, int replicasEach) {
+    /**
+     * Starts {@code masters} masters with {@code replicasEach} replicas each, as {@link #start()},
+     * every node with {@code serverArgs} added to its command line (for example
+     * {@code "--cluster-require-full-coverage", "no"}).
+     */
+    public static LocalCluster start(int masters, int replicasEach, String... serverArgs) {
         LocalCluster c = null;
         try {
-            c = new LocalCluster(masters, replicasEach);
+            c = new LocalCluster(masters, replicasEach, serverArgs);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (!c.readyQuietly()) {
                 if (System.nanoTime() > deadline) {

@@ -98,7 +98,9 @@ class ProductionRedisIT {
     }
 
     /**
-     * A bulkhead per master: Redis Cluster 3+3 with {@code waitReplicas: 1}; one master is
+     * A bulkhead per master: Redis Cluster 3+3 ({@code cluster-require-full-coverage no}, so that
+     * Redis itself keeps the healthy masters serving while a dead one is failed over) with
+     * {@code waitReplicas: 1}; one master is
      * SIGKILLed, and its replica is promoted without a replica of its own, so that shard's claims
      * can never be acknowledged (its jobs are reported missed, by design). The jobs on the two
      * healthy masters keep running: at least 95 % of their slots in the 20 s after the kill, and no
@@ -108,7 +110,7 @@ class ProductionRedisIT {
     void onAClusterAShardThatCannotReachWaitReplicasCostsOnlyItsOwnJobs() {
         Assumptions.assumeTrue(LocalCluster.unavailable().isEmpty(), () -> LocalCluster.unavailable().orElse(""));
         int jobs = 20;
-        try (LocalCluster redis = LocalCluster.start();
+        try (LocalCluster redis = LocalCluster.start(3, 1, "--cluster-require-full-coverage", "no");
              Cluster cluster = Cluster.onRedis(dir, "redis:\n  cluster: { nodes: [" + String.join(", ", redis.nodes()) + "] }\n"
                      + "  timeout: 500ms\n  waitReplicas: 1\n  waitTimeout: 200ms\n", Cluster.perSecondJobs(jobs, 50, "2s", "2s"))) {
             LocalRedisServer victim = redis.masters().get(0);
@@ -162,10 +164,10 @@ class ProductionRedisIT {
             }
             why.forEach((k, v) -> System.out.printf("  %5d %s%n", v, k.length() > 200 ? k.substring(0, 200) : k));
             keepLogs(cluster, "cluster-bulkhead");
-            // Measured 96.8 % (271 of 280) and, on a busier CI run, 94.5 % (208 of 220): around the kill a completion
-            // batch that also carries a call to the dead master returns only once that call has failed, so a healthy
-            // job's lease can outlast its next slot (slot_skipped, overlap). Before the bulkhead, 25-32 %.
-            assertThat((double) ran / slots).as("%d of %d slots of the jobs on healthy masters ran", ran, slots).isGreaterThanOrEqualTo(0.9);
+            // Measured 220 of 220 (2 runs). Before the bulkhead, 25-32 %. Under Redis's default full coverage, every
+            // master answers CLUSTERDOWN from the dead master's FAIL flag to its replica's promotion (about 1.1 s):
+            // that window, Redis's and not the bulkhead's, cost 83-97 % here, so the servers run without it.
+            assertThat((double) ran / slots).as("%d of %d slots of the jobs on healthy masters ran", ran, slots).isGreaterThanOrEqualTo(0.95);
             assertThat(cluster.silentSlots(jobs, from, to)).as("slots neither started nor reported").isEmpty();
             cluster.assertAuditHolds();
         }
