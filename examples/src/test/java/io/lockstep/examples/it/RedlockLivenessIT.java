@@ -139,7 +139,16 @@ class RedlockLivenessIT {
         assertThat(firstRun).as("new masters: no quarantine to wait out (the default is minutes)").isLessThan(Duration.ofSeconds(20));
         // The four masters that answer agree the job runs: before the repair, 2 paused against 2,
         // and none of the 5 slots ran.
-        assertThat(ran).as("slots of the resumed job with one master down").isGreaterThanOrEqualTo(4);
+        // What became of job-00's slots in the window, for a failure's diagnosis (CI once saw 3 of 5).
+        StringBuilder fate = new StringBuilder();
+        for (String name : List.of("slot_claimed", "slot_contended", "slot_skipped", "slot_missed", "job_started", "slot_released",
+                "lease_lost", "redis_error", "quorum_lost", "node_left_out")) {
+            cluster.events(name).stream().filter(e -> !e.has("job") || e.path("job").asText().equals("job-00"))
+                    .filter(e -> !e.has("slot") || (!WorkerProcess.slot(e).isBefore(from) && WorkerProcess.slot(e).isBefore(to)))
+                    .filter(e -> e.has("slot") || !WorkerProcess.ts(e).isBefore(from.minusSeconds(2)))
+                    .forEach(e -> fate.append("\n  ").append(e));
+        }
+        assertThat(ran).as("slots of the resumed job with one master down; its events:%s", fate).isGreaterThanOrEqualTo(4);
         assertThat(cluster.startsBySlot()).as("each slot once").allSatisfy((slot, workers) -> assertThat(workers).as(slot).hasSize(1));
         cluster.assertAuditHolds();
     }
