@@ -307,13 +307,19 @@ final class Claimer {
                 // thread the run now owns nor ask the store again (the same token wins again: a second run).
                 d.won(request.staged());
                 if (request.staged()) {
-                    // Staged: a short lease, until the slot plus STAGED_MARGIN by the store's clock; counted
-                    // from our send against the store's time at the reply, so never longer than it is (the
-                    // store's clock read at most serverTime when we sent). The grace's end, the same way.
-                    long leaseMillis = d.slot.toEpochMilli() + ClaimRequest.STAGED_MARGIN.toMillis() - result.serverTimeMillis();
+                    // Made ahead: the Starter hands it to the pool at its slot. The grace's end counted from
+                    // our send against the store's time at the reply, so never later than it is (the store's
+                    // clock read at most serverTime when we sent).
                     run.graceEndsNanos = sentNanos + (d.slot.toEpochMilli() + d.grace().toMillis() - result.serverTimeMillis()) * 1_000_000;
                     runner.staged(run);
-                    starter.submit(run, sentNanos + Watchdog.validity(Duration.ofMillis(Math.max(0, leaseMillis))).toNanos());
+                    if (result.started()) {
+                        starter.submitStarted(run, sentNanos); // decided within the start window: the run's start
+                    } else {
+                        // Staged: a short lease, until the slot plus STAGED_MARGIN by the store's clock, counted
+                        // the same way; the Starter asks the store to start it just before the slot.
+                        long leaseMillis = d.slot.toEpochMilli() + ClaimRequest.STAGED_MARGIN.toMillis() - result.serverTimeMillis();
+                        starter.submit(run, sentNanos + Watchdog.validity(Duration.ofMillis(Math.max(0, leaseMillis))).toNanos());
+                    }
                 } else {
                     runner.start(run, sentNanos);
                 }

@@ -53,7 +53,7 @@ final class DueSlot implements Comparable<DueSlot> {
 
     /** Where a slot stands on its way to a decision (see the table above). */
     enum Stage {
-        /** A scheduled slot not shared out yet: due {@link Preference#AHEAD} of its time. */
+        /** A scheduled slot not shared out yet: due {@link Preference#LEAD} ahead of its time. */
         UNSHARED,
         /** A peer's slot: due {@link Preference#BACKOFF} after its time, when its record is read. */
         STEPPED_ASIDE,
@@ -150,9 +150,9 @@ final class DueSlot implements Comparable<DueSlot> {
         this.deadline = deadline;
     }
 
-    /** A job's next scheduled slot: due {@link Preference#AHEAD} of its time, when it is shared out. */
+    /** A job's next scheduled slot: due {@link Preference#LEAD} ahead of its time, when it is shared out. */
     static DueSlot scheduled(ScheduledJob job, Instant slot) {
-        return new DueSlot(job, slot, Kind.CLAIM, Stage.UNSHARED, slot.minus(Preference.AHEAD), Instant.MAX);
+        return new DueSlot(job, slot, Kind.CLAIM, Stage.UNSHARED, slot.minus(Preference.LEAD), Instant.MAX);
     }
 
     /** A slot of the job's schedule claimed by every worker at its time (not shared out). */
@@ -204,7 +204,7 @@ final class DueSlot implements Comparable<DueSlot> {
         return this;
     }
 
-    /** Shared out to us: claimed now, {@link Preference#AHEAD} of its time. */
+    /** Shared out to us: claimed now, {@link Preference#LEAD} ahead of its time (the store may decide it up to {@link Preference#AHEAD} ahead). */
     void ours() {
         move("ours", Stage.QUEUED, FROM_UNSHARED);
         ahead = Preference.AHEAD;

@@ -16,8 +16,8 @@ import java.util.function.Supplier;
  * Who claims a scheduled slot first, so that the workers do not all race for every slot.
  *
  * <p>Each scheduled slot (job, slot) has a preferred claimer: the live worker (same config as ours)
- * with the highest rendezvous hash of (worker, job, slot). It claims the slot {@link #AHEAD} of
- * time (a staged claim, started at the slot: see {@link Starter}); the others wait until
+ * with the highest rendezvous hash of (worker, job, slot). It claims the slot {@link #LEAD} ahead
+ * of time (the run's start, handed to the pool at the slot: see {@link Starter}); the others wait until
  * {@link #BACKOFF} after the slot and then read what the store says of the slots they
  * stepped aside for, in one round trip ({@link LockProvider#slotStates}): evidence, not a word.
  * <ul>
@@ -36,8 +36,17 @@ import java.util.function.Supplier;
  */
 final class Preference {
 
-    /** How long before its slot the preferred claimer claims it (by the store's clock); the run starts at the slot. */
+    /** How long before its slot the store may decide the preferred claimer's claim (by its clock); the run starts at the slot. */
     static final Duration AHEAD = JobDefinition.CLAIM_AHEAD;
+    /**
+     * How long before its slot the preferred claimer sends its claim (by its reading of the store's
+     * clock): inside {@link io.lockstep.scheduler.lock.ClaimRequest#START_WINDOW}, so that the
+     * store decides the claim as the run's start and the slot costs two calls (the claim and the
+     * outcome), not three. The system property {@code lockstep.claimLeadMillis} (0 to
+     * {@link #AHEAD}) moves it, for the tests that stage claims on purpose and the benchmark.
+     */
+    static final Duration LEAD = Duration.ofMillis(Math.max(0, Math.min(AHEAD.toMillis(),
+            Long.getLong("lockstep.claimLeadMillis", 60))));
     /** How long after its slot the other workers look at whether the preferred claimer decided it. */
     static final Duration BACKOFF = Duration.ofMillis(100);
 

@@ -16,7 +16,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * that no job thread waits for a slot: a claim made ahead only reserves a job thread
  * ({@link JobThreads}), and the run goes to the pool at its start instant.
  *
- * <p>A claim made ahead is staged in the store (a short lease, the record "claimed", see
+ * <p>A claim the store decided within {@link io.lockstep.scheduler.lock.ClaimRequest#START_WINDOW}
+ * of its slot is the run's start ({@link #submitStarted}): it only waits here for its instant, with
+ * no call to the store, and goes to the pool as a started run does below (a worker stalled past the
+ * grace hands it back unstarted). The preferred claimer's claims are sent inside that window
+ * ({@link Preference#LEAD}), so this is the common path: two calls a slot.
+ *
+ * <p>A claim made ahead earlier than that is staged in the store (a short lease, the record "claimed", see
  * {@link StartRequest}). {@link #LEAD} before its start instant this thread asks the store to
  * start it, many runs to a round trip; the store checks by its own clock that the claim is still
  * ours, that the slot's grace has not passed and that the job is not paused, then records the run
@@ -99,6 +105,30 @@ final class Starter {
                 return;
             }
             queue.add(new Staged(run, leaseEndsNanos));
+            wake.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A claim made ahead that the store recorded as the run's start
+     * ({@link io.lockstep.scheduler.lock.ClaimResult#started}): handed to the pool at
+     * {@link SlotRun#startAtNanos} with no call to the store, its lease sent by the claim at
+     * {@code claimSentNanos}. Its job thread is reserved.
+     */
+    void submitStarted(SlotRun run, long claimSentNanos) {
+        Staged s = new Staged(run, Long.MAX_VALUE);
+        s.started = true;
+        s.startSentNanos = claimSentNanos;
+        s.atNanos = run.startAtNanos;
+        lock.lock();
+        try {
+            if (closing) {
+                handOver(run); // the tick stopped before this claim's answer was handled: it never ran, a peer runs it
+                return;
+            }
+            queue.add(s);
             wake.signalAll();
         } finally {
             lock.unlock();

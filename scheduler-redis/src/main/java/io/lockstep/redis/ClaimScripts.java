@@ -138,7 +138,7 @@ final class ClaimScripts {
                         historyKeep, RedisKeys.markField(job)));
             }
             List<String> callKeys = new ArrayList<>(group.size() * 6);
-            List<String> args = new ArrayList<>(group.size() * 14);
+            List<String> args = new ArrayList<>(group.size() * 15);
             for (int i : group) {
                 ClaimRequest request = requests.get(i);
                 Lease lease = request.lease();
@@ -159,7 +159,8 @@ final class ClaimScripts {
                         // The staged lease also covers the replicas' wait: the reply (and so the start)
                         // can come that much later.
                         Long.toString(ClaimRequest.STAGED_MARGIN.plus(replicas.count() > 0 ? replicas.timeout()
-                                : java.time.Duration.ZERO).toMillis()), historyKeep, RedisKeys.markField(job)));
+                                : java.time.Duration.ZERO).toMillis()), historyKeep, RedisKeys.markField(job),
+                        Long.toString(ClaimRequest.START_WINDOW.toMillis())));
             }
             return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);

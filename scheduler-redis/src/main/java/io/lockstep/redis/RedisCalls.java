@@ -418,7 +418,9 @@ final class RedisCalls {
         // A recovery claimed says why the run before it ended (recover.lua); a claim's fifth element is the
         // holder of a slot taken, read apart (holder()).
         String why = s == ClaimResult.Status.CLAIMED && list.size() > 4 ? RedisCalls.asString(list.get(4)) : "";
-        return new ClaimResult(s, fence, now, runningUntil, why);
+        // A claim's sixth element: 1 when a claim made ahead is the run's start, 0 when it is staged (claim.lua).
+        boolean started = list.size() > 5 && asLong("claim", list.get(5)) == 1;
+        return new ClaimResult(s, fence, now, runningUntil, why, started);
     }
 
     /**

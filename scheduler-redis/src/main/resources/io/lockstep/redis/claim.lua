@@ -10,12 +10,13 @@
 --   pause (hash; exists while the job is paused),
 --   decisions (stream: the job's slots decided without a run, beside its history of runs, which
 --   complete.lua writes; apart, so that a long pause cannot push the runs out)
--- and 14 arguments from ARGV[14i+1]:
+-- and 15 arguments from ARGV[15i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
 --   worker id, mode (claim | miss | miss:<code> | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
 --   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below),
 --   how long past its slot the short lease of a claim made ahead lives (ms), how many entries the
---   decisions stream keeps (history.keep; 0: none), the job's field prefix in the marks ('<job>:')
+--   decisions stream keeps (history.keep; 0: none), the job's field prefix in the marks ('<job>:'),
+--   the start window (ms; see 'A claim made ahead' below)
 -- A slot decided without a run (missed, skipped, paused) gets an entry there, as a run's outcome
 -- gets one in the history: outcome missed | skipped | paused, and 'reason' (late: past misfireGrace by this server's
 -- clock; reported, or the code of its worker's slot_missed event (outage, no_thread, ...): its
@@ -25,7 +26,8 @@
 -- Returns per slot {status, fencing token, server time ms when the call ends (a claim made ahead
 -- starts its run that long before the slot after the reply arrives: the later this time, the closer
 -- to the slot; see ClaimResult.startDelayMillis), earliest lease end among the job's runs
--- in flight (server ms, 0 if none), and for 'taken' the token whose record holds the slot};
+-- in flight (server ms, 0 if none), for 'taken' the token whose record holds the slot (else ''),
+-- and 1 when a 'claimed' is the run's start, 0 when it is staged (see below)};
 -- status is claimed|taken|skipped|paused|missed|superseded|stale|early|busy. (Redlock counts a
 -- 'taken' only when a majority of its masters name the same token.)
 -- A manual slot (a `trigger`: its slot is the request's time) is decided like any other, but
@@ -49,12 +51,17 @@
 -- record is gone is always past S + kept. The marks are read anyway, and written in the same HSET
 -- as 'decided': the common path costs no extra command.
 --
--- A claim made ahead (ARGV 11 > 0) is staged: its record says 'claimed', not 'running', and its
--- lease lives only until the slot plus ARGV 12. At the slot its worker starts it (start.lua), which
--- makes the record 'running' and the lease the job's full ttl. A staged claim whose worker died or
--- stalled before that is known never to have started, so recover.lua hands it to a peer whatever
--- the job's recover policy. The slot record lives until slot + record ttl at least, counted from
--- the slot, never from a claim made before it.
+-- A claim made ahead (ARGV 11 > 0) decided within the start window (ARGV 15) of its slot is the
+-- run's start, as a claim at the slot is: its record says 'running' and its lease ends where the
+-- run's will, the job's full ttl past the slot. Every check start.lua makes at a start (the claim is
+-- ours, the grace, the pause, a later slot) this call has just made, by this server's clock, at
+-- most the window before the slot, which is when start.lua ran for a staged claim: a slot costs two
+-- calls, this and its outcome. A claim made ahead earlier than that is staged: its record says
+-- 'claimed', not 'running', and its lease lives only until the slot plus ARGV 12. Just before the
+-- slot its worker starts it (start.lua), which makes the record 'running' and the lease the job's
+-- full ttl. A staged claim whose worker died or stalled before that is known never to have started,
+-- so recover.lua hands it to a peer whatever the job's recover policy. The slot record lives until
+-- slot + record ttl at least, counted from the slot, never from a claim made before it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -83,18 +90,19 @@ local function claim(k, a)
   local slot = tonumber(slot_text)
   local f = a[14]
 
+  -- A claim made ahead before the start window is staged: a short lease until its start; see the header.
+  local staged = a[11] ~= '0' and slot - now > tonumber(a[15])
+
   local function reply(status, fence, holder)
     local first = redis.call('ZRANGE', running, 0, 0, 'WITHSCORES')
-    return {status, fence, now, tonumber(first[2] or '0'), holder or ''}
+    return {status, fence, now, tonumber(first[2] or '0'), holder or '', staged and 0 or 1}
   end
 
-  -- A staged claim (made ahead) holds a short lease until its start; see the header.
-  local staged = a[11] ~= '0'
   local function lease_ttl()
     if staged then
       return math.max(slot - now, 0) + tonumber(a[12])
     end
-    return ttl
+    return ttl + math.max(slot - now, 0) -- the run's lease, from its slot
   end
   local function take_lease()
     local lease_ttl = lease_ttl()
@@ -276,8 +284,8 @@ end
 local replies = {}
 for i = 0, #KEYS / 6 - 1 do
   local a = {}
-  for j = 1, 14 do
-    a[j] = ARGV[14 * i + j]
+  for j = 1, 15 do
+    a[j] = ARGV[15 * i + j]
   end
   local k = {}
   for j = 1, 6 do

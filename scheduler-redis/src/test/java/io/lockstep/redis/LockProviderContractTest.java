@@ -614,13 +614,55 @@ abstract class LockProviderContractTest {
                 .as("the lease was given back").isEqualTo(Status.CLAIMED);
 
         String late = RedisFixture.job();
-        ClaimRequest stalled = request(late, now().minusMillis(5), "f", LEASE, Mode.CLAIM, false, ahead);
-        assertThat(status(stalled)).isEqualTo(Status.CLAIMED);
+        Instant soon = now().plusMillis(300); // staged (farther off than the start window), past its grace once the start comes
+        ClaimRequest stalled = request(late, soon, "f", LEASE, Mode.CLAIM, false, ahead);
+        assertThat(store().claim(List.of(stalled)).get(0)).extracting(ClaimResult::status, ClaimResult::started)
+                .containsExactly(Status.CLAIMED, false);
+        await().atMost(Duration.ofSeconds(5)).until(() -> store().serverTimeMillis() > soon.toEpochMilli() + 1);
         assertThat(start(stalled, Duration.ZERO)).as("past its grace at the start").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.LATE);
         assertThat(start(stalled, Duration.ZERO)).as("repeated").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.LATE);
         assertThat(status(request(late, stalled.lease().slot(), "g", LEASE, Mode.RECOVER, false, Duration.ZERO)))
                 .as("recorded as missed: nothing to recover").isEqualTo(Status.TAKEN);
         assertThat(status(claim(late, now().minusMillis(1), "h"))).as("the lease was given back").isEqualTo(Status.CLAIMED);
+    }
+
+    /**
+     * A claim made ahead that the store decides within {@link ClaimRequest#START_WINDOW} of its slot
+     * is the run's start, as a claim at the slot is: no start call follows (a slot costs two calls).
+     * Its lease ends the job's ttl past the slot, a peer that looks finds it running, and every
+     * check a start makes the claim made then: a pause that comes after it does not undo it (as a
+     * pause after a start does not), while one that came before it makes it early. A start sent
+     * anyway (Redlock sends one when a master did not say) answers started and changes nothing.
+     * A claim made ahead farther off than the window is staged.
+     */
+    @Test
+    void aClaimAheadWithinTheStartWindowIsTheRunsStart() {
+        Duration ahead = Duration.ofSeconds(10);
+        String job = RedisFixture.job();
+        Instant slot = Instant.ofEpochMilli(store().serverTimeMillis()).plusMillis(30); // inside the window at the store
+        ClaimRequest claim = request(job, slot, "a", LEASE, Mode.CLAIM, false, ahead);
+        ClaimResult won = store().claim(List.of(claim)).get(0);
+        assertThat(won.status()).isEqualTo(Status.CLAIMED);
+        // (Redlock says so only when every master answered before its early return: else its worker sends the start.)
+        assertThat(won.started() || this instanceof RedlockLockProviderContractTest).as("the run's start").isTrue();
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(store().runsInFlight(List.of(job)).get(0).nextLeaseEndMillis())
+                .as("the run's lease, from its slot").isGreaterThanOrEqualTo(slot.plus(LEASE).toEpochMilli() - 5));
+        assertThat(store().slotStates(List.of(new io.lockstep.scheduler.lock.SlotState.Ref(job, slot))).get(0).kind())
+                .isEqualTo(io.lockstep.scheduler.lock.SlotState.Kind.RUNNING);
+        pause(job);
+        assertThat(start(claim, GRACE)).as("a start sent anyway").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+        ClaimResult repeated = store().claim(List.of(claim)).get(0);
+        assertThat(repeated.started() || this instanceof RedlockLockProviderContractTest).as("repeated").isTrue();
+        assertRepeated(repeated, won);
+        resume(job);
+        assertThat(complete(claim)).isTrue();
+
+        String far = RedisFixture.job();
+        ClaimRequest early = request(far, now().plusSeconds(3), "b", LEASE, Mode.CLAIM, false, ahead);
+        assertThat(store().claim(List.of(early)).get(0)).extracting(ClaimResult::status, ClaimResult::started)
+                .as("farther off than the window: staged").containsExactly(Status.CLAIMED, false);
+        assertThat(start(early, GRACE)).isEqualTo(io.lockstep.scheduler.lock.StartAnswer.STARTED);
+        assertThat(complete(early)).isTrue();
     }
 
     /**

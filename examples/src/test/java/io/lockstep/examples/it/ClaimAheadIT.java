@@ -15,17 +15,23 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Claims made ahead are staged: a worker that dies or stalls between claiming a slot ahead (250 ms
- * before it) and starting it never strands the slot. With the defaults' shape ({@code overlap:
- * skip}, {@code recover: none}, a lease far longer than a slot), a peer runs every slot whose run
- * never started, once, within its grace, and no later slot of the job is skipped for the dead
- * claim's lease; a worker stalled past the grace after claiming ahead never starts the slot late.
+ * Claims made ahead. A claim the store decides more than {@code ClaimRequest.START_WINDOW} (65 ms)
+ * before its slot is staged: a worker that dies or stalls between claiming a slot ahead and starting
+ * it never strands the slot. With the defaults' shape ({@code overlap: skip}, {@code recover: none},
+ * a lease far longer than a slot), a peer runs every slot whose run never started, once, within its
+ * grace, and no later slot of the job is skipped for the dead claim's lease; a worker stalled past
+ * the grace after claiming ahead never starts the slot late. Workers claim 60 ms ahead by default,
+ * inside the window, so their claims are the runs' starts; these tests make the victims claim 250 ms
+ * ahead ({@code -Dlockstep.claimLeadMillis=250}) to stage them. A claim inside the window is the
+ * run's start: a worker killed after it costs the slot as a kill mid-run does (the last test).
  */
 class ClaimAheadIT {
 
     private static final int JOBS = 12;
     private static final long GRACE_MS = 5_000;
     private static final String JOBS_YAML = Cluster.perSecondJobs(JOBS, 50, "20s", "5s");
+    /** Claims sent 250 ms ahead: decided before the start window, so staged. */
+    private static final String STAGE = "-Dlockstep.claimLeadMillis=250";
 
     @TempDir
     Path dir;
@@ -38,9 +44,9 @@ class ClaimAheadIT {
     @Test
     void aWorkerKilledJustBeforeASlotStrandsNoneOfTheSlotsItClaimedAhead() {
         try (Cluster cluster = new Cluster(dir, JOBS_YAML)) {
-            cluster.start("w1");
-            cluster.start("w2");
-            cluster.start("w3");
+            cluster.start("w1", STAGE);
+            cluster.start("w2", STAGE);
+            cluster.start("w3", STAGE);
             cluster.awaitStarted();
             int stranded = 0;
             List<Instant> kills = new ArrayList<>();
@@ -62,7 +68,7 @@ class ClaimAheadIT {
                         .filter(e -> e.has("ahead_ms") && WorkerProcess.slot(e).isAfter(killedAt.minusMillis(1)))
                         .map(WorkerProcess::key).toList();
                 stranded += claimedAhead.size();
-                cluster.start("w" + (4 + round));
+                cluster.start("w" + (4 + round), STAGE);
                 Instant to = slot.plusSeconds(3);
                 await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, to.plusSeconds(1)));
                 Map<String, List<JsonNode>> starts = cluster.startEventsBySlot();
@@ -94,9 +100,9 @@ class ClaimAheadIT {
     @Test
     void aWorkerStalledPastTheGraceAfterClaimingAheadNeverStartsTheSlotLate() {
         try (Cluster cluster = new Cluster(dir, JOBS_YAML)) {
-            WorkerProcess victim = cluster.start("w1");
-            cluster.start("w2");
-            cluster.start("w3");
+            WorkerProcess victim = cluster.start("w1", STAGE);
+            cluster.start("w2", STAGE);
+            cluster.start("w3", STAGE);
             cluster.awaitStarted();
             Instant settled = Instant.now().plusSeconds(4);
             await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, settled));
@@ -124,6 +130,56 @@ class ClaimAheadIT {
             assertThat(cluster.silentSlots(JOBS, slot, to)).isEmpty();
             System.out.printf("%nClaimAheadIT: a worker stalled %d ms after claiming %d slots ahead started none of them;"
                     + " peers ran each once%n", GRACE_MS + 2_000, claimedAhead.size());
+            cluster.assertAuditHolds();
+        }
+    }
+
+    /**
+     * The default lead: a worker claims its slots 60 ms ahead, inside the start window, so each claim
+     * is its run's start and the slot costs two calls. SIGKILL a worker after such claims and before
+     * their slot: those slots cost what a kill mid-run costs under {@code recover: none}, each
+     * reported {@code slot_abandoned} once by a peer when its lease (3 s here) runs out, never run by
+     * anyone, never twice, never silent; every other slot runs. (Kills land at 25 ms before a whole
+     * second; a round in which the victim's claims had not landed yet is tried again, up to 5.)
+     */
+    @Test
+    void aWorkerKilledAfterClaimsInsideTheStartWindowCostsThoseSlotsAsAKillMidRun() {
+        try (Cluster cluster = new Cluster(dir, Cluster.perSecondJobs(JOBS, 50, "3s", "5s"))) {
+            cluster.start("w1");
+            cluster.start("w2");
+            cluster.start("w3");
+            cluster.awaitStarted();
+            List<String> claimedAhead = List.of();
+            WorkerProcess victim = null;
+            Instant slot = null;
+            for (int round = 0; round < 5 && claimedAhead.isEmpty(); round++) {
+                Instant settled = Instant.now().plusSeconds(4);
+                await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, settled));
+                victim = liveWorkers(cluster).get(0);
+                slot = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
+                Cluster.sleepUntil(slot.minusMillis(25));
+                victim.signal("KILL");
+                victim.waitForExit();
+                Instant at = slot;
+                claimedAhead = victim.events("slot_claimed").stream()
+                        .filter(e -> e.has("ahead_ms") && WorkerProcess.slot(e).equals(at)).map(WorkerProcess::key).toList();
+                cluster.start("w" + (4 + round));
+            }
+            assertThat(claimedAhead).as("the victim had claimed slots inside the window when it was killed (else this proves nothing)")
+                    .isNotEmpty();
+            List<String> lost = claimedAhead;
+            Instant to = slot.plusSeconds(6);
+            await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, to.plusSeconds(1))
+                    && cluster.events("slot_abandoned").stream().map(WorkerProcess::key).toList().containsAll(lost));
+            Map<String, List<JsonNode>> starts = cluster.startEventsBySlot();
+            for (String key : claimedAhead) {
+                assertThat(starts.get(key)).as("%s: its claim was its start; recover: none does not run it again", key).isNull();
+                assertThat(cluster.events("slot_abandoned").stream().map(WorkerProcess::key).filter(key::equals)).as(key).hasSize(1);
+            }
+            assertThat(starts).allSatisfy((key, runs) -> assertThat(runs).as(key).hasSize(1));
+            assertThat(cluster.silentSlots(JOBS, slot.minusSeconds(2), to)).isEmpty();
+            System.out.printf("%nClaimAheadIT: a worker killed 25 ms before a slot after claiming %d slots inside the start window;"
+                    + " each reported abandoned once, none run%n", claimedAhead.size());
             cluster.assertAuditHolds();
         }
     }

@@ -21,9 +21,10 @@ import java.util.Objects;
  *     decided: the claim is made ahead, the run starts at the slot (see {@link ClaimResult#startDelayMillis}).
  *     A claim ahead is only decided when it can win outright: while the job is paused or its
  *     lease is held, the store answers {@link ClaimResult.Status#EARLY} and the slot is asked
- *     again at its time. A claim ahead that wins is staged: a short lease until the slot plus
- *     {@link #STAGED_MARGIN}, started by {@link LockProvider#start} (which checks the pause and the
- *     grace again at the start).
+ *     again at its time. A claim ahead that wins within {@link #START_WINDOW} of its slot is the
+ *     run's start ({@link ClaimResult#started}); one that wins earlier is staged: a short lease
+ *     until the slot plus {@link #STAGED_MARGIN}, started by {@link LockProvider#start} (which
+ *     checks the pause and the grace again at the start).
  * @param recordTtl how long the slot record lives past its slot, at the least: the job's
  *     {@link #recordTtl(Duration, Duration)} (null when constructed gives that); only the stores'
  *     contract tests set another, to let a record expire in seconds
@@ -51,7 +52,10 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
         this(lease, workerId, misfireGrace, mode, replace, manual, Duration.ZERO);
     }
 
-    /** Whether the claim is staged: made ahead, started later ({@link StartRequest}). */
+    /**
+     * Whether the claim is made ahead of its slot: staged (started later, {@link StartRequest})
+     * unless the store answers that it is the run's start ({@link ClaimResult#started}).
+     */
     public boolean staged() {
         return ahead.toMillis() > 0;
     }
@@ -119,6 +123,18 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
      * (a second), so that a dead staged claim never makes the job's next slot skip.
      */
     public static final Duration STAGED_MARGIN = Duration.ofMillis(500);
+
+    /**
+     * A claim made ahead that the store decides within this long before its slot (by its clock) is
+     * the run's start: its record says running, its lease ends the job's ttl past the slot, and no
+     * start call follows (a slot costs two calls: the claim and the outcome). Every check a start
+     * makes (the claim is ours, the grace, the pause, a later slot) the claim has just made, by the
+     * store's clock, as a start sent this long before the slot would. A claim decided earlier is
+     * staged. The same span as the start of a staged claim ({@code Starter.LEAD} plus its join),
+     * so that a worker that dies or stalls between a claim and its slot costs what it cost before:
+     * a claim staged and not started is run by a peer; one inside the window is the run's start.
+     */
+    public static final Duration START_WINDOW = Duration.ofMillis(65);
 
     /** How far beyond its grace a slot record outlives the slot, at the least. */
     public static final Duration RECORD_BEYOND_GRACE = Duration.ofMinutes(2);

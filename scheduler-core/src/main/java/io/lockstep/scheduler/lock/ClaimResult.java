@@ -16,11 +16,23 @@ package io.lockstep.scheduler.lock;
  *     outcome: {@code not_started} (a claim never started), {@code handed_over} (its worker's stop
  *     cut it off and handed it over), {@code lease_lost} (its worker died or stalled); "" otherwise
  *     (and from stores that do not say)
+ * @param started for a {@link Status#CLAIMED} of a claim made ahead ({@link ClaimRequest#ahead}):
+ *     whether the store recorded it as the run's start (decided within
+ *     {@link ClaimRequest#START_WINDOW} of its slot, by the store's clock: the run starts at its slot
+ *     with no further call); false when it is staged, to be started by {@link LockProvider#start}
+ *     (and from stores that do not say). Not read for a claim decided at or after its slot, which
+ *     always is the run's start.
  */
-public record ClaimResult(Status status, long fencingToken, long serverTimeMillis, long runningUntilMillis, String why) {
+public record ClaimResult(Status status, long fencingToken, long serverTimeMillis, long runningUntilMillis, String why,
+        boolean started) {
 
     public ClaimResult {
         why = why == null ? "" : why;
+    }
+
+    /** A result that does not say whether a claim made ahead is the run's start (so it is staged). */
+    public ClaimResult(Status status, long fencingToken, long serverTimeMillis, long runningUntilMillis, String why) {
+        this(status, fencingToken, serverTimeMillis, runningUntilMillis, why, false);
     }
 
     /** A result that gives no why. */

@@ -75,8 +75,9 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
                         return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
                     }
                     if (ours) {
-                        takeLease(lease, now, existing.state().equals("claimed") ? stagedTtl(request, now) : lease.ttl().toMillis());
-                        return new ClaimResult(ClaimResult.Status.CLAIMED, existing.fence(), now);
+                        boolean staged = existing.state().equals("claimed");
+                        takeLease(lease, now, staged ? stagedTtl(request, now) : runTtl(lease, now));
+                        return new ClaimResult(ClaimResult.Status.CLAIMED, existing.fence(), now, 0, "", !staged);
                     }
                     return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
                 }
@@ -143,13 +144,20 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
         }
         long fence = nextFence(lease.job(), now);
-        decide(lease, new SlotRecord(request.staged() ? "claimed" : "running", lease.token(), fence,
+        // As claim.lua: a claim made ahead is the run's start within the start window of its slot, else staged.
+        boolean staged = request.staged() && slot - now > ClaimRequest.START_WINDOW.toMillis();
+        decide(lease, new SlotRecord(staged ? "claimed" : "running", lease.token(), fence,
                 Math.max(slot, now) + recordTtl), manual, recordTtl); // the record lives from the slot, as in Redis
         if (!manual) {
             startedSlots.merge(lease.job(), slot, Math::max);
         }
-        takeLease(lease, now, request.staged() ? stagedTtl(request, now) : lease.ttl().toMillis());
-        return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now);
+        takeLease(lease, now, staged ? stagedTtl(request, now) : runTtl(lease, now));
+        return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now, 0, "", !staged);
+    }
+
+    /** A run's lease, as claim.lua: the job's ttl from its slot (from now for a claim at or after it). */
+    private static long runTtl(Lease lease, long now) {
+        return lease.ttl().toMillis() + Math.max(lease.slot().toEpochMilli() - now, 0);
     }
 
     @Override
