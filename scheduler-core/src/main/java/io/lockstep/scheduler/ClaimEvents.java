@@ -63,6 +63,9 @@ final class ClaimEvents {
                     if (lateness < 0) {
                         event = event.addKeyValue("ahead_ms", -lateness); // claimed ahead; the run starts at the slot
                     }
+                    if (request.staged() && !result.started()) {
+                        event = event.addKeyValue("staged", true); // decided before the store's start window: a start follows
+                    }
                     if (mode == ClaimRequest.Mode.CATCH_UP) {
                         event = event.addKeyValue("catch_up", true);
                     }

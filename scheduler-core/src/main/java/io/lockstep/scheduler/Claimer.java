@@ -282,7 +282,8 @@ final class Claimer {
         // A staged claim we just won is itself the job's earliest lease end (its short lease, past the
         // slot): no look at it is needed, its start or its hand-back settles it. Any other answer tells
         // us when to look for a run that died.
-        boolean ownStaged = result.status() == ClaimResult.Status.CLAIMED && request.staged()
+        // (A claim ahead that is the run's start holds the run's full lease: a look then, as after a claim at the slot.)
+        boolean ownStaged = result.status() == ClaimResult.Status.CLAIMED && request.staged() && !result.started()
                 && result.runningUntilMillis() >= d.slot.toEpochMilli();
         if (result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.UNANSWERED && !ownStaged) {
             queue.noteRuns(def.name(), result.runningUntilMillis(), result.serverTimeMillis());

@@ -53,7 +53,7 @@ final class DueSlot implements Comparable<DueSlot> {
 
     /** Where a slot stands on its way to a decision (see the table above). */
     enum Stage {
-        /** A scheduled slot not shared out yet: due {@link Preference#LEAD} ahead of its time. */
+        /** A scheduled slot not shared out yet: due its worker's claim lead ({@link Preference#lead}) ahead of its time. */
         UNSHARED,
         /** A peer's slot: due {@link Preference#BACKOFF} after its time, when its record is read. */
         STEPPED_ASIDE,
@@ -150,9 +150,14 @@ final class DueSlot implements Comparable<DueSlot> {
         this.deadline = deadline;
     }
 
-    /** A job's next scheduled slot: due {@link Preference#LEAD} ahead of its time, when it is shared out. */
+    /** A job's next scheduled slot: due {@code lead} ahead of its time ({@link Preference#lead}), when it is shared out. */
+    static DueSlot scheduled(ScheduledJob job, Instant slot, Duration lead) {
+        return new DueSlot(job, slot, Kind.CLAIM, Stage.UNSHARED, slot.minus(lead), Instant.MAX);
+    }
+
+    /** {@link #scheduled(ScheduledJob, Instant, Duration)} {@link Preference#AHEAD} ahead (a store that stages every claim ahead). */
     static DueSlot scheduled(ScheduledJob job, Instant slot) {
-        return new DueSlot(job, slot, Kind.CLAIM, Stage.UNSHARED, slot.minus(Preference.LEAD), Instant.MAX);
+        return scheduled(job, slot, Preference.AHEAD);
     }
 
     /** A slot of the job's schedule claimed by every worker at its time (not shared out). */
@@ -204,7 +209,7 @@ final class DueSlot implements Comparable<DueSlot> {
         return this;
     }
 
-    /** Shared out to us: claimed now, {@link Preference#LEAD} ahead of its time (the store may decide it up to {@link Preference#AHEAD} ahead). */
+    /** Shared out to us: claimed now, ahead of its time (the store may decide it up to {@link Preference#AHEAD} ahead). */
     void ours() {
         move("ours", Stage.QUEUED, FROM_UNSHARED);
         ahead = Preference.AHEAD;

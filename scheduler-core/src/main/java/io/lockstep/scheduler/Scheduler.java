@@ -118,6 +118,7 @@ public final class Scheduler implements AutoCloseable {
             t.start();
         });
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
+        queue.claimLead(Preference.lead(provider.startWindow()));
         this.starter = new Starter(provider, runner, events, outage);
         Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, starter, preference);
         Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, jobs);
@@ -228,7 +229,7 @@ public final class Scheduler implements AutoCloseable {
                                     + "re-enabled, it starts at its next slot, as after a reload");
                 }
             }
-            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.scheduled(job, slot)));
+            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.scheduled(job, slot, queue.claimLead())));
         }
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.

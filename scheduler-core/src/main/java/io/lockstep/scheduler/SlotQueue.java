@@ -23,6 +23,8 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class SlotQueue {
 
+    /** How long before its slot a scheduled slot falls due ({@link Preference#lead}); set once, before the first slot. */
+    private volatile java.time.Duration claimLead = Preference.AHEAD;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition wake = lock.newCondition();
     private final PriorityQueue<DueSlot> queue = new PriorityQueue<>();
@@ -387,5 +389,15 @@ final class SlotQueue {
 
     static Instant earliest(Instant a, Instant b) {
         return a.isBefore(b) ? a : b;
+    }
+
+    /** Sets {@link #claimLead()} (the scheduler's, from its store's start window); before the first slot is queued. */
+    void claimLead(java.time.Duration lead) {
+        this.claimLead = lead;
+    }
+
+    /** How long before its slot a scheduled slot falls due: when its preferred claimer sends its claim. */
+    java.time.Duration claimLead() {
+        return claimLead;
     }
 }

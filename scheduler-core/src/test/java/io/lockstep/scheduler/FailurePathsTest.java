@@ -284,7 +284,7 @@ class FailurePathsTest {
      */
     @Test
     void aStartThatReachesTheStoreAfterTheGraceIsReportedLateStartAndNeverRuns() {
-        FaultyStore store = new FaultyStore();
+        FaultyStore store = new FaultyStore(staging()); // claims ahead staged: a start follows each
         // No grace: the start, sent 40 ms before the slot, lands about 110 ms after it, well within the
         // claim's short lease (the slot plus 500 ms: past it the store would answer LOST instead).
         store.startDelayMillis = 150;
@@ -305,7 +305,7 @@ class FailurePathsTest {
     /** G3: a pause issued between the claim made ahead and its start skips the slot: recorded skipped, never run. */
     @Test
     void aPauseBetweenTheClaimAndTheStartSkipsTheSlot() {
-        FaultyStore store = new FaultyStore();
+        FaultyStore store = new FaultyStore(staging());
         store.pauseBeforeStart.add("paused");
         List<Instant> runs = new CopyOnWriteArrayList<>();
         harness.start(Scheduler.builder(store).workerId("w").job(job("paused", Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.ALLOW))
@@ -328,7 +328,7 @@ class FailurePathsTest {
      */
     @Test
     void aLostStartIsReportedLeaseLostNeverRunAndAPeerRunsTheSlotOnce() {
-        InMemoryLockProvider shared = InMemoryLockProvider.create();
+        InMemoryLockProvider shared = staging();
         FaultyStore losing = new FaultyStore(shared);
         losing.loseStarts = true;
         Map<String, List<String>> runs = new ConcurrentHashMap<>();
@@ -506,6 +506,15 @@ class FailurePathsTest {
                 .allSatisfy(e -> assertThat(((Number) e.get("lateness_ms")).longValue()).as("on time").isLessThan(600));
     }
 
+    /**
+     * A store that stages every claim made ahead (as Redlock does): its workers claim 250 ms ahead
+     * and start each claim by a start call, the path these tests are about. (With the default start
+     * window a claim sent 50 ms ahead is the run's start, and no start call follows.)
+     */
+    private static InMemoryLockProvider staging() {
+        return InMemoryLockProvider.create().withStartWindow(Duration.ZERO);
+    }
+
     // ---------------------------------------------------------------- one start round trip per instant
 
     /**
@@ -516,7 +525,7 @@ class FailurePathsTest {
      */
     @Test
     void theStartsAndTheOutcomesOfOneInstantGoInOneRoundTripEach() {
-        FaultyStore store = new FaultyStore();
+        FaultyStore store = new FaultyStore(staging());
         store.claimTimeSpreadMillis = 20;
         Map<String, Integer> runs = new ConcurrentHashMap<>();
         Scheduler.Builder builder = Scheduler.builder(store).workerId("w").threads(64).jobFactory(d -> ctx -> {

@@ -52,6 +52,11 @@ final class FaultyStore implements LockProvider {
     /** The slots asked for while the store was down. */
     final java.util.Set<Instant> askedWhileDown = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
+    @Override
+    public java.time.Duration startWindow() {
+        return store.startWindow();
+    }
+
     FaultyStore() {
         this(InMemoryLockProvider.create());
     }
@@ -144,7 +149,8 @@ final class FaultyStore implements LockProvider {
             for (int i = 0; i < answers.size(); i++) {
                 ClaimResult a = answers.get(i);
                 long earlier = claimTimeSpreadMillis * (answers.size() - 1 - i) / (answers.size() - 1);
-                spread.add(new ClaimResult(a.status(), a.fencingToken(), a.serverTimeMillis() - earlier, a.runningUntilMillis()));
+                spread.add(new ClaimResult(a.status(), a.fencingToken(), a.serverTimeMillis() - earlier, a.runningUntilMillis(), a.why(),
+                        a.started()));
             }
             return spread;
         }

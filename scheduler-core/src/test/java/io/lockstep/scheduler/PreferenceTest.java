@@ -30,7 +30,8 @@ class PreferenceTest {
     private static final Instant T = Instant.parse("2026-11-30T12:00:00Z");
     private static final String CONFIG = "cfg";
 
-    private final InMemoryLockProvider store = InMemoryLockProvider.withClock(T::toEpochMilli);
+    /** Stages every claim made ahead (a claim at T for the slot T would else be the run's start, with its full lease). */
+    private final InMemoryLockProvider store = InMemoryLockProvider.withClock(T::toEpochMilli).withStartWindow(Duration.ZERO);
     private final List<ScheduledJob> jobs = new ArrayList<>();
 
     PreferenceTest() {

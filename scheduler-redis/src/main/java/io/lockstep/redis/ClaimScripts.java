@@ -50,6 +50,18 @@ final class ClaimScripts {
     /** How many entries each job's history keeps: decisions without a run are recorded there too. */
     private final String historyKeep;
 
+    /** How close to its slot a claim made ahead is the run's start (claim.lua's ARGV 15); 0 on a Redlock master: staged. */
+    private volatile long startWindowMillis = ClaimRequest.START_WINDOW.toMillis();
+
+    /** Every claim made ahead is staged from now on (a Redlock master: its masters could disagree). */
+    void stageEveryClaimAhead() {
+        startWindowMillis = 0;
+    }
+
+    java.time.Duration startWindow() {
+        return java.time.Duration.ofMillis(startWindowMillis);
+    }
+
     ClaimScripts(RedisCalls calls, RedisKeys keys, RedisCalls.Replicas replicas, String target, int historyKeep) {
         this.historyKeep = Integer.toString(historyKeep);
         this.calls = calls;
@@ -160,7 +172,7 @@ final class ClaimScripts {
                         // can come that much later.
                         Long.toString(ClaimRequest.STAGED_MARGIN.plus(replicas.count() > 0 ? replicas.timeout()
                                 : java.time.Duration.ZERO).toMillis()), historyKeep, RedisKeys.markField(job),
-                        Long.toString(ClaimRequest.START_WINDOW.toMillis())));
+                        Long.toString(startWindowMillis)));
             }
             return new RedisCalls.Call(CLAIM, callKeys, args);
         }, replicas);

@@ -101,6 +101,23 @@ public final class RedisLockProvider implements LockProvider {
         this.redlock = redlock;
     }
 
+    /**
+     * {@link ClaimRequest#START_WINDOW} on one server, Sentinel or Cluster; zero on Redlock, whose
+     * masters could each answer started or staged by their own clocks: every claim made ahead is
+     * staged there and started by a start call, as before the window.
+     */
+    @Override
+    public java.time.Duration startWindow() {
+        return redlock != null ? java.time.Duration.ZERO : claims.startWindow();
+    }
+
+    /** A Redlock master: every claim made ahead is staged (see {@link #startWindow()}). */
+    void stageEveryClaimAhead() {
+        if (claims != null) {
+            claims.stageEveryClaimAhead();
+        }
+    }
+
     /** Redlock: the providers of its masters, in order; empty on one server, Sentinel or Cluster. */
     List<RedisLockProvider> masters() {
         return redlock == null ? List.of() : redlock.masters();

@@ -63,6 +63,7 @@ final class RedlockStore {
      * @param auto whether it grows with the longest record ttl of the claims made
      */
     RedlockStore(List<RedisLockProvider> masters, List<String> names, Duration nodeWait, AtomicLong quarantineMillis, boolean auto) {
+        masters.forEach(RedisLockProvider::stageEveryClaimAhead); // masters could disagree on started: start calls settle it
         this.nodes = new Quorum<>(masters, names, Quorum.SCHEDULER_IN_FLIGHT, RedisLockProvider::serverTimeMillis);
         this.nodeWait = nodeWait;
         this.quarantineMillis = quarantineMillis;

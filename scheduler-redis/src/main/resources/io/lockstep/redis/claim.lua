@@ -91,7 +91,9 @@ local function claim(k, a)
   local f = a[14]
 
   -- A claim made ahead before the start window is staged: a short lease until its start; see the header.
-  local staged = a[11] ~= '0' and slot - now > tonumber(a[15])
+  -- (A window of 0 stages every claim made ahead, whenever it is decided: Redlock's masters.)
+  local window = tonumber(a[15])
+  local staged = a[11] ~= '0' and (window == 0 or slot - now > window)
 
   local function reply(status, fence, holder)
     local first = redis.call('ZRANGE', running, 0, 0, 'WITHSCORES')

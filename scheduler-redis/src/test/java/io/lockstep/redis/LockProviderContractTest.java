@@ -740,7 +740,7 @@ abstract class LockProviderContractTest {
     void aStagedClaimThatNeverStartedIsRunByAPeerWhateverThePolicyWithinItsGrace() {
         Duration ahead = Duration.ofSeconds(10);
         String job = RedisFixture.job();
-        Instant slot = now().minusMillis(5);
+        Instant slot = now().plusMillis(200); // farther off than the start window: staged
         ClaimRequest dead = request(job, slot, "a", LEASE, Mode.CLAIM, false, ahead);
         ClaimResult first = decide(dead);
         assertThat(first.status()).isEqualTo(Status.CLAIMED);
@@ -755,7 +755,7 @@ abstract class LockProviderContractTest {
         assertThat(complete(takeover)).isTrue();
 
         String tooLate = RedisFixture.job();
-        Instant old = now().minusMillis(5);
+        Instant old = now().plusMillis(200); // staged; past its (zero) grace once its short lease ran out
         assertThat(status(request(tooLate, old, "c", LEASE, Mode.CLAIM, false, ahead))).isEqualTo(Status.CLAIMED);
         awaitExpired(tooLate, old);
         ClaimRequest pastGrace = new ClaimRequest(new Lease(tooLate, old, "d", LEASE, true), "w-d", Duration.ZERO, Mode.ABANDON,
@@ -814,9 +814,12 @@ abstract class LockProviderContractTest {
     @Test
     void aStagedClaimThatStartedAndThenDiedGoesToTheRecoverPolicy() {
         Duration ahead = Duration.ofSeconds(10);
-        for (Mode policy : List.of(Mode.ABANDON, Mode.RECOVER)) {
+        // Staged and started by a start (the slot farther off than the start window), or the claim itself the start.
+        for (int round = 0; round < 4; round++) {
+            Mode policy = round % 2 == 0 ? Mode.ABANDON : Mode.RECOVER;
+            boolean staged = round < 2;
             String job = RedisFixture.job();
-            Instant slot = now().minusMillis(5);
+            Instant slot = staged ? now().plusMillis(200) : now().minusMillis(5);
             ClaimRequest dead = request(job, slot, "a", SHORT_LEASE, Mode.CLAIM, false, ahead);
             ClaimResult first = decide(dead);
             assertThat(first.status()).isEqualTo(Status.CLAIMED);

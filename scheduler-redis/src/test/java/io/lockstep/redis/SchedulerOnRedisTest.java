@@ -67,15 +67,17 @@ class SchedulerOnRedisTest {
 
     /**
      * Guarantee 3 with claims made ahead: the run starts at its slot by the server's clock, never
-     * before. Requests reach Redis 150 ms late while replies come back at once, so the worker's
-     * estimate of the server's clock (half the round trip) is 75 ms ahead of it: a run started by
-     * that estimate, or as soon as its claim is won, would start early. Redis runs on this machine,
-     * so its TIME and this JVM's clock are the same clock.
+     * before. Requests reach Redis 60 ms late while replies come back at once, so the worker's
+     * estimate of the server's clock (half the round trip) is 30 ms ahead of it: a run started by
+     * that estimate, or as soon as its claim is won, would start early. (A claim sent 50 ms ahead by
+     * that estimate reaches Redis some 20 ms before the slot: decided ahead, inside the start window,
+     * so the claim is the run's start.) Redis runs on this machine, so its TIME and this JVM's clock
+     * are the same clock.
      */
     @Test
     void aSlotClaimedAheadStartsAtItsSlotByTheServersClockNeverBefore() {
         try (LocalRedisServer server = LocalRedisServer.start();
-             TcpProxy proxy = TcpProxy.to(server.host(), server.port()).delayRequests(150);
+             TcpProxy proxy = TcpProxy.to(server.host(), server.port()).delayRequests(60);
              RedisLockProvider provider = RedisLockProvider.builder().uri(proxy.uri()).timeout(Duration.ofSeconds(5)).build();
              RedisClient raw = RedisClient.create(server.host(), server.port())) {
             Map<Instant, Instant> startedAt = new java.util.concurrent.ConcurrentHashMap<>();
@@ -90,7 +92,7 @@ class SchedulerOnRedisTest {
             }
             assertThat(startedAt).allSatisfy((slot, started) ->
                     assertThat(started).as("the run of %s started at or after it", slot).isAfterOrEqualTo(slot));
-            // The first slots after the start may come too soon to be claimed ahead (every request waits 150 ms); most are.
+            // The first slots after the start may come too soon to be claimed ahead (every request waits 60 ms); most are.
             long decidedAhead = startedAt.keySet().stream()
                     .filter(slot -> Long.parseLong(raw.hget(provider.keys().slot(job, slot.toEpochMilli()), "at")) < slot.toEpochMilli())
                     .count();

@@ -21,6 +21,8 @@ import java.util.function.LongSupplier;
 public final class InMemoryLockProvider extends InMemoryRecords implements LockProvider {
 
     private final LongSupplier clockMillis;
+    /** {@link #startWindow()}: {@link ClaimRequest#START_WINDOW}, as on Redis, unless a test stages every claim ahead. */
+    private volatile java.time.Duration startWindow = ClaimRequest.START_WINDOW;
 
     private InMemoryLockProvider(LongSupplier clockMillis) {
         this.clockMillis = clockMillis;
@@ -36,6 +38,20 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         return new InMemoryLockProvider(clockMillis);
     }
 
+    /**
+     * Sets {@link #startWindow()} ({@link java.time.Duration#ZERO}: every claim made ahead is staged,
+     * as on a store without a window); returns this store.
+     */
+    public InMemoryLockProvider withStartWindow(java.time.Duration window) {
+        this.startWindow = java.util.Objects.requireNonNull(window, "window");
+        return this;
+    }
+
+    @Override
+    public java.time.Duration startWindow() {
+        return startWindow;
+    }
+
     @Override
     public synchronized List<ClaimResult> claim(List<ClaimRequest> requests) {
         List<ClaimResult> results = new ArrayList<>(requests.size());
@@ -46,7 +62,7 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             });
             ClaimResult r = results.get(results.size() - 1);
             results.set(results.size() - 1, new ClaimResult(r.status(), r.fencingToken(), r.serverTimeMillis(),
-                    runningUntil(request.lease().job()), r.why()));
+                    runningUntil(request.lease().job()), r.why(), r.started()));
         }
         return results;
     }
@@ -145,7 +161,8 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         }
         long fence = nextFence(lease.job(), now);
         // As claim.lua: a claim made ahead is the run's start within the start window of its slot, else staged.
-        boolean staged = request.staged() && slot - now > ClaimRequest.START_WINDOW.toMillis();
+        long window = startWindow.toMillis(); // 0: every claim made ahead is staged, whenever it is decided
+        boolean staged = request.staged() && (window == 0 || slot - now > window);
         decide(lease, new SlotRecord(staged ? "claimed" : "running", lease.token(), fence,
                 Math.max(slot, now) + recordTtl), manual, recordTtl); // the record lives from the slot, as in Redis
         if (!manual) {

@@ -91,6 +91,17 @@ public interface LockProvider extends AutoCloseable {
     List<StartReply> start(List<StartRequest> requests);
 
     /**
+     * How close to its slot (by this store's clock) a claim made ahead must be decided to be the
+     * run's start ({@link ClaimResult#started}): the scheduler sends its claims inside it, so that
+     * a slot costs the claim and the outcome, no start. {@link java.time.Duration#ZERO} (the
+     * default): this store stages every claim made ahead, and the scheduler claims
+     * {@link io.lockstep.scheduler.JobDefinition#CLAIM_AHEAD} ahead and starts them.
+     */
+    default java.time.Duration startWindow() {
+        return java.time.Duration.ZERO;
+    }
+
+    /**
      * Extends every lease in the batch by its ttl, each only if its token still owns it.
      *
      * @return per lease, in order, whether it was still owned and is now extended
