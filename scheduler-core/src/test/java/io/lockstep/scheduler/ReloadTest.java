@@ -100,10 +100,10 @@ class ReloadTest {
         Scheduler s = harness.start(Scheduler.builder(InMemoryLockProvider.create()).workerId("w")
                 .job(job("p", EVERY_SECOND, Map.of("v", 1)))
                 .jobFactory(d -> ctx -> seen.put(ctx.scheduledTime().toString(), ctx.params().get("v"))));
-        // A claim made ahead: its slot is still to come when the update lands.
-        Instant ahead = await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+        // A claim made ahead (50 ms ahead, the run's start): its slot is still to come when the update lands.
+        Instant ahead = await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(5))
                 .until(() -> harness.events().named("slot_claimed", "p").stream().map(e -> Instant.parse((String) e.get("slot")))
-                        .filter(slot -> slot.isAfter(Instant.now().plusMillis(50))).findFirst(),
+                        .filter(slot -> slot.isAfter(Instant.now().plusMillis(10))).findFirst(),
                 java.util.Optional::isPresent).orElseThrow();
         Instant at = Instant.now();
         s.update(List.of(job("p", EVERY_SECOND, Map.of("v", 2))));
