@@ -279,6 +279,10 @@ final class Claimer {
         Lease lease = request.lease();
         String lockName = provider.lockName(lease);
         long lateness = result.serverTimeMillis() - d.slot.toEpochMilli();
+        if (request.staged() && d.kind() == DueSlot.Kind.CLAIM && result.status() != ClaimResult.Status.EARLY
+                && result.status() != ClaimResult.Status.UNANSWERED && result.status() != ClaimResult.Status.NO_QUORUM) {
+            queue.lead().observe(d.slot.toEpochMilli(), result.serverTimeMillis()); // how early our claims ahead were decided
+        }
         // A staged claim we just won is itself the job's earliest lease end (its short lease, past the
         // slot): no look at it is needed, its start or its hand-back settles it. Any other answer tells
         // us when to look for a run that died.

@@ -45,7 +45,8 @@ final class Preference {
      * How long before its slot the preferred claimer sends its claim (by its reading of the store's
      * clock), for a store with this {@link LockProvider#startWindow()}: {@link #LEAD_MARGIN} inside
      * the window (50 ms for Redis's 65), so that the store decides the claim as the run's start and
-     * the slot costs two calls (the claim and the outcome), not three; {@link #AHEAD} for a store
+     * the slot costs two calls (the claim and the outcome), not three (the lead then moves with how
+     * long an instant's claims take: {@link ClaimLead}); {@link #AHEAD} for a store
      * that stages every claim made ahead. The system property {@code lockstep.claimLeadMillis} (0 to
      * {@link #AHEAD}) sets it, for the tests that stage claims on purpose.
      */

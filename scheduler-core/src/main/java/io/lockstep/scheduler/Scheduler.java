@@ -118,7 +118,7 @@ public final class Scheduler implements AutoCloseable {
             t.start();
         });
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
-        queue.claimLead(Preference.lead(provider.startWindow()));
+        queue.claimLead(ClaimLead.forWindow(provider.startWindow()));
         this.starter = new Starter(provider, runner, events, outage);
         Claimer claimer = new Claimer(provider, workerId, threads, clock, events, outage, queue, runner, starter, preference);
         Recovery recovery = new Recovery(provider, clock, outage, queue, claimer, runner, jobs);

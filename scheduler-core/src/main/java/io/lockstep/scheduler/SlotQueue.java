@@ -23,8 +23,8 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class SlotQueue {
 
-    /** How long before its slot a scheduled slot falls due ({@link Preference#lead}); set once, before the first slot. */
-    private volatile java.time.Duration claimLead = Preference.AHEAD;
+    /** How long before its slot a scheduled slot falls due ({@link ClaimLead}); set once, before the first slot. */
+    private volatile ClaimLead claimLead = ClaimLead.fixed(Preference.AHEAD);
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition wake = lock.newCondition();
     private final PriorityQueue<DueSlot> queue = new PriorityQueue<>();
@@ -391,13 +391,18 @@ final class SlotQueue {
         return a.isBefore(b) ? a : b;
     }
 
-    /** Sets {@link #claimLead()} (the scheduler's, from its store's start window); before the first slot is queued. */
-    void claimLead(java.time.Duration lead) {
+    /** Sets the scheduler's {@link ClaimLead} (from its store's start window); before the first slot is queued. */
+    void claimLead(ClaimLead lead) {
         this.claimLead = lead;
     }
 
-    /** How long before its slot a scheduled slot falls due: when its preferred claimer sends its claim. */
-    java.time.Duration claimLead() {
+    /** The worker's claim lead, which the claimer tells how its claims made ahead fared. */
+    ClaimLead lead() {
         return claimLead;
+    }
+
+    /** How long before its slot a scheduled slot falls due now: when its preferred claimer sends its claim. */
+    java.time.Duration claimLead() {
+        return claimLead.current();
     }
 }
