@@ -11,8 +11,8 @@ import java.time.Duration;
  * calls; the lead starts {@link Preference#LEAD_MARGIN} inside the window for that. But when an
  * instant holds more claims than the store decides within the window (at 1,000 slots a second one
  * Redis spends about 50 ms on them), the last of them are decided after their slot, and their runs
- * start late. So after each instant the lead is moved: when the instant's last claim was decided
- * less than {@link #MARGIN_MILLIS} before its slot, it grows by the shortfall (up to
+ * start late. So after each instant the lead is moved: when the instant's last answer was in this
+ * worker's hands less than {@link #MARGIN_MILLIS} before its slot, it grows by the shortfall (up to
  * {@link Preference#AHEAD}); when even the last had more than three margins to spare, it shrinks
  * back toward the window by half the excess. Claims then decided earlier than the window are staged
  * and cost a start call each: the slot's timeliness comes first, its third call second. The lead
@@ -57,12 +57,12 @@ final class ClaimLead {
     }
 
     /**
-     * An answer to one of this worker's claims made ahead of {@code slotMillis}, decided by the
-     * store's clock at or before {@code serverTimeMillis}. The answers of one instant come before
-     * those of the next (a straggler of an earlier instant is ignored); the first answer of a later
-     * instant settles the one before.
+     * An answer to one of this worker's claims made ahead of {@code slotMillis}, in hand
+     * {@code spareMillis} before the slot (negative: after it). The answers of one instant come
+     * before those of the next (a straggler of an earlier instant is ignored); the first answer of a
+     * later instant settles the one before.
      */
-    void observe(long slotMillis, long serverTimeMillis) {
+    void observe(long slotMillis, long spareMillis) {
         if (!adaptive || slotMillis < instant) {
             return;
         }
@@ -73,7 +73,7 @@ final class ClaimLead {
             instant = slotMillis;
             worst = Long.MAX_VALUE;
         }
-        worst = Math.min(worst, slotMillis - serverTimeMillis);
+        worst = Math.min(worst, spareMillis);
     }
 
     private void settle() {

@@ -281,7 +281,10 @@ final class Claimer {
         long lateness = result.serverTimeMillis() - d.slot.toEpochMilli();
         if (request.staged() && d.kind() == DueSlot.Kind.CLAIM && result.status() != ClaimResult.Status.EARLY
                 && result.status() != ClaimResult.Status.UNANSWERED && result.status() != ClaimResult.Status.NO_QUORUM) {
-            queue.lead().observe(d.slot.toEpochMilli(), result.serverTimeMillis()); // how early our claims ahead were decided
+            // How much time our claims ahead left before their slot, once this worker had their answers in
+            // hand (the reply's way back and its handling count: a run cannot start before both).
+            long spare = d.slot.toEpochMilli() - result.serverTimeMillis() - (System.nanoTime() - receivedNanos) / 1_000_000;
+            queue.lead().observe(d.slot.toEpochMilli(), spare);
         }
         // A staged claim we just won is itself the job's earliest lease end (its short lease, past the
         // slot): no look at it is needed, its start or its hand-back settles it. Any other answer tells

@@ -207,6 +207,23 @@ final class ClaimScripts {
                 holders[group.get(j)] = RedisCalls.holder(list.get(j));
             }
         }
+        // Every reply of the pipeline arrives after its last call ran: the latest time the server read
+        // in the batch bounds its clock at their arrival, the tightest bound each claim's run can start by
+        // (a claim's own call time, up to the batch's length earlier, would start its run that much late).
+        long[] times = new long[groups.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            ClaimResult first = results[groups.get(g).get(0)];
+            times[g] = first.status() == ClaimResult.Status.UNANSWERED ? 0 : first.serverTimeMillis();
+        }
+        long[] latest = calls.latestOfBatch(times);
+        for (int g = 0; g < groups.size(); g++) {
+            for (int i : groups.get(g)) {
+                ClaimResult r = results[i];
+                if (latest[g] > r.serverTimeMillis()) {
+                    results[i] = new ClaimResult(r.status(), r.fencingToken(), latest[g], r.runningUntilMillis(), r.why(), r.started());
+                }
+            }
+        }
         return new Decided(results, holders, confirmed);
     }
 
