@@ -83,8 +83,7 @@ abstract class LockProviderContractTest {
         assertThat(won.fencingToken()).isPositive();
         assertThat(status(claim(job, slot, "b"))).isEqualTo(Status.TAKEN);
         ClaimResult again = decide(claim(job, slot, "a"));
-        assertThat(again.status()).isEqualTo(Status.CLAIMED);
-        assertThat(again.fencingToken()).isEqualTo(won.fencingToken());
+        assertRepeated(again, won); // (on Redlock at least as high: a master the first claim had not reached yet draws its own)
     }
 
     @Test
