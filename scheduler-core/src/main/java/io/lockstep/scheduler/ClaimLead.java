@@ -8,7 +8,7 @@ import java.time.Duration;
  *
  * <p>A claim the store decides within its start window ({@link
  * io.lockstep.scheduler.lock.LockProvider#startWindow()}) is the run's start, and the slot costs two
- * calls; the lead starts {@link Preference#LEAD_MARGIN} inside the window for that. But when an
+ * calls; the lead starts {@link #LEAD_MARGIN} inside the window for that (50 ms for Redis's 65). But when an
  * instant holds more claims than the store decides within the window (at 1,000 slots a second one
  * Redis spends about 50 ms on them), the last of them are decided after their slot, and their runs
  * start late. So after each instant the lead is moved: when the instant's last answer was in this
@@ -26,6 +26,8 @@ final class ClaimLead {
 
     /** How long before its slot an instant's last claim should be decided, at the least. */
     static final long MARGIN_MILLIS = 10;
+    /** How far inside the store's start window the claims are first sent: room for the request's way there. */
+    static final Duration LEAD_MARGIN = Duration.ofMillis(15);
 
     private final long baseMillis;
     private final boolean adaptive;
@@ -45,11 +47,21 @@ final class ClaimLead {
         return new ClaimLead(lead.toMillis(), false);
     }
 
-    /** The lead for a store with this start window ({@link Preference#lead}), adapted unless fixed by the store or the property. */
+    /**
+     * The lead for a store with this start window: {@link #LEAD_MARGIN} inside it, adapted; or
+     * {@link Preference#AHEAD}, fixed, for a store that stages every claim made ahead (a zero
+     * window). The system property {@code lockstep.claimLeadMillis} (0 to {@link Preference#AHEAD})
+     * fixes it instead, for the tests that stage claims on purpose.
+     */
     static ClaimLead forWindow(Duration startWindow) {
-        Duration base = Preference.lead(startWindow);
-        boolean set = Long.getLong("lockstep.claimLeadMillis") != null;
-        return new ClaimLead(base.toMillis(), !set && !startWindow.isZero());
+        Long set = Long.getLong("lockstep.claimLeadMillis");
+        if (set != null) {
+            return new ClaimLead(Math.max(0, Math.min(Preference.AHEAD.toMillis(), set)), false);
+        }
+        if (startWindow.isZero()) {
+            return fixed(Preference.AHEAD);
+        }
+        return new ClaimLead(Math.max(0, startWindow.minus(LEAD_MARGIN).toMillis()), true);
     }
 
     Duration current() {

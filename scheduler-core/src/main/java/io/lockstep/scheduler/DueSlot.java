@@ -53,7 +53,7 @@ final class DueSlot implements Comparable<DueSlot> {
 
     /** Where a slot stands on its way to a decision (see the table above). */
     enum Stage {
-        /** A scheduled slot not shared out yet: due its worker's claim lead ({@link Preference#lead}) ahead of its time. */
+        /** A scheduled slot not shared out yet: due its worker's claim lead ({@link ClaimLead}) ahead of its time. */
         UNSHARED,
         /** A peer's slot: due {@link Preference#BACKOFF} after its time, when its record is read. */
         STEPPED_ASIDE,
@@ -150,7 +150,7 @@ final class DueSlot implements Comparable<DueSlot> {
         this.deadline = deadline;
     }
 
-    /** A job's next scheduled slot: due {@code lead} ahead of its time ({@link Preference#lead}), when it is shared out. */
+    /** A job's next scheduled slot: due {@code lead} ahead of its time ({@link ClaimLead}), when it is shared out. */
     static DueSlot scheduled(ScheduledJob job, Instant slot, Duration lead) {
         return new DueSlot(job, slot, Kind.CLAIM, Stage.UNSHARED, slot.minus(lead), Instant.MAX);
     }

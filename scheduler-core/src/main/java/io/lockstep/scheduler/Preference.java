@@ -16,7 +16,7 @@ import java.util.function.Supplier;
  * Who claims a scheduled slot first, so that the workers do not all race for every slot.
  *
  * <p>Each scheduled slot (job, slot) has a preferred claimer: the live worker (same config as ours)
- * with the highest rendezvous hash of (worker, job, slot). It claims the slot {@link #lead} ahead
+ * with the highest rendezvous hash of (worker, job, slot). It claims the slot its {@link ClaimLead} ahead
  * of time (the run's start, handed to the pool at the slot: see {@link Starter}); the others wait until
  * {@link #BACKOFF} after the slot and then read what the store says of the slots they
  * stepped aside for, in one round trip ({@link LockProvider#slotStates}): evidence, not a word.
@@ -38,25 +38,6 @@ final class Preference {
 
     /** How long before its slot the store may decide the preferred claimer's claim (by its clock); the run starts at the slot. */
     static final Duration AHEAD = JobDefinition.CLAIM_AHEAD;
-    /** How far inside the store's start window the preferred claimer sends its claim: room for the request's way there. */
-    static final Duration LEAD_MARGIN = Duration.ofMillis(15);
-
-    /**
-     * How long before its slot the preferred claimer sends its claim (by its reading of the store's
-     * clock), for a store with this {@link LockProvider#startWindow()}: {@link #LEAD_MARGIN} inside
-     * the window (50 ms for Redis's 65), so that the store decides the claim as the run's start and
-     * the slot costs two calls (the claim and the outcome), not three (the lead then moves with how
-     * long an instant's claims take: {@link ClaimLead}); {@link #AHEAD} for a store
-     * that stages every claim made ahead. The system property {@code lockstep.claimLeadMillis} (0 to
-     * {@link #AHEAD}) sets it, for the tests that stage claims on purpose.
-     */
-    static Duration lead(Duration startWindow) {
-        Long set = Long.getLong("lockstep.claimLeadMillis");
-        if (set != null) {
-            return Duration.ofMillis(Math.max(0, Math.min(AHEAD.toMillis(), set)));
-        }
-        return startWindow.isZero() ? AHEAD : Duration.ofMillis(Math.max(0, startWindow.minus(LEAD_MARGIN).toMillis()));
-    }
     /** How long after its slot the other workers look at whether the preferred claimer decided it. */
     static final Duration BACKOFF = Duration.ofMillis(100);
 

@@ -82,7 +82,7 @@ final class Reload {
         if (running) {
             List<DueSlot> due = new ArrayList<>();
             for (ScheduledJob j : made) {
-                j.definition().schedule().next(at).ifPresent(slot -> due.add(DueSlot.scheduled(j, slot, queue.claimLead())));
+                j.definition().schedule().next(at).ifPresent(slot -> due.add(DueSlot.scheduled(j, slot, queue.lead().current())));
             }
             queue.addAll(due);
             queue.lookAt(made.stream().map(ScheduledJob::name).toList(), at); // runs of it other workers have in flight

@@ -229,7 +229,7 @@ public final class Scheduler implements AutoCloseable {
                                     + "re-enabled, it starts at its next slot, as after a reload");
                 }
             }
-            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.scheduled(job, slot, queue.claimLead())));
+            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.scheduled(job, slot, queue.lead().current())));
         }
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.

@@ -396,13 +396,8 @@ final class SlotQueue {
         this.claimLead = lead;
     }
 
-    /** The worker's claim lead, which the claimer tells how its claims made ahead fared. */
+    /** The worker's claim lead: when a scheduled slot falls due (its preferred claimer sends its claim), told how its claims fared. */
     ClaimLead lead() {
         return claimLead;
-    }
-
-    /** How long before its slot a scheduled slot falls due now: when its preferred claimer sends its claim. */
-    java.time.Duration claimLead() {
-        return claimLead.current();
     }
 }

@@ -20,7 +20,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * of its slot is the run's start ({@link #submitStarted}): it only waits here for its instant, with
  * no call to the store, and goes to the pool as a started run does below (a worker stalled past the
  * grace hands it back unstarted). The preferred claimer's claims are sent inside that window
- * ({@link Preference#lead}), so this is the common path: two calls a slot.
+ * ({@link ClaimLead}), so this is the common path: two calls a slot.
  *
  * <p>A claim made ahead earlier than that is staged in the store (a short lease, the record "claimed", see
  * {@link StartRequest}). {@link #LEAD} before its start instant this thread asks the store to

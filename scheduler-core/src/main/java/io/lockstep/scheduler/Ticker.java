@@ -159,7 +159,7 @@ final class Ticker {
             behind.add(DueSlot.missed(fired.job, next.get(), "this worker fell behind its schedule", "fell_behind", now));
             next = d.schedule().next(next.get());
         }
-        next.ifPresent(slot -> behind.add(DueSlot.scheduled(fired.job, slot, queue.claimLead())));
+        next.ifPresent(slot -> behind.add(DueSlot.scheduled(fired.job, slot, queue.lead().current())));
         queue.addAll(behind);
     }
 }

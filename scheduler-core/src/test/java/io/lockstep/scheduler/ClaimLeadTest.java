@@ -14,7 +14,7 @@ class ClaimLeadTest {
     @Test
     void theLeadStartsInsideTheWindowGrowsWhenAnInstantsLastClaimLandsLateAndShrinksBack() {
         ClaimLead lead = ClaimLead.forWindow(ClaimRequest.START_WINDOW);
-        long base = ClaimRequest.START_WINDOW.minus(Preference.LEAD_MARGIN).toMillis();
+        long base = ClaimRequest.START_WINDOW.minus(ClaimLead.LEAD_MARGIN).toMillis();
         assertThat(lead.current()).isEqualTo(Duration.ofMillis(base));
         // Instant T: answers in hand from 45 ms before the slot to 25 ms after it (too many claims for the window).
         lead.observe(T, 45);

@@ -267,14 +267,9 @@ final class RedlockStore {
         Map<Long, Integer> abandonedTokens = new HashMap<>(); // the dead run's token, as each master's record has it
         Map<Long, Integer> claimedTokens = new HashMap<>(); // our token, as each master's record has it
         String why = ""; // a rerun's: why the run before it ended, as a master that claimed it says
-        // A claim made ahead is the run's start only when every master answered that it is: a master
-        // that staged it (its clock read the slot farther off), or has not answered, is started by a
-        // start call, which a master that already started it answers "started" again.
-        boolean started = true;
         for (Quorum.Vote<ClaimScripts.Decided> v : votes) {
             if (!v.counts()) {
                 anyOurs = true; // it may have written, or may yet
-                started = false;
                 continue;
             }
             ClaimResult r = v.answer().results()[i];
@@ -294,7 +289,6 @@ final class RedlockStore {
                 claimedTokens.merge(r.fencingToken(), 1, Integer::sum);
                 why = why.isEmpty() ? r.why() : why;
             }
-            started &= r.status() == ClaimResult.Status.CLAIMED && r.started();
             if (r.runningUntilMillis() > 0 && (runningUntil == 0 || r.runningUntilMillis() < runningUntil)) {
                 runningUntil = r.runningUntilMillis();
             }
@@ -307,7 +301,7 @@ final class RedlockStore {
             // A repeat (a lost reply): the token a majority's records were raised to, not a higher one of a
             // master that wrote the claim after that raise (the early return left it behind): the same answer.
             long agreed = claimedTokens.entrySet().stream().filter(e -> e.getValue() >= q).map(Map.Entry::getKey).findFirst().orElse(fence);
-            return new Combined(new ClaimResult(ClaimResult.Status.CLAIMED, agreed, quorumTime, runningUntil, why, started), null);
+            return new Combined(new ClaimResult(ClaimResult.Status.CLAIMED, agreed, quorumTime, runningUntil, why), null);
         }
         boolean recovery = request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON;
         for (Map.Entry<ClaimResult.Status, Integer> e : byStatus.entrySet()) {
