@@ -243,6 +243,12 @@ class ProductionRedisIT {
             com.fasterxml.jackson.databind.JsonNode report = readJson(audit.out());
             java.util.Set<String> named = new java.util.TreeSet<>();
             report.path("violations").forEach(v -> {
+                // The same limit can show as a contradiction: a slot that ran under a claim the failover lost, which
+                // the promoted master then decided missed because a later slot had started there (reason=order).
+                if (v.path("check").asText().equals("contradiction")) {
+                    assertThat(v.toString()).as("a contradiction other than a lost claim's order decision").contains("reason=order");
+                    return;
+                }
                 assertThat(v.path("check").asText()).as(v.toString()).isEqualTo("second-run");
                 named.add(v.path("job").asText() + "@" + v.path("slot").asText());
             });
