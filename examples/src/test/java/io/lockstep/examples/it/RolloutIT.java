@@ -26,17 +26,20 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Review C1, with two real worker JVMs on one real redis-server in the middle of a rollout that
  * raised {@code misfireGrace} from 1s to 5m. The old worker ({@code old}) writes slot records that
- * live 1s + 2 min (a manual run's: 30 s + 2 min); the new one ({@code new}) has one job thread, held
+ * live 1s + 20 s (a manual run's: 30 s + 20 s; both workers run with the test knob
+ * {@code lockstep.recordBeyondGraceMillis=20000}, production's is 2 min); the new one ({@code new}) has one job thread, held
  * by a long run across the slot, so it leaves its daily slots and a manual run waiting for a thread
  * while the old worker runs them. The two configs differ, so each worker is its own slots' preferred
  * claimer: both want every slot. Once every record the old worker wrote has expired, the new
  * worker's thread frees up, within its own grace: it must not run any of them again (each is
  * reported {@code slot_stale}, the store having kept the shortest record ttl any claim wrote).
- * Before the fix it ran all of them a second time. Takes about 3 minutes: the old records' ttl.
+ * Before the fix it ran all of them a second time. Takes about a minute: the old records' ttl.
  */
 class RolloutIT {
 
     private static final int DAILY = 6;
+    /** Records live 20 s past the grace instead of 2 min, so that the old worker's expire within the test. */
+    private static final String RECORDS = "-Dlockstep.recordBeyondGraceMillis=20000";
 
     @TempDir
     Path dir;
@@ -64,8 +67,8 @@ class RolloutIT {
             Path old = dir.resolve("old.yaml");
             Files.writeString(old, Cluster.replacing(Cluster.replacing(Cluster.replacing(newConfig, busy, ""),
                     "misfireGrace: 5m", "misfireGrace: 1s"), "threads: 1", "threads: 8"));
-            WorkerProcess fresh = cluster.start("new");
-            WorkerProcess stale = WorkerProcess.start(dir, old, "old");
+            WorkerProcess fresh = cluster.start("new", RECORDS);
+            WorkerProcess stale = WorkerProcess.start(dir, old, "old", RECORDS);
             cluster.workers.add(stale);
             cluster.awaitStarted();
             assertThat(Instant.now()).as("both workers started before the busy job's slot (raise the 25 s lead on this machine)")
@@ -86,9 +89,9 @@ class RolloutIT {
             assertThat(ran.keySet()).containsAll(dailyKeys).contains(manualKey);
             assertThat(fresh.events("job_started")).as("the new worker's thread is still held").hasSize(1);
 
-            // Wait out the old worker's records (1s + 2 min; the manual one 30 s + 2 min): the store forgets them.
+            // Wait out the old worker's records (1s + 20 s; the manual one 30 s + 20 s): the store forgets them.
             Instant expiring = Instant.now();
-            await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofSeconds(1)).until(() -> slotRecords(cluster).isEmpty());
+            await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofSeconds(1)).until(() -> slotRecords(cluster).isEmpty());
             System.out.printf("rollout: the old worker's records expired %d s after its runs%n",
                     Duration.between(expiring, Instant.now()).toSeconds());
             assertThat(fresh.events("job_started")).as("the new worker's thread was held all along").hasSize(1);

@@ -136,8 +136,13 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
      */
     public static final Duration START_WINDOW = Duration.ofMillis(65);
 
-    /** How far beyond its grace a slot record outlives the slot, at the least. */
-    public static final Duration RECORD_BEYOND_GRACE = Duration.ofMinutes(2);
+    /**
+     * How far beyond its grace a slot record outlives the slot, at the least: 2 minutes. The system
+     * property {@code lockstep.recordBeyondGraceMillis} shortens it, for tests that must see records
+     * expire (a rollout's stale claims) without waiting minutes; a worker in production never sets it.
+     */
+    public static final Duration RECORD_BEYOND_GRACE = Duration.ofMillis(Long.getLong("lockstep.recordBeyondGraceMillis",
+            Duration.ofMinutes(2).toMillis()));
 
     /**
      * How long the slot record of the job's last decided slot is kept: the catch-up window's upper
