@@ -39,6 +39,7 @@ public final class RunAll {
         int jobs = 1_000;
         boolean onCluster = false;
         int workers = WORKERS;
+        int threads = THREADS;
         for (int i = 0; i < args.length; i++) {
             if (args[i].equals("--quick")) {
                 quick = true;
@@ -50,16 +51,18 @@ public final class RunAll {
                 jobs = Integer.parseInt(args[++i]);
             } else if (args[i].equals("--workers") && i + 1 < args.length && args[i + 1].matches("[1-9]")) {
                 workers = Integer.parseInt(args[++i]);
+            } else if (args[i].equals("--threads") && i + 1 < args.length && args[i + 1].matches("[1-9][0-9]{0,3}")) {
+                threads = Integer.parseInt(args[++i]);
             } else if (args[i].equals("--cluster")) {
                 onCluster = true;
             } else {
                 System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR] "
-                        + "[--only lock|redlock-faults|scale|load|idle|memory|audit] [--jobs N] [--workers N] [--cluster]");
+                        + "[--only lock|redlock-faults|scale|load|idle|memory|audit] [--jobs N] [--workers N] [--threads N] [--cluster]");
                 System.exit(2);
             }
         }
         if (only != null) {
-            runOnly(only, quick, jobs, workers, onCluster);
+            runOnly(only, quick, jobs, workers, threads, onCluster);
             return;
         }
         System.setProperty("java.awt.headless", "true");
@@ -149,7 +152,7 @@ public final class RunAll {
     }
 
     /** {@code --only}: one part, its figures printed, no report written. */
-    private static void runOnly(String part, boolean quick, int jobs, int workers, boolean onCluster) throws Exception {
+    private static void runOnly(String part, boolean quick, int jobs, int workers, int threads, boolean onCluster) throws Exception {
         Path work = Files.createTempDirectory("lockstep-bench-");
         try (LocalRedisServer redis = LocalRedisServer.start()) {
             Duration warmup = Duration.ofSeconds(quick ? 3 : 15);
@@ -163,7 +166,7 @@ public final class RunAll {
                         "%-22s %d threads: %,.0f ± %,.0f cycles/s, p50 %.0f µs, p99 %.0f µs", r.impl(), r.threads(), r.opsPerSecond(),
                         r.opsError(), r.p50Micros(), r.p99Micros())));
                 case "scale" -> scale(redis, work, quick);
-                case "load" -> load(redis, work, jobs, workers, onCluster, quick);
+                case "load" -> load(redis, work, jobs, workers, threads, onCluster, quick);
                 case "steady" -> steady(redis, work, quick);
                 case "idle" -> log("  " + ScaleRun.run("idle", ScaleRun.Target.of(redis), work.resolve("idle"), WORKERS, 1_000, THREADS,
                         Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *"));
@@ -261,14 +264,18 @@ public final class RunAll {
     }
 
     /**
-     * {@code --only load}: one load ({@code --jobs N} every second, 1,000 by default) on 3 workers,
+     * {@code --only load}: one load ({@code --jobs N} every second, 1,000 by default) on 3 workers
+     * of {@code --threads N} job threads (512 by default; with {@code -Dbench.events=true} and
+     * {@code --threads 8}, the worker's defaults),
      * 30 s measured, on one Redis with its wake floor, or with {@code --cluster} on a Redis Cluster of
      * 3 masters: to look at one figure while working on it (the full run is what gets published).
      */
-    private static void load(LocalRedisServer redis, Path work, int jobs, int workers, boolean onCluster, boolean quick) throws Exception {
+    private static void load(LocalRedisServer redis, Path work, int jobs, int workers, int threads, boolean onCluster, boolean quick)
+            throws Exception {
         Duration warmup = Duration.ofSeconds(quick ? 3 : 10);
         Duration window = Duration.ofSeconds(quick ? 10 : 30);
         log("scheduler at scale: " + workers + " worker JVMs, " + jobs + " jobs every second, " + window.toSeconds() + " s"
+                + ", " + threads + " job threads each" + (ScaleRun.EVENTS ? ", events at INFO" : "")
                 + (onCluster ? " on a Redis Cluster of 3 masters" : ""));
         if (onCluster) {
             java.util.Optional<String> unavailable = io.lockstep.redis.LocalCluster.unavailable();
@@ -277,18 +284,19 @@ public final class RunAll {
                 return;
             }
             try (io.lockstep.redis.LocalCluster c = io.lockstep.redis.LocalCluster.start(3, 0)) {
-                log("  " + ScaleRun.run("cluster " + jobs + "/s", ScaleRun.Target.of(c), work.resolve("cluster"), workers, jobs, THREADS,
+                log("  " + ScaleRun.run("cluster " + jobs + "/s", ScaleRun.Target.of(c), work.resolve("cluster"), workers, jobs, threads,
                         warmup, window, "* * * * * *"));
             }
             return;
         }
-        ScaleRun.Result r = ScaleRun.run(jobs + "/s", ScaleRun.Target.of(redis), work.resolve("load"), workers, jobs, THREADS, warmup,
+        ScaleRun.Result r = ScaleRun.run(jobs + "/s", ScaleRun.Target.of(redis), work.resolve("load"), workers, jobs, threads, warmup,
                 window, "* * * * * *");
         log("  " + r);
         log(String.format(java.util.Locale.ROOT, "  lateness p50 %.1f, p99 %.1f, max %.1f ms; p99 of each second: %s", r.p50Ms(), r.p99Ms(),
                 r.maxMs(), java.util.Arrays.stream(r.p99PerSecond()).mapToObj(v -> String.format(java.util.Locale.ROOT, "%.1f", v))
                         .collect(java.util.stream.Collectors.joining(" "))));
-        log("  wake floor: " + WakeFloor.run(work.resolve("floor"), jobs, workers, quick ? 3 : 10));
+        log("  wake floor (a plain executor of " + threads + " threads per JVM): "
+                + WakeFloor.run(work.resolve("floor"), jobs, workers, quick ? 3 : 10, threads));
     }
 
     /** Waits until the replica's link to its master is up (a worker with waitReplicas refuses to start before). */

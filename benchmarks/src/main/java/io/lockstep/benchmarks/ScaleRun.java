@@ -27,6 +27,13 @@ import redis.clients.jedis.UnifiedJedis;
  */
 final class ScaleRun {
 
+    /**
+     * With {@code -Dbench.events=true} the workers log as they do by default (the worker JAR's
+     * logback.xml: every event at INFO, one JSON line each, to a file here); otherwise WARN only,
+     * so that a run measures the scheduler rather than its logging.
+     */
+    static final boolean EVENTS = Boolean.getBoolean("bench.events");
+
     /** What one run measured. */
     record Result(String label, int workers, int jobs, int windowSeconds, long expected, long started, long duplicates,
             long missing, double p50Ms, double p99Ms, double maxMs, double sentPerSlot, double executedPerSlot,
@@ -127,7 +134,11 @@ final class ScaleRun {
                 List<String> command = new ArrayList<>(List.of(Bench.java(), "-Xmx1g"));
                 // {w} in -Dbench.gc becomes the worker's id (a flight recording per worker, say).
                 command.addAll(List.of(System.getProperty("bench.gc", "-XX:+UseG1GC").replace("{w}", "w" + w).trim().split("\\s+")));
-                command.addAll(List.of("-Dprobe.out=" + out, "-Dlogback.configurationFile=" + logback, "-cp", Bench.jar(),
+                command.add("-Dprobe.out=" + out);
+                if (!EVENTS) {
+                    command.add("-Dlogback.configurationFile=" + logback);
+                }
+                command.addAll(List.of("-cp", Bench.jar(),
                         "io.lockstep.worker.WorkerMain", "run", "--config", config.toString(), "--worker-id", "w" + w));
                 processes.add(new ProcessBuilder(command)
                         .redirectOutput(dir.resolve("w" + w + ".log").toFile()).redirectErrorStream(true).start());

@@ -27,6 +27,11 @@ final class WakeFloor {
     record Result(int total, int workers, int rounds, double p50Ms, double p99Ms, double maxMs) {}
 
     static Result run(Path dir, int total, int workers, int rounds) throws Exception {
+        return run(dir, total, workers, rounds, RunAll.THREADS);
+    }
+
+    /** As above with a pool of {@code poolThreads} per JVM: a plain executor of the same pool as the workers' {@code threads}. */
+    static Result run(Path dir, int total, int workers, int rounds, int poolThreads) throws Exception {
         Files.createDirectories(dir);
         List<Process> processes = new ArrayList<>();
         List<Path> outs = new ArrayList<>();
@@ -34,7 +39,7 @@ final class WakeFloor {
             Path out = dir.resolve("wake-" + total + "-" + w + ".txt");
             outs.add(out);
             processes.add(new ProcessBuilder(Bench.java(), "-cp", Bench.jar(), WakeFloor.class.getName(),
-                    Integer.toString(total / workers), Integer.toString(rounds), out.toString())
+                    Integer.toString(total / workers), Integer.toString(rounds), out.toString(), Integer.toString(poolThreads))
                     .redirectErrorStream(true).redirectOutput(dir.resolve("wake-" + total + "-" + w + ".log").toFile()).start());
         }
         for (Process p : processes) {
@@ -53,13 +58,13 @@ final class WakeFloor {
                 sorted[sorted.length - 1] / 1000.0);
     }
 
-    /** {@code threads rounds outFile}: one JVM's share; writes one lateness (µs) per line. */
+    /** {@code runs rounds outFile [poolThreads]}: one JVM's share; writes one lateness (µs) per line. */
     public static void main(String[] args) throws InterruptedException, IOException {
         int threads = Integer.parseInt(args[0]);
         int rounds = Integer.parseInt(args[1]);
         long[] lateness = new long[threads * rounds];
         java.util.concurrent.ThreadPoolExecutor pool =
-                (java.util.concurrent.ThreadPoolExecutor) java.util.concurrent.Executors.newFixedThreadPool(RunAll.THREADS);
+                (java.util.concurrent.ThreadPoolExecutor) java.util.concurrent.Executors.newFixedThreadPool(args.length > 3 ? Integer.parseInt(args[3]) : RunAll.THREADS);
         // A worker's pool is at its full size after its first bursts (its threads never time out):
         // so is this one from the start, or the rounds would time the creation of threads.
         pool.prestartAllCoreThreads();
