@@ -83,7 +83,7 @@ final class ClaimAnswers {
                         d.missReason() == null ? unreachable : d.missReason() + "; " + unreachable, null,
                         d.missCode() == null ? "outage" : d.missCode());
                 d.reported("lock store unreachable", "outage");
-                queue.disowning(d);
+                queue.looks().disowning(d);
             }
             if (after.isBefore(d.recordDeadline()) || d.recovery()) {
                 d.retryAt(after.plus(Claimer.RETRY_DELAY));
@@ -117,7 +117,7 @@ final class ClaimAnswers {
         boolean ownStaged = result.status() == ClaimResult.Status.CLAIMED && request.staged() && !result.started()
                 && result.runningUntilMillis() >= d.slot.toEpochMilli();
         if (result.status() != ClaimResult.Status.EARLY && result.status() != ClaimResult.Status.UNANSWERED && !ownStaged) {
-            queue.noteRuns(def.name(), result.runningUntilMillis(), result.serverTimeMillis());
+            queue.looks().noteRuns(def.name(), result.runningUntilMillis(), result.serverTimeMillis());
         }
         if (d.stage() == DueSlot.Stage.REPORTED && result.status() != ClaimResult.Status.EARLY
                 && result.status() != ClaimResult.Status.BUSY && result.status() != ClaimResult.Status.NO_QUORUM
@@ -255,7 +255,7 @@ final class ClaimAnswers {
                 .addKeyValue("look_at", look.toString())
                 .log("no majority of the redlock masters agreed on the recovery of a run that lost its lease within a lease;"
                         + " what it wrote was given back, looking again then");
-        queue.lookNoLaterThan(d.definition().name(), look);
+        queue.looks().lookNoLaterThan(d.definition().name(), look);
         d.decided();
     }
 }

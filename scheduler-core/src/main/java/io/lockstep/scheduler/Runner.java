@@ -38,7 +38,7 @@ final class Runner {
         this.events = events;
         this.queue = queue;
         this.attempts = new JobAttempts(clock, events, tracer, () -> shuttingDown);
-        this.completer = new Completer(provider, events, outage, queue::lookSoon);
+        this.completer = new Completer(provider, events, outage, queue.looks()::lookSoon);
         this.watchdog = new Watchdog<>("lockstep-watchdog",
                 runs -> provider.renew(runs.stream().map(run -> run.lease).toList()), new LeaseEvents(events, outage));
     }

@@ -109,7 +109,7 @@ public final class Scheduler implements AutoCloseable {
             }
             queue.addAll(List.of(DueSlot.manual(job, t.slot())));
             return true;
-        }, () -> queue.lookSoon(jobs.names()), within -> {
+        }, () -> queue.looks().lookSoon(jobs.names()), within -> {
             events.info("drain_requested").addKeyValue("within_ms", within.toMillis())
                     .log("an operator asked this worker to drain: no new claims; its running jobs may finish within " + within);
             java.util.function.Consumer<Duration> action = b.drainRequested != null ? b.drainRequested : this::drain; // by default: itself
@@ -233,7 +233,7 @@ public final class Scheduler implements AutoCloseable {
         }
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.
-        queue.lookAt(jobs.stream().map(ScheduledJob::name).toList(), now);
+        queue.looks().lookAt(jobs.stream().map(ScheduledJob::name).toList(), now);
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads.size)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .addKeyValue("config_hash", membership.configHash()).log("worker started");
