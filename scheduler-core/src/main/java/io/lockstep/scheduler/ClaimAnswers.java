@@ -134,7 +134,7 @@ final class ClaimAnswers {
                         request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
                         d.kind() == DueSlot.Kind.CATCH_UP, provider);
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
-                run.storeClock(result.serverTimeMillis() * 1_000, sentNanos, receivedNanos, d.askedSinceNanos());
+                run.storeClock(result.serverTimeMillis() * 1_000, sentNanos, receivedNanos, d.asks.askedSinceNanos());
                 // Moved on before the hand-off: should anything below throw, unhandled() must not free the
                 // thread the run now owns nor ask the store again (the same token wins again: a second run).
                 d.won(request.staged());
@@ -160,9 +160,9 @@ final class ClaimAnswers {
                 // Another run of the job holds its exclusive lease. A rerun so answered holds the job's
                 // next turn in the store (ClaimResult.TURN_HOLD), so later slots yield to it once the
                 // lease is free: it can back off without missing the gap between back-to-back runs.
-                d.undecided();
+                d.asks.undecided();
                 // A catch-up takes no turn (only reruns do): it keeps asking every 250 ms to catch the gaps.
-                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.CATCH_UP ? Claimer.RETRY_DELAY : busyDelay(d.busyAnswered())));
+                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.CATCH_UP ? Claimer.RETRY_DELAY : busyDelay(d.asks.busyAnswered())));
                 return;
             }
             case UNANSWERED -> {
@@ -176,7 +176,7 @@ final class ClaimAnswers {
                 return;
             }
             case EARLY -> {
-                d.undecided();
+                d.asks.undecided();
                 // Our clock runs ahead of the store's, or a claim ahead found the job paused or its
                 // lease held: come back when the store's clock reaches the moment it can be decided.
                 long at = d.slot.toEpochMilli() - request.ahead().toMillis();
@@ -201,7 +201,7 @@ final class ClaimAnswers {
      * by a majority like any decision, while the slot's record could still tell.
      */
     private void noQuorum(DueSlot d, long lateness, String lockName) {
-        d.newToken();
+        d.asks.newToken();
         Instant now = clock.now();
         Instant again = d.recovery() ? recoveryRetry(d, now) : now.plusMillis(ThreadLocalRandom.current().nextLong(NO_QUORUM_RETRY_MIN.toMillis(),
                 NO_QUORUM_RETRY_MAX.toMillis() + 1));

@@ -134,7 +134,7 @@ final class Claimer {
             }
             d.toStore();
             JobDefinition def = d.definition();
-            Lease lease = new Lease(def.name(), d.slot, d.token(Claimer::newToken), def.lease(), def.exclusive());
+            Lease lease = new Lease(def.name(), d.slot, d.asks.token(Claimer::newToken), def.lease(), def.exclusive());
             Duration ahead = d.ahead(); // only a slot shared out to us, on its way to start
             allOwn &= ahead.toMillis() > 0;
             requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode(), def.overlap() == Overlap.REPLACE, d.manual,
@@ -150,7 +150,7 @@ final class Claimer {
         }
         threads.take(reserved);
         long sent = System.nanoTime();
-        batch.forEach(d -> d.asked(sent));
+        batch.forEach(d -> d.asks.asked(sent));
         List<ClaimResult> results;
         try {
             results = provider.claim(requests);
