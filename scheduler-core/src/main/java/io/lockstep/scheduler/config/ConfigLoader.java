@@ -6,7 +6,6 @@ import io.lockstep.scheduler.config.PolicySection.Policies;
 import java.io.StringReader;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -16,11 +15,7 @@ import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
 import org.yaml.snakeyaml.error.YAMLException;
-import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
-import org.yaml.snakeyaml.nodes.NodeTuple;
-import org.yaml.snakeyaml.nodes.ScalarNode;
-import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
  * Turns a YAML file into a {@link LockstepConfig}, or fails with every problem it finds, each named
@@ -153,52 +148,7 @@ public final class ConfigLoader {
 
     /** {@link #located(Path, ConfigException)} for YAML text that {@code source} names. */
     public static ConfigException located(String source, String text, ConfigException e) {
-        Node root;
-        try {
-            LoaderOptions options = new LoaderOptions();
-            options.setMaxAliasesForCollections(ConfigFile.MAX_ALIASES);
-            options.setCodePointLimit((int) ConfigFile.MAX_BYTES);
-            root = new Yaml(options).compose(new StringReader(text));
-        } catch (YAMLException unreadable) {
-            return e;
-        }
-        Node jobs = root instanceof MappingNode top ? value(top, "jobs") : null;
-        List<ConfigProblem> placed = new ArrayList<>();
-        for (ConfigProblem p : e.problems()) {
-            ConfigProblem at = p;
-            if (p.line() == 0 && p.file().startsWith("job ") && p.path().startsWith("params") && jobs instanceof SequenceNode list) {
-                String name = p.file().substring(4);
-                for (int i = 0; i < list.getValue().size(); i++) {
-                    Node job = list.getValue().get(i);
-                    if (job instanceof MappingNode m && value(m, "name") instanceof ScalarNode n && n.getValue().equals(name)) {
-                        Node where = job;
-                        Node params = value(m, "params");
-                        String first = p.path().length() > "params.".length() ? p.path().substring("params.".length()).split("[.\\[]")[0] : "";
-                        if (params instanceof MappingNode pm) {
-                            where = params;
-                            for (NodeTuple t : pm.getValue()) {
-                                if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(first)) {
-                                    where = t.getKeyNode();
-                                }
-                            }
-                        }
-                        at = new ConfigProblem(source, where.getStartMark().getLine() + 1, "jobs[" + i + "]." + p.path(), p.message());
-                        break;
-                    }
-                }
-            }
-            placed.add(at);
-        }
-        return new ConfigException(placed);
-    }
-
-    private static Node value(MappingNode map, String key) {
-        for (NodeTuple t : map.getValue()) {
-            if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(key)) {
-                return t.getValueNode();
-            }
-        }
-        return null;
+        return LocatedProblems.in(source, text, e);
     }
 
     /** One pass over one document; collects problems instead of stopping at the first. */
