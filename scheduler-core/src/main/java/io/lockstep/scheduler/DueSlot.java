@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.EnumSet;
 import java.util.Set;
-import java.util.function.Supplier;
 
 /**
  * One slot on its way to a decision, and where it stands on that way ({@link Stage}). Its
@@ -13,7 +12,7 @@ import java.util.function.Supplier;
  * its stage changes only through the transitions below, each of which checks the stage it comes
  * from: a move the table does not allow is a bug, and throws {@link IllegalStateException} naming
  * the slot and both stages. Its token stays the same across retries (a Redlock split excepted), so a
- * repeated request whose reply was lost gets the same answer.
+ * repeated request whose reply was lost gets the same answer ({@link SlotAsks}).
  *
  * <p>The tick thread decides (the {@link Preference}, the {@link Claimer}) by moving the slot on;
  * the {@link SlotQueue} then files it by its stage, once ({@link SlotQueue#place}): queued by its
@@ -129,10 +128,8 @@ final class DueSlot implements Comparable<DueSlot> {
     private Instant retryAt;
     /** How long before its slot the store may decide it: {@link Preference#AHEAD} once shared out to us. */
     private Duration ahead = Duration.ZERO;
-    private String token;
-    private long askedSinceNanos;
-    /** {@code BUSY} answers so far ({@link #busyAnswered}). */
-    private int busyAnswers;
+    /** Its token, and what its requests so far tell: the same on every request for it, whatever its stage. */
+    final SlotAsks asks = new SlotAsks();
     /** Why the slot is reported missed, and the same as a short code for {@code lockstep.slots.missed}. */
     private String missReason, missCode;
     /** {@link Stage#STEPPED_ASIDE}: the worker it was given to. */
@@ -333,46 +330,6 @@ final class DueSlot implements Comparable<DueSlot> {
     boolean needsThread() {
         ClaimRequest.Mode m = mode();
         return m == ClaimRequest.Mode.CLAIM || m == ClaimRequest.Mode.CATCH_UP || m == ClaimRequest.Mode.RECOVER;
-    }
-
-    /** The slot's token, the same on every request (a lost reply's repeat is answered alike); drawn on its first one. */
-    String token(Supplier<String> draw) {
-        if (token == null) {
-            token = draw.get();
-        }
-        return token;
-    }
-
-    /** A request for the slot was sent at {@code sentNanos} (monotonic). */
-    void asked(long sentNanos) {
-        if (askedSinceNanos == 0) {
-            askedSinceNanos = sentNanos;
-        }
-    }
-
-    /**
-     * When the first request since the store last said the slot was not decided yet was sent
-     * (monotonic nanos): the store decided the slot no earlier, though a repeat after a lost reply
-     * is answered later. 0 before any.
-     */
-    long askedSinceNanos() {
-        return askedSinceNanos;
-    }
-
-    /** How many {@code BUSY} answers came before this one (from 0): the Claimer's back-off. */
-    int busyAnswered() {
-        return busyAnswers++;
-    }
-
-    /** The store answered that the slot is not decided yet (busy, early): a decision comes with a later request. */
-    void undecided() {
-        askedSinceNanos = 0;
-    }
-
-    /** Redlock gave back what a split vote wrote: the next request draws a new token, so that a give-back landing late undoes nothing of it. */
-    void newToken() {
-        token = null;
-        askedSinceNanos = 0;
     }
 
     String missReason() {

@@ -110,7 +110,7 @@ final class Preference {
                     if (state.kind() != SlotState.Kind.DECIDED) {
                         // We never raced it, so no claim answer told us of its run: look for it dead once
                         // its lease (short, while it is not started) would have run out.
-                        queue.lookNoLaterThan(d.definition().name(), Instant.ofEpochMilli(state.leaseEndMillis()).plus(Recovery.LOOK_MARGIN));
+                        queue.looks().lookNoLaterThan(d.definition().name(), Instant.ofEpochMilli(state.leaseEndMillis()).plus(Recovery.LOOK_MARGIN));
                     }
                 }
             }

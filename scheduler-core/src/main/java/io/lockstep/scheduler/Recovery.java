@@ -47,7 +47,7 @@ final class Recovery {
      */
     void lookAtRuns() {
         Instant now = clock.now();
-        List<String> names = queue.looksDue(now);
+        List<String> names = queue.looks().looksDue(now);
         if (names.isEmpty()) {
             return;
         }
@@ -57,12 +57,12 @@ final class Recovery {
             outage.succeeded();
         } catch (LockException e) {
             outage.failed("runs", e);
-            queue.lookAt(names, now.plus(Claimer.RETRY_DELAY));
+            queue.looks().lookAt(names, now.plus(Claimer.RETRY_DELAY));
             return;
         }
         List<DueSlot> due = new ArrayList<>();
         for (RunsInFlight runs : found) {
-            queue.noteRuns(runs.job(), runs.nextLeaseEndMillis());
+            queue.looks().noteRuns(runs.job(), runs.nextLeaseEndMillis());
             ScheduledJob job = jobs.get(runs.job());
             if (job == null) {
                 continue; // not a job of ours (any more): those that run it recover it
@@ -72,7 +72,7 @@ final class Recovery {
                     continue; // our own run, still executing or its outcome not written yet: not dead to us
                 }
                 DueSlot d = DueSlot.recovery(job, slot, job.definition().recover(), now.plus(job.definition().lease()));
-                if (queue.startRecovery(d)) {
+                if (queue.looks().startRecovery(d)) {
                     due.add(d);
                 }
             }

@@ -85,7 +85,7 @@ final class Reload {
                 j.definition().schedule().next(at).ifPresent(slot -> due.add(DueSlot.scheduled(j, slot, queue.lead().current())));
             }
             queue.addAll(due);
-            queue.lookAt(made.stream().map(ScheduledJob::name).toList(), at); // runs of it other workers have in flight
+            queue.looks().lookAt(made.stream().map(ScheduledJob::name).toList(), at); // runs of it other workers have in flight
         }
         ScheduleUpdate update = new ScheduleUpdate(added, changed, removed, membership.configHash());
         events.info("schedule_updated").addKeyValue("jobs", next.size()).addKeyValue("added", String.join(",", added))

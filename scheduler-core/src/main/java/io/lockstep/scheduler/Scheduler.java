@@ -5,10 +5,8 @@ import io.lockstep.scheduler.lock.LockProvider;
 import io.lockstep.scheduler.lock.Watchdog;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -35,7 +33,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@link Completer}: outcomes written in batches; a run that lost its lease or was cut off by a
  *       stop under {@code recover: rerun}, or never started, is handed over instead of closed;
  *   <li>{@link Recovery}: runs whose lease ran out without an outcome ({@link Recover});
- *   <li>{@link CatchUpPlan}: slots the whole cluster missed while it was down ({@link CatchUp});
+ *   <li>{@link FirstSlots}: what a start queues, read from the store before anything changes, with
+ *       {@link CatchUpPlan}: slots the whole cluster missed while it was down ({@link CatchUp});
  *   <li>{@link Reload}: a new set of definitions put in force while it runs ({@link #update}).
  * </ul>
  *
@@ -109,7 +108,7 @@ public final class Scheduler implements AutoCloseable {
             }
             queue.addAll(List.of(DueSlot.manual(job, t.slot())));
             return true;
-        }, () -> queue.lookSoon(jobs.names()), within -> {
+        }, () -> queue.looks().lookSoon(jobs.names()), within -> {
             events.info("drain_requested").addKeyValue("within_ms", within.toMillis())
                     .log("an operator asked this worker to drain: no new claims; its running jobs may finish within " + within);
             java.util.function.Consumer<Duration> action = b.drainRequested != null ? b.drainRequested : this::drain; // by default: itself
@@ -178,62 +177,21 @@ public final class Scheduler implements AutoCloseable {
             if (!started.compareAndSet(false, true)) {
                 throw new IllegalStateException("scheduler already started");
             }
-            Reads reads;
+            FirstSlots first;
             try {
-                reads = read();
+                first = FirstSlots.read(provider, clock, jobs);
                 membership.start(); // its writes (the config, a heartbeat) may be repeated: a start that fails here is retried whole
             } catch (RuntimeException e) {
                 started.set(false); // nothing of this worker's own state was changed: it may be started again
                 throw e;
             }
-            begin(reads);
+            begin(first);
         }
     }
 
-    /** What {@link #start} reads from the store before it changes anything. */
-    private record Reads(List<ScheduledJob> jobs, Map<String, Instant> lastSlots, Map<String, io.lockstep.scheduler.lock.InForce> inForce) {}
-
-    private Reads read() {
-        clock.sync(provider);
-        List<ScheduledJob> jobs = List.copyOf(this.jobs.all());
-        List<String> names = jobs.stream().map(ScheduledJob::name).toList();
-        return new Reads(jobs, provider.lastSlots(names), provider.inForce(names));
-    }
-
-    private void begin(Reads reads) {
-        List<ScheduledJob> jobs = reads.jobs();
-        Map<String, Instant> lastSlots = reads.lastSlots();
-        Map<String, io.lockstep.scheduler.lock.InForce> inForce = reads.inForce();
-        Instant now = clock.now();
-        List<DueSlot> due = new ArrayList<>();
-        for (ScheduledJob job : jobs) {
-            Instant last = lastSlots.get(job.name());
-            if (last != null) {
-                CatchUpPlan plan = CatchUpPlan.since(job, last, inForce.get(job.name()), now);
-                due.addAll(plan.slots());
-                if (plan.catchesUp()) {
-                    queue.catchingUp(List.of(job.name()));
-                }
-                if (plan.dropped() > 0) {
-                    events.warn("slots_missed").addKeyValue("job", job.name()).addKeyValue("count", plan.dropped())
-                            .addKeyValue("from", plan.droppedFrom().toString()).addKeyValue("to", plan.droppedTo().toString())
-                            .addKeyValue("reason", "no worker was running; more than " + CatchUpPlan.MAX_CATCH_UP_SLOTS
-                                    + " slots were missed and only the newest are caught up or reported one by one")
-                            .log("missed slots only counted");
-                    events.metrics().missed(job.name(), "cluster_down", plan.dropped());
-                }
-                if (plan.notOwed() > 0) {
-                    events.info("slots_not_owed").addKeyValue("job", job.name()).addKeyValue("count", plan.notOwed())
-                            .addKeyValue("from", plan.notOwedFrom().toString()).addKeyValue("to", plan.notOwedTo().toString())
-                            .log("slots not caught up: they passed while the cluster ran without the job (disabled or removed); "
-                                    + "re-enabled, it starts at its next slot, as after a reload");
-                }
-            }
-            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.scheduled(job, slot, queue.lead().current())));
-        }
-        queue.addAll(due);
-        // Runs of other workers may be in flight already: look at every job once.
-        queue.lookAt(jobs.stream().map(ScheduledJob::name).toList(), now);
+    /** Queues what {@link #start} read ({@link FirstSlots}), then starts the threads. */
+    private void begin(FirstSlots first) {
+        List<ScheduledJob> jobs = first.queue(queue, events, clock.now());
         events.info("worker_started").addKeyValue("jobs", jobs.size()).addKeyValue("threads", threads.size)
                 .addKeyValue("lock_store", provider.describe()).addKeyValue("clock_offset_ms", clock.offsetMillis())
                 .addKeyValue("config_hash", membership.configHash()).log("worker started");

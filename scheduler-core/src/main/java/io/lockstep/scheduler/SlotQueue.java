@@ -16,10 +16,11 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * What the tick thread waits for: slots by fire (or retry) time, slots waiting for a free job
- * thread, and per job the moment to look at its runs in flight. The tick thread sleeps in
- * {@link #awaitDue} until one of them is due; job threads wake it when they free a thread. The due
- * slots it takes out it moves on to their next {@link DueSlot.Stage} and gives back through
- * {@link #place}, which files each by its stage, once. Thread-safe.
+ * thread, and per job the moment to look at its runs in flight (kept by {@link RunLooks}, under
+ * this queue's lock). The tick thread sleeps in {@link #awaitDue} until one of them is due; job
+ * threads wake it when they free a thread. The due slots it takes out it moves on to their next
+ * {@link DueSlot.Stage} and gives back through {@link #place}, which files each by its stage,
+ * once. Thread-safe.
  */
 final class SlotQueue {
 
@@ -30,20 +31,10 @@ final class SlotQueue {
     private final PriorityQueue<DueSlot> queue = new PriorityQueue<>();
     /** Due slots that found no free job thread; claimed again when one frees or their grace ends. */
     private final Waiting waiting = new Waiting();
+    /** When to look at each job's runs in flight, and the dead runs being dealt with: under this queue's lock. */
+    private final RunLooks looks = new RunLooks(lock, wake);
     /** Whether {@link #waiting} holds slots (read without the lock by {@link #threadFreed}). */
     private volatile boolean anyWaiting;
-    /** Stale runs being recovered or abandoned by this worker, by {@link DueSlot#key()}. */
-    private final Set<String> recovering = new HashSet<>();
-    /**
-     * Slots this worker gave up on without an answer and still has to disown in the store, by
-     * {@link DueSlot#key()}: an earlier claim of ours may hold them, but no run of ours does.
-     */
-    private final Set<String> disowning = new HashSet<>();
-    /**
-     * Per job, when (cluster time) to ask the store about its runs in flight: the earliest lease
-     * end the store last told us of, plus {@link Recovery#LOOK_MARGIN}.
-     */
-    private final Map<String, Instant> lookAt = new HashMap<>();
     /** Jobs with a catch-up slot not yet decided: their newer slots wait for it (slots start in order). */
     private final Set<String> catchingUp = new HashSet<>();
     /** A job thread freed up, or a catch-up ended, since the tick thread last looked: waiting slots may go. */
@@ -69,7 +60,7 @@ final class SlotQueue {
                 if (!waiting.isEmpty() && threadFreed && threads.anyFree()) {
                     break;
                 }
-                Instant look = earliestLook();
+                Instant look = looks.earliestLook();
                 if (look != null && !look.isAfter(now)) {
                     break;
                 }
@@ -191,8 +182,7 @@ final class SlotQueue {
 
     /** A slot left our hands: see {@link #place}. Under {@link #lock}. */
     private void forget(DueSlot d, Instant now) {
-        recovering.remove(d.key());
-        disowning.remove(d.key());
+        looks.forget(d);
         DueSlot next = d.next();
         if (next != null) {
             queue.add(next.unchain(now));
@@ -221,127 +211,6 @@ final class SlotQueue {
         try {
             closed = true;
             wake.signalAll();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    // ---------------------------------------------------------------- looks at runs in flight
-
-    /** Look at every one of these jobs' runs in flight at {@code at}. */
-    void lookAt(Collection<String> jobs, Instant at) {
-        lock.lock();
-        try {
-            jobs.forEach(job -> lookAt.put(job, at));
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /**
-     * Look at the job's runs in flight now: a run of it was handed over (this worker stopped it, or
-     * it lost its lease under {@code recover: rerun}), so it is dead already and a rerun is due.
-     */
-    void lookSoon(String job) {
-        lookSoon(java.util.List.of(job));
-    }
-
-    /** {@link #lookSoon(String)} for each of these jobs (a peer left: its runs may have been handed over). */
-    void lookSoon(Collection<String> jobs) {
-        lock.lock();
-        try {
-            jobs.forEach(job -> lookAt.put(job, Instant.EPOCH));
-            wake.signalAll();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** What a look at a job's runs in flight found: when the earliest lease still ahead ends (0: none). */
-    void noteRuns(String job, long runningUntilMillis) {
-        noteRuns(job, runningUntilMillis, 0);
-    }
-
-    /**
-     * What a claim answer said of a job's runs in flight: when their earliest lease ends (0: none in
-     * flight), by the store's clock at {@code serverNowMillis}. A lease end already past is a run that
-     * died; while this worker already asks for its rerun (answered busy, say), it is not looked at
-     * again on every answer.
-     */
-    void noteRuns(String job, long runningUntilMillis, long serverNowMillis) {
-        lock.lock();
-        try {
-            if (runningUntilMillis < serverNowMillis && runningUntilMillis != 0 && recoveringAny(job)) {
-                return; // a run that died, whose rerun we already ask for: no look would tell us more
-            }
-            if (runningUntilMillis == 0) {
-                lookAt.remove(job);
-            } else {
-                lookAt.put(job, Instant.ofEpochMilli(runningUntilMillis).plus(Recovery.LOOK_MARGIN));
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private boolean recoveringAny(String job) {
-        String prefix = job + "@";
-        for (String key : recovering) {
-            if (key.startsWith(prefix)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /**
-     * Look at the job's runs in flight at {@code at}, unless a look is due sooner: a worker that
-     * stepped aside for a slot heard nothing of its run from the store, so it looks once the run's
-     * lease would have run out (the look reschedules itself while runs are in flight).
-     */
-    void lookNoLaterThan(String job, Instant at) {
-        lock.lock();
-        try {
-            lookAt.merge(job, at, SlotQueue::earliest);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** The jobs whose look is due at {@code now}. */
-    List<String> looksDue(Instant now) {
-        List<String> names = new ArrayList<>();
-        lock.lock();
-        try {
-            lookAt.forEach((job, at) -> {
-                if (!at.isAfter(now)) {
-                    names.add(job);
-                }
-            });
-        } finally {
-            lock.unlock();
-        }
-        return names;
-    }
-
-    /**
-     * Marks a stale run as being dealt with by this worker; false when it already is, or when it is
-     * a claim of ours that we are disowning (it never ran: the disown settles it).
-     */
-    boolean startRecovery(DueSlot d) {
-        lock.lock();
-        try {
-            return !disowning.contains(d.key()) && recovering.add(d.key());
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** This worker gave up on {@code d} without an answer and will disown it. */
-    void disowning(DueSlot d) {
-        lock.lock();
-        try {
-            disowning.add(d.key());
         } finally {
             lock.unlock();
         }
@@ -376,19 +245,13 @@ final class SlotQueue {
         }
     }
 
-    /** The earliest moment some job's runs in flight are due a look, or null. Under {@link #lock}. */
-    private Instant earliestLook() {
-        Instant first = null;
-        for (Instant at : lookAt.values()) {
-            if (first == null || at.isBefore(first)) {
-                first = at;
-            }
-        }
-        return first;
-    }
-
     static Instant earliest(Instant a, Instant b) {
         return a.isBefore(b) ? a : b;
+    }
+
+    /** When to look at each job's runs in flight ({@link RunLooks}), due in {@link #awaitDue} with the slots. */
+    RunLooks looks() {
+        return looks;
     }
 
     /** Sets the scheduler's {@link ClaimLead} (from its store's start window); before the first slot is queued. */

@@ -1,7 +1,6 @@
 package io.lockstep.scheduler;
 
 import io.lockstep.scheduler.lock.LockProvider;
-import io.lockstep.scheduler.lock.StartReply;
 import io.lockstep.scheduler.lock.StartRequest;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,27 +23,18 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>A claim made ahead earlier than that is staged in the store (a short lease, the record "claimed", see
  * {@link StartRequest}). {@link #LEAD} before its start instant this thread asks the store to
- * start it, many runs to a round trip; the store checks by its own clock that the claim is still
- * ours, that the slot's grace has not passed and that the job is not paused, then records the run
- * as started under the job's full lease. Only a run the store started is handed to the pool, at
- * its start instant: counted on the monotonic clock from the claim's reply, then from the start's
- * (the store's clock read last, just before the slot), so never before the slot by the store's
- * clock and within a fraction of a millisecond of it. The runs due at one instant go to the pool
- * together ({@link Runner#startAll}); runs already started are handed over before the next start
- * round trip, never after it. Every other end is reported once and the job thread freed:
- * <ul>
- *   <li>late (the worker stalled past the grace): {@code slot_missed}, recorded by the store;</li>
- *   <li>paused since the claim: {@code slot_skipped}, recorded by the store;</li>
- *   <li>split (Redlock's masters answered with no majority, say paused on one and started on
- *       another): {@code slot_missed} (code {@code no_quorum}), recorded missed by the store wherever
- *       the claim was ours: nobody else would report it;</li>
- *   <li>lost (a peer took the slot), unconfirmed (fewer replicas than {@code waitReplicas}
- *       acknowledged the start), or the store unreachable until the short lease ran out:
- *       {@code lease_lost}, and the claim is handed back unstarted, so that a peer runs it within
- *       its grace whatever the recover policy;</li>
- *   <li>the worker stopping before the start: handed back unstarted at once
- *       ({@code slot_handed_over}).</li>
- * </ul>
+ * start it, many runs to a round trip ({@link StagedStarts}: the round trip, and what each answer
+ * leads to); the store checks by its own clock that the claim is still ours, that the slot's grace
+ * has not passed and that the job is not paused, then records the run as started under the job's
+ * full lease. Only a run the store started is handed to the pool, at its start instant: counted on
+ * the monotonic clock from the claim's reply, then from the start's (the store's clock read last,
+ * just before the slot), so never before the slot by the store's clock and within a fraction of a
+ * millisecond of it. The runs due at one instant go to the pool together ({@link Runner#startAll});
+ * runs already started are handed over before the next start round trip, never after it. Every
+ * other end is reported once and the job thread freed: late, paused, split, lost or unconfirmed
+ * at the start ({@link StagedStarts} lists them); a worker stalled past the grace after the
+ * store's start: handed back unstarted ({@link #ready}); the worker stopping before the start:
+ * handed back unstarted at once ({@code slot_handed_over}).
  * A crash of the worker before the start leaves the staged claim to run out (at most the slot
  * plus {@link io.lockstep.scheduler.lock.ClaimRequest#STAGED_MARGIN}), after which a peer runs it.
  * Between the store's start and the run's start (at most {@link #LEAD} plus {@link #JOIN_NANOS} plus
@@ -64,14 +54,12 @@ final class Starter {
      * claims of one instant made in several script calls carry store times some milliseconds apart.
      */
     private static final long JOIN_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
-    /** How soon a start that could not reach the store is sent again (while the short lease lasts). */
-    private static final long RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(25);
 
-    private final LockProvider provider;
     private final Runner runner;
     private final Events events;
     private final StartEvents startEvents;
-    private final Outage outage;
+    /** The start round trip of the staged runs due, and what each answer leads to. */
+    private final StagedStarts stagedStarts;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition wake = lock.newCondition();
     private final PriorityQueue<Staged> queue = new PriorityQueue<>((a, b) -> Long.compare(a.atNanos, b.atNanos));
@@ -79,11 +67,10 @@ final class Starter {
     private boolean closing;
 
     Starter(LockProvider provider, Runner runner, Events events, Outage outage) {
-        this.provider = provider;
         this.runner = runner;
         this.events = events;
         this.startEvents = new StartEvents(events);
-        this.outage = outage;
+        this.stagedStarts = new StagedStarts(provider, runner, startEvents, outage, this::requeue);
         this.thread = new Thread(this::loop, "lockstep-start");
         this.thread.setDaemon(true);
     }
@@ -286,90 +273,15 @@ final class Starter {
             return;
         }
         handToPool(ready); // the runs due now do not wait for the start round trip of others
-        List<StartRequest> requests = new ArrayList<>(toStart.size());
-        for (Staged s : toStart) {
-            s.tried = true;
-            requests.add(new StartRequest(s.run.lease, s.run.definition.misfireGrace()));
-        }
-        long sent = System.nanoTime();
-        List<StartReply> answers;
-        try {
-            answers = provider.start(requests);
-            outage.succeeded();
-        } catch (RuntimeException e) {
-            io.lockstep.scheduler.lock.LockException failure = outage.failedCall("start", e);
-            long retryAt = System.nanoTime() + RETRY_NANOS;
-            for (Staged s : toStart) {
-                retryOrGiveUp(s, retryAt, failure.getMessage());
-            }
-            return;
-        }
-        long now = System.nanoTime();
-        for (int i = 0; i < toStart.size(); i++) {
-            Staged s = toStart.get(i);
-            SlotRun run = s.run;
-            StartReply reply = answers.get(i);
-            switch (reply.answer()) {
-                case STARTED -> {
-                    s.started = true;
-                    s.startSentNanos = sent;
-                    // The start's reply is the latest reading of the store's clock (read last, just
-                    // before the slot): the run begins by it, which ends at or after the slot by that
-                    // clock, and within a fraction of a millisecond of it. Not the earlier of it and
-                    // the claim's: a clock stepped back since the claim would make the claim's early.
-                    long delay = reply.startDelayNanos(run.scheduledTime());
-                    if (delay != Long.MAX_VALUE) {
-                        run.startAtNanos = now + delay;
-                        run.storeClock(reply.serverTimeMicros(), sent, now, sent);
-                    }
-                    if (run.startAtNanos - now <= 0) {
-                        ready(s, ready);
-                    } else {
-                        requeue(s, run.startAtNanos);
-                    }
-                }
-                case UNANSWERED -> retryOrGiveUp(s, now + RETRY_NANOS, "the master that holds the claim did not answer");
-                case LATE -> {
-                    s.done = true;
-                    startEvents.late(run);
-                    notStarted(run, false);
-                }
-                case PAUSED -> {
-                    s.done = true;
-                    startEvents.paused(run);
-                    notStarted(run, false);
-                }
-                case SPLIT -> {
-                    s.done = true;
-                    startEvents.split(run);
-                    notStarted(run, false); // recorded missed by the store where it was ours: nothing to hand back
-                }
-                case LOST -> {
-                    s.done = true;
-                    leaseLost(run, "the claim made ahead was no longer this worker's at its start (a peer took the slot over)");
-                }
-                case UNCONFIRMED -> {
-                    s.done = true;
-                    leaseLost(run, "fewer replicas than redis.waitReplicas acknowledged its start in time (a failover could lose it)");
-                }
-            }
-        }
-    }
-
-    /** Sends the start again at {@code retryAtNanos} while the short lease lasts; past it, the claim is lost. */
-    private void retryOrGiveUp(Staged s, long retryAtNanos, String why) {
-        if (retryAtNanos - s.leaseEndsNanos < 0) {
-            requeue(s, retryAtNanos); // the start may or may not have landed: asking again gets the same answer
-        } else {
-            s.done = true;
-            leaseLost(s.run, "the claim's short lease ran out before its start could be recorded (" + why + ")");
-        }
+        stagedStarts.send(toStart, s -> ready(s, ready));
     }
 
     /**
      * A run the store started is ready for the pool ({@code ready}), unless this worker stalled (GC,
      * a pause) past the slot's grace since the store's answer: then it goes back unstarted, and the
      * recovery that finds it (a peer's, or ours) records and reports the slot as missed, once.
+     * Called for the runs started before (claimed within the start window, or requeued for their
+     * instant) and by {@link StagedStarts} for those its round trip just started.
      */
     private void ready(Staged s, List<Staged> ready) {
         s.done = true;
@@ -421,11 +333,6 @@ final class Starter {
         } finally {
             lock.unlock();
         }
-    }
-
-    private void leaseLost(SlotRun run, String reason) {
-        startEvents.leaseLost(run, reason);
-        notStarted(run, true);
     }
 
     private void handOver(SlotRun run) {

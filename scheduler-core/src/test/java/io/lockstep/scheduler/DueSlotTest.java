@@ -96,7 +96,7 @@ class DueSlotTest {
     @Test
     void aSlotPastItsStartDeadlineOnlyRecordsItsMissAndIsReportedOnce() {
         DueSlot d = DueSlot.claim(JOB, T);
-        String token = d.token(() -> "t1");
+        String token = d.asks.token(() -> "t1");
         d.toStore();
         d.retryAt(T.plusMillis(250)); // busy
         d.missOnly("no free job thread on any worker within misfireGrace", "no_thread");
@@ -104,7 +104,7 @@ class DueSlotTest {
         assertThat(d.mode()).isEqualTo(Mode.MISS_ONLY);
         assertThat(d.needsThread()).isFalse();
         assertThat(d.startDeadline()).isEqualTo(Instant.MAX);
-        assertThat(d.token(() -> "t2")).as("the same token on every request").isEqualTo(token);
+        assertThat(d.asks.token(() -> "t2")).as("the same token on every request").isEqualTo(token);
 
         d.toStore();
         assertThat(d.stage()).as("goes to the store as it is").isEqualTo(Stage.MISS_ONLY);

@@ -112,8 +112,8 @@ class PreferenceTest {
                 .as("claimed ahead by a: b steps aside for every one").isEmpty();
         // Not started yet: b looks for those claims dead once their short lease would have run out.
         Instant shortLeaseOut = T.plus(ClaimRequest.STAGED_MARGIN).plus(Recovery.LOOK_MARGIN);
-        assertThat(b2.queue.looksDue(shortLeaseOut.minusMillis(1))).isEmpty();
-        assertThat(b2.queue.looksDue(shortLeaseOut)).containsExactlyInAnyOrderElementsOf(
+        assertThat(b2.queue.looks().looksDue(shortLeaseOut.minusMillis(1))).isEmpty();
+        assertThat(b2.queue.looks().looksDue(shortLeaseOut)).containsExactlyInAnyOrderElementsOf(
                 ownOfA.stream().map(d -> d.definition().name()).toList());
     }
 
@@ -128,7 +128,7 @@ class PreferenceTest {
         Worker b = new Worker("b", "a", "b");
         b.share(T);
         assertThat(b.preference.sift(dueAgain(b), b.queue, T.plus(Preference.BACKOFF))).isEmpty();
-        assertThat(b.queue.looksDue(T.plusSeconds(60))).as("nothing in flight to look at").isEmpty();
+        assertThat(b.queue.looks().looksDue(T.plusSeconds(60))).as("nothing in flight to look at").isEmpty();
     }
 
     /**

@@ -2,16 +2,10 @@ package io.lockstep.scheduler.config;
 
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.JobFactory;
-import io.lockstep.scheduler.Params;
 import io.lockstep.scheduler.config.PolicySection.Policies;
-import io.lockstep.scheduler.cron.CronSchedule;
 import java.io.StringReader;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -21,11 +15,7 @@ import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
 import org.yaml.snakeyaml.error.YAMLException;
-import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
-import org.yaml.snakeyaml.nodes.NodeTuple;
-import org.yaml.snakeyaml.nodes.ScalarNode;
-import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
  * Turns a YAML file into a {@link LockstepConfig}, or fails with every problem it finds, each named
@@ -38,8 +28,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  *
  * <p>The sections are read apart: {@link ConfigNodes} reads single values and records problems,
  * {@link RedisSection} the {@code redis} section, {@link PolicySection} the policy keys that
- * {@code defaults} and every job share; this class reads the rest ({@code worker}, {@code history},
- * the jobs themselves) and puts them together.
+ * {@code defaults} and every job share, {@link JobsSection} the jobs themselves; this class reads
+ * the rest ({@code worker}, {@code history}) and puts them together.
  *
  * <p>Instances are immutable and thread-safe.
  */
@@ -50,13 +40,6 @@ public final class ConfigLoader {
     private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
     private static final Set<String> HISTORY_KEYS = Set.of("keep");
     private static final Set<String> DEFAULTS_KEYS = Set.copyOf(PolicySection.KEYS);
-    private static final Set<String> JOB_KEYS;
-
-    static {
-        Set<String> keys = new HashSet<>(PolicySection.KEYS);
-        keys.addAll(List.of("name", "cron", "class", "params", "enabled"));
-        JOB_KEYS = Set.copyOf(keys);
-    }
 
     private final Function<String, String> environment;
     private final boolean checkClasses;
@@ -75,7 +58,7 @@ public final class ConfigLoader {
                 Map.entry("redis.redlock", RedisSection.REDLOCK_KEYS),
                 Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS),
                 Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", PolicySection.RETRY_KEYS),
-                Map.entry("jobs[]", JOB_KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS));
+                Map.entry("jobs[]", JobsSection.KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS));
     }
 
     private ConfigLoader(Function<String, String> environment, boolean checkClasses, boolean reflective, boolean jobsRequired) {
@@ -165,52 +148,7 @@ public final class ConfigLoader {
 
     /** {@link #located(Path, ConfigException)} for YAML text that {@code source} names. */
     public static ConfigException located(String source, String text, ConfigException e) {
-        Node root;
-        try {
-            LoaderOptions options = new LoaderOptions();
-            options.setMaxAliasesForCollections(ConfigFile.MAX_ALIASES);
-            options.setCodePointLimit((int) ConfigFile.MAX_BYTES);
-            root = new Yaml(options).compose(new StringReader(text));
-        } catch (YAMLException unreadable) {
-            return e;
-        }
-        Node jobs = root instanceof MappingNode top ? value(top, "jobs") : null;
-        List<ConfigProblem> placed = new ArrayList<>();
-        for (ConfigProblem p : e.problems()) {
-            ConfigProblem at = p;
-            if (p.line() == 0 && p.file().startsWith("job ") && p.path().startsWith("params") && jobs instanceof SequenceNode list) {
-                String name = p.file().substring(4);
-                for (int i = 0; i < list.getValue().size(); i++) {
-                    Node job = list.getValue().get(i);
-                    if (job instanceof MappingNode m && value(m, "name") instanceof ScalarNode n && n.getValue().equals(name)) {
-                        Node where = job;
-                        Node params = value(m, "params");
-                        String first = p.path().length() > "params.".length() ? p.path().substring("params.".length()).split("[.\\[]")[0] : "";
-                        if (params instanceof MappingNode pm) {
-                            where = params;
-                            for (NodeTuple t : pm.getValue()) {
-                                if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(first)) {
-                                    where = t.getKeyNode();
-                                }
-                            }
-                        }
-                        at = new ConfigProblem(source, where.getStartMark().getLine() + 1, "jobs[" + i + "]." + p.path(), p.message());
-                        break;
-                    }
-                }
-            }
-            placed.add(at);
-        }
-        return new ConfigException(placed);
-    }
-
-    private static Node value(MappingNode map, String key) {
-        for (NodeTuple t : map.getValue()) {
-            if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(key)) {
-                return t.getValueNode();
-            }
-        }
-        return null;
+        return LocatedProblems.in(source, text, e);
     }
 
     /** One pass over one document; collects problems instead of stopping at the first. */
@@ -243,7 +181,8 @@ public final class ConfigLoader {
             RedisSettings redis = new RedisSection(this).read(top.get("redis"));
             WorkerSettings worker = readWorker(top.get("worker"));
             Policies defaults = new PolicySection(this).read(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
-            List<JobDefinition> jobs = readJobs(top.get("jobs"), root, defaults, redis.timeout());
+            List<JobDefinition> jobs = new JobsSection(this, checkClasses, reflective, jobsRequired)
+                    .read(top.get("jobs"), root, defaults, redis.timeout());
             int historyKeep = readHistory(top.get("history"));
             if (!problems.isEmpty()) {
                 problems.sort((a, b) -> Integer.compare(a.line(), b.line()));
@@ -295,145 +234,6 @@ public final class ConfigLoader {
             }
             return keep;
         }
-
-        /** Binds params to the type the job declares ({@link io.lockstep.scheduler.Job#paramsType()}), if any. */
-        private void checkParams(Class<?> type, Map<String, Object> params, Node paramsNode, Node jobNode, String path) {
-            Params.problem(params, type).ifPresent(p -> {
-                Node at = paramsNode == null ? jobNode : paramsNode;
-                String first = p.path().isEmpty() ? "" : p.path().split("[.\\[]")[0];
-                if (paramsNode instanceof MappingNode map && !first.isEmpty()) {
-                    for (NodeTuple t : map.getValue()) {
-                        if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(first)) {
-                            at = t.getKeyNode();
-                        }
-                    }
-                }
-                problem(at, path + ".params" + (p.path().isEmpty() ? "" : "." + p.path()),
-                        p.unknownKey() == null ? p.message() : p.message() + ConfigNodes.suggestion(p.unknownKey(), p.knownKeys()));
-            });
-        }
-
-        private List<JobDefinition> readJobs(Node node, Node root, Policies defaults, Duration redisTimeout) {
-            if (node == null) {
-                if (jobsRequired) {
-                    problem(root, "jobs", "is missing; list at least one job");
-                }
-                return List.of();
-            }
-            if (!(node instanceof SequenceNode sequence)) {
-                problem(node, "jobs", "must be a list of jobs, but was " + describe(node));
-                return List.of();
-            }
-            if (sequence.getValue().isEmpty()) {
-                if (jobsRequired) {
-                    problem(node, "jobs", "is empty; list at least one job");
-                }
-                return List.of();
-            }
-            List<JobDefinition> jobs = new ArrayList<>();
-            Map<String, Integer> seen = new LinkedHashMap<>();
-            for (int i = 0; i < sequence.getValue().size(); i++) {
-                Node jobNode = sequence.getValue().get(i);
-                String path = "jobs[" + i + "]";
-                int before = problems.size();
-                Map<String, Node> m = mapping(jobNode, path, JOB_KEYS).orElse(null);
-                if (m == null) {
-                    continue;
-                }
-                Optional<String> name = required(m, "name", jobNode, path).flatMap(n -> string(n, path + ".name"));
-                name.ifPresent(n -> {
-                    if (!JobDefinition.NAME.matcher(n).matches()) {
-                        problem(m.get("name"), path + ".name", "must match " + JobDefinition.NAME + ", but was \"" + n + "\"");
-                    } else if (n.equals(JobDefinition.PREFLIGHT_NAME)) {
-                        problem(m.get("name"), path + ".name", "\"" + n + "\" is reserved: every worker claims a probe slot "
-                                + "of it at start; choose another name");
-                    } else if (seen.containsKey(n)) {
-                        problem(m.get("name"), path + ".name", "duplicate job name \"" + n + "\" (first at line " + seen.get(n) + ")");
-                    } else {
-                        seen.put(n, line(m.get("name")));
-                    }
-                });
-                Policies policies = new PolicySection(this).read(m, path, defaults);
-                Optional<CronSchedule> schedule = required(m, "cron", jobNode, path)
-                        .flatMap(n -> string(n, path + ".cron"))
-                        .flatMap(expr -> {
-                            try {
-                                CronSchedule cron = CronSchedule.of(expr, policies.zone());
-                                if (cron.next(Instant.now()).isEmpty()) {
-                                    problem(m.get("cron"), path + ".cron", "never fires: no date matches \"" + expr
-                                            + "\" (for example a 30th of February)");
-                                    return Optional.empty();
-                                }
-                                return Optional.of(cron);
-                            } catch (IllegalArgumentException e) {
-                                problem(m.get("cron"), path + ".cron", e.getMessage());
-                                return Optional.empty();
-                            }
-                        });
-                boolean leaseReported = problems.stream().anyMatch(p -> p.path().equals(path + ".lease") || p.path().equals("defaults.lease"));
-                if (!leaseReported && policies.lease().compareTo(redisTimeout.multipliedBy(2)) < 0) {
-                    // A renewal is sent at lease/3; if it runs into the client timeout it must still
-                    // end before the lease does, or a holder learns of a lost lease only after a peer
-                    // could have taken it over.
-                    problem(m.containsKey("lease") ? m.get("lease") : jobNode, path + ".lease", "must be at least twice "
-                            + "redis.timeout (" + Durations.format(redisTimeout) + ") so that a renewal that times out "
-                            + "still ends before the lease does, but was " + Durations.format(policies.lease()));
-                }
-                Optional<String> className = required(m, "class", jobNode, path).flatMap(n -> string(n, path + ".class"));
-                io.lockstep.scheduler.Job[] built = new io.lockstep.scheduler.Job[1];
-                if (checkClasses && className.isPresent()) {
-                    Optional<String> classProblem = reflective ? JobFactory.problemWith(className.get())
-                            : JobFactory.typeProblem(className.get());
-                    classProblem.ifPresent(p -> problem(m.get("class"), path + ".class", p));
-                    if (classProblem.isEmpty() && reflective) {
-                        // Run the constructor once: one that throws is a bad config, not a runtime surprise;
-                        // the instance's params type is what the params are checked against.
-                        JobFactory.constructionProblem(className.get(), job -> built[0] = job)
-                                .ifPresent(p -> problem(m.get("class"), path + ".class", p));
-                    }
-                }
-                Map<String, Object> params = Map.of();
-                if (m.containsKey("params")) {
-                    Object value = plain(m.get("params"), path + ".params");
-                    if (value instanceof Map<?, ?> map) {
-                        @SuppressWarnings("unchecked")
-                        Map<String, Object> typed = (Map<String, Object>) map;
-                        params = typed;
-                    } else if (value != null) {
-                        problem(m.get("params"), path + ".params", "must be a mapping, but was " + describe(m.get("params")));
-                    }
-                }
-                if (built[0] != null && problems.size() == before) {
-                    Class<?> type = null;
-                    try {
-                        type = built[0].paramsType();
-                    } catch (RuntimeException | LinkageError e) {
-                        problem(m.get("class"), path + ".class", "paramsType() of " + className.get() + " failed: " + e);
-                    }
-                    if (type != null) {
-                        checkParams(type, params, m.get("params"), jobNode, path);
-                    }
-                }
-                if (built[0] instanceof AutoCloseable closeable) {
-                    try {
-                        closeable.close(); // built only to be checked
-                    } catch (Exception | LinkageError e) {
-                        // Nothing ran with it; a close that fails here is the job's own affair at run time.
-                        if (e instanceof InterruptedException) {
-                            Thread.currentThread().interrupt();
-                        }
-                    }
-                }
-                boolean enabled = bool(m.get("enabled"), path + ".enabled").orElse(true);
-                if (problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent()) {
-                    jobs.add(new JobDefinition(name.get(), schedule.get(), className.get(), params, policies.lease(),
-                            policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled, policies.retry(),
-                            policies.recover(), policies.catchUp(), policies.catchUpWindow()));
-                }
-            }
-            return jobs;
-        }
-
     }
 
     private static String oneLine(String message) {

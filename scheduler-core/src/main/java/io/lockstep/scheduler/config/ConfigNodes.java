@@ -22,7 +22,8 @@ import org.yaml.snakeyaml.nodes.Tag;
  * Reads YAML nodes of one file into values, each reader reporting its own problem (file, line, YAML
  * path) and answering empty, so that a load collects every problem before it fails. Replaces
  * {@code ${VAR}} and {@code ${VAR:-default}} from the environment. The sections' readers
- * ({@link ConfigLoader}, {@link RedisSection}) build on it. Not thread-safe: one per load.
+ * ({@link ConfigLoader}, {@link RedisSection}, {@link PolicySection}, {@link JobsSection}) build on it.
+ * Not thread-safe: one per load.
  */
 class ConfigNodes {
 

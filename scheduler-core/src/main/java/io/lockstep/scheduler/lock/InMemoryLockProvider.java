@@ -16,9 +16,12 @@ import java.util.function.LongSupplier;
  *
  * <p>Thread-safe (every operation holds one monitor: this object's). The records, and the helpers
  * that read and write them, are in the package-private base {@link InMemoryRecords}, which locks
- * nothing and is used only under that monitor; what each operation decides stays here.
+ * nothing and is used only under that monitor. What a claim, a start and a recovery decide (who
+ * runs a slot: claim.lua, start.lua, recover.lua) is the base {@link InMemoryClaims}, under the
+ * same monitor; what the other operations decide (renewals, completions, checkpoints, reads) stays
+ * here, with every public method.
  */
-public final class InMemoryLockProvider extends InMemoryRecords implements LockProvider {
+public final class InMemoryLockProvider extends InMemoryClaims implements LockProvider {
 
     private final LongSupplier clockMillis;
     /** {@link #startWindow()}: {@link ClaimRequest#START_WINDOW}, as on Redis, unless a test stages every claim ahead. */
@@ -57,124 +60,14 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
         List<ClaimResult> results = new ArrayList<>(requests.size());
         for (ClaimRequest request : requests) {
             results.add(switch (request.mode()) {
-                case RECOVER, ABANDON -> recoverOne(request);
-                default -> claimOne(request);
+                case RECOVER, ABANDON -> recoverOne(request, clockMillis.getAsLong());
+                default -> claimOne(request, clockMillis.getAsLong(), startWindow);
             });
             ClaimResult r = results.get(results.size() - 1);
             results.set(results.size() - 1, new ClaimResult(r.status(), r.fencingToken(), r.serverTimeMillis(),
                     runningUntil(request.lease().job()), r.why(), r.started()));
         }
         return results;
-    }
-
-    private ClaimResult claimOne(ClaimRequest request) {
-        long now = clockMillis.getAsLong();
-        Lease lease = request.lease();
-        long slot = lease.slot().toEpochMilli();
-        String slotKey = slotKey(lease.job(), slot);
-        long recordTtl = request.recordTtl().toMillis();
-        SlotRecord existing = live(slotKey, now);
-        if (existing != null) {
-            if (!existing.token().equals(lease.token())) {
-                return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
-            }
-            // A repeat of our own request (its reply was lost): the same decision again.
-            switch (existing.state()) {
-                case "running", "claimed" -> {
-                    LeaseEntry held = liveLease(leaseKey(lease), now);
-                    boolean ours = held == null || held.token().equals(lease.token());
-                    if (request.mode() == ClaimRequest.Mode.MISS_ONLY) {
-                        // Given up on and never started: disown it, so the record says what the events say.
-                        releaseLease(lease, now);
-                        running.getOrDefault(lease.job(), new TreeMap<>()).remove(slot);
-                        slots.put(slotKey, existing.with("missed", "disowned"));
-                        return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
-                    }
-                    if (ours) {
-                        boolean staged = existing.state().equals("claimed");
-                        takeLease(lease, now, staged ? stagedTtl(request, now) : runTtl(lease, now));
-                        return new ClaimResult(ClaimResult.Status.CLAIMED, existing.fence(), now, 0, "", !staged);
-                    }
-                    return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
-                }
-                case "missed" -> {
-                    return new ClaimResult("order".equals(existing.note()) ? ClaimResult.Status.SUPERSEDED
-                            : ClaimResult.Status.MISSED, 0, now);
-                }
-                case "skipped" -> {
-                    return new ClaimResult("paused".equals(existing.note()) ? ClaimResult.Status.PAUSED
-                            : ClaimResult.Status.SKIPPED, 0, now);
-                }
-                default -> {
-                    return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
-                }
-            }
-        }
-        boolean ahead = now < slot;
-        if (ahead && now < slot - request.ahead().toMillis()) {
-            return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
-        }
-        boolean manual = request.manual(); // as in Redis: outside the job's schedule, it neither reads nor moves the marks
-        if (stale(lease.job(), slot, now, recordTtl, manual)) {
-            return new ClaimResult(ClaimResult.Status.STALE, 0, now);
-        }
-        if (request.mode() == ClaimRequest.Mode.MISS_ONLY
-                || (request.mode() == ClaimRequest.Mode.CLAIM && now > slot + request.misfireGrace().toMillis())) {
-            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl), manual, recordTtl);
-            return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
-        }
-        if (!manual && paused.contains(lease.job())) {
-            if (ahead) {
-                return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // decided at the slot: the pause may be over by then
-            }
-            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, "paused"), false, recordTtl);
-            return new ClaimResult(ClaimResult.Status.PAUSED, 0, now);
-        }
-        if (!manual && slot < startedSlots.getOrDefault(lease.job(), 0L)) {
-            decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl, "order"), false, recordTtl);
-            return new ClaimResult(ClaimResult.Status.SUPERSEDED, 0, now);
-        }
-        LeaseEntry holder = liveLease(leaseKey(lease), now);
-        if (holder != null) {
-            if (ahead) {
-                return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // decided at the slot: it may be free by then
-            }
-            if (request.mode() == ClaimRequest.Mode.CATCH_UP) {
-                return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
-            }
-            if (request.replace()) {
-                revoke(lease.job(), holder.token(), now);
-            } else {
-                decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl), manual, recordTtl);
-                return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
-            }
-        } else if (!manual && !request.replace() && turnHeldBefore(lease.job(), slot, now)) {
-            // As claim.lua: an earlier slot's rerun holds the next turn, so this slot yields to it as to a run.
-            if (ahead) {
-                return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
-            }
-            if (request.mode() == ClaimRequest.Mode.CATCH_UP) {
-                return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
-            }
-            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl), manual, recordTtl);
-            return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
-        }
-        long fence = nextFence(lease.job(), now);
-        // As claim.lua: a claim made ahead is the run's start within the start window of its slot, else staged.
-        long window = startWindow.toMillis(); // 0: every claim made ahead is staged, whenever it is decided
-        boolean staged = request.staged() && (window == 0 || slot - now > window);
-        decide(lease, new SlotRecord(staged ? "claimed" : "running", lease.token(), fence,
-                Math.max(slot, now) + recordTtl), manual, recordTtl); // the record lives from the slot, as in Redis
-        if (!manual) {
-            startedSlots.merge(lease.job(), slot, Math::max);
-        }
-        takeLease(lease, now, staged ? stagedTtl(request, now) : runTtl(lease, now));
-        return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now, 0, "", !staged);
-    }
-
-    /** A run's lease, as claim.lua: the job's ttl from its slot (from now for a claim at or after it). */
-    private static long runTtl(Lease lease, long now) {
-        return lease.ttl().toMillis() + Math.max(lease.slot().toEpochMilli() - now, 0);
     }
 
     @Override
@@ -185,115 +78,6 @@ public final class InMemoryLockProvider extends InMemoryRecords implements LockP
             answers.add(new StartReply(startOne(request, now), now * 1_000));
         }
         return answers;
-    }
-
-    /** As start.lua. */
-    private StartAnswer startOne(StartRequest request, long now) {
-        Lease lease = request.lease();
-        long slot = lease.slot().toEpochMilli();
-        String slotKey = slotKey(lease.job(), slot);
-        SlotRecord record = live(slotKey, now);
-        LeaseEntry held = liveLease(leaseKey(lease), now);
-        boolean holds = held != null && held.token().equals(lease.token());
-        if (record == null || !record.token().equals(lease.token())) {
-            return StartAnswer.LOST;
-        }
-        switch (record.state()) {
-            case "running" -> {
-                return holds ? StartAnswer.STARTED : StartAnswer.LOST; // a repeat
-            }
-            case "missed" -> {
-                return "late".equals(record.note()) ? StartAnswer.LATE : StartAnswer.LOST;
-            }
-            case "skipped" -> {
-                return "paused".equals(record.note()) ? StartAnswer.PAUSED : StartAnswer.LOST;
-            }
-            case "claimed" -> { }
-            default -> {
-                return StartAnswer.LOST;
-            }
-        }
-        if (!holds) {
-            return StartAnswer.LOST;
-        }
-        if (now > slot + request.misfireGrace().toMillis() || paused.contains(lease.job())) {
-            boolean late = now > slot + request.misfireGrace().toMillis();
-            slots.put(slotKey, record.with(late ? "missed" : "skipped", late ? "late" : "paused"));
-            leases.remove(leaseKey(lease));
-            running.getOrDefault(lease.job(), new TreeMap<>()).remove(slot);
-            return late ? StartAnswer.LATE : StartAnswer.PAUSED;
-        }
-        slots.put(slotKey, record.with("running"));
-        extendLease(lease, now);
-        return StartAnswer.STARTED;
-    }
-
-    private ClaimResult recoverOne(ClaimRequest request) {
-        long now = clockMillis.getAsLong();
-        Lease lease = request.lease();
-        long slot = lease.slot().toEpochMilli();
-        String slotKey = slotKey(lease.job(), slot);
-        TreeMap<Long, Long> runs = running.getOrDefault(lease.job(), new TreeMap<>());
-        SlotRecord record = live(slotKey, now);
-        if (record != null && record.state().equals("running") && record.token().equals(lease.token())) {
-            LeaseEntry held = liveLease(leaseKey(lease), now);
-            if (held != null && !held.token().equals(lease.token())) {
-                return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
-            }
-            takeLease(lease, now, lease.ttl().toMillis()); // a repeat of our own recovery (its reply was lost)
-            return new ClaimResult(ClaimResult.Status.CLAIMED, record.fence(), now);
-        }
-        if (record != null && record.state().equals("abandoned") && lease.token().equals(record.note())) {
-            return new ClaimResult(ClaimResult.Status.ABANDONED, record.fence(), now);
-        }
-        if (record != null && record.state().equals("missed") && record.token().equals(lease.token())) {
-            return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
-        }
-        Long leaseEnd = runs.get(slot);
-        if (leaseEnd == null || leaseEnd > now) {
-            leaveTurn(lease.job(), slot); // as recover.lua: settled or alive, it needs no turn
-            return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
-        }
-        if (record == null || !(record.state().equals("running") || record.state().equals("claimed"))) {
-            runs.remove(slot);
-            leaveTurn(lease.job(), slot);
-            return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
-        }
-        LeaseEntry holder = liveLease(leaseKey(lease), now);
-        if (holder != null && holder.token().equals(record.token())) {
-            leaveTurn(lease.job(), slot);
-            return new ClaimResult(ClaimResult.Status.TAKEN, 0, now);
-        }
-        // As recover.lua: a run that never started is run whatever the policy, within its grace.
-        boolean unstarted = record.state().equals("claimed");
-        if (unstarted && now < slot) {
-            return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // never before the slot
-        }
-        if (unstarted && now > slot + request.misfireGrace().toMillis()) {
-            slots.put(slotKey, new SlotRecord("missed", lease.token(), 0, record.expiresAt(), "not_started"));
-            runs.remove(slot);
-            leaveTurn(lease.job(), slot);
-            return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
-        }
-        if (request.mode() == ClaimRequest.Mode.ABANDON && !unstarted) {
-            slots.put(slotKey, record.with("abandoned", lease.token()));
-            runs.remove(slot);
-            leaveTurn(lease.job(), slot);
-            return new ClaimResult(ClaimResult.Status.ABANDONED, record.fence(), now);
-        }
-        if (holder != null || turnHeldBefore(lease.job(), slot, now)) {
-            takeTurn(lease.job(), slot, now); // as recover.lua: the next turn is this rerun's, unless an earlier one holds it
-            return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
-        }
-        leaveTurn(lease.job(), slot);
-        // As recover.lua says why: a hand-over of a run its worker's stop interrupted, else a lost lease.
-        String why = unstarted ? "not_started" : record.token().equals(handed.get(slotKey))
-                && handedOutcomes.get(slotKey) == Outcome.INTERRUPTED ? "handed_over" : "lease_lost";
-        long fence = nextFence(lease.job(), now);
-        slots.put(slotKey, new SlotRecord("running", lease.token(), fence,
-                Math.max(record.expiresAt(), now + request.recordTtl().toMillis())));
-        takeLease(lease, now, lease.ttl().toMillis());
-        return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now, 0, why);
     }
 
     /** As checkpoint.lua: saved only while the record is this token's running run. */

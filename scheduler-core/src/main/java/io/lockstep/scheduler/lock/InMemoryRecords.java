@@ -10,14 +10,16 @@ import java.util.TreeMap;
  * records (as Redis's keys: slot records, leases, fence counters, the running index, the marks,
  * hand-overs, pauses) and the helpers that read and write them the way the Lua scripts do (a slot
  * decided, a fencing token handed out, a lease taken, extended, released or revoked, a record or
- * lease read only while it lives, a run found completed under its token). {@link InMemoryLockProvider}
- * keeps the operations themselves -- what a claim, start, recovery, renewal or completion decides --
- * and every public method.
+ * lease read only while it lives, a run found completed under its token). The operations
+ * themselves are in the classes above it: what a claim, start or recovery decides in
+ * {@link InMemoryClaims}; what a renewal or completion decides, and every public method, in
+ * {@link InMemoryLockProvider}.
  *
  * <p>Not thread-safe by itself, and not meant to be: nothing here locks. Every member must be used
  * while holding this object's monitor, which every method of {@link InMemoryLockProvider} that
- * touches the records does (they are {@code synchronized}, on the same object). Only that class
- * extends it; nothing else in the package touches it.
+ * touches the records does (they are {@code synchronized}, on the same object, and call
+ * {@link InMemoryClaims} only from there). Only InMemoryClaims extends it, and only
+ * InMemoryLockProvider extends that; nothing else in the package touches it.
  */
 abstract class InMemoryRecords {
 

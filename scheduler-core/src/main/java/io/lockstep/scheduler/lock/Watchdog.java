@@ -20,7 +20,8 @@ import java.util.Set;
  * of their own ({@code <name>-renew}), so a round blocked for the client's whole timeout never
  * delays the watchdog thread that declares leases lost and runs timeouts. An unexpected failure in
  * either thread is logged and the loop goes on. The renew thread's work (send a round, apply the
- * answers) is in {@link RenewThread}; both threads share this watchdog's monitor.
+ * answers) is in {@link RenewThread}, the watchdog thread's (deadlines, timeouts, handing due
+ * renewals over) in {@link WatchdogThread}; both threads share this watchdog's monitor.
  *
  * <p>The scheduler watches its runs with one; the standalone lock API watches its locks with
  * another. The thread starts with the first watch and is a daemon; {@link #close()} stops it.
@@ -91,10 +92,11 @@ public final class Watchdog<L> implements AutoCloseable {
         final long ttlNanos;
         /** Guarded by the watchdog's monitor. */
         long nextRenewNanos;
-        private volatile long deadlineNanos;
-        private volatile long timeoutNanos = Long.MAX_VALUE;
+        /** Read and (timedOut) set by the watchdog thread too ({@link WatchdogThread}). */
+        volatile long deadlineNanos;
+        volatile long timeoutNanos = Long.MAX_VALUE;
         private volatile String lostReason;
-        private volatile boolean timedOut;
+        volatile boolean timedOut;
         /** Whether the watchdog holds (renews) it; set before it is handed out. */
         private volatile boolean watched;
 
@@ -207,15 +209,10 @@ public final class Watchdog<L> implements AutoCloseable {
     private Thread renewThread;
     /** The renew thread's work, and the round handed to it (its state guarded by {@code this}). */
     private final RenewThread<L> renewals;
-    /** Guarded by {@code this}; the renew thread stops when it reads true. */
+    /** The watchdog thread's work: deadlines, timeouts, the hand-over of due renewals (its state guarded by {@code this}). */
+    private final WatchdogThread<L> deadlines;
+    /** Guarded by {@code this}; both threads stop when they read true. */
     boolean closed;
-    /**
-     * Guarded by {@code this}: until when the watchdog thread sleeps ({@code Long.MAX_VALUE}: until
-     * woken), {@code Long.MIN_VALUE} while it is not asleep (it looks at every watch before it sleeps
-     * again). A new watch wakes it only when it is due before that: starting a few hundred runs at
-     * one instant must not wake it (and make it scan every watch) a few hundred times.
-     */
-    private long sleepingUntilNanos = Long.MIN_VALUE;
 
     /**
      * @param threadName the name of the watchdog thread, for example {@code lockstep-watchdog}
@@ -225,6 +222,7 @@ public final class Watchdog<L> implements AutoCloseable {
         Objects.requireNonNull(renewer, "renewer");
         this.listener = Objects.requireNonNull(listener, "listener");
         this.renewals = new RenewThread<>(this, renewer, listener);
+        this.deadlines = new WatchdogThread<>(this, listener, renewals);
     }
 
     /**
@@ -247,17 +245,14 @@ public final class Watchdog<L> implements AutoCloseable {
             w.watched = true;
             watches.add(w);
             if (thread == null) {
-                thread = new Thread(this::loop, threadName);
+                thread = new Thread(deadlines::run, threadName);
                 thread.setDaemon(true);
                 thread.start();
                 renewThread = new Thread(renewals::run, threadName + "-renew");
                 renewThread.setDaemon(true);
                 renewThread.start();
             }
-            long due = Math.min(w.nextRenewNanos - w.ttlNanos / 12, w.deadlineNanos);
-            if (sleepingUntilNanos != Long.MIN_VALUE && (sleepingUntilNanos == Long.MAX_VALUE || due - sleepingUntilNanos < 0)) {
-                notifyAll();
-            }
+            deadlines.wakeFor(w);
         }
         return w;
     }
@@ -290,92 +285,6 @@ public final class Watchdog<L> implements AutoCloseable {
                 }
             }
         }
-    }
-
-    private void loop() {
-        while (true) {
-            try {
-                if (!round()) {
-                    return;
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            } catch (RuntimeException | Error e) {
-                org.slf4j.LoggerFactory.getLogger(Watchdog.class).error("watchdog round failed; continuing", e);
-                java.util.concurrent.locks.LockSupport.parkNanos(RETRY_NANOS / 5);
-            }
-        }
-    }
-
-    /**
-     * One pass of the watchdog thread: declares the leases whose deadline passed lost, reports
-     * timeouts, and hands the leases due for renewal to the renew thread (when no round is on the
-     * wire); or waits until the next of these.
-     *
-     * @return false once closed
-     */
-    private boolean round() throws InterruptedException {
-        List<Watch> expired = new ArrayList<>();
-        List<Watch> timedOut = new ArrayList<>();
-        synchronized (this) {
-            if (closed) {
-                return false;
-            }
-            long now = System.nanoTime();
-            long wake = Long.MAX_VALUE;
-            List<Watch> due = new ArrayList<>();
-            for (Watch w : watches) {
-                if (now - w.deadlineNanos >= 0) {
-                    expired.add(w);
-                    continue;
-                }
-                if (!w.timedOut && now - w.timeoutNanos >= 0 && w.timeoutNanos != Long.MAX_VALUE) {
-                    w.timedOut = true;
-                    timedOut.add(w);
-                }
-                long slack = w.ttlNanos / 12;
-                if (renewals.busy()) {
-                    // A round is on the wire: renewals wait for it to end (it notifies).
-                } else if (w.nextRenewNanos - now <= slack) {
-                    due.add(w);
-                } else {
-                    wake = Math.min(wake, w.nextRenewNanos - slack);
-                }
-                wake = Math.min(wake, w.deadlineNanos);
-                if (!w.timedOut && w.timeoutNanos != Long.MAX_VALUE) {
-                    wake = Math.min(wake, w.timeoutNanos);
-                }
-            }
-            watches.removeAll(expired);
-            if (!due.isEmpty() && !renewals.busy()) {
-                renewals.handOver(due); // and wakes the renew thread
-            }
-            if (expired.isEmpty() && timedOut.isEmpty()) {
-                // While a round is on the wire, its leases are not due again: wait for deadlines,
-                // timeouts, or the end of the round (which notifies).
-                try {
-                    if (wake == Long.MAX_VALUE) {
-                        sleepingUntilNanos = wake;
-                        wait();
-                    } else if (wake - now > 0) {
-                        sleepingUntilNanos = wake;
-                        long nanos = wake - now;
-                        wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
-                    }
-                } finally {
-                    sleepingUntilNanos = Long.MIN_VALUE;
-                }
-                return true;
-            }
-        }
-        for (Watch w : expired) {
-            declareLost(w, "lease deadline passed without a confirmed renewal");
-        }
-        for (Watch w : timedOut) {
-            guard(() -> listener.timedOut(w));
-        }
-        return true;
     }
 
     /** Marks {@code w} lost and tells the listener, once; called without the monitor. */

@@ -1,0 +1,199 @@
+package io.lockstep.scheduler.config;
+
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.JobFactory;
+import io.lockstep.scheduler.Params;
+import io.lockstep.scheduler.config.PolicySection.Policies;
+import io.lockstep.scheduler.cron.CronSchedule;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.yaml.snakeyaml.nodes.MappingNode;
+import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
+
+/**
+ * Reads the {@code jobs} list into {@link JobDefinition}s: each job's name (valid, not reserved,
+ * not taken twice), cron (one that ever fires), policies over {@code defaults} ({@link PolicySection}),
+ * a lease long enough for the Redis timeout, class, params and {@code enabled}. Unless told not to,
+ * it checks that each class loads and implements {@code Job} and, for jobs built by reflection,
+ * runs the constructor once and binds the params to the type the job declares, so that a bad job
+ * is a problem with its line, not a surprise at run time. A job with any problem is left out;
+ * every problem is reported with its line and path. Not thread-safe: one per load, like the
+ * {@link ConfigNodes} it reads through.
+ */
+final class JobsSection {
+
+    /** The keys a job takes: the policy keys and its own. */
+    static final Set<String> KEYS;
+
+    static {
+        Set<String> keys = new HashSet<>(PolicySection.KEYS);
+        keys.addAll(List.of("name", "cron", "class", "params", "enabled"));
+        KEYS = Set.copyOf(keys);
+    }
+
+    private final ConfigNodes nodes;
+    private final boolean checkClasses;
+    /** Job classes are built by their public no-arg constructor (no factory of the application's): check that too. */
+    private final boolean reflective;
+    /** Whether a document without jobs is a problem (the worker's file: yes; an application adding its own jobs: no). */
+    private final boolean jobsRequired;
+
+    JobsSection(ConfigNodes nodes, boolean checkClasses, boolean reflective, boolean jobsRequired) {
+        this.nodes = nodes;
+        this.checkClasses = checkClasses;
+        this.reflective = reflective;
+        this.jobsRequired = jobsRequired;
+    }
+
+    /** Binds params to the type the job declares ({@link io.lockstep.scheduler.Job#paramsType()}), if any. */
+    private void checkParams(Class<?> type, Map<String, Object> params, Node paramsNode, Node jobNode, String path) {
+        Params.problem(params, type).ifPresent(p -> {
+            Node at = paramsNode == null ? jobNode : paramsNode;
+            String first = p.path().isEmpty() ? "" : p.path().split("[.\\[]")[0];
+            if (paramsNode instanceof MappingNode map && !first.isEmpty()) {
+                for (NodeTuple t : map.getValue()) {
+                    if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(first)) {
+                        at = t.getKeyNode();
+                    }
+                }
+            }
+            nodes.problem(at, path + ".params" + (p.path().isEmpty() ? "" : "." + p.path()),
+                    p.unknownKey() == null ? p.message() : p.message() + ConfigNodes.suggestion(p.unknownKey(), p.knownKeys()));
+        });
+    }
+
+    /**
+     * The jobs of the {@code jobs} list ({@code node}; null when absent, {@code root} then names
+     * where), each over {@code defaults}; a job with a problem is reported and left out.
+     */
+    List<JobDefinition> read(Node node, Node root, Policies defaults, Duration redisTimeout) {
+        if (node == null) {
+            if (jobsRequired) {
+                nodes.problem(root, "jobs", "is missing; list at least one job");
+            }
+            return List.of();
+        }
+        if (!(node instanceof SequenceNode sequence)) {
+            nodes.problem(node, "jobs", "must be a list of jobs, but was " + ConfigNodes.describe(node));
+            return List.of();
+        }
+        if (sequence.getValue().isEmpty()) {
+            if (jobsRequired) {
+                nodes.problem(node, "jobs", "is empty; list at least one job");
+            }
+            return List.of();
+        }
+        List<JobDefinition> jobs = new ArrayList<>();
+        Map<String, Integer> seen = new LinkedHashMap<>();
+        for (int i = 0; i < sequence.getValue().size(); i++) {
+            Node jobNode = sequence.getValue().get(i);
+            String path = "jobs[" + i + "]";
+            int before = nodes.problems.size();
+            Map<String, Node> m = nodes.mapping(jobNode, path, KEYS).orElse(null);
+            if (m == null) {
+                continue;
+            }
+            Optional<String> name = nodes.required(m, "name", jobNode, path).flatMap(n -> nodes.string(n, path + ".name"));
+            name.ifPresent(n -> {
+                if (!JobDefinition.NAME.matcher(n).matches()) {
+                    nodes.problem(m.get("name"), path + ".name", "must match " + JobDefinition.NAME + ", but was \"" + n + "\"");
+                } else if (n.equals(JobDefinition.PREFLIGHT_NAME)) {
+                    nodes.problem(m.get("name"), path + ".name", "\"" + n + "\" is reserved: every worker claims a probe slot "
+                            + "of it at start; choose another name");
+                } else if (seen.containsKey(n)) {
+                    nodes.problem(m.get("name"), path + ".name", "duplicate job name \"" + n + "\" (first at line " + seen.get(n) + ")");
+                } else {
+                    seen.put(n, nodes.line(m.get("name")));
+                }
+            });
+            Policies policies = new PolicySection(nodes).read(m, path, defaults);
+            Optional<CronSchedule> schedule = nodes.required(m, "cron", jobNode, path)
+                    .flatMap(n -> nodes.string(n, path + ".cron"))
+                    .flatMap(expr -> {
+                        try {
+                            CronSchedule cron = CronSchedule.of(expr, policies.zone());
+                            if (cron.next(Instant.now()).isEmpty()) {
+                                nodes.problem(m.get("cron"), path + ".cron", "never fires: no date matches \"" + expr
+                                        + "\" (for example a 30th of February)");
+                                return Optional.empty();
+                            }
+                            return Optional.of(cron);
+                        } catch (IllegalArgumentException e) {
+                            nodes.problem(m.get("cron"), path + ".cron", e.getMessage());
+                            return Optional.empty();
+                        }
+                    });
+            boolean leaseReported = nodes.problems.stream().anyMatch(p -> p.path().equals(path + ".lease") || p.path().equals("defaults.lease"));
+            if (!leaseReported && policies.lease().compareTo(redisTimeout.multipliedBy(2)) < 0) {
+                // A renewal is sent at lease/3; if it runs into the client timeout it must still
+                // end before the lease does, or a holder learns of a lost lease only after a peer
+                // could have taken it over.
+                nodes.problem(m.containsKey("lease") ? m.get("lease") : jobNode, path + ".lease", "must be at least twice "
+                        + "redis.timeout (" + Durations.format(redisTimeout) + ") so that a renewal that times out "
+                        + "still ends before the lease does, but was " + Durations.format(policies.lease()));
+            }
+            Optional<String> className = nodes.required(m, "class", jobNode, path).flatMap(n -> nodes.string(n, path + ".class"));
+            io.lockstep.scheduler.Job[] built = new io.lockstep.scheduler.Job[1];
+            if (checkClasses && className.isPresent()) {
+                Optional<String> classProblem = reflective ? JobFactory.problemWith(className.get())
+                        : JobFactory.typeProblem(className.get());
+                classProblem.ifPresent(p -> nodes.problem(m.get("class"), path + ".class", p));
+                if (classProblem.isEmpty() && reflective) {
+                    // Run the constructor once: one that throws is a bad config, not a runtime surprise;
+                    // the instance's params type is what the params are checked against.
+                    JobFactory.constructionProblem(className.get(), job -> built[0] = job)
+                            .ifPresent(p -> nodes.problem(m.get("class"), path + ".class", p));
+                }
+            }
+            Map<String, Object> params = Map.of();
+            if (m.containsKey("params")) {
+                Object value = nodes.plain(m.get("params"), path + ".params");
+                if (value instanceof Map<?, ?> map) {
+                    @SuppressWarnings("unchecked")
+                    Map<String, Object> typed = (Map<String, Object>) map;
+                    params = typed;
+                } else if (value != null) {
+                    nodes.problem(m.get("params"), path + ".params", "must be a mapping, but was " + ConfigNodes.describe(m.get("params")));
+                }
+            }
+            if (built[0] != null && nodes.problems.size() == before) {
+                Class<?> type = null;
+                try {
+                    type = built[0].paramsType();
+                } catch (RuntimeException | LinkageError e) {
+                    nodes.problem(m.get("class"), path + ".class", "paramsType() of " + className.get() + " failed: " + e);
+                }
+                if (type != null) {
+                    checkParams(type, params, m.get("params"), jobNode, path);
+                }
+            }
+            if (built[0] instanceof AutoCloseable closeable) {
+                try {
+                    closeable.close(); // built only to be checked
+                } catch (Exception | LinkageError e) {
+                    // Nothing ran with it; a close that fails here is the job's own affair at run time.
+                    if (e instanceof InterruptedException) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+            boolean enabled = nodes.bool(m.get("enabled"), path + ".enabled").orElse(true);
+            if (nodes.problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent()) {
+                jobs.add(new JobDefinition(name.get(), schedule.get(), className.get(), params, policies.lease(),
+                        policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled, policies.retry(),
+                        policies.recover(), policies.catchUp(), policies.catchUpWindow()));
+            }
+        }
+        return jobs;
+    }
+}
