@@ -16,7 +16,7 @@ import java.util.function.Function;
 /**
  * Redlock's fan-out: the same action on every node at once, the answers that came within a wait,
  * and which of them count. A node counts when it answered and is past its restart quarantine
- * ({@link RedisCalls.Quarantined}); a decision needs {@link #quorum()} of all nodes (N/2 + 1), so
+ * ({@link RestartQuarantine.Quarantined}); a decision needs {@link #quorum()} of all nodes (N/2 + 1), so
  * that any two decisions share a node. Thread-safe.
  *
  * @param <N> what a node is to the caller (its calls, or its store)
@@ -391,7 +391,7 @@ final class Quorum<N> {
             if (cause instanceof Busy || cause instanceof LeftOut) {
                 return new Vote<>(name, Kind.FAILED, null, cause.getMessage());
             }
-            if (cause instanceof RedisCalls.Quarantined q) {
+            if (cause instanceof RestartQuarantine.Quarantined q) {
                 return new Vote<>(name, Kind.QUARANTINED, null, q.getMessage());
             }
             return new Vote<>(name, Kind.FAILED, null, cause instanceof LockException le ? le.getMessage() : String.valueOf(cause));

@@ -9,7 +9,7 @@ import org.slf4j.LoggerFactory;
  * The start check over Redlock's masters: the {@link StartCheck} of one server on each master at
  * once, plus the uptime read the restart quarantine needs ({@code INFO}), and for a master declared
  * durable its persistence ({@code INFO persistence}: without its AOF it is logged, and counted like
- * any other master; see {@link RedisCalls#checkDurable}). A wrong password, a
+ * any other master; see {@link RestartQuarantine#checkDurable}). A wrong password, a
  * missing ACL permission or a TLS mismatch on any master stops the start (a config mistake, never
  * to be outvoted); masters that cannot be reached are reported (event {@code redlock_master_down})
  * and the worker starts while a majority can be. Stateless.
@@ -22,13 +22,13 @@ final class RedlockStart {
         Quorum<RedisLockProvider> nodes = store.quorum();
         markNewDeployment(nodes);
         List<Quorum.Vote<Boolean>> votes = nodes.ask(p -> {
-            p.calls().call("uptime", p.calls().uptimeCall(0));
-            if (p.calls().durable()) {
-                p.calls().checkDurable(); // declared, not believed: its AOF must be on (m4 of the 2026-12-04 review)
+            p.calls().call("uptime", p.calls().quarantine().uptimeCall(0));
+            if (p.calls().quarantine().durable()) {
+                p.calls().quarantine().checkDurable(); // declared, not believed: its AOF must be on (m4 of the 2026-12-04 review)
             }
             try {
                 p.ping();
-            } catch (RedisCalls.Quarantined e) {
+            } catch (RestartQuarantine.Quarantined e) {
                 // Reachable, allowed, and restarted lately: it will count once its quarantine ends.
             }
             return true;
