@@ -29,8 +29,8 @@ final class RedisMembers {
     private final UnifiedJedis jedis;
     private final RedisCalls calls;
     private final RedisKeys keys;
-    /** Keeps layout 1 workers away ({@link LegacyLayout}); null for the start check's probe, which publishes no real jobs. */
-    private final LegacyLayout legacy;
+    /** Keeps workers of another key layout away ({@link LayoutGuard}); null for the start check's probe, which publishes no real jobs. */
+    private final LayoutGuard layouts;
 
     RedisMembers(UnifiedJedis jedis, RedisCalls calls, RedisKeys keys) {
         this(jedis, calls, keys, true);
@@ -40,7 +40,7 @@ final class RedisMembers {
         this.jedis = jedis;
         this.calls = calls;
         this.keys = keys;
-        this.legacy = holdLegacy ? new LegacyLayout(calls, keys.prefix()) : null;
+        this.layouts = holdLegacy ? new LayoutGuard(calls, keys.prefix(), () -> read(WorkerInfo.HEARTBEAT_TTL).others()) : null;
     }
 
     /**
@@ -77,9 +77,9 @@ final class RedisMembers {
         long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
         Live parsed = parse((List<?>) r.get(2), (List<?>) r.get(3));
         List<WorkerInfo> live = parsed.ours();
-        if (legacy != null) {
-            legacy.report(describe(parsed.others()));
-            legacy.refresh(System.currentTimeMillis(), live.stream().filter(w -> w.configHash().equals(self.configHash()))
+        if (layouts != null) {
+            // This worker keeps the holds of its config when it is the first live worker by id of those that run it.
+            layouts.beat(parsed.others(), live.stream().filter(w -> w.configHash().equals(self.configHash()))
                     .map(WorkerInfo::id).min(String::compareTo).map(self.id()::equals).orElse(true));
         }
         String drain = r.size() > 7 ? text(r.get(7)) : "";
@@ -222,16 +222,20 @@ final class RedisMembers {
 
     /**
      * Publishes the job definitions a config hash stands for (a worker's start, and each reload);
-     * the first publication also holds the jobs paused for layout 1 workers ({@link LegacyLayout}).
+     * the first publication also holds the jobs paused for layout 1 workers ({@link LayoutGuard}).
      *
      * @throws io.lockstep.scheduler.lock.LockException at the first, when a live worker of another
      *     key layout uses this Redis: the worker refuses to start (one line naming each)
      */
     void publish(String configHash, Map<String, String> jobs) {
-        boolean first = legacy != null && !refusalPassed; // not holding(): a start that failed after the hold is retried whole
-        if (first) {
-            refuseBesideOtherLayouts();
+        if (layouts == null) {
+            writeConfig(configHash, jobs);
+        } else {
+            layouts.publish(jobs.keySet(), () -> writeConfig(configHash, jobs));
         }
+    }
+
+    private void writeConfig(String configHash, Map<String, String> jobs) {
         try {
             String key = keys.config(configHash);
             if (!jobs.isEmpty()) {
@@ -241,33 +245,6 @@ final class RedisMembers {
         } catch (JedisException e) {
             throw calls.wrap("publish config", e);
         }
-        if (legacy != null) {
-            legacy.hold(jobs.keySet(), System.currentTimeMillis());
-        }
-        if (first) {
-            refuseBesideOtherLayouts(); // one that started between the first look and the hold (no claim of ours went out yet)
-            refusalPassed = true;
-        }
-    }
-
-    /** Whether a publication has passed both looks for workers of another key layout (see {@link #publish}). */
-    private volatile boolean refusalPassed;
-
-    private void refuseBesideOtherLayouts() {
-        List<String> others = otherLayouts(io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_TTL);
-        if (!others.isEmpty()) {
-            throw new io.lockstep.scheduler.lock.LockException(calls.target, LegacyLayout.refusal(calls.target, others), null);
-        }
-    }
-
-    /** The live workers of another key layout ({@link LegacyLayout}), as "id on host (version)". */
-    List<String> otherLayouts(Duration ttl) {
-        return describe(read(ttl).others());
-    }
-
-    private static List<String> describe(List<WorkerInfo> workers) {
-        return workers.stream().map(w -> w.id() + " on " + w.host() + " (" + (w.version().isEmpty() ? "an older version" : w.version()) + ")")
-                .toList();
     }
 
     Map<String, String> config(String configHash) {
