@@ -1,6 +1,5 @@
 package io.lockstep.redis;
 
-import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Watchdog;
@@ -99,14 +98,8 @@ public final class RedisLocks implements AutoCloseable {
             this.server = new ServerLocks(this, b.jedis, b.description, b.breaker, meters);
             this.redlock = null;
         } else {
-            // One circuit breaker per master: a dead master fails fast, the others still answer.
-            List<RedisCalls> nodes = new ArrayList<>();
-            for (int i = 0; i < b.masters.size(); i++) {
-                nodes.add(new RedisCalls(b.masters.get(i), b.nodeNames.get(i),
-                        b.breaker == null ? null : CircuitBreaker.of("lockstep-locks-" + i, b.breaker), b.maxLease));
-            }
             this.server = null;
-            this.redlock = new RedlockLocks(this, new Quorum<>(nodes, b.nodeNames, Quorum.LOCKS_IN_FLIGHT, c -> c.jedis.ping()), b.retries, b.retryDelay, b.maxLease);
+            this.redlock = RedlockLocks.over(this, b.masters, b.nodeNames, b.breaker, b.retries, b.retryDelay, b.maxLease);
         }
         this.prefix = b.keyPrefix;
         this.backoff = b.backoff;
@@ -202,28 +195,12 @@ public final class RedisLocks implements AutoCloseable {
      * ({@link #circuitStates()} has each).
      */
     public String circuitState() {
-        if (redlock == null) {
-            return server.breaker == null ? "disabled" : server.breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
-        }
-        Map<String, Long> counts = circuitStates().values().stream()
-                .collect(java.util.stream.Collectors.groupingBy(s -> s, java.util.stream.Collectors.counting()));
-        // The state a majority of the masters' breakers are in; none: some fail, the rest still decide.
-        return counts.entrySet().stream().filter(e -> e.getValue() >= redlock.nodes.quorum()).map(Map.Entry::getKey).findFirst()
-                .orElse("half_open");
+        return redlock == null ? server.circuitState() : redlock.circuitState();
     }
 
     /** Each master's circuit breaker state by its name, in order (one entry, {@code redis}, on one server). */
     public Map<String, String> circuitStates() {
-        if (redlock == null) {
-            return Map.of("redis", circuitState());
-        }
-        Map<String, String> states = new java.util.LinkedHashMap<>();
-        for (int i = 0; i < redlock.nodes.nodes().size(); i++) {
-            String name = redlock.nodes.names().get(i);
-            // Left out by the fan-out (it stalled: MasterHealth) reads as open too.
-            states.put(name, "open".equals(redlock.nodes.states().get(name)) ? "open" : redlock.nodes.nodes().get(i).circuitState());
-        }
-        return states;
+        return redlock == null ? Map.of("redis", circuitState()) : redlock.circuitStates();
     }
 
     /** Extends one lock; whether it was still ours (on Redlock: on a quorum). */

@@ -1,11 +1,16 @@
 package io.lockstep.redis;
 
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Watchdog;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * The lock API over N independent masters (Redlock), as the Redis distlock page describes it, with
@@ -63,6 +68,43 @@ final class RedlockLocks {
         this.retries = retries;
         this.retryDelay = retryDelay;
         this.maxLease = maxLease;
+    }
+
+    /**
+     * Redlock over {@code masters} (named {@code names}, in order): each with a circuit breaker of
+     * its own from {@code breaker} (null: none), so that a dead master fails fast while the others
+     * still answer, and its restart quarantine of {@code maxLease}; a master that stalls is left out
+     * and probed by a {@code PING} ({@link Quorum}).
+     */
+    static RedlockLocks over(RedisLocks locks, List<UnifiedJedis> masters, List<String> names, CircuitBreakerConfig breaker, int retries,
+            Duration retryDelay, Duration maxLease) {
+        // One circuit breaker per master: a dead master fails fast, the others still answer.
+        List<RedisCalls> nodes = new ArrayList<>();
+        for (int i = 0; i < masters.size(); i++) {
+            nodes.add(new RedisCalls(masters.get(i), names.get(i),
+                    breaker == null ? null : CircuitBreaker.of("lockstep-locks-" + i, breaker), maxLease));
+        }
+        return new RedlockLocks(locks, new Quorum<>(nodes, names, Quorum.LOCKS_IN_FLIGHT, c -> c.jedis.ping()), retries, retryDelay, maxLease);
+    }
+
+    /** The state most masters' circuit breakers are in ({@link RedisLocks#circuitState()}). */
+    String circuitState() {
+        Map<String, Long> counts = circuitStates().values().stream()
+                .collect(java.util.stream.Collectors.groupingBy(s -> s, java.util.stream.Collectors.counting()));
+        // The state a majority of the masters' breakers are in; none: some fail, the rest still decide.
+        return counts.entrySet().stream().filter(e -> e.getValue() >= nodes.quorum()).map(Map.Entry::getKey).findFirst()
+                .orElse("half_open");
+    }
+
+    /** Each master's circuit breaker state by its name, in order ({@link RedisLocks#circuitStates()}). */
+    Map<String, String> circuitStates() {
+        Map<String, String> states = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < nodes.nodes().size(); i++) {
+            String name = nodes.names().get(i);
+            // Left out by the fan-out (it stalled: MasterHealth) reads as open too.
+            states.put(name, "open".equals(nodes.states().get(name)) ? "open" : nodes.nodes().get(i).circuitState());
+        }
+        return states;
     }
 
     static Duration nodeWait(Duration lease) {

@@ -32,7 +32,7 @@ final class ServerLocks {
 
     private final RedisLocks locks;
     /** Null when built without one. */
-    final CircuitBreaker breaker;
+    private final CircuitBreaker breaker;
     private final RedisCalls calls;
 
     ServerLocks(RedisLocks locks, UnifiedJedis jedis, String description, CircuitBreakerConfig breakerConfig, LockMeters meters) {
@@ -55,6 +55,11 @@ final class ServerLocks {
             meters.circuit(breaker);
         }
         this.calls = new RedisCalls(jedis, description, breaker);
+    }
+
+    /** Its circuit breaker's state ({@code closed}, {@code open}, {@code half_open}), or {@code disabled} without one. */
+    String circuitState() {
+        return calls.circuitState();
     }
 
     /**
