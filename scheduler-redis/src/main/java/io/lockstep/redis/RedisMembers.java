@@ -20,6 +20,11 @@ import redis.clients.jedis.exceptions.JedisException;
  * Membership in Redis: each worker's heartbeat ({@code heartbeat.lua}, one call every few seconds)
  * and the job definitions each config hash stands for. The keys are in {@link RedisKeys}; they all
  * share the {@code {workers}} hash tag. Also read by the {@code status} command. Thread-safe.
+ *
+ * <p>The heartbeat also brings each worker what others wrote on that hash tag, kept by classes of
+ * their own: the operators' commands and manual runs ({@link OperatorCommands}) and, on Redlock,
+ * the master's deployment marker ({@link DeploymentMarker}). Keeping workers of another key layout
+ * away is {@link LayoutGuard}'s.
  */
 final class RedisMembers {
 
@@ -33,6 +38,8 @@ final class RedisMembers {
     private final LayoutGuard layouts;
     /** The operators' commands and manual runs the heartbeat carries to every worker ({@link OperatorCommands}). */
     private final OperatorCommands operatorCommands;
+    /** Redlock: this master's deployment marker, which the heartbeat reads ({@link DeploymentMarker}). */
+    private final DeploymentMarker deployment;
 
     RedisMembers(UnifiedJedis jedis, RedisCalls calls, RedisKeys keys) {
         this(jedis, calls, keys, true);
@@ -44,11 +51,17 @@ final class RedisMembers {
         this.keys = keys;
         this.layouts = holdLegacy ? new LayoutGuard(calls, keys.prefix(), () -> read(WorkerInfo.HEARTBEAT_TTL).others()) : null;
         this.operatorCommands = new OperatorCommands(jedis, calls, keys);
+        this.deployment = new DeploymentMarker(jedis, calls, keys);
     }
 
     /** The operators' commands and manual runs on this server, which each heartbeat reads. */
     OperatorCommands commands() {
         return operatorCommands;
+    }
+
+    /** Redlock: this master's deployment marker, which each heartbeat reads. */
+    DeploymentMarker deployment() {
+        return deployment;
     }
 
     /**
@@ -93,45 +106,6 @@ final class RedisMembers {
         String drain = r.size() > 7 ? text(r.get(7)) : "";
         return new Beat(new Heartbeat(live, triggers, serverTime, calls.asLong("heartbeat", r.get(1)) == 1,
                 drain.isEmpty() ? null : Duration.ofMillis(Long.parseLong(drain))), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
-    }
-
-    private static final LuaScript MARKER = LuaScript.load("marker.lua");
-
-    /** Redlock: this master's deployment marker's id, "" when it has none. */
-    String marker() {
-        try {
-            String id = jedis.hget(keys.deployment(), "id");
-            return id == null ? "" : id;
-        } catch (JedisException e) {
-            throw calls.wrap("marker", e);
-        }
-    }
-
-    /**
-     * Redlock: writes the deployment marker {@code id} on this master unless it has one
-     * ({@code marker.lua}); {@code fresh}: a new deployment's, which vouches for a master without
-     * Lockstep's state (its own keys are what tells).
-     */
-    String mark(String id, boolean fresh) {
-        return text(calls.call("marker", new RedisCalls.Call(MARKER, stateKeys(),
-                List.of(id, Long.toString(System.currentTimeMillis()), fresh ? "new" : "copy"))));
-    }
-
-    /** Redlock: whether this master holds any of {@link #stateKeys()} (Lockstep ran on it lately). */
-    boolean hasState() {
-        try {
-            return jedis.exists(stateKeys().subList(1, stateKeys().size()).toArray(String[]::new)) > 0;
-        } catch (JedisException e) {
-            throw calls.wrap("marker", e);
-        }
-    }
-
-    /**
-     * The marker, then keys only a server where Lockstep ran lately has: live workers, operators'
-     * commands, manual runs, and the marks of the probe every worker start writes (kept 7 days).
-     */
-    private List<String> stateKeys() {
-        return List.of(keys.deployment(), keys.seen(), keys.operator(), keys.triggers(), keys.marks(StartCheck.PREFLIGHT_JOB));
     }
 
     /**

@@ -140,7 +140,7 @@ final class RedlockMembers {
             return;
         }
         List<String> names = nodes.names();
-        nodes.ask(p -> lacking.contains(names.get(nodes.nodes().indexOf(p))) ? p.members().mark(id, false) : id, nodeWait);
+        nodes.ask(p -> lacking.contains(names.get(nodes.nodes().indexOf(p))) ? p.members().deployment().mark(id, false) : id, nodeWait);
     }
 
     /** Of two commands about one job, the newer (by time; the same time: the greater text, so every worker picks the same). */

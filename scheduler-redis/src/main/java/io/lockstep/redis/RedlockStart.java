@@ -65,7 +65,7 @@ final class RedlockStart {
      * failing together loses records whatever the quarantine).
      */
     private static void markNewDeployment(Quorum<RedisLockProvider> nodes) {
-        List<Quorum.Vote<String>> markers = nodes.ask(p -> p.members().marker(), java.time.Duration.ofSeconds(30));
+        List<Quorum.Vote<String>> markers = nodes.ask(p -> p.members().deployment().id(), java.time.Duration.ofSeconds(30));
         if (Quorum.written(markers) < nodes.quorum()
                 || markers.stream().anyMatch(v -> v.kind() != Quorum.Kind.FAILED && !v.answer().isEmpty())) {
             return;
@@ -74,10 +74,10 @@ final class RedlockStart {
         // version without markers) means the others may have lost theirs, and then none is fresh. (A
         // master that does not answer is not asked: if it alone held state, a majority lost theirs
         // together, which Redlock's model excludes.)
-        boolean fresh = nodes.ask(p -> p.members().hasState(), java.time.Duration.ofSeconds(30)).stream()
+        boolean fresh = nodes.ask(p -> p.members().deployment().hasState(), java.time.Duration.ofSeconds(30)).stream()
                 .noneMatch(v -> v.kind() != Quorum.Kind.FAILED && v.answer());
         String id = java.util.UUID.randomUUID().toString();
-        nodes.ask(p -> p.members().mark(id, fresh), java.time.Duration.ofSeconds(30));
+        nodes.ask(p -> p.members().deployment().mark(id, fresh), java.time.Duration.ofSeconds(30));
         LoggerFactory.getLogger("io.lockstep.events").atInfo().addKeyValue("event", "redlock_new_deployment").addKeyValue("deployment", id)
                 .addKeyValue("fresh", fresh).log(fresh ? "no redlock master has a deployment marker or Lockstep's state: a new set of masters,"
                         + " which count at once" : "no redlock master has a deployment marker, but Lockstep ran on them before (an upgrade):"
