@@ -3,10 +3,8 @@ package io.lockstep.redis;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Watchdog;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -30,7 +28,7 @@ import redis.clients.jedis.UnifiedJedis;
  * }</pre>
  *
  * <p>Keys: {@code <prefix>:lock:{<name>}} holds the owner token (a random 128-bit hex string) with
- * the lease as its ttl; {@code <prefix>:lock:{<name>}:fence} is the lock's fence counter ({@link #FENCE_TTL},
+ * the lease as its ttl; {@code <prefix>:lock:{<name>}:fence} is the lock's fence counter ({@link LockScripts#FENCE_TTL},
  * refreshed by every acquire), stepped in the same script that takes the lock: the next token is
  * max(counter + 1, Redis time in microseconds), so tokens never go back, not even after the counter
  * is lost. Acquire is {@code SET NX PX}; release and
@@ -50,11 +48,6 @@ public final class RedisLocks implements AutoCloseable {
     /** The first wait of {@link #acquire}; each retry doubles it, up to {@link #DEFAULT_MAX_BACKOFF}. */
     public static final Duration DEFAULT_BACKOFF = Duration.ofMillis(5);
     public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMillis(200);
-    /**
-     * How long a lock's fence counter outlives its last acquire. Tokens are max(counter + 1, Redis
-     * time in microseconds), so a counter that expired (or was lost) never lets a token go back.
-     */
-    static final Duration FENCE_TTL = Duration.ofDays(7);
     /** Redlock: tries after a vote without a quorum, beyond the first. */
     public static final int DEFAULT_REDLOCK_RETRIES = 3;
     static final Duration DEFAULT_REDLOCK_RETRY_DELAY = Duration.ofMillis(20);
@@ -75,11 +68,6 @@ public final class RedisLocks implements AutoCloseable {
             .permittedNumberOfCallsInHalfOpenState(1)
             .build();
 
-    static final LuaScript ACQUIRE = LuaScript.load("lock_acquire.lua");
-    static final LuaScript RELEASE = LuaScript.load("lock_release.lua");
-    static final LuaScript EXTEND = LuaScript.load("lock_extend.lua");
-    /** One generator per thread: a shared one is a lock every acquiring thread queues on. */
-    private static final ThreadLocal<SecureRandom> TOKENS = ThreadLocal.withInitial(SecureRandom::new);
     static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
 
     /** The one server's locks; null over several masters. */
@@ -248,12 +236,6 @@ public final class RedisLocks implements AutoCloseable {
             return redlock.extend(locks);
         }
         return server.extend(locks);
-    }
-
-    static String newToken() {
-        byte[] bytes = new byte[16];
-        TOKENS.get().nextBytes(bytes);
-        return HexFormat.of().formatHex(bytes);
     }
 
     /** Builds {@link RedisLocks}. Fails fast on a bad value. Not thread-safe. */

@@ -125,11 +125,11 @@ final class RedlockLocks {
         }
         Duration wait = nodeWait(lease);
         for (int attempt = 0; ; attempt++) {
-            String token = RedisLocks.newToken();
+            String token = LockScripts.newToken();
             long sent = System.nanoTime();
             Quorum.Asked<Long> asked = nodes.askTracked(c -> c.asLong("acquire", c.batch("acquire", List.of(key),
-                    k -> new RedisCalls.Call(RedisLocks.ACQUIRE, List.of(k, k + ":fence"), List.of(token,
-                            Long.toString(lease.toMillis()), Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait,
+                    k -> new RedisCalls.Call(LockScripts.ACQUIRE, List.of(k, k + ":fence"), List.of(token,
+                            Long.toString(lease.toMillis()), Long.toString(LockScripts.FENCE_TTL.toMillis())))).get(0)), wait,
                     // settled once a majority granted it: a stalled minority is not waited for (otherwise every node
                     // asked is, so that the release below comes after what they took)
                     in -> Quorum.count(in, fence -> fence > 0) >= nodes.quorum());
@@ -147,7 +147,7 @@ final class RedlockLocks {
                 long agreed = fence;
                 List<Quorum.Vote<Long>> raised = nodes.ask(c -> c.asLong("fence", c.batch("fence", List.of(key),
                         k -> new RedisCalls.Call(FENCE_RAISE, List.of(k + ":fence"), List.of(token, Long.toString(agreed),
-                                Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait,
+                                Long.toString(LockScripts.FENCE_TTL.toMillis())))).get(0)), wait,
                         in -> Quorum.written(in) >= nodes.quorum());
                 long elapsed = System.nanoTime() - sent;
                 if (Quorum.written(raised) >= nodes.quorum() && elapsed < Watchdog.validity(lease).toNanos()) {
@@ -161,7 +161,7 @@ final class RedlockLocks {
                         : "; the fence raise reached too few nodes");
             }
             // Not ours: give back whatever we took, on every node (a call that seemed to fail may have landed).
-            nodes.tellAfter(c -> c.batch("release", List.of(key), k -> new RedisCalls.Call(RedisLocks.RELEASE, List.of(k), List.of(token))), wait,
+            nodes.tellAfter(c -> c.batch("release", List.of(key), k -> new RedisCalls.Call(LockScripts.RELEASE, List.of(k), List.of(token))), wait,
                     null, asked.calls());
             if (held >= nodes.quorum()) {
                 log("lock_contended", key, token, System.nanoTime() - sent, false, who).log("lock held by another owner");
@@ -202,7 +202,7 @@ final class RedlockLocks {
     /** Releases the lock on every node; whether a quorum still held it for us. */
     boolean release(RedisLock lock) {
         List<Quorum.Vote<Long>> votes = nodes.tellAfter(c -> c.asLong("release", c.batch("release", List.of(lock.key()),
-                k -> new RedisCalls.Call(RedisLocks.RELEASE, List.of(k), List.of(lock.token()))).get(0)), nodeWait(lock.lease()),
+                k -> new RedisCalls.Call(LockScripts.RELEASE, List.of(k), List.of(lock.token()))).get(0)), nodeWait(lock.lease()),
                 // every master asked, not just a majority: an acquire of the same lock right after (this process's
                 // next cycle) must not find a release still on its way, which would read as held by another owner
                 null, lock.acquireCalls);
