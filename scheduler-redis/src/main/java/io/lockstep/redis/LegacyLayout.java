@@ -13,7 +13,7 @@ import java.util.List;
  *   <li>a worker refuses to start while a live worker of another layout is in the workers' list
  *       (its heartbeat entry has no {@code layout}, or another): one line naming each, and a
  *       non-zero exit (checked when it first publishes its config, before its first claim:
- *       {@link RedisMembers#publish}; the operators' commands, which touch only their own
+ *       {@link LayoutGuard#publish}; the operators' commands, which touch only their own
  *       layout's keys, work beside either);</li>
  *   <li>a running worker holds every job of its config paused in layout 1's keys
  *       ({@code <prefix>:{<job>}:paused}, what a layout 1 worker reads before each claim and each

@@ -7,17 +7,17 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 /**
  * Redlock's fan-out: the same action on every node at once, the answers that came within a wait,
  * and which of them count. A node counts when it answered and is past its restart quarantine
- * ({@link RedisCalls.Quarantined}); a decision needs {@link #quorum()} of all nodes (N/2 + 1), so
- * that any two decisions share a node. Thread-safe.
+ * ({@link RestartQuarantine.Quarantined}); a decision needs {@link #quorum()} of all nodes (N/2 + 1), so
+ * that any two decisions share a node. How each call gets to its node (a thread each, a bound
+ * in flight per node) is {@link QuorumCalls}'; which nodes are asked, {@link QuorumHealth}'s.
+ * Thread-safe.
  *
  * @param <N> what a node is to the caller (its calls, or its store)
  */
@@ -70,23 +70,12 @@ final class Quorum<N> {
         this.nodes = List.copyOf(nodes);
         this.names = List.copyOf(names);
         this.quorum = nodes.size() / 2 + 1;
-        this.inFlight = new java.util.concurrent.Semaphore[nodes.size()];
-        for (int i = 0; i < inFlight.length; i++) {
-            inFlight[i] = new java.util.concurrent.Semaphore(inFlightPerNode);
-        }
-        this.inFlightPerNode = inFlightPerNode;
-        // As a cached pool (idle threads are reused, and end after a minute), bounded: the permits
-        // bound the calls in flight, and twice that in threads leaves room for a thread that has
-        // released its permit and not yet gone back to the pool.
-        java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(0, 2 * nodes.size() * inFlightPerNode,
-                60, TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(), r -> {
-                    Thread t = new Thread(r, "lockstep-redlock-" + THREADS.incrementAndGet());
-                    t.setDaemon(true);
-                    return t;
-                });
-        this.pool = pool;
-        this.health = probe == null ? null : new QuorumHealth<>(this.nodes, this.names, quorum, probe, pool);
+        this.calls = new QuorumCalls<>(this.nodes, inFlightPerNode);
+        this.health = probe == null ? null : new QuorumHealth<>(this.nodes, this.names, quorum, probe, calls.pool());
     }
+
+    /** How the calls reach the nodes: one thread per call, at most {@code inFlightPerNode} in flight to one node. */
+    private final QuorumCalls<N> calls;
 
     /** Per node, whether it is asked and how its calls went; null without a probe (every node always asked). */
     private final QuorumHealth<N> health;
@@ -99,17 +88,7 @@ final class Quorum<N> {
      * after does not cut them short on the other nodes. A stalled node's calls are not waited past it.
      */
     void awaitInFlight() {
-        long deadline = System.nanoTime() + longestWaitNanos.get();
-        for (java.util.concurrent.Semaphore permits : inFlight) {
-            try {
-                if (permits.tryAcquire(inFlightPerNode, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                    permits.release(inFlightPerNode);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
+        calls.awaitInFlight(longestWaitNanos.get());
     }
 
 
@@ -122,13 +101,6 @@ final class Quorum<N> {
         names.forEach(name -> states.put(name, "closed"));
         return states;
     }
-
-    private static final AtomicInteger THREADS = new AtomicInteger();
-    private final int inFlightPerNode;
-    /** Per node, the calls it may still be sent ({@link #inFlightPerNode} at most in flight). */
-    private final java.util.concurrent.Semaphore[] inFlight;
-    /** One thread per call in flight (at most {@link #inFlightPerNode} per node), so that a stalled node never holds up the others. Daemon. */
-    private final ExecutorService pool;
 
     /** How many counting answers a decision needs: a majority of all nodes, N/2 + 1. */
     int quorum() {
@@ -205,26 +177,8 @@ final class Quorum<N> {
             health.waitSeen(wait);
         }
         longestWaitNanos.accumulateAndGet(wait.toNanos(), Math::max);
-        List<CompletableFuture<T>> futures = new ArrayList<>(nodes.size());
         List<Integer> notAsked = health == null ? List.of() : health.leftOut();
-        for (int i = 0; i < nodes.size(); i++) {
-            boolean leftOut = notAsked.contains(i);
-            if (leftOut && !alsoLeftOut) {
-                futures.add(CompletableFuture.failedFuture(new LeftOut()));
-                continue;
-            }
-            CompletableFuture<?> before = after == null ? null : after.get(i);
-            if (leftOut && before != null && notSent(before)) {
-                // The call it undoes never went there: nothing to undo on a node left out (and nothing
-                // piles up on a stalled one, one thread per call, until the bound).
-                futures.add(CompletableFuture.failedFuture(new LeftOut()));
-                continue;
-            }
-            int node = i;
-            CompletableFuture<T> sent = before == null || before.isDone() ? send(i, action)
-                    : before.handle((r, t) -> null).thenCompose(x -> send(node, action));
-            futures.add(leftOut ? CompletableFuture.failedFuture(new LeftOut()) : sent);
-        }
+        List<CompletableFuture<T>> futures = calls.send(action, notAsked, alsoLeftOut, after);
         long sent = System.nanoTime();
         long deadline = sent + wait.toNanos();
         int n = nodes.size();
@@ -304,37 +258,6 @@ final class Quorum<N> {
     }
 
 
-    /** Sends {@code action} to node {@code i} if it has a call left within its bound, else a failed {@link Busy} future. */
-    private <T> CompletableFuture<T> send(int i, Function<N, T> action) {
-        N node = nodes.get(i);
-        java.util.concurrent.Semaphore permits = inFlight[i];
-        if (!permits.tryAcquire()) {
-            return CompletableFuture.failedFuture(new Busy(inFlightPerNode));
-        }
-        try {
-            return CompletableFuture.supplyAsync(() -> {
-                try {
-                    return action.apply(node);
-                } finally {
-                    permits.release();
-                }
-            }, pool);
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-            permits.release();
-            return CompletableFuture.failedFuture(new Busy(inFlightPerNode));
-        }
-    }
-
-    /** Whether a fan-out's call was not sent at all (its node left out, or at its bound). */
-    private static boolean notSent(CompletableFuture<?> call) {
-        if (!call.isCompletedExceptionally()) {
-            return false;
-        }
-        Throwable t = call.handle((r, e) -> e).getNow(null);
-        return t instanceof LeftOut || t instanceof Busy;
-    }
-
-
     /** The votes in so far, the nodes not answered yet as failed ("pending"). */
     private <T> List<Vote<T>> withPending(List<Vote<T>> votes) {
         List<Vote<T>> all = new ArrayList<>(votes.size());
@@ -371,13 +294,6 @@ final class Quorum<N> {
     }
 
 
-    /** A node left out by its {@link MasterHealth}: this call was not sent. */
-    static final class LeftOut extends RuntimeException {
-        LeftOut() {
-            super("left out: it did not answer in time lately (probed in the background)", null, false, false);
-        }
-    }
-
     static <T> Vote<T> vote(String name, CompletableFuture<T> future, long waitNanos, Duration wait) {
         try {
             return new Vote<>(name, Kind.ANSWERED, future.get(waitNanos, TimeUnit.NANOSECONDS), null);
@@ -388,20 +304,13 @@ final class Quorum<N> {
             return new Vote<>(name, Kind.FAILED, null, "interrupted");
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
-            if (cause instanceof Busy || cause instanceof LeftOut) {
+            if (cause instanceof QuorumCalls.Busy || cause instanceof QuorumCalls.LeftOut) {
                 return new Vote<>(name, Kind.FAILED, null, cause.getMessage());
             }
-            if (cause instanceof RedisCalls.Quarantined q) {
+            if (cause instanceof RestartQuarantine.Quarantined q) {
                 return new Vote<>(name, Kind.QUARANTINED, null, q.getMessage());
             }
             return new Vote<>(name, Kind.FAILED, null, cause instanceof LockException le ? le.getMessage() : String.valueOf(cause));
-        }
-    }
-
-    /** A node with as many calls in flight as the bound: this one was not sent. */
-    static final class Busy extends RuntimeException {
-        Busy(int inFlight) {
-            super("busy: " + inFlight + " calls in flight to it (slow or stalled), this one not sent", null, false, false);
         }
     }
 

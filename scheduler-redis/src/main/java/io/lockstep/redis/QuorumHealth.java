@@ -152,10 +152,10 @@ final class QuorumHealth<N> {
         }
         Throwable cause = future.isCompletedExceptionally() ? future.handle((r, t) -> t).getNow(null) : null;
         cause = cause instanceof java.util.concurrent.CompletionException && cause.getCause() != null ? cause.getCause() : cause;
-        if (cause instanceof Quorum.LeftOut) {
+        if (cause instanceof QuorumCalls.LeftOut) {
             return;
         }
-        if (cause == null || cause instanceof Quorum.Busy || cause instanceof LockException le
+        if (cause == null || cause instanceof QuorumCalls.Busy || cause instanceof LockException le
                 && le.getCause() instanceof redis.clients.jedis.exceptions.JedisConnectionException) {
             fail(h, nanos, cause != null ? cause : new TimeoutException(v.failure()));
         } else {

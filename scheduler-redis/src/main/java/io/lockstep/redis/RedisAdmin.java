@@ -297,21 +297,21 @@ public final class RedisAdmin {
      * @return whether the job was paused on any master before
      */
     private boolean command(String op, String job, boolean paused, String note, String by, Optional<Duration> duration) {
-        long newest = onMasters(op, a -> a.provider.members().latestCommandAt(job)).stream().mapToLong(Long::longValue).max().orElse(0);
+        long newest = onMasters(op, a -> a.provider.members().commands().latestCommandAt(job)).stream().mapToLong(Long::longValue).max().orElse(0);
         long at = Math.max(provider.serverTimeMillis(), newest + 1);
-        String command = RedisMembers.command(at, paused, note, by, duration.map(d -> at + d.toMillis()).orElse(0L));
-        List<RedisMembers.Applied> answers;
+        String command = OperatorCommands.command(at, paused, note, by, duration.map(d -> at + d.toMillis()).orElse(0L));
+        List<OperatorCommands.Applied> answers;
         try {
-            answers = onMasters(op, a -> a.provider.members().command(job, command));
+            answers = onMasters(op, a -> a.provider.members().commands().command(job, command));
         } catch (io.lockstep.scheduler.lock.LockException e) {
             throw new io.lockstep.scheduler.lock.LockException("redlock", e.getMessage() + "; the masters that got the " + op
                     + " pass it on to the others with the workers' next heartbeat: see status", e);
         }
-        if (answers.stream().filter(RedisMembers.Applied::applied).count() < redlock.quorum().quorum()) {
+        if (answers.stream().filter(OperatorCommands.Applied::applied).count() < redlock.quorum().quorum()) {
             throw new io.lockstep.scheduler.lock.LockException("redlock", "redlock: " + op + " " + job
                     + ": a newer pause or resume of the job was given meanwhile, and this one was not applied: see status", null);
         }
-        return answers.stream().anyMatch(RedisMembers.Applied::wasPaused);
+        return answers.stream().anyMatch(OperatorCommands.Applied::wasPaused);
     }
 
     /**
@@ -327,11 +327,11 @@ public final class RedisAdmin {
     public Instant trigger(String job) {
         if (redlock != null) {
             // One slot for all masters: the time by which a majority of their clocks have passed.
-            Instant slot = RedisMembers.manualSlot(provider.serverTimeMillis());
-            onMasters("trigger", a -> a.provider.members().trigger(job, slot));
+            Instant slot = OperatorCommands.manualSlot(provider.serverTimeMillis());
+            onMasters("trigger", a -> a.provider.members().commands().trigger(job, slot));
             return slot;
         }
-        return provider.members().trigger(job);
+        return provider.members().commands().trigger(job);
     }
 
     /**

@@ -10,7 +10,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
@@ -24,7 +23,9 @@ import redis.clients.jedis.exceptions.JedisException;
  * <p>This class keeps the policy around a batch: the circuit breaker, a Redlock node's restart
  * quarantine (the uptime read first on the same connection), the wrapping of failures and the
  * parsing of replies. The pipeline itself (the EVALSHA then EVAL round trips, each call's WAIT, a
- * failed master's calls answered {@link ScriptPipeline.CallFailed}) is {@link ScriptPipeline}'s.
+ * failed master's calls answered {@link ScriptPipeline.CallFailed}) is {@link ScriptPipeline}'s;
+ * whether a Redlock master's answers count yet (its uptime, deployment marker and durability) is
+ * {@link RestartQuarantine}'s; what a failure is told as is {@link RedisFailures}'.
  */
 final class RedisCalls {
 
@@ -51,38 +52,12 @@ final class RedisCalls {
         }
     }
 
-    /**
-     * A Redlock node's answers that must not count: it has not been up for the restart quarantine,
-     * so it may have come back without records it held. The calls ran: the node is written to.
-     */
-    static final class Quarantined extends LockException {
-        Quarantined(String target, long uptimeSeconds, long quarantineSeconds) {
-            super(target, target + ": up " + uptimeSeconds + " s, not yet past the restart quarantine ("
-                    + quarantineSeconds + " s; counted once uptime reads more): written to, but its answers do not count yet", null);
-        }
-    }
-
-    static final LuaScript UPTIME = LuaScript.load("uptime.lua");
-
-    /**
-     * Whether a node whose {@code INFO} reads {@code uptimeSeconds} has been up longer than the
-     * quarantine. {@code uptime_in_seconds} is the difference of two whole-second clock readings
-     * (now and the start, each rounded down), so it reads {@code n} as early as a few ms past
-     * {@code n - 1} s of real uptime: a node counts only once it reads more than the quarantine
-     * (rounded up to whole seconds), which is never before the quarantine has fully passed (at most
-     * one second after for a quarantine of whole seconds, under two otherwise). Uptime follows the
-     * Redis host's wall clock.
-     */
-    static boolean pastQuarantine(long uptimeSeconds, long quarantineMillis) {
-        return uptimeSeconds > (quarantineMillis + 999) / 1000;
-    }
-
     final UnifiedJedis jedis;
     final String target;
     /** Fails calls fast while Redis keeps failing (the lock API's); null: every call goes out. */
     private final CircuitBreaker breaker;
-    /** A Redlock node's restart quarantine in ms, read per batch; zero or less: none (no uptime is read). */
-    private final java.util.function.LongSupplier quarantineMillis;
+    /** A Redlock node's restart quarantine, read per batch (none: no uptime is read). */
+    private final RestartQuarantine quarantine;
 
     RedisCalls(UnifiedJedis jedis, String target) {
         this(jedis, target, null);
@@ -98,7 +73,7 @@ final class RedisCalls {
 
     /**
      * @param quarantine when positive, every batch first reads the server's uptime on the same
-     *     connection and throws {@link Quarantined} (after running the calls) while it is shorter
+     *     connection and throws {@link RestartQuarantine.Quarantined} (after running the calls) while it is shorter
      */
     RedisCalls(UnifiedJedis jedis, String target, CircuitBreaker breaker, java.util.function.LongSupplier quarantineMillis) {
         this(jedis, target, breaker, quarantineMillis, null, false);
@@ -106,7 +81,7 @@ final class RedisCalls {
 
     /**
      * @param markerKey Redlock: the master's deployment marker, read with its uptime; a master
-     *     within its quarantine counts when the marker vouches for it (see {@link #vouches})
+     *     within its quarantine counts when the marker vouches for it (see {@link RestartQuarantine#vouches})
      * @param durable whether the master keeps its data across a restart (declared in
      *     {@code redis.redlock.durable})
      */
@@ -115,111 +90,17 @@ final class RedisCalls {
         this.jedis = jedis;
         this.target = target;
         this.breaker = breaker;
-        this.quarantineMillis = quarantineMillis;
-        this.markerKey = markerKey;
-        this.durable = durable;
+        this.quarantine = new RestartQuarantine(jedis, target, quarantineMillis, markerKey, durable);
     }
 
-    private final String markerKey;
-    private final boolean durable;
+    /** This node's restart quarantine: its uptime read, and whether it is trusted before its end. */
+    RestartQuarantine quarantine() {
+        return quarantine;
+    }
 
     /** Its circuit breaker's state ({@code closed}, {@code open}, {@code half_open}), or {@code disabled} without one. */
     String circuitState() {
         return breaker == null ? "disabled" : breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
-    }
-
-    /** The uptime read (first in a pipeline): on the same connection as the calls. */
-    Call uptimeCall(long quarantineMillis) {
-        return new Call(UPTIME, markerKey == null ? List.of() : List.of(markerKey), List.of(Long.toString(quarantineMillis)));
-    }
-
-    /**
-     * Whether a master up for less than its quarantine counts all the same, by its deployment
-     * marker: the marker was written in this run of the server (its run_id) as the first of a new
-     * deployment on a server without Lockstep's state (it had nothing a restart could have lost);
-     * or the master keeps its data across restarts (declared durable) and its marker came back
-     * with it from an earlier run. A marker copied to it in this run (it restarted empty: the
-     * heartbeat copies its peers') vouches for nothing, durable or not. The lock API reads no
-     * marker: nothing vouches there.
-     *
-     * @param reply {@code uptime.lua}'s
-     */
-    boolean vouches(List<?> reply) {
-        if ("1".equals(text(reply.get(1)))) {
-            return true;
-        }
-        if (!durable || !"1".equals(text(reply.get(3)))) {
-            return false;
-        }
-        if (reply.size() > 4 && "1".equals(text(reply.get(4)))) {
-            return true;
-        }
-        // Declared durable, but without its AOF (m4 of the 2026-12-04 review): its marker came back
-        // from an RDB snapshot or a restored backup, with records older than its last writes.
-        notDurable(reply.size() > 5 ? text(reply.get(5)) : "");
-        return false;
-    }
-
-    /** Whether the master is declared durable ({@code redis.redlock.durable}). */
-    boolean durable() {
-        return durable;
-    }
-
-    /**
-     * At the start, for a master declared durable: reads {@code INFO persistence}. Without
-     * {@code aof_enabled:1} it logs so ({@link #notDurable}); with it, {@code appendfsync} as
-     * {@code CONFIG GET} reads it (a warning unless {@code always}: a crash can lose the last second
-     * of writes), where the ACL user may run {@code CONFIG} (otherwise nothing more is said).
-     */
-    void checkDurable() {
-        String persistence;
-        String run;
-        try {
-            persistence = jedis.info("persistence");
-            run = jedis.info("server").lines().filter(l -> l.startsWith("run_id:"))
-                    .map(l -> l.substring("run_id:".length()).trim()).findFirst().orElse("");
-        } catch (JedisException e) {
-            throw wrap("persistence", e);
-        }
-        if (!persistence.lines().anyMatch(l -> l.trim().equals("aof_enabled:1"))) {
-            notDurable(run);
-            return;
-        }
-        String fsync;
-        try {
-            fsync = JedisLines.configValue(jedis.sendCommand(redis.clients.jedis.Protocol.Command.CONFIG, "GET", "appendfsync"));
-        } catch (JedisException e) {
-            return; // CONFIG not allowed (an ACL, a renamed command): the AOF is on, that is what can be checked
-        }
-        org.slf4j.event.Level level = fsync.equals("always") ? org.slf4j.event.Level.INFO : org.slf4j.event.Level.WARN;
-        org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atLevel(level).addKeyValue("event", "redlock_durable")
-                .addKeyValue("target", target).addKeyValue("appendfsync", fsync)
-                .log(fsync.equals("always") ? target + " is durable: appendonly yes, appendfsync always"
-                        : target + " is listed in redis.redlock.durable and runs with appendonly, but appendfsync " + fsync
-                        + ": a crash can lose its last writes (up to a second), and it still counts at once after a restart;"
-                        + " set appendfsync always there");
-    }
-
-    /** The server run ({@code run_id}, new at every start) this master's "durable without its AOF" line was last logged for. */
-    private final java.util.concurrent.atomic.AtomicReference<String> notDurableRun = new java.util.concurrent.atomic.AtomicReference<>();
-
-    /**
-     * Logs, once per run of the server ({@code run}: its {@code run_id}), that this master is
-     * declared durable but runs without {@code appendonly}: it is counted like any other master, so
-     * it sits out the restart quarantine after a restart.
-     */
-    void notDurable(String run) {
-        if (run.equals(notDurableRun.getAndSet(run))) {
-            return;
-        }
-        org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "redlock_durable_without_aof")
-                .addKeyValue("target", target).log(target + " is listed in redis.redlock.durable, but runs without appendonly"
-                        + " (INFO persistence: aof_enabled:0): not trusted to keep its data across a restart, it sits out the restart"
-                        + " quarantine like any other master; set appendonly yes and appendfsync always there, or take it out of durable");
-    }
-
-    private static String text(Object o) {
-        return o instanceof byte[] b ? new String(b, java.nio.charset.StandardCharsets.UTF_8) : String.valueOf(o);
     }
 
     /**
@@ -276,12 +157,12 @@ final class RedisCalls {
 
     private <T> Replies unguardedBatch(String operation, List<T> items, Function<T, Call> toCall, Replicas replicas) {
         List<Call> calls = new ArrayList<>(items.size() + 1);
-        long quarantine = quarantineMillis.getAsLong();
-        boolean uptime = quarantine > 0;
+        long quarantineMillis = quarantine.millis();
+        boolean uptime = quarantineMillis > 0;
         if (uptime) {
             // First, on the same connection: a restart in between would break the connection, so the
             // uptime read is the uptime of the server that runs the calls.
-            calls.add(uptimeCall(quarantine));
+            calls.add(quarantine.uptimeCall(quarantineMillis));
         }
         for (T item : items) {
             calls.add(toCall.apply(item));
@@ -293,9 +174,7 @@ final class RedisCalls {
             if (uptime) {
                 List<?> up = (List<?>) answered("uptime", replies.remove(0));
                 long seconds = asLong("uptime", up.get(0));
-                if (!pastQuarantine(seconds, quarantine) && !vouches(up)) {
-                    throw new Quarantined(target, seconds, (quarantine + 999) / 1000);
-                }
+                quarantine.check(up, seconds, quarantineMillis); // throws while it is within its quarantine
                 acknowledged = java.util.Arrays.copyOfRange(acknowledged, 1, acknowledged.length);
             }
             return new Replies(replies, acknowledged);
@@ -360,44 +239,9 @@ final class RedisCalls {
         }
     }
 
-    private static boolean causedBy(Throwable t, Class<? extends Throwable> type) {
-        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-            if (type.isInstance(c)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
+    /** {@code e} as one line naming this server, and dropping its pool's idle connections when it could not reach it ({@link RedisFailures}). */
     LockException wrap(String operation, JedisException e) {
-        if (e instanceof JedisConnectionException) {
-            // The other idle connections most likely went stale with this one (a restarted or
-            // failed-over server): drop them, so that the next call opens a fresh connection instead
-            // of failing once per stale one.
-            JedisLines.clearPool(jedis);
-        }
-        String kind;
-        if (e.getMessage() != null && (e.getMessage().contains("NOPERM") || e.getMessage().contains("no permissions")
-                || e.getMessage().contains("can't run this command") || e.getMessage().contains("can't access"))) {
-            kind = "permission denied to the ACL user" + LuaScript.named(e.getMessage())
-                    .map(script -> ": " + script.name() + " runs " + String.join(" ", script.commands())
-                            + " (see the README for the whole ACL line)").orElse("");
-        } else if (e instanceof JedisAccessControlException || (e.getMessage() != null
-                && (e.getMessage().startsWith("WRONGPASS") || e.getMessage().startsWith("NOAUTH")))) {
-            kind = "authentication failed";
-        } else if (causedBy(e, javax.net.ssl.SSLException.class)) {
-            kind = "TLS handshake failed, check redis.tls and that the server speaks TLS";
-        } else if (e instanceof JedisConnectionException) {
-            kind = target.startsWith("rediss ") ? "cannot reach the server, or it does not speak TLS on that port" : "cannot reach the server";
-        } else {
-            kind = "command failed";
-        }
-        Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-        }
-        String detail = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
-        return new LockException(target, target + ": " + operation + ": " + kind + " (" + detail.replaceAll("\\s+", " ") + ")", e);
+        return RedisFailures.wrap(jedis, target, operation, e);
     }
 
     /** One slot's answer of claim.lua or recover.lua. */

@@ -150,7 +150,7 @@ public final class RedisLock implements AutoCloseable {
     }
 
     RedisCalls.Call extendCall() {
-        return new RedisCalls.Call(RedisLocks.EXTEND, List.of(key), List.of(token, Long.toString(lease.toMillis())));
+        return new RedisCalls.Call(LockScripts.EXTEND, List.of(key), List.of(token, Long.toString(lease.toMillis())));
     }
 
     /** The lock is gone (refused on extension or renewal, or run out unconfirmed): say so, once. */

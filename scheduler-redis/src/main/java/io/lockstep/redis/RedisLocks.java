@@ -1,13 +1,10 @@
 package io.lockstep.redis;
 
-import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Watchdog;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -31,7 +28,7 @@ import redis.clients.jedis.UnifiedJedis;
  * }</pre>
  *
  * <p>Keys: {@code <prefix>:lock:{<name>}} holds the owner token (a random 128-bit hex string) with
- * the lease as its ttl; {@code <prefix>:lock:{<name>}:fence} is the lock's fence counter ({@link #FENCE_TTL},
+ * the lease as its ttl; {@code <prefix>:lock:{<name>}:fence} is the lock's fence counter ({@link LockScripts#FENCE_TTL},
  * refreshed by every acquire), stepped in the same script that takes the lock: the next token is
  * max(counter + 1, Redis time in microseconds), so tokens never go back, not even after the counter
  * is lost. Acquire is {@code SET NX PX}; release and
@@ -51,11 +48,6 @@ public final class RedisLocks implements AutoCloseable {
     /** The first wait of {@link #acquire}; each retry doubles it, up to {@link #DEFAULT_MAX_BACKOFF}. */
     public static final Duration DEFAULT_BACKOFF = Duration.ofMillis(5);
     public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMillis(200);
-    /**
-     * How long a lock's fence counter outlives its last acquire. Tokens are max(counter + 1, Redis
-     * time in microseconds), so a counter that expired (or was lost) never lets a token go back.
-     */
-    static final Duration FENCE_TTL = Duration.ofDays(7);
     /** Redlock: tries after a vote without a quorum, beyond the first. */
     public static final int DEFAULT_REDLOCK_RETRIES = 3;
     static final Duration DEFAULT_REDLOCK_RETRY_DELAY = Duration.ofMillis(20);
@@ -76,11 +68,6 @@ public final class RedisLocks implements AutoCloseable {
             .permittedNumberOfCallsInHalfOpenState(1)
             .build();
 
-    static final LuaScript ACQUIRE = LuaScript.load("lock_acquire.lua");
-    static final LuaScript RELEASE = LuaScript.load("lock_release.lua");
-    static final LuaScript EXTEND = LuaScript.load("lock_extend.lua");
-    /** One generator per thread: a shared one is a lock every acquiring thread queues on. */
-    private static final ThreadLocal<SecureRandom> TOKENS = ThreadLocal.withInitial(SecureRandom::new);
     static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
 
     /** The one server's locks; null over several masters. */
@@ -99,14 +86,8 @@ public final class RedisLocks implements AutoCloseable {
             this.server = new ServerLocks(this, b.jedis, b.description, b.breaker, meters);
             this.redlock = null;
         } else {
-            // One circuit breaker per master: a dead master fails fast, the others still answer.
-            List<RedisCalls> nodes = new ArrayList<>();
-            for (int i = 0; i < b.masters.size(); i++) {
-                nodes.add(new RedisCalls(b.masters.get(i), b.nodeNames.get(i),
-                        b.breaker == null ? null : CircuitBreaker.of("lockstep-locks-" + i, b.breaker), b.maxLease));
-            }
             this.server = null;
-            this.redlock = new RedlockLocks(this, new Quorum<>(nodes, b.nodeNames, Quorum.LOCKS_IN_FLIGHT, c -> c.jedis.ping()), b.retries, b.retryDelay, b.maxLease);
+            this.redlock = RedlockLocks.over(this, b.masters, b.nodeNames, b.breaker, b.retries, b.retryDelay, b.maxLease);
         }
         this.prefix = b.keyPrefix;
         this.backoff = b.backoff;
@@ -202,28 +183,12 @@ public final class RedisLocks implements AutoCloseable {
      * ({@link #circuitStates()} has each).
      */
     public String circuitState() {
-        if (redlock == null) {
-            return server.breaker == null ? "disabled" : server.breaker.getState().name().toLowerCase(java.util.Locale.ROOT);
-        }
-        Map<String, Long> counts = circuitStates().values().stream()
-                .collect(java.util.stream.Collectors.groupingBy(s -> s, java.util.stream.Collectors.counting()));
-        // The state a majority of the masters' breakers are in; none: some fail, the rest still decide.
-        return counts.entrySet().stream().filter(e -> e.getValue() >= redlock.nodes.quorum()).map(Map.Entry::getKey).findFirst()
-                .orElse("half_open");
+        return redlock == null ? server.circuitState() : redlock.circuitState();
     }
 
     /** Each master's circuit breaker state by its name, in order (one entry, {@code redis}, on one server). */
     public Map<String, String> circuitStates() {
-        if (redlock == null) {
-            return Map.of("redis", circuitState());
-        }
-        Map<String, String> states = new java.util.LinkedHashMap<>();
-        for (int i = 0; i < redlock.nodes.nodes().size(); i++) {
-            String name = redlock.nodes.names().get(i);
-            // Left out by the fan-out (it stalled: MasterHealth) reads as open too.
-            states.put(name, "open".equals(redlock.nodes.states().get(name)) ? "open" : redlock.nodes.nodes().get(i).circuitState());
-        }
-        return states;
+        return redlock == null ? Map.of("redis", circuitState()) : redlock.circuitStates();
     }
 
     /** Extends one lock; whether it was still ours (on Redlock: on a quorum). */
@@ -271,12 +236,6 @@ public final class RedisLocks implements AutoCloseable {
             return redlock.extend(locks);
         }
         return server.extend(locks);
-    }
-
-    static String newToken() {
-        byte[] bytes = new byte[16];
-        TOKENS.get().nextBytes(bytes);
-        return HexFormat.of().formatHex(bytes);
     }
 
     /** Builds {@link RedisLocks}. Fails fast on a bad value. Not thread-safe. */

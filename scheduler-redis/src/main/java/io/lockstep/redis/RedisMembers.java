@@ -20,6 +20,11 @@ import redis.clients.jedis.exceptions.JedisException;
  * Membership in Redis: each worker's heartbeat ({@code heartbeat.lua}, one call every few seconds)
  * and the job definitions each config hash stands for. The keys are in {@link RedisKeys}; they all
  * share the {@code {workers}} hash tag. Also read by the {@code status} command. Thread-safe.
+ *
+ * <p>The heartbeat also brings each worker what others wrote on that hash tag, kept by classes of
+ * their own: the operators' commands and manual runs ({@link OperatorCommands}) and, on Redlock,
+ * the master's deployment marker ({@link DeploymentMarker}). Keeping workers of another key layout
+ * away is {@link LayoutGuard}'s.
  */
 final class RedisMembers {
 
@@ -29,8 +34,12 @@ final class RedisMembers {
     private final UnifiedJedis jedis;
     private final RedisCalls calls;
     private final RedisKeys keys;
-    /** Keeps layout 1 workers away ({@link LegacyLayout}); null for the start check's probe, which publishes no real jobs. */
-    private final LegacyLayout legacy;
+    /** Keeps workers of another key layout away ({@link LayoutGuard}); null for the start check's probe, which publishes no real jobs. */
+    private final LayoutGuard layouts;
+    /** The operators' commands and manual runs the heartbeat carries to every worker ({@link OperatorCommands}). */
+    private final OperatorCommands operatorCommands;
+    /** Redlock: this master's deployment marker, which the heartbeat reads ({@link DeploymentMarker}). */
+    private final DeploymentMarker deployment;
 
     RedisMembers(UnifiedJedis jedis, RedisCalls calls, RedisKeys keys) {
         this(jedis, calls, keys, true);
@@ -40,7 +49,19 @@ final class RedisMembers {
         this.jedis = jedis;
         this.calls = calls;
         this.keys = keys;
-        this.legacy = holdLegacy ? new LegacyLayout(calls, keys.prefix()) : null;
+        this.layouts = holdLegacy ? new LayoutGuard(calls, keys.prefix(), () -> read(WorkerInfo.HEARTBEAT_TTL).others()) : null;
+        this.operatorCommands = new OperatorCommands(jedis, calls, keys);
+        this.deployment = new DeploymentMarker(jedis, calls, keys);
+    }
+
+    /** The operators' commands and manual runs on this server, which each heartbeat reads. */
+    OperatorCommands commands() {
+        return operatorCommands;
+    }
+
+    /** Redlock: this master's deployment marker, which each heartbeat reads. */
+    DeploymentMarker deployment() {
+        return deployment;
     }
 
     /**
@@ -77,9 +98,9 @@ final class RedisMembers {
         long serverTime = keys.cluster() ? 0 : calls.asLong("heartbeat", r.get(0));
         Live parsed = parse((List<?>) r.get(2), (List<?>) r.get(3));
         List<WorkerInfo> live = parsed.ours();
-        if (legacy != null) {
-            legacy.report(describe(parsed.others()));
-            legacy.refresh(System.currentTimeMillis(), live.stream().filter(w -> w.configHash().equals(self.configHash()))
+        if (layouts != null) {
+            // This worker keeps the holds of its config when it is the first live worker by id of those that run it.
+            layouts.beat(parsed.others(), live.stream().filter(w -> w.configHash().equals(self.configHash()))
                     .map(WorkerInfo::id).min(String::compareTo).map(self.id()::equals).orElse(true));
         }
         String drain = r.size() > 7 ? text(r.get(7)) : "";
@@ -87,151 +108,22 @@ final class RedisMembers {
                 drain.isEmpty() ? null : Duration.ofMillis(Long.parseLong(drain))), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
     }
 
-    private static final LuaScript OPERATOR = LuaScript.load("operator.lua");
-    private static final LuaScript MARKER = LuaScript.load("marker.lua");
-
-    /** Redlock: this master's deployment marker's id, "" when it has none. */
-    String marker() {
-        try {
-            String id = jedis.hget(keys.deployment(), "id");
-            return id == null ? "" : id;
-        } catch (JedisException e) {
-            throw calls.wrap("marker", e);
-        }
-    }
-
-    /**
-     * Redlock: writes the deployment marker {@code id} on this master unless it has one
-     * ({@code marker.lua}); {@code fresh}: a new deployment's, which vouches for a master without
-     * Lockstep's state (its own keys are what tells).
-     */
-    String mark(String id, boolean fresh) {
-        return text(calls.call("marker", new RedisCalls.Call(MARKER, stateKeys(),
-                List.of(id, Long.toString(System.currentTimeMillis()), fresh ? "new" : "copy"))));
-    }
-
-    /** Redlock: whether this master holds any of {@link #stateKeys()} (Lockstep ran on it lately). */
-    boolean hasState() {
-        try {
-            return jedis.exists(stateKeys().subList(1, stateKeys().size()).toArray(String[]::new)) > 0;
-        } catch (JedisException e) {
-            throw calls.wrap("marker", e);
-        }
-    }
-
-    /**
-     * The marker, then keys only a server where Lockstep ran lately has: live workers, operators'
-     * commands, manual runs, and the marks of the probe every worker start writes (kept 7 days).
-     */
-    private List<String> stateKeys() {
-        return List.of(keys.deployment(), keys.seen(), keys.operator(), keys.triggers(), keys.marks(StartCheck.PREFLIGHT_JOB));
-    }
-
-    /** Redlock: applies an operator's command about {@code job} on this master unless it has a newer one ({@code operator.lua}). */
-    Applied command(String job, String command) {
-        List<?> r = (List<?>) calls.call("pause", new RedisCalls.Call(OPERATOR, List.of(keys.paused(job), keys.operator()), List.of(job, command)));
-        return new Applied(calls.asLong("pause", r.get(0)) == 1, calls.asLong("pause", r.get(1)) == 1);
-    }
-
-    /** What {@link #command} did on this master: whether it applied it (no newer one there), and whether the job was paused before. */
-    record Applied(boolean applied, boolean wasPaused) {}
-
-    /** Redlock: the time of the latest operator command this master has for {@code job} (0: none). */
-    long latestCommandAt(String job) {
-        try {
-            String command = jedis.hget(keys.operator(), job);
-            return command == null ? 0 : commandAt(command);
-        } catch (JedisException e) {
-            throw calls.wrap("pause", e);
-        }
-    }
-
-    /** Redlock: brings this master to the newest commands and manual-run requests another master had (one round trip each). */
-    void repair(Map<String, String> commands, List<String> triggers) {
-        if (!commands.isEmpty()) {
-            calls.batch("repair", List.copyOf(commands.entrySet()), e -> new RedisCalls.Call(OPERATOR,
-                    List.of(keys.paused(e.getKey()), keys.operator()), List.of(e.getKey(), e.getValue())));
-        }
-        try {
-            for (String t : triggers) {
-                jedis.zadd(keys.triggers(), Long.parseLong(t.substring(t.lastIndexOf(' ') + 1)), t);
-            }
-            if (!triggers.isEmpty()) {
-                jedis.pexpire(keys.triggers(), Duration.ofMinutes(2).toMillis());
-            }
-        } catch (JedisException e) {
-            throw calls.wrap("repair", e);
-        }
-    }
-
-    /** An operator's command as {@code operator.lua} reads it. */
-    static String command(long at, boolean paused, String note, String by, long until) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("at", at);
-        m.put("state", paused ? "paused" : "resumed");
-        m.put("note", note);
-        m.put("by", by);
-        m.put("until", until);
-        try {
-            return JSON.writeValueAsString(m);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /** A command's time ({@code at}); 0 when unreadable. */
-    static long commandAt(String command) {
-        try {
-            return JSON.readTree(command).path("at").asLong();
-        } catch (JsonProcessingException e) {
-            return 0;
-        }
-    }
-
-    /**
-     * Requests a manual run of {@code job}: every worker hears of it with its next heartbeat and
-     * races for it like for a slot. Its slot is the server's time, moved off a whole second so it
-     * cannot be a scheduled slot.
-     *
-     * @return the slot of the manual run
-     */
-    Instant trigger(String job) {
-        try {
-            return trigger(job, manualSlot(ServerClock.millis(jedis)));
-        } catch (JedisException e) {
-            throw calls.wrap("trigger", e);
-        }
-    }
-
-    /** {@link #trigger(String)} at a given slot (Redlock: the same slot on every master). */
-    Instant trigger(String job, Instant slot) {
-        try {
-            long at = slot.toEpochMilli();
-            jedis.zadd(keys.triggers(), at, job + " " + at);
-            jedis.pexpire(keys.triggers(), Duration.ofMinutes(2).toMillis());
-            return slot;
-        } catch (JedisException e) {
-            throw calls.wrap("trigger", e);
-        }
-    }
-
-    /** A manual run's slot at {@code serverMillis}: moved off a whole second, so it is never a scheduled slot. */
-    static Instant manualSlot(long serverMillis) {
-        return Instant.ofEpochMilli(serverMillis % 1000 == 0 ? serverMillis + 1 : serverMillis);
-    }
-
     /**
      * Publishes the job definitions a config hash stands for (a worker's start, and each reload);
-     * the first publication also holds the jobs paused for layout 1 workers ({@link LegacyLayout}).
+     * the first publication also holds the jobs paused for layout 1 workers ({@link LayoutGuard}).
      *
      * @throws io.lockstep.scheduler.lock.LockException at the first, when a live worker of another
      *     key layout uses this Redis: the worker refuses to start (one line naming each)
      */
     void publish(String configHash, Map<String, String> jobs) {
-        boolean first = legacy != null && !refusalPassed; // not holding(): a start that failed after the hold is retried whole
-        if (first) {
-            refuseBesideOtherLayouts();
+        if (layouts == null) {
+            writeConfig(configHash, jobs);
+        } else {
+            layouts.publish(jobs.keySet(), () -> writeConfig(configHash, jobs));
         }
+    }
+
+    private void writeConfig(String configHash, Map<String, String> jobs) {
         try {
             String key = keys.config(configHash);
             if (!jobs.isEmpty()) {
@@ -241,33 +133,6 @@ final class RedisMembers {
         } catch (JedisException e) {
             throw calls.wrap("publish config", e);
         }
-        if (legacy != null) {
-            legacy.hold(jobs.keySet(), System.currentTimeMillis());
-        }
-        if (first) {
-            refuseBesideOtherLayouts(); // one that started between the first look and the hold (no claim of ours went out yet)
-            refusalPassed = true;
-        }
-    }
-
-    /** Whether a publication has passed both looks for workers of another key layout (see {@link #publish}). */
-    private volatile boolean refusalPassed;
-
-    private void refuseBesideOtherLayouts() {
-        List<String> others = otherLayouts(io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_TTL);
-        if (!others.isEmpty()) {
-            throw new io.lockstep.scheduler.lock.LockException(calls.target, LegacyLayout.refusal(calls.target, others), null);
-        }
-    }
-
-    /** The live workers of another key layout ({@link LegacyLayout}), as "id on host (version)". */
-    List<String> otherLayouts(Duration ttl) {
-        return describe(read(ttl).others());
-    }
-
-    private static List<String> describe(List<WorkerInfo> workers) {
-        return workers.stream().map(w -> w.id() + " on " + w.host() + " (" + (w.version().isEmpty() ? "an older version" : w.version()) + ")")
-                .toList();
     }
 
     Map<String, String> config(String configHash) {

@@ -1,11 +1,16 @@
 package io.lockstep.redis;
 
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.lockstep.scheduler.lock.LockException;
 import io.lockstep.scheduler.lock.Watchdog;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import redis.clients.jedis.UnifiedJedis;
 
 /**
  * The lock API over N independent masters (Redlock), as the Redis distlock page describes it, with
@@ -65,6 +70,43 @@ final class RedlockLocks {
         this.maxLease = maxLease;
     }
 
+    /**
+     * Redlock over {@code masters} (named {@code names}, in order): each with a circuit breaker of
+     * its own from {@code breaker} (null: none), so that a dead master fails fast while the others
+     * still answer, and its restart quarantine of {@code maxLease}; a master that stalls is left out
+     * and probed by a {@code PING} ({@link Quorum}).
+     */
+    static RedlockLocks over(RedisLocks locks, List<UnifiedJedis> masters, List<String> names, CircuitBreakerConfig breaker, int retries,
+            Duration retryDelay, Duration maxLease) {
+        // One circuit breaker per master: a dead master fails fast, the others still answer.
+        List<RedisCalls> nodes = new ArrayList<>();
+        for (int i = 0; i < masters.size(); i++) {
+            nodes.add(new RedisCalls(masters.get(i), names.get(i),
+                    breaker == null ? null : CircuitBreaker.of("lockstep-locks-" + i, breaker), maxLease));
+        }
+        return new RedlockLocks(locks, new Quorum<>(nodes, names, Quorum.LOCKS_IN_FLIGHT, c -> c.jedis.ping()), retries, retryDelay, maxLease);
+    }
+
+    /** The state most masters' circuit breakers are in ({@link RedisLocks#circuitState()}). */
+    String circuitState() {
+        Map<String, Long> counts = circuitStates().values().stream()
+                .collect(java.util.stream.Collectors.groupingBy(s -> s, java.util.stream.Collectors.counting()));
+        // The state a majority of the masters' breakers are in; none: some fail, the rest still decide.
+        return counts.entrySet().stream().filter(e -> e.getValue() >= nodes.quorum()).map(Map.Entry::getKey).findFirst()
+                .orElse("half_open");
+    }
+
+    /** Each master's circuit breaker state by its name, in order ({@link RedisLocks#circuitStates()}). */
+    Map<String, String> circuitStates() {
+        Map<String, String> states = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < nodes.nodes().size(); i++) {
+            String name = nodes.names().get(i);
+            // Left out by the fan-out (it stalled: MasterHealth) reads as open too.
+            states.put(name, "open".equals(nodes.states().get(name)) ? "open" : nodes.nodes().get(i).circuitState());
+        }
+        return states;
+    }
+
     static Duration nodeWait(Duration lease) {
         Duration share = Duration.ofNanos((long) (lease.toNanos() * NODE_WAIT_SHARE));
         return share.compareTo(MIN_NODE_WAIT) < 0 ? MIN_NODE_WAIT : share;
@@ -83,11 +125,11 @@ final class RedlockLocks {
         }
         Duration wait = nodeWait(lease);
         for (int attempt = 0; ; attempt++) {
-            String token = RedisLocks.newToken();
+            String token = LockScripts.newToken();
             long sent = System.nanoTime();
             Quorum.Asked<Long> asked = nodes.askTracked(c -> c.asLong("acquire", c.batch("acquire", List.of(key),
-                    k -> new RedisCalls.Call(RedisLocks.ACQUIRE, List.of(k, k + ":fence"), List.of(token,
-                            Long.toString(lease.toMillis()), Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait,
+                    k -> new RedisCalls.Call(LockScripts.ACQUIRE, List.of(k, k + ":fence"), List.of(token,
+                            Long.toString(lease.toMillis()), Long.toString(LockScripts.FENCE_TTL.toMillis())))).get(0)), wait,
                     // settled once a majority granted it: a stalled minority is not waited for (otherwise every node
                     // asked is, so that the release below comes after what they took)
                     in -> Quorum.count(in, fence -> fence > 0) >= nodes.quorum());
@@ -105,7 +147,7 @@ final class RedlockLocks {
                 long agreed = fence;
                 List<Quorum.Vote<Long>> raised = nodes.ask(c -> c.asLong("fence", c.batch("fence", List.of(key),
                         k -> new RedisCalls.Call(FENCE_RAISE, List.of(k + ":fence"), List.of(token, Long.toString(agreed),
-                                Long.toString(RedisLocks.FENCE_TTL.toMillis())))).get(0)), wait,
+                                Long.toString(LockScripts.FENCE_TTL.toMillis())))).get(0)), wait,
                         in -> Quorum.written(in) >= nodes.quorum());
                 long elapsed = System.nanoTime() - sent;
                 if (Quorum.written(raised) >= nodes.quorum() && elapsed < Watchdog.validity(lease).toNanos()) {
@@ -119,7 +161,7 @@ final class RedlockLocks {
                         : "; the fence raise reached too few nodes");
             }
             // Not ours: give back whatever we took, on every node (a call that seemed to fail may have landed).
-            nodes.tellAfter(c -> c.batch("release", List.of(key), k -> new RedisCalls.Call(RedisLocks.RELEASE, List.of(k), List.of(token))), wait,
+            nodes.tellAfter(c -> c.batch("release", List.of(key), k -> new RedisCalls.Call(LockScripts.RELEASE, List.of(k), List.of(token))), wait,
                     null, asked.calls());
             if (held >= nodes.quorum()) {
                 log("lock_contended", key, token, System.nanoTime() - sent, false, who).log("lock held by another owner");
@@ -160,7 +202,7 @@ final class RedlockLocks {
     /** Releases the lock on every node; whether a quorum still held it for us. */
     boolean release(RedisLock lock) {
         List<Quorum.Vote<Long>> votes = nodes.tellAfter(c -> c.asLong("release", c.batch("release", List.of(lock.key()),
-                k -> new RedisCalls.Call(RedisLocks.RELEASE, List.of(k), List.of(lock.token()))).get(0)), nodeWait(lock.lease()),
+                k -> new RedisCalls.Call(LockScripts.RELEASE, List.of(k), List.of(lock.token()))).get(0)), nodeWait(lock.lease()),
                 // every master asked, not just a majority: an acquire of the same lock right after (this process's
                 // next cycle) must not find a release still on its way, which would read as held by another owner
                 null, lock.acquireCalls);

@@ -116,7 +116,7 @@ final class RedlockMembers {
         nodes.ask(p -> {
             String node = names.get(nodes.nodes().indexOf(p));
             if (commandsFor.containsKey(node)) {
-                p.members().repair(commandsFor.get(node), triggersFor.get(node));
+                p.members().commands().repair(commandsFor.get(node), triggersFor.get(node));
             }
             return true;
         }, nodeWait);
@@ -140,13 +140,13 @@ final class RedlockMembers {
             return;
         }
         List<String> names = nodes.names();
-        nodes.ask(p -> lacking.contains(names.get(nodes.nodes().indexOf(p))) ? p.members().mark(id, false) : id, nodeWait);
+        nodes.ask(p -> lacking.contains(names.get(nodes.nodes().indexOf(p))) ? p.members().deployment().mark(id, false) : id, nodeWait);
     }
 
     /** Of two commands about one job, the newer (by time; the same time: the greater text, so every worker picks the same). */
     private static String newer(String a, String b) {
-        long ta = RedisMembers.commandAt(a);
-        long tb = RedisMembers.commandAt(b);
+        long ta = OperatorCommands.commandAt(a);
+        long tb = OperatorCommands.commandAt(b);
         return ta != tb ? (ta > tb ? a : b) : (a.compareTo(b) >= 0 ? a : b);
     }
 

@@ -9,7 +9,7 @@ import org.slf4j.LoggerFactory;
  * The start check over Redlock's masters: the {@link StartCheck} of one server on each master at
  * once, plus the uptime read the restart quarantine needs ({@code INFO}), and for a master declared
  * durable its persistence ({@code INFO persistence}: without its AOF it is logged, and counted like
- * any other master; see {@link RedisCalls#checkDurable}). A wrong password, a
+ * any other master; see {@link RestartQuarantine#checkDurable}). A wrong password, a
  * missing ACL permission or a TLS mismatch on any master stops the start (a config mistake, never
  * to be outvoted); masters that cannot be reached are reported (event {@code redlock_master_down})
  * and the worker starts while a majority can be. Stateless.
@@ -22,13 +22,13 @@ final class RedlockStart {
         Quorum<RedisLockProvider> nodes = store.quorum();
         markNewDeployment(nodes);
         List<Quorum.Vote<Boolean>> votes = nodes.ask(p -> {
-            p.calls().call("uptime", p.calls().uptimeCall(0));
-            if (p.calls().durable()) {
-                p.calls().checkDurable(); // declared, not believed: its AOF must be on (m4 of the 2026-12-04 review)
+            p.calls().call("uptime", p.calls().quarantine().uptimeCall(0));
+            if (p.calls().quarantine().durable()) {
+                p.calls().quarantine().checkDurable(); // declared, not believed: its AOF must be on (m4 of the 2026-12-04 review)
             }
             try {
                 p.ping();
-            } catch (RedisCalls.Quarantined e) {
+            } catch (RestartQuarantine.Quarantined e) {
                 // Reachable, allowed, and restarted lately: it will count once its quarantine ends.
             }
             return true;
@@ -65,7 +65,7 @@ final class RedlockStart {
      * failing together loses records whatever the quarantine).
      */
     private static void markNewDeployment(Quorum<RedisLockProvider> nodes) {
-        List<Quorum.Vote<String>> markers = nodes.ask(p -> p.members().marker(), java.time.Duration.ofSeconds(30));
+        List<Quorum.Vote<String>> markers = nodes.ask(p -> p.members().deployment().id(), java.time.Duration.ofSeconds(30));
         if (Quorum.written(markers) < nodes.quorum()
                 || markers.stream().anyMatch(v -> v.kind() != Quorum.Kind.FAILED && !v.answer().isEmpty())) {
             return;
@@ -74,10 +74,10 @@ final class RedlockStart {
         // version without markers) means the others may have lost theirs, and then none is fresh. (A
         // master that does not answer is not asked: if it alone held state, a majority lost theirs
         // together, which Redlock's model excludes.)
-        boolean fresh = nodes.ask(p -> p.members().hasState(), java.time.Duration.ofSeconds(30)).stream()
+        boolean fresh = nodes.ask(p -> p.members().deployment().hasState(), java.time.Duration.ofSeconds(30)).stream()
                 .noneMatch(v -> v.kind() != Quorum.Kind.FAILED && v.answer());
         String id = java.util.UUID.randomUUID().toString();
-        nodes.ask(p -> p.members().mark(id, fresh), java.time.Duration.ofSeconds(30));
+        nodes.ask(p -> p.members().deployment().mark(id, fresh), java.time.Duration.ofSeconds(30));
         LoggerFactory.getLogger("io.lockstep.events").atInfo().addKeyValue("event", "redlock_new_deployment").addKeyValue("deployment", id)
                 .addKeyValue("fresh", fresh).log(fresh ? "no redlock master has a deployment marker or Lockstep's state: a new set of masters,"
                         + " which count at once" : "no redlock master has a deployment marker, but Lockstep ran on them before (an upgrade):"

@@ -32,7 +32,7 @@ final class ServerLocks {
 
     private final RedisLocks locks;
     /** Null when built without one. */
-    final CircuitBreaker breaker;
+    private final CircuitBreaker breaker;
     private final RedisCalls calls;
 
     ServerLocks(RedisLocks locks, UnifiedJedis jedis, String description, CircuitBreakerConfig breakerConfig, LockMeters meters) {
@@ -57,6 +57,11 @@ final class ServerLocks {
         this.calls = new RedisCalls(jedis, description, breaker);
     }
 
+    /** Its circuit breaker's state ({@code closed}, {@code open}, {@code half_open}), or {@code disabled} without one. */
+    String circuitState() {
+        return calls.circuitState();
+    }
+
     /**
      * One acquire: see the class comment.
      *
@@ -64,12 +69,12 @@ final class ServerLocks {
      * @throws LockException when Redis cannot be reached
      */
     Optional<RedisLock> tryAcquire(String name, String key, Duration lease) {
-        String token = RedisLocks.newToken();
+        String token = LockScripts.newToken();
         long sent = System.nanoTime();
         long fence;
         try {
-            Object reply = calls.call("acquire", new RedisCalls.Call(RedisLocks.ACQUIRE, List.of(key, key + ":fence"),
-                    List.of(token, Long.toString(lease.toMillis()), Long.toString(RedisLocks.FENCE_TTL.toMillis()))));
+            Object reply = calls.call("acquire", new RedisCalls.Call(LockScripts.ACQUIRE, List.of(key, key + ":fence"),
+                    List.of(token, Long.toString(lease.toMillis()), Long.toString(LockScripts.FENCE_TTL.toMillis()))));
             fence = calls.asLong("acquire", reply);
         } catch (LockException e) {
             locks.meters.acquire("error");
@@ -89,7 +94,7 @@ final class ServerLocks {
             // The round trip used up the lock's validity: by the time we could act on it, Redis may
             // already let another owner take it. As the Redis distlock page says, that is a failed
             // acquire: give it back (owner-checked) and report no lock.
-            calls.call("release", new RedisCalls.Call(RedisLocks.RELEASE, List.of(key), List.of(token)));
+            calls.call("release", new RedisCalls.Call(LockScripts.RELEASE, List.of(key), List.of(token)));
             RedisLocks.EVENTS.atWarn().addKeyValue("event", "lock_expired_on_arrival").addKeyValue("lock_name", key)
                     .addKeyValue("action", "acquire").addKeyValue("identifier", token)
                     .addKeyValue("duration_ms", elapsed / 1_000_000).addKeyValue("success", false)
@@ -118,6 +123,6 @@ final class ServerLocks {
 
     /** Releases one lock; whether it was still ours. */
     boolean release(RedisLock lock) {
-        return calls.asLong("release", calls.call("release", new RedisCalls.Call(RedisLocks.RELEASE, List.of(lock.key()), List.of(lock.token())))) == 1L;
+        return calls.asLong("release", calls.call("release", new RedisCalls.Call(LockScripts.RELEASE, List.of(lock.key()), List.of(lock.token())))) == 1L;
     }
 }

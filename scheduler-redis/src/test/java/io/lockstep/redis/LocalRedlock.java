@@ -50,7 +50,7 @@ public final class LocalRedlock implements AutoCloseable {
     /**
      * The one wait for a restart quarantine: returns once every running node of this set counts again
      * under a quarantine of {@code quarantine}, by the product's own rule ({@code uptime_in_seconds}
-     * must read more than the quarantine in whole seconds, see {@code RedisCalls.pastQuarantine}).
+     * must read more than the quarantine in whole seconds, see {@code RestartQuarantine.pastQuarantine}).
      */
     public void awaitUptime(Duration quarantine) {
         awaitPastQuarantine(servers, quarantine);
@@ -64,7 +64,7 @@ public final class LocalRedlock implements AutoCloseable {
     /** {@link #awaitUptime(Duration)} for any servers (say, the masters an IT started itself). */
     public static void awaitPastQuarantine(List<LocalRedisServer> servers, Duration quarantine) {
         await().atMost(quarantine.plusSeconds(15)).pollInterval(Duration.ofMillis(50)).ignoreExceptions()
-                .until(() -> servers.stream().allMatch(s -> RedisCalls.pastQuarantine(s.uptimeSeconds(), quarantine.toMillis())));
+                .until(() -> servers.stream().allMatch(s -> RestartQuarantine.pastQuarantine(s.uptimeSeconds(), quarantine.toMillis())));
     }
 
     /** Keys matching {@code pattern} on node {@code i} (an empty list when it is down). */

@@ -45,14 +45,14 @@ class RestartQuarantineTest {
                     .isLessThan(QUARANTINE.toMillis() - 100);
 
             long measured = readOneAfterMs;
-            assertThatThrownBy(() -> calls.batch("probe", List.of(0), i -> calls.uptimeCall(0)))
+            assertThatThrownBy(() -> calls.batch("probe", List.of(0), i -> calls.quarantine().uptimeCall(0)))
                     .as("%d ms after the restart, with uptime_in_seconds already 1", measured)
-                    .isInstanceOf(RedisCalls.Quarantined.class)
+                    .isInstanceOf(RestartQuarantine.Quarantined.class)
                     .hasMessageContaining("node: up 1 s, not yet past the restart quarantine (1 s; counted once uptime reads more)");
 
             LocalRedlock.awaitPastQuarantine(List.of(server), QUARANTINE);
             long countsAfterMs = (System.nanoTime() - restarted) / 1_000_000;
-            assertThat(calls.batch("probe", List.of(0), i -> calls.uptimeCall(0))).hasSize(1);
+            assertThat(calls.batch("probe", List.of(0), i -> calls.quarantine().uptimeCall(0))).hasSize(1);
             assertThat(countsAfterMs).as("the node counts again only after the whole quarantine")
                     .isGreaterThanOrEqualTo(QUARANTINE.toMillis());
         }
