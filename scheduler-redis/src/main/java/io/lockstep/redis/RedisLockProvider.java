@@ -69,7 +69,7 @@ public final class RedisLockProvider implements LockProvider {
     private final RedlockStore redlock;
 
     /** One server (or Sentinel, or Cluster); {@code quarantineMillis}: a Redlock master's restart quarantine, else 0. */
-    /** @param durable a Redlock master declared in {@code redis.redlock.durable} (see {@link RedisCalls#vouches}) */
+    /** @param durable a Redlock master declared in {@code redis.redlock.durable} (see {@link RestartQuarantine#vouches}) */
     RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
             int historyKeep, java.util.function.LongSupplier quarantineMillis, boolean durable) {
         this.jedis = jedis;
