@@ -78,7 +78,9 @@ final class Claimer {
     }
 
     /**
-     * Claims one batch: at most as many slots as there are free threads, the rest left to peers.
+     * Claims one batch: at most as many slots as there are free threads, and of the slots claimed
+     * ahead of their instant also those that can start within their grace once a thread frees up
+     * ({@link JobThreads#canQueue}); the rest is left to peers.
      * Slots go oldest first, and a job's newer slot never goes ahead of an older one that has to
      * wait (guarantee 10: a job's slots start, and take fencing tokens, in slot order).
      *
@@ -94,6 +96,7 @@ final class Claimer {
         due.sort(Comparator.comparing(d -> d.slot)); // stable: oldest first
         Instant now = clock.now();
         int free = threads.free();
+        int backlog = threads.backlog(); // runs already waiting beyond the threads
         Set<String> held = new HashSet<>(); // jobs with an older slot waiting in this batch
         List<DueSlot> batch = new ArrayList<>(due.size());
         List<ClaimRequest> requests = new ArrayList<>(due.size());
@@ -112,7 +115,10 @@ final class Claimer {
                 boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual;
                 boolean behindOlder = ordered && (held.contains(job) || queue.waitingBefore(job, d.slot)
                         || (d.kind() != DueSlot.Kind.CATCH_UP && queue.catchingUp(job)));
-                if (!behindOlder && reserved < free) {
+                if (!behindOlder && (reserved < free
+                        // Claimed ahead and startable within its grace once a thread frees up (JobThreads#canQueue):
+                        // claimed now, in this round trip, rather than one round trip after each run ends.
+                        || (d.ahead().toMillis() > 0 && threads.canQueue(backlog + reserved - free, d.grace())))) {
                     reserved++;
                     reserves = true;
                 } else if (now.isAfter(d.startDeadline())) {

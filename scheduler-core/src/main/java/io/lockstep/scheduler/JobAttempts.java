@@ -61,6 +61,14 @@ final class JobAttempts {
                 events.metrics().leaseLost(def.name(), "before_start");
             }
             return Outcome.NOT_STARTED;
+        } else if (System.nanoTime() - run.graceEndsNanos > 0) {
+            // Claimed ahead and queued for a thread (JobThreads#canQueue), which came only after the slot's
+            // grace: it does not start, and goes back unstarted, as a staged run the worker held past its
+            // grace does (Starter): the recovery that finds it, a peer's or ours, records and reports it missed.
+            events.debug("slot_start_refused").addKeyValue("job", def.name()).addKeyValue("slot", slot)
+                    .addKeyValue("lock_name", run.lockName)
+                    .log("no job thread before the slot's misfireGrace ended; handed back unstarted (reported missed by its recovery)");
+            return Outcome.NOT_STARTED;
         } else if (heldUpPastItsTurn(run, slot)) {
             return Outcome.MISSED;
         } else {

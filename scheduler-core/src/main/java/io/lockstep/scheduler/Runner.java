@@ -175,10 +175,12 @@ final class Runner {
 
     private void execute(SlotRun run) {
         onJobThread.set(this);
+        long took = System.nanoTime();
         try {
             executeOnThread(run);
         } finally {
             onJobThread.remove();
+            threads.ran(System.nanoTime() - took); // how long a run holds a thread: what the backlog's estimate goes by
         }
     }
 

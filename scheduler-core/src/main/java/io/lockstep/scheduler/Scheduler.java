@@ -86,7 +86,7 @@ public final class Scheduler implements AutoCloseable {
     private Scheduler(Builder b) {
         this.provider = b.provider;
         this.workerId = b.workerId;
-        this.threads = new JobThreads(b.threads);
+        this.threads = new JobThreads(b.threads, b.executor == null); // only our own pool queues runs beyond its threads
         this.shutdownTimeout = b.shutdownTimeout;
         SchedulerMetrics metrics = new SchedulerMetrics(b.meterRegistry, b.meterRegistryGiven);
         this.events = new Events(workerId, metrics);
