@@ -28,10 +28,10 @@ import redis.clients.jedis.exceptions.JedisException;
  * scripts, every batch in one pipelined round trip.
  *
  * <p>The keys are {@link RedisKeys}'. On one server (or Sentinel, or Cluster) the work is done by
- * package-private helpers this class delegates to: {@link ClaimScripts} (claims, recoveries, slot
- * states, runs in flight), {@link LeaseScripts} (starts, renewals, completions), {@link RedisMembers}
- * (heartbeats, published configs) and {@link RedisCalls} (the pipelines, NOSCRIPT, the wrapping of
- * failures). With {@code redis.redlock} every operation goes to {@link RedlockStore} instead, which
+ * package-private helpers this class delegates to: {@link ClaimScripts} (claims, recoveries),
+ * {@link SlotReads} (slot states, runs in flight, last slots), {@link LeaseScripts} (starts,
+ * renewals, completions), {@link RedisMembers} (heartbeats, published configs) and
+ * {@link RedisCalls} (the pipelines, NOSCRIPT, the wrapping of failures). With {@code redis.redlock} every operation goes to {@link RedlockStore} instead, which
  * asks each master's own provider and counts their answers.
  *
  * <p>Scripts are sent by {@code EVALSHA}, and again by {@code EVAL} to a server that forgot them
@@ -60,6 +60,8 @@ public final class RedisLockProvider implements LockProvider {
     private final RedisInForce inForce;
     /** The claim scripts on this server; null for the Redlock facade. */
     private final ClaimScripts claims;
+    /** The looks at slot states, runs in flight and last slots on this server; null for the Redlock facade. */
+    private final SlotReads reads;
     /** The start, renew and complete scripts on this server; null for the Redlock facade. */
     private final LeaseScripts leaseScripts;
     /** Runs' checkpoints on this server; null for the Redlock facade. */
@@ -80,6 +82,7 @@ public final class RedisLockProvider implements LockProvider {
         this.members = new RedisMembers(jedis, calls, keys);
         this.inForce = new RedisInForce(jedis, calls, keys);
         this.claims = new ClaimScripts(calls, keys, replicas, target, historyKeep);
+        this.reads = new SlotReads(calls, keys, target);
         this.leaseScripts = new LeaseScripts(calls, keys, replicas, target, historyKeep);
         this.checkpoints = new CheckpointScripts(calls, keys, replicas, target);
         this.target = target;
@@ -95,6 +98,7 @@ public final class RedisLockProvider implements LockProvider {
         this.members = null;
         this.inForce = null;
         this.claims = null;
+        this.reads = null;
         this.leaseScripts = null;
         this.checkpoints = null;
         this.target = redlock.describe();
@@ -152,6 +156,10 @@ public final class RedisLockProvider implements LockProvider {
         return claims;
     }
 
+    SlotReads reads() {
+        return reads;
+    }
+
     /** This server's in-force stamps (Redlock's per-master calls, tests). */
     RedisInForce inForceStamps() {
         return inForce;
@@ -168,7 +176,7 @@ public final class RedisLockProvider implements LockProvider {
 
     // ---------------------------------------------------------------- operations
     // Each goes to Redlock's quorum when there is one (RedlockStore, RedlockMembers: they ask every
-    // master's own provider), else to this server's scripts (ClaimScripts, LeaseScripts, RedisMembers).
+    // master's own provider), else to this server's scripts (ClaimScripts, SlotReads, LeaseScripts, RedisMembers).
 
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
@@ -193,7 +201,7 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public List<SlotState> slotStates(List<SlotState.Ref> slots) {
-        return redlock != null ? redlock.slotStates(slots) : claims.slotStates(slots);
+        return redlock != null ? redlock.slotStates(slots) : reads.slotStates(slots);
     }
 
     @Override
@@ -223,12 +231,12 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public List<RunsInFlight> runsInFlight(List<String> jobs) {
-        return redlock != null ? redlock.runsInFlight(jobs) : claims.runsInFlight(jobs);
+        return redlock != null ? redlock.runsInFlight(jobs) : reads.runsInFlight(jobs);
     }
 
     @Override
     public Map<String, Instant> lastSlots(List<String> jobs) {
-        return redlock != null ? redlock.lastSlots(jobs) : claims.lastSlots(jobs);
+        return redlock != null ? redlock.lastSlots(jobs) : reads.lastSlots(jobs);
     }
 
     /** The server's clock; on Redis Cluster the latest of the masters' clocks ({@link ServerClock}). */

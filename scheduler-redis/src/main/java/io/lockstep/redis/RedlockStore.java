@@ -342,7 +342,7 @@ final class RedlockStore {
         if (refs.isEmpty()) {
             return List.of();
         }
-        List<Quorum.Vote<List<SlotState>>> votes = everywhere("states", p -> p.claims().slotRecords(refs));
+        List<Quorum.Vote<List<SlotState>>> votes = everywhere("states", p -> p.reads().slotRecords(refs));
         List<SlotState> states = new ArrayList<>(refs.size());
         for (int i = 0; i < refs.size(); i++) {
             Map<SlotState.Kind, Integer> counts = new java.util.EnumMap<>(SlotState.Kind.class);
