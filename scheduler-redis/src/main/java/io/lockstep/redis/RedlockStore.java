@@ -88,8 +88,8 @@ final class RedlockStore {
         try {
             for (String node : r.nodes()) {
                 RedisClients.Built built = RedisClients.create(settings.with(new RedisSettings.Standalone(scheme + node)));
-                masters.add(new RedisLockProvider(built.client(), true, settings.keyPrefix(), built.description(), RedisCalls.Replicas.NONE,
-                        historyKeep, () -> Math.max(0, quarantine.get()), r.durable().contains(node)));
+                masters.add(new RedisLockProvider(new ServerStore(built.client(), true, settings.keyPrefix(), built.description(),
+                        RedisCalls.Replicas.NONE, historyKeep, () -> Math.max(0, quarantine.get()), r.durable().contains(node))));
             }
         } catch (RuntimeException e) {
             masters.forEach(RedisLockProvider::close);
