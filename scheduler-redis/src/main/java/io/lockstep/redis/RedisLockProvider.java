@@ -21,18 +21,19 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.exceptions.JedisException;
 
 /**
  * The Redis lock store of the scheduler: claims, renewals and completions as owner-checked Lua
  * scripts, every batch in one pipelined round trip.
  *
- * <p>The keys are {@link RedisKeys}'. On one server (or Sentinel, or Cluster) the work is done by
- * package-private helpers this class delegates to: {@link ClaimScripts} (claims, recoveries, slot
- * states, runs in flight), {@link LeaseScripts} (starts, renewals, completions), {@link RedisMembers}
- * (heartbeats, published configs) and {@link RedisCalls} (the pipelines, NOSCRIPT, the wrapping of
- * failures). With {@code redis.redlock} every operation goes to {@link RedlockStore} instead, which
- * asks each master's own provider and counts their answers.
+ * <p>The keys are {@link RedisKeys}'. This class is the public face and decides, call by call,
+ * who answers. On one server (or Sentinel, or Cluster) that is its {@link ServerStore}: the client
+ * and the package-private helpers wired on it, {@link ClaimScripts} (claims, recoveries),
+ * {@link SlotReads} (slot states, runs in flight, last slots), {@link LeaseScripts} (starts,
+ * renewals, completions), {@link RedisMembers} (heartbeats, published configs) and
+ * {@link RedisCalls} (the pipelines, NOSCRIPT, the wrapping of failures). With
+ * {@code redis.redlock} every operation goes to {@link RedlockStore} instead, which asks each
+ * master's own provider (each over a {@link ServerStore} of its own) and counts their answers.
  *
  * <p>Scripts are sent by {@code EVALSHA}, and again by {@code EVAL} to a server that forgot them
  * (only the calls it answered NOSCRIPT; every script is retry-safe per token anyway). Every Jedis failure is wrapped once, at this
@@ -52,53 +53,24 @@ public final class RedisLockProvider implements LockProvider {
     static final int PER_CALL = RedisKeys.PER_CALL;
     public static final int DEFAULT_HISTORY_KEEP = 100;
 
-    private final UnifiedJedis jedis;
-    private final RedisCalls calls;
-    private final boolean ownsClient;
-    private final RedisKeys keys;
-    private final RedisMembers members;
-    private final RedisInForce inForce;
-    /** The claim scripts on this server; null for the Redlock facade. */
-    private final ClaimScripts claims;
-    /** The start, renew and complete scripts on this server; null for the Redlock facade. */
-    private final LeaseScripts leaseScripts;
-    /** Runs' checkpoints on this server; null for the Redlock facade. */
-    private final CheckpointScripts checkpoints;
-    private final String target;
+    /** One server (or Sentinel, or Cluster): its client and the scripts on it; null for the Redlock facade. */
+    private final ServerStore server;
     /** Redlock over several masters ({@code redis.redlock}); null otherwise. Every operation then goes there. */
     private final RedlockStore redlock;
+    private final RedisKeys keys;
 
-    /** One server (or Sentinel, or Cluster); {@code quarantineMillis}: a Redlock master's restart quarantine, else 0. */
-    /** @param durable a Redlock master declared in {@code redis.redlock.durable} (see {@link RestartQuarantine#vouches}) */
-    RedisLockProvider(UnifiedJedis jedis, boolean ownsClient, String prefix, String target, RedisCalls.Replicas replicas,
-            int historyKeep, java.util.function.LongSupplier quarantineMillis, boolean durable) {
-        this.jedis = jedis;
-        this.keys = new RedisKeys(prefix,
-                JedisLines.isCluster(jedis));
-        this.calls = new RedisCalls(jedis, target, null, quarantineMillis, keys.deployment(), durable);
-        this.ownsClient = ownsClient;
-        this.members = new RedisMembers(jedis, calls, keys);
-        this.inForce = new RedisInForce(jedis, calls, keys);
-        this.claims = new ClaimScripts(calls, keys, replicas, target, historyKeep);
-        this.leaseScripts = new LeaseScripts(calls, keys, replicas, target, historyKeep);
-        this.checkpoints = new CheckpointScripts(calls, keys, replicas, target);
-        this.target = target;
+    /** One server (or Sentinel, or Cluster), the application's or one of Redlock's masters. */
+    RedisLockProvider(ServerStore server) {
+        this.server = server;
         this.redlock = null;
+        this.keys = server.keys();
     }
 
     /** The Redlock facade over its masters' providers. */
     private RedisLockProvider(RedlockStore redlock, String prefix) {
-        this.jedis = null;
-        this.calls = null;
-        this.ownsClient = true;
-        this.keys = new RedisKeys(prefix, false);
-        this.members = null;
-        this.inForce = null;
-        this.claims = null;
-        this.leaseScripts = null;
-        this.checkpoints = null;
-        this.target = redlock.describe();
+        this.server = null;
         this.redlock = redlock;
+        this.keys = new RedisKeys(prefix, false);
     }
 
     /**
@@ -108,13 +80,13 @@ public final class RedisLockProvider implements LockProvider {
      */
     @Override
     public java.time.Duration startWindow() {
-        return redlock != null ? java.time.Duration.ZERO : claims.startWindow();
+        return redlock != null ? java.time.Duration.ZERO : server.claims().startWindow();
     }
 
     /** A Redlock master: every claim made ahead is staged (see {@link #startWindow()}). */
     void stageEveryClaimAhead() {
-        if (claims != null) {
-            claims.stageEveryClaimAhead();
+        if (server != null) {
+            server.claims().stageEveryClaimAhead();
         }
     }
 
@@ -140,25 +112,36 @@ public final class RedisLockProvider implements LockProvider {
         return keys;
     }
 
+    // The parts of this server's store, for Redlock's calls to each master, RedisAdmin and tests;
+    // null on the Redlock facade, which has no server of its own.
+
     UnifiedJedis jedis() {
-        return jedis;
+        return onServer(ServerStore::jedis);
     }
 
     RedisCalls calls() {
-        return calls;
+        return onServer(ServerStore::calls);
     }
 
     ClaimScripts claims() {
-        return claims;
+        return onServer(ServerStore::claims);
+    }
+
+    SlotReads reads() {
+        return onServer(ServerStore::reads);
     }
 
     /** This server's in-force stamps (Redlock's per-master calls, tests). */
     RedisInForce inForceStamps() {
-        return inForce;
+        return onServer(ServerStore::inForce);
     }
 
     RedisMembers members() {
-        return members;
+        return onServer(ServerStore::members);
+    }
+
+    private <T> T onServer(java.util.function.Function<ServerStore, T> part) {
+        return server == null ? null : part.apply(server);
     }
 
     @Override
@@ -168,11 +151,12 @@ public final class RedisLockProvider implements LockProvider {
 
     // ---------------------------------------------------------------- operations
     // Each goes to Redlock's quorum when there is one (RedlockStore, RedlockMembers: they ask every
-    // master's own provider), else to this server's scripts (ClaimScripts, LeaseScripts, RedisMembers).
+    // master's own provider), else to this server's scripts (ServerStore: ClaimScripts, SlotReads, LeaseScripts,
+    // CheckpointScripts, RedisMembers, RedisInForce).
 
     @Override
     public List<ClaimResult> claim(List<ClaimRequest> requests) {
-        return redlock != null ? redlock.claim(requests) : claims.claim(requests);
+        return redlock != null ? redlock.claim(requests) : server.claims().claim(requests);
     }
 
     /**
@@ -183,72 +167,63 @@ public final class RedisLockProvider implements LockProvider {
      */
     @Override
     public List<StartReply> start(List<StartRequest> requests) {
-        return redlock != null ? redlock.start(requests) : leaseScripts.start(requests).answers();
+        return redlock != null ? redlock.start(requests) : server.leases().start(requests).answers();
     }
 
     /** Redlock, on one master: {@link LeaseScripts#recordSplit}. */
     List<StartReply> recordSplit(List<StartRequest> requests) {
-        return leaseScripts.recordSplit(requests).answers();
+        return server.leases().recordSplit(requests).answers();
     }
 
     @Override
     public List<SlotState> slotStates(List<SlotState.Ref> slots) {
-        return redlock != null ? redlock.slotStates(slots) : claims.slotStates(slots);
+        return redlock != null ? redlock.slotStates(slots) : server.reads().slotStates(slots);
     }
 
     @Override
     public List<Boolean> renew(List<Lease> leases) {
-        return redlock != null ? redlock.renew(leases) : leaseScripts.renew(leases);
+        return redlock != null ? redlock.renew(leases) : server.leases().renew(leases);
     }
 
     @Override
     public List<Boolean> complete(List<Completion> completions) {
-        return redlock != null ? redlock.complete(completions) : leaseScripts.complete(completions);
+        return redlock != null ? redlock.complete(completions) : server.leases().complete(completions);
     }
 
     @Override
     public boolean checkpoint(io.lockstep.scheduler.lock.Lease lease, io.lockstep.scheduler.lock.Checkpoint checkpoint) {
-        return redlock != null ? redlock.checkpoint(lease, checkpoint) : checkpoints.save(lease, checkpoint);
+        return redlock != null ? redlock.checkpoint(lease, checkpoint) : server.checkpoints().save(lease, checkpoint);
     }
 
     @Override
     public java.util.Optional<io.lockstep.scheduler.lock.Checkpoint> lastCheckpoint(String job, Instant slot) {
-        return redlock != null ? redlock.lastCheckpoint(job, slot) : checkpoints.last(job, slot);
+        return redlock != null ? redlock.lastCheckpoint(job, slot) : server.checkpoints().last(job, slot);
     }
 
     @Override
     public List<Boolean> recordLate(String workerId, List<Completion> completions) {
-        return redlock != null ? redlock.recordLate(workerId, completions) : leaseScripts.recordLate(workerId, completions);
+        return redlock != null ? redlock.recordLate(workerId, completions) : server.leases().recordLate(workerId, completions);
     }
 
     @Override
     public List<RunsInFlight> runsInFlight(List<String> jobs) {
-        return redlock != null ? redlock.runsInFlight(jobs) : claims.runsInFlight(jobs);
+        return redlock != null ? redlock.runsInFlight(jobs) : server.reads().runsInFlight(jobs);
     }
 
     @Override
     public Map<String, Instant> lastSlots(List<String> jobs) {
-        return redlock != null ? redlock.lastSlots(jobs) : claims.lastSlots(jobs);
+        return redlock != null ? redlock.lastSlots(jobs) : server.reads().lastSlots(jobs);
     }
 
     /** The server's clock; on Redis Cluster the latest of the masters' clocks ({@link ServerClock}). */
     @Override
     public long serverTimeMillis() {
-        if (redlock != null) {
-            return redlock.serverTimeMillis();
-        }
-        try {
-            return ServerClock.millis(jedis);
-        } catch (JedisException e) {
-            throw calls.wrap("time", e);
-        } catch (RuntimeException e) {
-            throw new LockException(target, target + ": time: reading the server's clock failed (" + e + ")", e);
-        }
+        return redlock != null ? redlock.serverTimeMillis() : server.serverTimeMillis();
     }
 
     @Override
     public Heartbeat heartbeat(WorkerInfo self, Duration ttl) {
-        return redlock != null ? redlock.members().heartbeat(self, ttl) : members.heartbeat(self, ttl);
+        return redlock != null ? redlock.members().heartbeat(self, ttl) : server.members().heartbeat(self, ttl);
     }
 
     @Override
@@ -257,7 +232,7 @@ public final class RedisLockProvider implements LockProvider {
             redlock.members().publishConfig(configHash, jobs);
             return;
         }
-        members.publish(configHash, jobs);
+        server.members().publish(configHash, jobs);
     }
 
     @Override
@@ -266,17 +241,17 @@ public final class RedisLockProvider implements LockProvider {
             redlock.members().stampInForce(enabled, disabled, fresh);
             return;
         }
-        inForce.stampInForce(enabled, disabled, fresh);
+        server.inForce().stampInForce(enabled, disabled, fresh);
     }
 
     @Override
     public Map<String, io.lockstep.scheduler.lock.InForce> inForce(List<String> jobs) {
-        return redlock != null ? redlock.members().inForce(jobs) : inForce.inForce(jobs);
+        return redlock != null ? redlock.members().inForce(jobs) : server.inForce().inForce(jobs);
     }
 
     @Override
     public Map<String, String> config(String configHash) {
-        return redlock != null ? redlock.members().config(configHash) : members.config(configHash);
+        return redlock != null ? redlock.members().config(configHash) : server.members().config(configHash);
     }
 
     @Override
@@ -285,7 +260,7 @@ public final class RedisLockProvider implements LockProvider {
             redlock.members().requestDrain(workerId, within);
             return;
         }
-        members.requestDrain(workerId, within);
+        server.members().requestDrain(workerId, within);
     }
 
     @Override
@@ -294,12 +269,12 @@ public final class RedisLockProvider implements LockProvider {
             redlock.members().leave(workerId);
             return;
         }
-        members.leave(workerId);
+        server.members().leave(workerId);
     }
 
     /** The live workers (for {@code status}): who heartbeat within {@code ttl}. */
     public List<WorkerInfo> liveWorkers(Duration ttl) {
-        return redlock != null ? redlock.members().liveWorkers(ttl) : members.live(ttl);
+        return redlock != null ? redlock.members().liveWorkers(ttl) : server.members().live(ttl);
     }
 
     /**
@@ -345,7 +320,7 @@ public final class RedisLockProvider implements LockProvider {
     /** Where the store is; through Sentinel, with the master it follows now (it changes with a failover). */
     @Override
     public String describe() {
-        return JedisLines.currentMaster(jedis).map(master -> target + " (master " + master + ")").orElse(target);
+        return redlock != null ? redlock.describe() : server.describe();
     }
 
     /**
@@ -359,7 +334,7 @@ public final class RedisLockProvider implements LockProvider {
             RedlockStart.run(redlock);
             return;
         }
-        StartCheck.run(this, jedis, calls, target);
+        server.startCheck(this);
     }
 
     /**
@@ -370,7 +345,7 @@ public final class RedisLockProvider implements LockProvider {
         if (redlock != null) {
             return masters().stream().map(RedisLockProvider::evictionWarning).flatMap(java.util.Optional::stream).findFirst();
         }
-        return StartCheck.evictionWarning(jedis, target);
+        return server.evictionWarning();
     }
 
     @Override
@@ -380,9 +355,7 @@ public final class RedisLockProvider implements LockProvider {
             masters().forEach(RedisLockProvider::close);
             return;
         }
-        if (ownsClient) {
-            jedis.close();
-        }
+        server.close();
     }
 
     /**
@@ -487,7 +460,7 @@ public final class RedisLockProvider implements LockProvider {
         public RedisLockProvider build() {
             RedisCalls.Replicas replicas = new RedisCalls.Replicas(waitReplicas, waitTimeout);
             if (client != null) {
-                return new RedisLockProvider(client, false, keyPrefix, description, replicas, historyKeep, () -> 0, false);
+                return new RedisLockProvider(new ServerStore(client, false, keyPrefix, description, replicas, historyKeep, () -> 0, false));
             }
             RedisSettings effective = settings != null ? settings : new RedisSettings(new RedisSettings.Standalone(uri), keyPrefix,
                     timeout, Optional.ofNullable(user), Optional.ofNullable(password), RedisSettings.Tls.OFF, waitReplicas,
@@ -496,7 +469,8 @@ public final class RedisLockProvider implements LockProvider {
                 return new RedisLockProvider(RedlockStore.create(effective, r, historyKeep), keyPrefix);
             }
             RedisClients.Built built = RedisClients.create(effective);
-            return new RedisLockProvider(built.client(), true, keyPrefix, built.description(), replicas, historyKeep, () -> 0, false);
+            return new RedisLockProvider(new ServerStore(built.client(), true, keyPrefix, built.description(), replicas, historyKeep,
+                    () -> 0, false));
         }
 
     }

@@ -25,8 +25,8 @@ import java.util.function.Function;
  *       live workers: merged); leaving is sent everywhere and its answers are not counted.</li>
  * </ul>
  *
- * Split from {@link RedlockStore}, which keeps the claims and leases and hands this out through
- * {@link RedlockStore#members()}. Thread-safe.
+ * Split from {@link RedlockStore}, which keeps the leases (its claims are {@link RedlockClaims}')
+ * and hands this out through {@link RedlockStore#members()}. Thread-safe.
  */
 final class RedlockMembers {
 

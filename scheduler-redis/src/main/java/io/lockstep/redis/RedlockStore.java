@@ -10,7 +10,6 @@ import io.lockstep.scheduler.lock.RunsInFlight;
 import io.lockstep.scheduler.lock.SlotState;
 import io.lockstep.scheduler.lock.StartAnswer;
 import io.lockstep.scheduler.lock.StartRequest;
-import io.lockstep.scheduler.lock.Watchdog;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -44,7 +43,9 @@ import java.util.function.Function;
  * </ul>
  *
  * Membership, triggers and config go to every master; reads merge what the masters answer
- * ({@link RedlockMembers}, reached through {@link #members()}). Thread-safe.
+ * ({@link RedlockMembers}, reached through {@link #members()}). The claim votes, the fence raise
+ * and the give-back are {@link RedlockClaims}'; this class keeps the other votes and the
+ * quarantine. Thread-safe.
  */
 final class RedlockStore {
 
@@ -56,6 +57,8 @@ final class RedlockStore {
     private final boolean auto;
     /** Heartbeats, configs and leaving, on every master. */
     private final RedlockMembers members;
+    /** The claim votes, and the give-backs they remember. */
+    private final RedlockClaims claims;
 
     /**
      * @param quarantineMillis shared with the masters' calls (each reads it per batch); -1 turns the
@@ -69,6 +72,7 @@ final class RedlockStore {
         this.quarantineMillis = quarantineMillis;
         this.auto = auto;
         this.members = new RedlockMembers(nodes, nodeWait);
+        this.claims = new RedlockClaims(this); // last: it reads the quorum and the wait set above
     }
 
     /**
@@ -84,8 +88,8 @@ final class RedlockStore {
         try {
             for (String node : r.nodes()) {
                 RedisClients.Built built = RedisClients.create(settings.with(new RedisSettings.Standalone(scheme + node)));
-                masters.add(new RedisLockProvider(built.client(), true, settings.keyPrefix(), built.description(), RedisCalls.Replicas.NONE,
-                        historyKeep, () -> Math.max(0, quarantine.get()), r.durable().contains(node)));
+                masters.add(new RedisLockProvider(new ServerStore(built.client(), true, settings.keyPrefix(), built.description(),
+                        RedisCalls.Replicas.NONE, historyKeep, () -> Math.max(0, quarantine.get()), r.durable().contains(node))));
             }
         } catch (RuntimeException e) {
             masters.forEach(RedisLockProvider::close);
@@ -130,8 +134,11 @@ final class RedlockStore {
         return everywhereTracked(operation, action, settled).votes();
     }
 
-    /** {@link #everywhere(String, Function, java.util.function.Predicate)} with its calls, for an undo that must follow them. */
-    private <T> Quorum.Asked<T> everywhereTracked(String operation, Function<RedisLockProvider, T> action,
+    /**
+     * {@link #everywhere(String, Function, java.util.function.Predicate)} with its calls, for an undo
+     * that must follow them (a split start's record here, a claim's give-back in {@link RedlockClaims}).
+     */
+    <T> Quorum.Asked<T> everywhereTracked(String operation, Function<RedisLockProvider, T> action,
             java.util.function.Predicate<List<Quorum.Vote<T>>> settled) {
         Quorum.Asked<T> asked = nodes.askTracked(action, nodeWait, settled);
         if (Quorum.counting(asked.votes()) < nodes.quorum()) {
@@ -142,6 +149,7 @@ final class RedlockStore {
 
     // ---------------------------------------------------------------- claims
 
+    /** The claim votes are {@link RedlockClaims}'; here the restart quarantine grows with the claims made. */
     List<ClaimResult> claim(List<ClaimRequest> requests) {
         if (requests.isEmpty()) {
             return List.of();
@@ -151,185 +159,7 @@ final class RedlockStore {
             long longest = requests.stream().mapToLong(r -> r.recordTtl().toMillis()).max().orElse(0);
             quarantineMillis.accumulateAndGet(longest, Math::max);
         }
-        long sent = System.nanoTime();
-        // Decided once a majority claimed every request: a stalled minority is not waited for. Any other
-        // outcome waits for every master asked, so that what is given back comes after what they took.
-        Quorum.Asked<ClaimScripts.Decided> asked = everywhereTracked("claim", p -> p.claims().decide(requests), in -> {
-            if (Quorum.counting(in) < nodes.quorum()) {
-                return false;
-            }
-            for (int i = 0; i < requests.size(); i++) {
-                if (combine(requests.get(i), in, i).result().status() != ClaimResult.Status.CLAIMED) {
-                    return false;
-                }
-            }
-            return true;
-        });
-        List<Quorum.Vote<ClaimScripts.Decided>> votes = asked.votes();
-        ClaimResult[] results = new ClaimResult[requests.size()];
-        List<Lease> won = new ArrayList<>();
-        List<Long> tokens = new ArrayList<>();
-        List<Integer> wonAt = new ArrayList<>();
-        List<ClaimScripts.GiveBack> giveBack = new ArrayList<>();
-        for (int i = 0; i < requests.size(); i++) {
-            ClaimRequest request = requests.get(i);
-            Combined c = combine(request, votes, i);
-            results[i] = c.result();
-            boolean ordinary = request.mode() != ClaimRequest.Mode.RECOVER && request.mode() != ClaimRequest.Mode.ABANDON;
-            if (c.result().status() == ClaimResult.Status.CLAIMED) {
-                won.add(request.lease());
-                tokens.add(c.result().fencingToken());
-                wonAt.add(i);
-            } else if (c.giveBack() != null) {
-                giveBack.add(ordinary ? c.giveBack().apply(request.lease()) : new ClaimScripts.GiveBack(request.lease(),
-                        switch (c.result().status()) {
-                            case MISSED -> "recovery:missed"; // a majority decided the recovery: that stays
-                            case ABANDONED -> "recovery:abandoned";
-                            case TAKEN -> "recovery-taken"; // another recoverer won: no dead run left to find here
-                            default -> "recovery"; // split: the dead run as it was, to be recovered again
-                        }));
-            }
-        }
-        if (!won.isEmpty()) {
-            List<Quorum.Vote<Boolean>> raised = nodes.ask(p -> {
-                p.claims().raiseFences(won, tokens);
-                return true;
-            }, nodeWait); // every master asked: a run's outcome must not reach one before the token it carries
-            long elapsed = System.nanoTime() - sent;
-            boolean raisedOnMajority = Quorum.written(raised) >= nodes.quorum();
-            for (int k = 0; k < won.size(); k++) {
-                Lease lease = won.get(k);
-                if (!raisedOnMajority || elapsed >= Watchdog.validity(lease.ttl()).toNanos()) {
-                    // Too slow to use (or the token could not be made safe): as the distlock page says, a failed acquire.
-                    ClaimResult r = results[wonAt.get(k)];
-                    results[wonAt.get(k)] = new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, r.serverTimeMillis(), r.runningUntilMillis());
-                    giveBack.add(requests.get(wonAt.get(k)).mode() == ClaimRequest.Mode.RECOVER
-                            ? new ClaimScripts.GiveBack(lease, "recovery") : new ClaimScripts.GiveBack(lease, true));
-                }
-            }
-        }
-        // A master that answered 'taken' for a token we gave back (the give-back missed it: busy, or
-        // it landed first) is told again, so that a split's leftover cannot outvote every new token.
-        long now = System.nanoTime();
-        givenBack.values().removeIf(g -> now - g.atNanos() > GIVEN_BACK_KEPT.toNanos());
-        for (Quorum.Vote<ClaimScripts.Decided> v : votes) {
-            for (int i = 0; v.counts() && !givenBack.isEmpty() && i < requests.size(); i++) {
-                GivenBack again = givenBack.remove(v.answer().holders()[i] == null ? "" : v.answer().holders()[i]);
-                if (again != null) {
-                    giveBack.add(again.giveBack());
-                }
-            }
-        }
-        giveBack.forEach(g -> givenBack.put(g.lease().token(), new GivenBack(g, now)));
-        if (!giveBack.isEmpty()) {
-            // To every master, those that seemed to fail too: their part of the claim may have landed.
-            // Waits for every master asked: what it took must go. Each master gets it after the claim there
-            // ended (it may be on its way still), a master left out too if the claim went to it.
-            nodes.tellAfter(p -> {
-                p.claims().unclaim(giveBack);
-                return true;
-            }, nodeWait, null, asked.calls());
-        }
-        return List.of(results);
-    }
-
-    /** Our give-backs of the last {@link #GIVEN_BACK_KEPT}, by token (see {@link #claim}). */
-    private final Map<String, GivenBack> givenBack = new java.util.concurrent.ConcurrentHashMap<>();
-    private static final Duration GIVEN_BACK_KEPT = Duration.ofMinutes(2);
-
-    private record GivenBack(ClaimScripts.GiveBack giveBack, long atNanos) {}
-
-    /**
-     * One request's decision from the masters' answers, and what of ours to give back (null: nothing).
-     */
-    private record Combined(ClaimResult result, GiveBackMode giveBack) {}
-
-    /** What a request that did not win gives back on every master. */
-    private enum GiveBackMode {
-        /** Every record of ours but a done one: nothing was decided. */
-        ALL,
-        /** Only records of ours still running: a majority decided otherwise (missed, skipped, ...), which stays. */
-        RUNNING;
-
-        ClaimScripts.GiveBack apply(Lease lease) {
-            return new ClaimScripts.GiveBack(lease, this == ALL);
-        }
-    }
-
-    private Combined combine(ClaimRequest request, List<Quorum.Vote<ClaimScripts.Decided>> votes, int i) {
-        Map<ClaimResult.Status, Integer> byStatus = new java.util.EnumMap<>(ClaimResult.Status.class);
-        Map<String, Integer> takenBy = new HashMap<>();
-        List<Long> times = new ArrayList<>();
-        long fence = 0;
-        long runningUntil = 0;
-        long earlyTime = 0;
-        boolean anyOurs = false;
-        Map<Long, Integer> abandonedTokens = new HashMap<>(); // the dead run's token, as each master's record has it
-        Map<Long, Integer> claimedTokens = new HashMap<>(); // our token, as each master's record has it
-        String why = ""; // a rerun's: why the run before it ended, as a master that claimed it says
-        for (Quorum.Vote<ClaimScripts.Decided> v : votes) {
-            if (!v.counts()) {
-                anyOurs = true; // it may have written, or may yet
-                continue;
-            }
-            ClaimResult r = v.answer().results()[i];
-            byStatus.merge(r.status(), 1, Integer::sum);
-            times.add(r.serverTimeMillis());
-            if (r.status() == ClaimResult.Status.TAKEN) {
-                takenBy.merge(v.answer().holders()[i], 1, Integer::sum);
-            } else if (r.status() == ClaimResult.Status.EARLY) {
-                earlyTime = Math.max(earlyTime, r.serverTimeMillis());
-            } else {
-                anyOurs |= r.status() != ClaimResult.Status.STALE && r.status() != ClaimResult.Status.BUSY;
-            }
-            fence = Math.max(fence, r.fencingToken());
-            if (r.status() == ClaimResult.Status.ABANDONED) {
-                abandonedTokens.merge(r.fencingToken(), 1, Integer::sum);
-            } else if (r.status() == ClaimResult.Status.CLAIMED) {
-                claimedTokens.merge(r.fencingToken(), 1, Integer::sum);
-                why = why.isEmpty() ? r.why() : why;
-            }
-            if (r.runningUntilMillis() > 0 && (runningUntil == 0 || r.runningUntilMillis() < runningUntil)) {
-                runningUntil = r.runningUntilMillis();
-            }
-        }
-        times.sort(java.util.Comparator.reverseOrder());
-        long quorumTime = times.get(nodes.quorum() - 1); // by then a majority of the masters' clocks had passed
-        int q = nodes.quorum();
-        if (byStatus.getOrDefault(ClaimResult.Status.CLAIMED, 0) >= q) {
-            // A fresh claim: each master drew its own token, the highest is ours (and raised everywhere after).
-            // A repeat (a lost reply): the token a majority's records were raised to, not a higher one of a
-            // master that wrote the claim after that raise (the early return left it behind): the same answer.
-            long agreed = claimedTokens.entrySet().stream().filter(e -> e.getValue() >= q).map(Map.Entry::getKey).findFirst().orElse(fence);
-            return new Combined(new ClaimResult(ClaimResult.Status.CLAIMED, agreed, quorumTime, runningUntil, why), null);
-        }
-        boolean recovery = request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON;
-        for (Map.Entry<ClaimResult.Status, Integer> e : byStatus.entrySet()) {
-            ClaimResult.Status s = e.getKey();
-            boolean decisive = s != ClaimResult.Status.CLAIMED && s != ClaimResult.Status.EARLY
-                    && (s != ClaimResult.Status.TAKEN || recovery);
-            if (decisive && e.getValue() >= q) {
-                // The abandoned run's token is the one most masters' records have (ties: the highest): the
-                // claim that took it returned once a majority decided, and a master that answered after
-                // that may keep a token of its own (the fence raise only lifts, and may miss a master);
-                // the masters that decided have the run's. (It names the run in slot_abandoned.)
-                long token = s == ClaimResult.Status.ABANDONED ? abandonedTokens.entrySet().stream()
-                        .max(Map.Entry.<Long, Integer>comparingByValue().thenComparing(Map.Entry.comparingByKey()))
-                        .map(Map.Entry::getKey).orElse(fence) : 0;
-                return new Combined(new ClaimResult(s, token, quorumTime, runningUntil), anyOurs ? GiveBackMode.RUNNING : null);
-            }
-        }
-        for (Map.Entry<String, Integer> e : takenBy.entrySet()) {
-            if (e.getValue() >= q) {
-                // One other token holds a majority: the slot is its.
-                return new Combined(new ClaimResult(ClaimResult.Status.TAKEN, 0, quorumTime, runningUntil), anyOurs ? GiveBackMode.ALL : null);
-            }
-        }
-        if (byStatus.containsKey(ClaimResult.Status.EARLY)) {
-            // Some masters' clocks have not reached the slot: ask again when they have (what we took is kept).
-            return new Combined(new ClaimResult(ClaimResult.Status.EARLY, 0, earlyTime, runningUntil), null);
-        }
-        return new Combined(new ClaimResult(ClaimResult.Status.NO_QUORUM, 0, quorumTime, runningUntil), anyOurs ? GiveBackMode.ALL : null);
+        return claims.claim(requests);
     }
 
     // ---------------------------------------------------------------- leases
@@ -342,7 +172,7 @@ final class RedlockStore {
         if (refs.isEmpty()) {
             return List.of();
         }
-        List<Quorum.Vote<List<SlotState>>> votes = everywhere("states", p -> p.claims().slotRecords(refs));
+        List<Quorum.Vote<List<SlotState>>> votes = everywhere("states", p -> p.reads().slotRecords(refs));
         List<SlotState> states = new ArrayList<>(refs.size());
         for (int i = 0; i < refs.size(); i++) {
             Map<SlotState.Kind, Integer> counts = new java.util.EnumMap<>(SlotState.Kind.class);
