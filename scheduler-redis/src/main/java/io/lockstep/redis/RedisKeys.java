@@ -86,9 +86,24 @@ public record RedisKeys(String prefix, boolean cluster) {
         return (int) (crc.getValue() % GROUPS);
     }
 
+    /**
+     * The hash tag of each job met so far: every key of a slot is built from it, a few times a slot,
+     * and the CRC over the name was a measurable share of a worker's CPU per slot. Jobs are the
+     * config's (a bound no worker comes near); should something ask for many more, it starts over.
+     */
+    private static final java.util.concurrent.ConcurrentHashMap<String, String> TAG_OF = new java.util.concurrent.ConcurrentHashMap<>();
+
     /** The hash tag of a job's keys, braces included. */
     static String tag(String job) {
-        return "{" + TAGS[group(job)] + "}";
+        String tag = TAG_OF.get(job);
+        if (tag == null) {
+            if (TAG_OF.size() > 100_000) {
+                TAG_OF.clear();
+            }
+            tag = "{" + TAGS[group(job)] + "}";
+            TAG_OF.put(job, tag);
+        }
+        return tag;
     }
 
     /** The start of every key of one job: {@code <prefix>:{<tag>}:<job>:}. */
