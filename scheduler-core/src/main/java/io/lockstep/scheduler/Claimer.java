@@ -78,6 +78,17 @@ final class Claimer {
     }
 
     /**
+     * Whether {@code d} may be claimed beyond the threads ({@link JobThreads#canQueue}): a slot of ours
+     * claimed ahead of its instant, not yet due, while no slot waits for a thread here (those get the
+     * threads first), and not of an {@code overlap: replace} job (a newer slot could revoke it while it
+     * waits, and its worker hears of it only at the next renewal).
+     */
+    private boolean queueable(DueSlot d, Instant now) {
+        return d.ahead().toMillis() > 0 && now.isBefore(d.slot) && !queue.anyWaiting()
+                && d.definition().overlap() != Overlap.REPLACE;
+    }
+
+    /**
      * Claims one batch: at most as many slots as there are free threads, and of the slots claimed
      * ahead of their instant also those that can start within their grace once a thread frees up
      * ({@link JobThreads#canQueue}); the rest is left to peers.
@@ -118,7 +129,7 @@ final class Claimer {
                 if (!behindOlder && (reserved < free
                         // Claimed ahead and startable within its grace once a thread frees up (JobThreads#canQueue):
                         // claimed now, in this round trip, rather than one round trip after each run ends.
-                        || (d.ahead().toMillis() > 0 && threads.canQueue(backlog + reserved - free, d.grace())))) {
+                        || queueable(d, now) && threads.canQueue(job, backlog + reserved - free, d.grace()))) {
                     reserved++;
                     reserves = true;
                 } else if (now.isAfter(d.startDeadline())) {

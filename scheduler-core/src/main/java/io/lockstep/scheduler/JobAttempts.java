@@ -61,7 +61,7 @@ final class JobAttempts {
                 events.metrics().leaseLost(def.name(), "before_start");
             }
             return Outcome.NOT_STARTED;
-        } else if (System.nanoTime() - run.graceEndsNanos > 0) {
+        } else if (run.graceEndsNanos != Long.MAX_VALUE && System.nanoTime() - run.graceEndsNanos > 0) {
             // Claimed ahead and queued for a thread (JobThreads#canQueue), which came only after the slot's
             // grace: it does not start, and goes back unstarted, as a staged run the worker held past its
             // grace does (Starter): the recovery that finds it, a peer's or ours, records and reports it missed.

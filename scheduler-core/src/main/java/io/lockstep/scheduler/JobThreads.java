@@ -8,29 +8,35 @@ import java.util.concurrent.atomic.AtomicInteger;
  * and how many runs claimed ahead wait in the pool's queue beyond them (the backlog).
  *
  * <p>A worker claims what its free threads can start now, and, for the slots it claims ahead of
- * their instant (the preferred claimer's own), also those it can start within the slot's grace
- * once a thread frees up ({@link #canQueue}): short runs free a thread in milliseconds, so a worker
- * of 8 threads whose share of an instant is 300 runs claims them all in one round trip, ahead, and
- * the pool starts them as a plain executor would, instead of claiming 8 at a time, one round trip
- * after each run ends. The estimate is the mean time a run held a job thread here (its job, its
- * events), over the last runs; a run that still finds no thread within its grace is handed back
- * unstarted ({@code JobAttempts}), so a wrong estimate costs a peer's recovery, never a silent slot.
- * Only with the scheduler's own pool, which queues what its threads cannot take: an application's
- * executor (virtual threads, say) would start every queued run at once, past {@code threads}.
- * Thread-safe.
+ * their instant (the preferred claimer's own), also those a thread will take within
+ * {@link #MAX_QUEUE_WAIT} of it ({@link #canQueue}): short runs free a thread in milliseconds, so a
+ * worker of 8 threads whose share of an instant is 300 such runs claims them all in one round trip,
+ * ahead, and the pool starts them as a plain executor would, instead of claiming 8 at a time, one
+ * round trip after each run ends. The estimate goes by how long runs held a thread here (the job's
+ * own and all jobs'), and only while threads keep freeing up (threads held by runs that hang queue
+ * nothing). The wait is kept short because a run claimed this way is recorded started in the store
+ * at its instant: a crash while it waits costs the slot as a crash mid-run does (GUARANTEES 3); a run
+ * that still finds no thread within its grace is handed back unstarted ({@code JobAttempts}), so a
+ * wrong estimate costs a peer's recovery, never a silent slot. Only with the scheduler's own pool,
+ * which queues what its threads cannot take: an application's executor (virtual threads, say) would
+ * start every queued run at once, past {@code threads}. Thread-safe.
  */
 final class JobThreads {
 
+    /** A run claimed beyond the threads gets one within this much of its instant, by the estimate. */
+    static final java.time.Duration MAX_QUEUE_WAIT = java.time.Duration.ofMillis(100);
     /** At most this many runs per thread wait beyond the threads, whatever the estimate. */
     static final int MAX_BACKLOG_PER_THREAD = 64;
-    /** A run waits for a thread at most this fraction of its grace, by the estimate: room for the estimate to be off. */
-    private static final int GRACE_FRACTION = 2;
 
     final int size;
     private final boolean queues;
     private final AtomicInteger busy = new AtomicInteger();
     /** Mean time a run held a job thread (nanos, an exponential average over about 8 runs); 0 before the first. */
     private volatile long meanRunNanos;
+    /** The same per job: a slow job's runs are not queued on the strength of fast ones. */
+    private final java.util.concurrent.ConcurrentHashMap<String, Long> meanByJob = new java.util.concurrent.ConcurrentHashMap<>();
+    /** When a run last gave its thread back (monotonic nanos). */
+    private volatile long lastRanNanos;
 
     /** {@code queues}: the pool queues the runs its threads cannot take yet (the scheduler's own pool). */
     JobThreads(int size, boolean queues) {
@@ -43,6 +49,11 @@ final class JobThreads {
     }
 
     int busy() {
+        return Math.min(size, busy.get());
+    }
+
+    /** Claims and runs this worker holds, the backlog included ({@link #busy} counts at most the threads). */
+    int held() {
         return busy.get();
     }
 
@@ -61,23 +72,32 @@ final class JobThreads {
     }
 
     /**
-     * Whether a run claimed ahead would still get a thread within {@code grace} of its instant with
-     * {@code ahead} runs already waiting beyond the threads: by the mean time a run held a thread
-     * here, with half the grace to spare. False before any run ended here (nothing to go by), and
-     * with a pool that does not queue.
+     * Whether a run of {@code job} claimed ahead would get a thread within {@link #MAX_QUEUE_WAIT} of
+     * its instant (and half its {@code grace}) with {@code ahead} runs already waiting beyond the
+     * threads: by the longer of the job's and all jobs' mean time on a thread. False before the job
+     * ran here (nothing to go by), while every thread is held and none freed up lately (runs that
+     * hang), and with a pool that does not queue.
      */
-    boolean canQueue(int ahead, Duration grace) {
+    boolean canQueue(String job, int ahead, java.time.Duration grace) {
         long mean = meanRunNanos;
-        if (!queues || mean == 0 || ahead >= size * MAX_BACKLOG_PER_THREAD) {
+        Long own = meanByJob.get(job);
+        if (!queues || mean == 0 || own == null || ahead >= size * MAX_BACKLOG_PER_THREAD) {
             return false;
         }
-        return (ahead + 1) * mean / size <= grace.toNanos() / GRACE_FRACTION;
+        long per = Math.max(mean, own);
+        long bound = Math.min(MAX_QUEUE_WAIT.toNanos(), grace.toNanos() / 2);
+        if (busy.get() >= size && System.nanoTime() - lastRanNanos > bound + per) {
+            return false; // every thread held, none freed lately: they may be stuck
+        }
+        return (ahead + 1.0) * per / size <= bound;
     }
 
-    /** A run held a job thread for {@code nanos}. */
-    void ran(long nanos) {
+    /** A run of {@code job} began and held a job thread for {@code nanos} (runs that never began do not count). */
+    void ran(String job, long nanos) {
         long mean = meanRunNanos;
         meanRunNanos = Math.max(1, mean == 0 ? nanos : mean + (nanos - mean) / 8); // a lost update among threads only blurs the average
+        meanByJob.merge(job, Math.max(1, nanos), (m, n) -> Math.max(1, m + (n - m) / 8));
+        lastRanNanos = System.nanoTime();
     }
 
     void take(int n) {

@@ -175,17 +175,16 @@ final class Runner {
 
     private void execute(SlotRun run) {
         onJobThread.set(this);
-        long took = System.nanoTime();
         try {
             executeOnThread(run);
         } finally {
             onJobThread.remove();
-            threads.ran(System.nanoTime() - took); // how long a run holds a thread: what the backlog's estimate goes by
         }
     }
 
     private void executeOnThread(SlotRun run) {
         JobDefinition def = run.definition;
+        long took = System.nanoTime();
         Outcome outcome;
         try {
             outcome = attempts.run(run);
@@ -199,6 +198,7 @@ final class Runner {
             run.detach();
         }
         if (outcome != Outcome.NOT_STARTED && outcome != Outcome.MISSED) {
+            threads.ran(def.name(), System.nanoTime() - took); // how long a run holds a thread: what the backlog's estimate goes by
             events.metrics().ran(def.name(), outcome, run.firstStartNanos == 0 ? 0 : System.nanoTime() - run.firstStartNanos);
         }
         ended(run, outcome);

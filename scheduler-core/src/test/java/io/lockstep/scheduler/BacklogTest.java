@@ -19,7 +19,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * Claims ahead that do not wait for threads ({@link JobThreads#canQueue}): a worker with fewer job
  * threads than its share of an instant claims, ahead and in one round trip, every slot its short
- * runs can start within their grace, and its pool starts them as threads free up; a run that still
+ * runs let a thread take within 100 ms, and its pool starts them as threads free up; a run that still
  * finds no thread within its grace is handed back unstarted and reported, never run late or lost.
  */
 class BacklogTest {
@@ -40,7 +40,7 @@ class BacklogTest {
      * few runs showed how short they are, it claims the instant's slots in one call or two.
      */
     @Test
-    void aWorkerWithFewThreadsClaimsAheadEverySlotItsShortRunsCanStartWithinTheirGrace() {
+    void aWorkerWithFewThreadsClaimsAheadEverySlotItsShortRunsLetAThreadTakeSoon() {
         FaultyStore store = new FaultyStore();
         store.claimDelayMillis = 20;
         harness.start(Scheduler.builder(store).workerId("w").threads(2).jobs(jobs(24, Duration.ofSeconds(5))).jobFactory(d -> ctx -> { }));
