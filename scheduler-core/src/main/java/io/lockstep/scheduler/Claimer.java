@@ -79,13 +79,13 @@ final class Claimer {
 
     /**
      * Whether {@code d} may be claimed beyond the threads ({@link JobThreads#canQueue}): a slot of ours
-     * claimed ahead of its instant, not yet due, while no slot waits for a thread here (those get the
-     * threads first), and not of an {@code overlap: replace} job (a newer slot could revoke it while it
-     * waits, and its worker hears of it only at the next renewal).
+     * claimed ahead of its instant, not yet due, and not of an {@code overlap: replace} job (a newer
+     * slot could revoke it while it waits, and its worker hears of it only at the next renewal). Slots
+     * waiting for a thread here do not stop it: the queue it adds to drains within 250 ms by the
+     * estimate, and stopping it would leave every later instant waiting behind them too.
      */
     private boolean queueable(DueSlot d, Instant now) {
-        return d.ahead().toMillis() > 0 && now.isBefore(d.slot) && !queue.anyWaiting()
-                && d.definition().overlap() != Overlap.REPLACE;
+        return d.ahead().toMillis() > 0 && now.isBefore(d.slot) && d.definition().overlap() != Overlap.REPLACE;
     }
 
     /**

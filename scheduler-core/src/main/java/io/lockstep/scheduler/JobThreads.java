@@ -12,9 +12,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link #MAX_QUEUE_WAIT} of it ({@link #canQueue}): short runs free a thread in milliseconds, so a
  * worker of 8 threads whose share of an instant is 300 such runs claims them all in one round trip,
  * ahead, and the pool starts them as a plain executor would, instead of claiming 8 at a time, one
- * round trip after each run ends. The estimate goes by how long runs held a thread here (the job's
- * own and all jobs'), and only while threads keep freeing up (threads held by runs that hang queue
- * nothing). The wait is kept short because a run claimed this way is recorded started in the store
+ * round trip after each run ends. The estimate goes by how long runs held a thread here (all jobs';
+ * a job whose own runs take much longer than that is not queued), and only while threads keep
+ * freeing up (threads held by runs that hang queue nothing). The wait is kept short because a run claimed this way is recorded started in the store
  * at its instant: a crash while it waits costs the slot as a crash mid-run does (GUARANTEES 3); a run
  * that still finds no thread within its grace is handed back unstarted ({@code JobAttempts}), so a
  * wrong estimate costs a peer's recovery, never a silent slot. Only with the scheduler's own pool,
@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class JobThreads {
 
     /** A run claimed beyond the threads gets one within this much of its instant, by the estimate. */
-    static final java.time.Duration MAX_QUEUE_WAIT = java.time.Duration.ofMillis(100);
+    static final java.time.Duration MAX_QUEUE_WAIT = java.time.Duration.ofMillis(250);
     /** At most this many runs per thread wait beyond the threads, whatever the estimate. */
     static final int MAX_BACKLOG_PER_THREAD = 64;
 
@@ -74,9 +74,9 @@ final class JobThreads {
     /**
      * Whether a run of {@code job} claimed ahead would get a thread within {@link #MAX_QUEUE_WAIT} of
      * its instant (and half its {@code grace}) with {@code ahead} runs already waiting beyond the
-     * threads: by the longer of the job's and all jobs' mean time on a thread. False before the job
-     * ran here (nothing to go by), while every thread is held and none freed up lately (runs that
-     * hang), and with a pool that does not queue.
+     * threads: by all jobs' mean time on a thread. False before the job ran here (nothing to go by),
+     * for a job whose own mean is over four times that (and over a quarter of the bound), while every
+     * thread is held and none freed up lately (runs that hang), and with a pool that does not queue.
      */
     boolean canQueue(String job, int ahead, java.time.Duration grace) {
         long mean = meanRunNanos;
@@ -84,12 +84,14 @@ final class JobThreads {
         if (!queues || mean == 0 || own == null || ahead >= size * MAX_BACKLOG_PER_THREAD) {
             return false;
         }
-        long per = Math.max(mean, own);
         long bound = Math.min(MAX_QUEUE_WAIT.toNanos(), grace.toNanos() / 2);
-        if (busy.get() >= size && System.nanoTime() - lastRanNanos > bound + per) {
+        if (own > Math.max(4 * mean, bound / 4)) {
+            return false; // a slow job: queued on the strength of the fast ones, it would hold up the queue
+        }
+        if (busy.get() >= size && System.nanoTime() - lastRanNanos > bound + mean) {
             return false; // every thread held, none freed lately: they may be stuck
         }
-        return (ahead + 1.0) * per / size <= bound;
+        return (ahead + 1.0) * mean / size <= bound;
     }
 
     /** A run of {@code job} began and held a job thread for {@code nanos} (runs that never began do not count). */

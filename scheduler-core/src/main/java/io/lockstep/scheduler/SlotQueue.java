@@ -35,11 +35,6 @@ final class SlotQueue {
     private final RunLooks looks = new RunLooks(lock, wake);
     /** Whether {@link #waiting} holds slots (read without the lock by {@link #threadFreed}). */
     private volatile boolean anyWaiting;
-
-    /** Whether some slot waits for a job thread here (as of the last look). */
-    boolean anyWaiting() {
-        return anyWaiting;
-    }
     /** Jobs with a catch-up slot not yet decided: their newer slots wait for it (slots start in order). */
     private final Set<String> catchingUp = new HashSet<>();
     /** A job thread freed up, or a catch-up ended, since the tick thread last looked: waiting slots may go. */

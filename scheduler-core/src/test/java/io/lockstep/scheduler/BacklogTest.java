@@ -19,7 +19,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * Claims ahead that do not wait for threads ({@link JobThreads#canQueue}): a worker with fewer job
  * threads than its share of an instant claims, ahead and in one round trip, every slot its short
- * runs let a thread take within 100 ms, and its pool starts them as threads free up; a run that still
+ * runs let a thread take within 250 ms, and its pool starts them as threads free up; a run that still
  * finds no thread within its grace is handed back unstarted and reported, never run late or lost.
  */
 class BacklogTest {
