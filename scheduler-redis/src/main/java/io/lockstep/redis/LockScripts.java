@@ -23,8 +23,20 @@ final class LockScripts {
     static final LuaScript ACQUIRE = LuaScript.load("lock_acquire.lua");
     static final LuaScript RELEASE = LuaScript.load("lock_release.lua");
     static final LuaScript EXTEND = LuaScript.load("lock_extend.lua");
-    /** One generator per thread: a shared one is a lock every acquiring thread queues on. */
-    private static final ThreadLocal<SecureRandom> TOKENS = ThreadLocal.withInitial(SecureRandom::new);
+    /**
+     * One generator per thread, each a DRBG of its own: a shared one is a lock every acquiring thread
+     * queues on, and so is the platform default ({@code NativePRNG} reads {@code /dev/urandom} under
+     * one lock for all its instances).
+     */
+    private static final ThreadLocal<SecureRandom> TOKENS = ThreadLocal.withInitial(LockScripts::generator);
+
+    private static SecureRandom generator() {
+        try {
+            return SecureRandom.getInstance("DRBG");
+        } catch (java.security.NoSuchAlgorithmException e) {
+            return new SecureRandom(); // a JDK without DRBG (every JDK 9+ has it)
+        }
+    }
 
     /** A new owner token: a random 128-bit hex string. */
     static String newToken() {

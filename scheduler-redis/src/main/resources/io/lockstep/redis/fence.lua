@@ -13,8 +13,14 @@ local function next_fence_after(current, micros)
   return fence
 end
 
+-- A lock's counter is written and read in one command (SET ... GET, Redis 6.2): the server's time,
+-- which is the next token unless the counter is at or past it (tokens drawn within one microsecond,
+-- or a clock that went back), and only then written again.
 local function next_fence(key, ttl, micros)
-  local fence = next_fence_after(redis.call('GET', key), micros)
-  redis.call('SET', key, string.format('%.0f', fence), 'PX', ttl)
+  local now = string.format('%.0f', micros)
+  local fence = next_fence_after(redis.call('SET', key, now, 'PX', ttl, 'GET'), micros)
+  if fence ~= micros then
+    redis.call('SET', key, string.format('%.0f', fence), 'PX', ttl)
+  end
   return fence
 end

@@ -274,6 +274,32 @@ class RedisLocksTest {
                 .mapToLong(LocalRedisServer.CommandStat::calls).sum();
     }
 
+    /**
+     * Tokens are max(counter + 1, Redis time in µs). The counter is written with the time and read in
+     * one command; a counter already past the time (tokens drawn within one microsecond, a clock that
+     * went back) must give counter + 1, written back, and never the smaller time.
+     */
+    @Test
+    void aFenceCounterAheadOfRedisTimeGivesTheNextTokenAfterItNotTheTime() {
+        String name = RedisFixture.job();
+        String counter = locks.lockKey(name) + ":fence";
+        long ahead = (System.currentTimeMillis() + Duration.ofDays(365).toMillis()) * 1_000; // a year ahead of Redis time, in µs
+        jedis.set(counter, Long.toString(ahead));
+        try (RedisLock first = locks.tryAcquire(name, Duration.ofSeconds(10)).orElseThrow()) {
+            assertThat(first.fencingToken()).isEqualTo(ahead + 1);
+        }
+        assertThat(jedis.get(counter)).isEqualTo(Long.toString(ahead + 1));
+        assertThat(jedis.pttl(counter)).isGreaterThan(Duration.ofDays(6).toMillis());
+        try (RedisLock second = locks.tryAcquire(name, Duration.ofSeconds(10)).orElseThrow()) {
+            assertThat(second.fencingToken()).isEqualTo(ahead + 2);
+        }
+        jedis.del(counter);
+        try (RedisLock third = locks.tryAcquire(name, Duration.ofSeconds(10)).orElseThrow()) {
+            assertThat(third.fencingToken()).as("a lost counter: Redis time").isBetween((System.currentTimeMillis() - 60_000) * 1_000,
+                    (System.currentTimeMillis() + 60_000) * 1_000);
+        }
+    }
+
     @Test
     void aLocksFencingTokenNeverGoesBackAfterARestartWithoutPersistence() {
         String name = RedisFixture.job();
