@@ -14,17 +14,18 @@ import java.util.concurrent.atomic.AtomicInteger;
  * ahead, and the pool starts them as a plain executor would, instead of claiming 8 at a time, one
  * round trip after each run ends. The estimate goes by how long runs held a thread here (all jobs';
  * a job whose own runs take much longer than that is not queued), and only while threads keep
- * freeing up (threads held by runs that hang queue nothing). The wait is kept short because a run claimed this way is recorded started in the store
- * at its instant: a crash while it waits costs the slot as a crash mid-run does (GUARANTEES 3); a run
- * that still finds no thread within its grace is handed back unstarted ({@code JobAttempts}), so a
- * wrong estimate costs a peer's recovery, never a silent slot. Only with the scheduler's own pool,
+ * freeing up (threads held by runs that hang queue nothing). The wait is kept short because a run
+ * claimed this way is recorded started in the store at its instant: a crash while it waits costs the
+ * slot as a crash mid-run does (GUARANTEES 3); a run that still finds no thread within its grace is
+ * handed back unstarted ({@code JobAttempts}), so a wrong estimate costs a peer's recovery, never a
+ * silent slot. Only with the scheduler's own pool,
  * which queues what its threads cannot take: an application's executor (virtual threads, say) would
  * start every queued run at once, past {@code threads}. Thread-safe.
  */
 final class JobThreads {
 
     /** A run claimed beyond the threads gets one within this much of its instant, by the estimate. */
-    static final java.time.Duration MAX_QUEUE_WAIT = java.time.Duration.ofMillis(250);
+    static final Duration MAX_QUEUE_WAIT = Duration.ofMillis(250);
     /** At most this many runs per thread wait beyond the threads, whatever the estimate. */
     static final int MAX_BACKLOG_PER_THREAD = 64;
 
@@ -48,13 +49,9 @@ final class JobThreads {
         this(size, false);
     }
 
+    /** Threads running a job or reserved, at most {@link #size} (the backlog beyond them is {@link #backlog}). */
     int busy() {
         return Math.min(size, busy.get());
-    }
-
-    /** Claims and runs this worker holds, the backlog included ({@link #busy} counts at most the threads). */
-    int held() {
-        return busy.get();
     }
 
     /** Threads neither running a job nor reserved (0 while runs wait beyond them). */
@@ -78,7 +75,7 @@ final class JobThreads {
      * for a job whose own mean is over four times that (and over a quarter of the bound), while every
      * thread is held and none freed up lately (runs that hang), and with a pool that does not queue.
      */
-    boolean canQueue(String job, int ahead, java.time.Duration grace) {
+    boolean canQueue(String job, int ahead, Duration grace) {
         long mean = meanRunNanos;
         Long own = meanByJob.get(job);
         if (!queues || mean == 0 || own == null || ahead >= size * MAX_BACKLOG_PER_THREAD) {
