@@ -63,6 +63,10 @@ final class ClaimEvents {
                     if (lateness < 0) {
                         event = event.addKeyValue("ahead_ms", -lateness); // claimed ahead; the run starts at the slot
                     }
+                    long jitter = def.schedule().offset().toMillis();
+                    if (jitter > 0) {
+                        event = event.addKeyValue("jitter_ms", jitter); // the slot is its cron fire time plus this stable offset
+                    }
                     if (request.staged() && !result.started()) {
                         event = event.addKeyValue("staged", true); // decided before the store's start window: a start follows
                     }

@@ -134,11 +134,11 @@ public final class Fingerprints {
      * out worker by worker decides each slot of either definition once, but an occurrence the change
      * moved (or a renamed job's) can run under both until every worker runs the new one.
      */
-    private static final java.util.Set<String> SLOT_IDENTITY = java.util.Set.of("cron", "zone", "job");
+    private static final java.util.Set<String> SLOT_IDENTITY = java.util.Set.of("cron", "zone", "job", "jitter");
 
     /**
      * What rolling {@code differences} out worker by worker does (the {@code rollout} of a
-     * {@code config_drift} event). Every field but the slots' identity (cron, zone, the job's name)
+     * {@code config_drift} event). Every field but the slots' identity (cron, zone, jitter, the job's name)
      * is safe: the store keeps the shortest slot record ttl any worker wrote (claim.lua's
      * {@code kept}), so a slot one config decided stays decided for every other, whatever their
      * misfireGrace and lease. A changed cron or zone, or a renamed job, cannot be made safe by the
@@ -158,7 +158,12 @@ public final class Fingerprints {
     /** The canonical description of one job: a JSON object, its fields in a fixed order. */
     public static String describe(JobDefinition d) {
         Map<String, Object> fields = new LinkedHashMap<>();
-        fields.put("cron", d.schedule().expression());
+        var schedule = d.schedule();
+        fields.put("cron", schedule.expanded().equals(schedule.expressions()) ? schedule.expression()
+                : schedule.expression() + " (" + String.join("; ", schedule.expanded()) + ")"); // H, as hashed
+        if (!schedule.jitter().isZero()) {
+            fields.put("jitter", schedule.jitter() + " offset " + schedule.offset()); // only when set: older workers have none
+        }
         fields.put("zone", d.schedule().zone().getId());
         fields.put("class", d.jobClass());
         fields.put("params", new TreeMap<>(d.params()));

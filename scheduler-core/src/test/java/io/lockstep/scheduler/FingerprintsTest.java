@@ -34,6 +34,30 @@ class FingerprintsTest {
     }
 
     @Test
+    void aJitterIsPartOfTheSlotsIdentityAndAJobWithoutOneDescribesAsBefore() {
+        JobDefinition plain = job("report", "0 0 6 * * *", Map.of());
+        // Unchanged for a job without jitter or H: a worker of the previous version sees no drift.
+        assertThat(Fingerprints.describe(plain)).isEqualTo("{\"catchUp\":\"none PT1H\",\"class\":\"com.example.Report\","
+                + "\"cron\":\"0 0 6 * * *\",\"enabled\":true,\"lease\":\"PT30S\",\"misfireGrace\":\"PT10S\",\"overlap\":\"skip\","
+                + "\"params\":{},\"recover\":\"none\",\"retry\":\"Retry[maxAttempts=1, backoff=PT1S, maxBackoff=PT30S]\","
+                + "\"timeout\":\"PT0S\",\"zone\":\"Europe/Lisbon\"}");
+        CronSchedule jittered = CronSchedule.of(List.of("0 0 6 * * *"), ZoneId.of("Europe/Lisbon"), "report")
+                .withJitter(java.time.Duration.ofMinutes(10), "report");
+        JobDefinition moved = new JobDefinition("report", jittered, plain.jobClass(), Map.of(), plain.lease(), plain.misfireGrace(),
+                plain.overlap(), plain.timeout(), true);
+        List<Fingerprints.Drift> drift = Fingerprints.drift(Fingerprints.describe(List.of(plain)), List.of("w1"),
+                Map.of("h2", List.of("w2")), hash -> Fingerprints.describe(List.of(moved)));
+        assertThat(drift).singleElement().satisfies(d -> {
+            assertThat(d.differences()).containsExactly("jitter: w1: null; w2: PT10M offset " + jittered.offset());
+            assertThat(Fingerprints.rollout(d.differences())).startsWith("not safe worker by worker (jitter)");
+        });
+        CronSchedule hashed = CronSchedule.of(List.of("H 6 * * *"), ZoneId.of("Europe/Lisbon"), "report");
+        assertThat(Fingerprints.describe(new JobDefinition("report", hashed, plain.jobClass(), Map.of(), plain.lease(),
+                plain.misfireGrace(), plain.overlap(), plain.timeout(), true)))
+                .contains("\"cron\":\"H 6 * * * (" + hashed.expanded().get(0) + ")\"");
+    }
+
+    @Test
     void driftNamesTheJobTheWorkersAndTheFieldsThatDiffer() {
         Map<String, String> ours = Fingerprints.describe(List.of(job("report", "0 0 6 * * *", Map.of()), job("same", "0 * * * * *", Map.of())));
         Map<String, String> theirs = Fingerprints.describe(List.of(job("report", "0 0 7 * * *", Map.of()), job("same", "0 * * * * *", Map.of()),

@@ -24,6 +24,23 @@ final class Configs {
      * application brings a {@link JobFactory} ({@code factory}), have a public no-arg constructor,
      * which is run once; without, no job class is loaded at all.
      */
+    /**
+     * A schedule as people read it: the expressions as written (several joined by {@code ; }),
+     * what {@code H} hashed to, the zone, and the jitter's stable offset.
+     */
+    static String schedule(io.lockstep.scheduler.cron.CronSchedule s) {
+        String text = s.expression();
+        if (!s.expanded().equals(s.expressions())) {
+            text += " = " + String.join("; ", s.expanded());
+        }
+        text += " " + s.zone().getId();
+        if (!s.jitter().isZero()) {
+            text += " +" + io.lockstep.scheduler.config.Durations.format(s.offset())
+                    + " (jitter " + io.lockstep.scheduler.config.Durations.format(s.jitter()) + ")";
+        }
+        return text;
+    }
+
     static Optional<LockstepConfig> load(Path file, PrintWriter err, boolean checkClasses, boolean factory) {
         try {
             return Optional.of(ConfigLoader.defaults().checkingClasses(checkClasses).builtByReflection(!factory).load(file));

@@ -87,6 +87,11 @@ final class StatusCommand extends AdminCommand {
                 RedisAdmin.JobState s = states.get(j.name());
                 ObjectNode o = js.addObject().put("name", j.name()).put("cron", j.schedule().expression())
                         .put("zone", j.schedule().zone().getId()).put("enabled", j.enabled());
+                ArrayNode crons = o.putArray("crons"); // as evaluated: each H replaced by its hashed value
+                j.schedule().expanded().forEach(crons::add);
+                if (!j.schedule().jitter().isZero()) {
+                    o.put("jitterMs", j.schedule().jitter().toMillis()).put("jitterOffsetMs", j.schedule().offset().toMillis());
+                }
                 if (s.pause().isPresent()) {
                     RedisAdmin.Pause p = s.pause().get();
                     o.putObject("paused").put("note", p.note()).put("by", p.by()).put("at", p.at().toString())
@@ -161,7 +166,7 @@ final class StatusCommand extends AdminCommand {
             String paused = st.pause().map(p -> "yes" + (p.note().isEmpty() ? "" : ": " + p.note())
                     + p.until().map(u -> ", ends " + relative(u, s.now())).orElse("")).orElse("-")
                     + (st.mastersDisagree().isEmpty() ? "" : " (" + st.mastersDisagree() + ")");
-            t.row(j.name(), j.schedule().expression() + " " + j.schedule().zone().getId(), next, last, running, paused);
+            t.row(j.name(), Configs.schedule(j.schedule()), next, last, running, paused);
         }
         t.print(out);
         out.println();

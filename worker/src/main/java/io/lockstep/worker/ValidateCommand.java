@@ -22,13 +22,15 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(name = "validate", mixinStandardHelpOptions = true, description = "Checks a config file without running it and prints each job's next fire times.")
 final class ValidateCommand implements Callable<Integer> {
 
-    private static final int FIRE_TIMES = 3;
 
     @Spec
     CommandSpec spec;
 
     @Option(names = "--config", required = true, paramLabel = "FILE", description = "the YAML file")
     Path config;
+
+    @Option(names = "--next", paramLabel = "N", defaultValue = "3", description = "how many next fire times to print per job (default: ${DEFAULT-VALUE})")
+    int next;
 
     @Mixin
     JobsDirectory jobs;
@@ -55,20 +57,24 @@ final class ValidateCommand implements Callable<Integer> {
         }
         out.println(config + ": valid, " + c.jobs().size() + (c.jobs().size() == 1 ? " job" : " jobs")
                 + ", redis " + c.redis().describe() + factory.map(f -> ", jobs built by " + f.type().getName()).orElse(""));
+        if (next < 1 || next > 1000) {
+            err.println("--next must be between 1 and 1000, but was " + next);
+            return WorkerMain.BAD_INPUT;
+        }
         Instant now = Instant.now();
         for (JobDefinition job : c.jobs()) {
-            List<String> next = new ArrayList<>();
+            List<String> fires = new ArrayList<>();
             Instant cursor = now;
-            for (int i = 0; i < FIRE_TIMES; i++) {
+            for (int i = 0; i < next; i++) {
                 Optional<Instant> fire = job.schedule().next(cursor);
                 if (fire.isEmpty()) {
                     break;
                 }
                 cursor = fire.get();
-                next.add(ZonedDateTime.ofInstant(cursor, job.schedule().zone()).toOffsetDateTime().toString());
+                fires.add(ZonedDateTime.ofInstant(cursor, job.schedule().zone()).toOffsetDateTime().toString());
             }
-            out.printf("  %-24s %-22s %-16s %s%s%n", job.name(), "\"" + job.schedule().expression() + "\"",
-                    job.schedule().zone(), next.isEmpty() ? "never fires again" : "next " + String.join(", ", next),
+            out.printf("  %-24s %-38s %s%s%n", job.name(), Configs.schedule(job.schedule()),
+                    fires.isEmpty() ? "never fires again" : "next " + String.join(", ", fires),
                     job.enabled() ? "" : " (disabled)");
         }
         return WorkerMain.OK;

@@ -72,6 +72,60 @@ final class JobsSection {
         });
     }
 
+    /** {@code cron}: one expression, or a non-empty list of them. */
+    private Optional<List<String>> cronList(Node node, String path) {
+        if (node instanceof SequenceNode list) {
+            if (list.getValue().isEmpty()) {
+                nodes.problem(node, path, "is an empty list; give at least one cron expression");
+                return Optional.empty();
+            }
+            List<String> exprs = new ArrayList<>();
+            for (int i = 0; i < list.getValue().size(); i++) {
+                Optional<String> e = nodes.string(list.getValue().get(i), path + "[" + i + "]");
+                if (e.isEmpty()) {
+                    return Optional.empty();
+                }
+                exprs.add(e.get());
+            }
+            return Optional.of(exprs);
+        }
+        return nodes.string(node, path).map(List::of);
+    }
+
+    /**
+     * The job's schedule: its expressions ({@code H} hashed from its {@code jitterSeed}, else its
+     * name), shifted by its stable jitter offset; a problem is reported at the key that causes it.
+     */
+    private Optional<CronSchedule> schedule(List<String> exprs, Map<String, Node> m, String path, String name, Policies policies) {
+        if (name == null) {
+            return Optional.empty(); // reported; H and the jitter hash the name
+        }
+        String key = policies.jitterSeed() != null ? policies.jitterSeed() : name;
+        Node cronNode = m.get("cron");
+        CronSchedule cron;
+        try {
+            cron = CronSchedule.of(exprs, policies.zone(), key);
+        } catch (IllegalArgumentException e) {
+            nodes.problem(cronNode, path + ".cron", e.getMessage());
+            return Optional.empty();
+        }
+        if (cron.next(Instant.now()).isEmpty()) {
+            nodes.problem(cronNode, path + ".cron", "never fires: no date matches \"" + cron.expression()
+                    + "\" (for example a 30th of February)");
+            return Optional.empty();
+        }
+        Optional<Duration> period = policies.jitter().isZero() ? Optional.empty() : cron.period(Instant.now());
+        if (period.isPresent() && policies.jitter().compareTo(period.get()) > 0) {
+            boolean own = m.containsKey("jitter");
+            nodes.problem(own ? m.get("jitter") : cronNode, own ? path + ".jitter" : path + ".cron",
+                    (own ? "" : "fires more often than defaults.jitter allows (set jitter: 0s on this job for none): ") + "a jitter of " + Durations.format(policies.jitter())
+                    + " is longer than the schedule's period of " + Durations.format(period.get())
+                    + " (the shortest gap between two fires), so a slot would move past the next one");
+            return Optional.empty();
+        }
+        return Optional.of(cron.withJitter(policies.jitter(), key));
+    }
+
     /**
      * The jobs of the {@code jobs} list ({@code node}; null when absent, {@code root} then names
      * where), each over {@code defaults}; a job with a problem is reported and left out.
@@ -118,21 +172,8 @@ final class JobsSection {
             });
             Policies policies = new PolicySection(nodes).read(m, path, defaults);
             Optional<CronSchedule> schedule = nodes.required(m, "cron", jobNode, path)
-                    .flatMap(n -> nodes.string(n, path + ".cron"))
-                    .flatMap(expr -> {
-                        try {
-                            CronSchedule cron = CronSchedule.of(expr, policies.zone());
-                            if (cron.next(Instant.now()).isEmpty()) {
-                                nodes.problem(m.get("cron"), path + ".cron", "never fires: no date matches \"" + expr
-                                        + "\" (for example a 30th of February)");
-                                return Optional.empty();
-                            }
-                            return Optional.of(cron);
-                        } catch (IllegalArgumentException e) {
-                            nodes.problem(m.get("cron"), path + ".cron", e.getMessage());
-                            return Optional.empty();
-                        }
-                    });
+                    .flatMap(n -> cronList(n, path + ".cron"))
+                    .flatMap(exprs -> schedule(exprs, m, path, name.orElse(null), policies));
             boolean leaseReported = nodes.problems.stream().anyMatch(p -> p.path().equals(path + ".lease") || p.path().equals("defaults.lease"));
             if (!leaseReported && policies.lease().compareTo(redisTimeout.multipliedBy(2)) < 0) {
                 // A renewal is sent at lease/3; if it runs into the client timeout it must still

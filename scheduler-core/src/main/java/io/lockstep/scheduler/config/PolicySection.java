@@ -18,7 +18,7 @@ import org.yaml.snakeyaml.nodes.Node;
 
 /**
  * Reads the policy keys that {@code defaults} and every job share ({@code zone lease misfireGrace
- * overlap timeout retry recover catchUp catchUpWindow}), each over the values it inherits: a job's
+ * overlap timeout retry recover catchUp catchUpWindow jitter jitterSeed}), each over the values it inherits: a job's
  * over {@code defaults}, {@code defaults} over the built-in ones ({@link Policies#BUILT_IN}). A key
  * left out keeps the inherited value; a value out of bounds is reported with its line and path and
  * replaced by the bound (or the inherited value), so that the rest of the file is still read and
@@ -28,7 +28,7 @@ final class PolicySection {
 
     /** The policy keys, in the order the docs list them; {@code defaults} takes exactly these, a job these and its own. */
     static final List<String> KEYS = List.of("zone", "lease", "misfireGrace", "overlap", "timeout",
-            "retry", "recover", "catchUp", "catchUpWindow");
+            "retry", "recover", "catchUp", "catchUpWindow", "jitter", "jitterSeed");
     static final Set<String> RETRY_KEYS = Set.of("maxAttempts", "backoff", "maxBackoff");
 
     private final ConfigNodes nodes;
@@ -80,7 +80,22 @@ final class PolicySection {
             nodes.problem(m.get("catchUpWindow"), path + ".catchUpWindow", "must be at most 7d, but was " + Durations.format(window));
             window = JobDefinition.MAX_CATCH_UP_WINDOW;
         }
-        return new Policies(zone, lease, grace, overlap, timeout, retry, recover, catchUp, window);
+        Duration jitter = nodes.duration(m.get("jitter"), path + ".jitter").orElse(inherited.jitter());
+        if (m.containsKey("jitter") && !jitter.isZero() && jitter.compareTo(Duration.ofSeconds(1)) < 0) {
+            nodes.problem(m.get("jitter"), path + ".jitter", "must be at least 1s (or 0s for none), but was " + Durations.format(jitter));
+            jitter = inherited.jitter();
+        }
+        String seed = inherited.jitterSeed();
+        if (m.containsKey("jitterSeed")) {
+            Optional<String> text = nodes.string(m.get("jitterSeed"), path + ".jitterSeed");
+            if (text.isPresent() && text.get().isBlank()) {
+                nodes.problem(m.get("jitterSeed"), path + ".jitterSeed", "must not be empty (leave it out to hash the job's name)");
+            } else if (text.isPresent()) {
+                seed = text.get();
+            }
+        }
+        return new Policies(zone, lease, grace, overlap, timeout, retry, recover, catchUp, window, jitter, seed,
+                m.containsKey("jitter") ? m.get("jitter") : inherited.jitterNode());
     }
 
     /** {@code retry: { maxAttempts, backoff, maxBackoff }}; keys left out keep the inherited values. */
@@ -129,12 +144,17 @@ final class PolicySection {
         return Optional.empty();
     }
 
-    /** The policy keys shared by {@code defaults} and each job, resolved. */
+    /**
+     * The policy keys shared by {@code defaults} and each job, resolved; {@code jitterSeed} null
+     * hashes the job's name; {@code jitterNode} is where the jitter was set (null: built in), for a
+     * problem the job's schedule finds with it.
+     */
     record Policies(ZoneId zone, Duration lease, Duration misfireGrace, Overlap overlap, Duration timeout,
-            Retry retry, Recover recover, CatchUp catchUp, Duration catchUpWindow) {
+            Retry retry, Recover recover, CatchUp catchUp, Duration catchUpWindow, Duration jitter, String jitterSeed,
+            Node jitterNode) {
         static final Policies BUILT_IN = new Policies(ZoneId.of("UTC"), JobDefinition.DEFAULT_LEASE,
                 JobDefinition.DEFAULT_MISFIRE_GRACE, JobDefinition.DEFAULT_OVERLAP, JobDefinition.DEFAULT_TIMEOUT,
                 JobDefinition.DEFAULT_RETRY, JobDefinition.DEFAULT_RECOVER, JobDefinition.DEFAULT_CATCH_UP,
-                JobDefinition.DEFAULT_CATCH_UP_WINDOW);
+                JobDefinition.DEFAULT_CATCH_UP_WINDOW, Duration.ZERO, null, null);
     }
 }

@@ -1,224 +1,190 @@
 package io.lockstep.scheduler.cron;
 
-import com.cronutils.model.Cron;
-import com.cronutils.model.CronType;
-import com.cronutils.model.definition.CronDefinitionBuilder;
-import com.cronutils.model.time.ExecutionTime;
-import com.cronutils.parser.CronParser;
+import java.time.Duration;
 import java.time.Instant;
-import java.time.LocalDateTime;
 import java.time.ZoneId;
-import java.time.ZoneOffset;
-import java.time.ZonedDateTime;
-import java.time.temporal.ChronoUnit;
-import java.time.zone.ZoneOffsetTransition;
-import java.time.zone.ZoneRules;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
-import java.util.Map;
 import java.util.Optional;
 
 /**
- * A cron expression evaluated in a time zone, with the daylight-saving rule of Vixie cron.
+ * A job's schedule: one or more cron expressions evaluated in a time zone, optionally shifted by a
+ * stable offset ({@code jitter}). A slot is an instant at which any of the expressions fires, plus
+ * the offset; instants at which several fire are one slot.
  *
- * <p>Accepted forms: five fields (minute hour day-of-month month day-of-week), six fields (seconds
- * first), and the macros {@code @yearly @annually @monthly @weekly @daily @midnight @hourly}.
- * Parsing and field matching are done by cron-utils on local wall-clock times; this class only
- * decides how a local time maps to an instant:
+ * <p>Each expression has five fields (minute hour day-of-month month day-of-week), six fields
+ * (seconds first), or is one of the macros {@code @yearly @annually @monthly @weekly @daily
+ * @midnight @hourly}; fields may use Jenkins' {@code H} (see {@link HashedFields}), hashed from a
+ * key the caller gives (the job's name, or its {@code jitterSeed}). Daylight saving follows Vixie
+ * cron, see {@link OneCron}.
  *
- * <ul>
- *   <li>a job with a fixed hour whose local time occurs twice (clocks go back) runs once, at the
- *       first occurrence;
- *   <li>a job with a fixed hour whose local time does not exist (clocks go forward) runs once, at
- *       the instant the gap ends;
- *   <li>a job whose hour field is a wildcard ({@code *}, {@code *}{@code /2}) follows elapsed time:
- *       it runs at both occurrences of a repeated hour and not at all in a skipped one.
- * </ul>
+ * <p>The jitter offset lies in [0, jitter), whole seconds, derived by SHA-256 from the same key, so
+ * every worker and every restart computes the same slots: a slot's identity, and with it
+ * exactly-once, is unchanged. Changing the key or the jitter moves the slots, as changing the cron
+ * does (a rollout then says so, see {@code Fingerprints.rollout}). A jitter longer than the
+ * schedule's period is refused: it would move slots past the next one.
  *
  * <p>Immutable and thread-safe.
  */
 public final class CronSchedule {
 
-    private static final CronParser FIVE_FIELDS =
-            new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX));
-    private static final CronParser SIX_FIELDS =
-            new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.SPRING));
-    private static final Map<String, String> MACROS = Map.of(
-            "@yearly", "0 0 1 1 *",
-            "@annually", "0 0 1 1 *",
-            "@monthly", "0 0 1 * *",
-            "@weekly", "0 0 * * 0",
-            "@daily", "0 0 * * *",
-            "@midnight", "0 0 * * *",
-            "@hourly", "0 * * * *");
-    /** Schedules are immutable, so jobs with the same expression and zone share one (and its memo). */
+    /** How many fires {@link #withJitter} looks at for the schedule's period. */
+    private static final int PERIOD_SAMPLE = 100;
+
+    /** Single-expression schedules without H or jitter are immutable alike: jobs that share one share its parts' memo too. */
     private static final java.util.concurrent.ConcurrentMap<String, CronSchedule> SHARED =
             new java.util.concurrent.ConcurrentHashMap<>();
 
-    /** One remembered answer of {@link #next}: the cron library takes tens of microseconds per call. */
-    private record Memo(Instant after, Optional<Instant> next) {}
-
-    private final String expression;
+    private final List<String> expressions;
+    private final List<OneCron> parts;
     private final ZoneId zone;
-    private final ExecutionTime executionTime;
-    private final boolean wildcardHour;
-    /**
-     * The last answer: every job of a schedule asks for the slot after the same instant once per
-     * fire (1,000 per-second jobs ask 1,000 times a second), so one entry saves all but one call.
-     */
-    private volatile Memo memo;
+    private final Duration jitter;
+    private final long offsetMillis;
 
-    private CronSchedule(String expression, ZoneId zone, ExecutionTime executionTime, boolean wildcardHour) {
-        this.expression = expression;
+    private CronSchedule(List<String> expressions, List<OneCron> parts, ZoneId zone, Duration jitter, long offsetMillis) {
+        this.expressions = List.copyOf(expressions);
+        this.parts = List.copyOf(parts);
         this.zone = zone;
-        this.executionTime = executionTime;
-        this.wildcardHour = wildcardHour;
+        this.jitter = jitter;
+        this.offsetMillis = offsetMillis;
     }
 
     /**
-     * Parses an expression for a zone.
+     * Parses one expression for a zone; {@code H} is refused (it needs a key: use
+     * {@link #of(List, ZoneId, String)}).
      *
      * @throws IllegalArgumentException with a one-line reason when the expression is not valid
      */
     public static CronSchedule of(String expression, ZoneId zone) {
-        String key = zone.getId() + " " + (expression == null ? "" : expression.trim());
-        CronSchedule shared = SHARED.get(key);
+        return of(List.of(expression == null ? "" : expression), zone, null);
+    }
+
+    /**
+     * Parses several expressions for a zone, each {@code H} hashed from {@code hashKey}.
+     *
+     * @param hashKey the job's name (or its {@code jitterSeed}); null refuses {@code H}
+     * @throws IllegalArgumentException with a one-line reason when an expression is not valid
+     */
+    public static CronSchedule of(List<String> expressions, ZoneId zone, String hashKey) {
+        if (expressions.isEmpty()) {
+            throw new IllegalArgumentException("needs at least one cron expression");
+        }
+        boolean plain = expressions.size() == 1 && !HashedFields.hashed(expressions.get(0));
+        String key = plain ? zone.getId() + " " + (expressions.get(0) == null ? "" : expressions.get(0).trim()) : null;
+        CronSchedule shared = plain ? SHARED.get(key) : null;
         if (shared != null) {
             return shared;
         }
-        CronSchedule parsed = parse(expression, zone);
-        CronSchedule previous = SHARED.putIfAbsent(key, parsed);
-        return previous != null ? previous : parsed;
+        List<OneCron> parts = new ArrayList<>();
+        for (String e : expressions) {
+            parts.add(OneCron.of(HashedFields.expand(e, hashKey), zone));
+        }
+        CronSchedule parsed = new CronSchedule(expressions.stream().map(e -> e == null ? "" : e.trim()).toList(), parts, zone, Duration.ZERO, 0);
+        if (plain) {
+            CronSchedule previous = SHARED.putIfAbsent(key, parsed);
+            return previous != null ? previous : parsed;
+        }
+        return parsed;
     }
 
-    private static CronSchedule parse(String expression, ZoneId zone) {
-        String trimmed = expression == null ? "" : expression.trim();
-        String expanded = MACROS.getOrDefault(trimmed.toLowerCase(Locale.ROOT), trimmed);
-        if (expanded.startsWith("@")) {
-            throw new IllegalArgumentException("unknown cron macro \"" + trimmed + "\", expected one of "
-                    + List.copyOf(new java.util.TreeSet<>(MACROS.keySet())));
+    /**
+     * This schedule shifted by a stable offset in [0, jitter) (whole seconds) derived from
+     * {@code hashKey}; {@link Duration#ZERO} for none.
+     *
+     * @throws IllegalArgumentException when the jitter is under 1s (and not zero) or longer than the
+     *     schedule's period (the shortest gap between two of its next fires)
+     */
+    public CronSchedule withJitter(Duration jitter, String hashKey) {
+        if (jitter.isZero()) {
+            return offsetMillis == 0 ? this : new CronSchedule(expressions, parts, zone, Duration.ZERO, 0);
         }
-        String[] fields = expanded.split("\\s+");
-        CronParser parser;
-        int hourField;
-        if (fields.length == 5) {
-            parser = FIVE_FIELDS;
-            hourField = 1;
-        } else if (fields.length == 6) {
-            parser = SIX_FIELDS;
-            hourField = 2;
-        } else {
-            throw new IllegalArgumentException("cron expression must have 5 or 6 fields or be a macro, but was \""
-                    + trimmed + "\" (" + (trimmed.isEmpty() ? 0 : fields.length) + " fields)");
+        if (jitter.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw new IllegalArgumentException("jitter must be at least 1s (or 0s for none), but was " + jitter);
         }
-        Cron cron;
-        try {
-            cron = parser.parse(expanded);
-            cron.validate();
-        } catch (RuntimeException e) {
-            throw new IllegalArgumentException("invalid cron expression \"" + trimmed + "\": " + oneLine(e), e);
+        Optional<Duration> period = period(Instant.now());
+        if (period.isPresent() && jitter.compareTo(period.get()) > 0) {
+            throw new IllegalArgumentException("jitter " + jitter + " is longer than the schedule's period " + period.get()
+                    + " (the shortest gap between two of its fires): a slot would move past the next one");
         }
-        return new CronSchedule(trimmed, zone, ExecutionTime.forCron(cron), fields[hourField].startsWith("*"));
+        long offset = Math.floorMod(HashedFields.hash(hashKey + "\u0000jitter"), jitter.toSeconds()) * 1000;
+        return new CronSchedule(expressions, parts, zone, jitter, offset);
     }
 
-    private static String oneLine(RuntimeException e) {
-        String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-        return message.replaceAll("\\s+", " ").trim();
+    /**
+     * The schedule's period: the shortest gap between two of its next 100 fires after {@code from};
+     * empty when it fires once or never.
+     */
+    public Optional<Duration> period(Instant from) {
+        Duration shortest = null;
+        Optional<Instant> previous = next(from, 0);
+        for (int i = 0; i < PERIOD_SAMPLE && previous.isPresent(); i++) {
+            Optional<Instant> fire = next(previous.get(), 0);
+            if (fire.isPresent()) {
+                Duration gap = Duration.between(previous.get(), fire.get());
+                shortest = shortest == null || gap.compareTo(shortest) < 0 ? gap : shortest;
+            }
+            previous = fire;
+        }
+        return Optional.ofNullable(shortest);
     }
 
-    /** The expression as written. */
+    /** The expressions as written. */
+    public List<String> expressions() {
+        return expressions;
+    }
+
+    /** The expressions as written, joined by {@code "; "} (one expression: itself). */
     public String expression() {
-        return expression;
+        return String.join("; ", expressions);
     }
 
-    /** The zone the expression is evaluated in. */
+    /** The expressions with each {@code H} replaced by its value (as evaluated). */
+    public List<String> expanded() {
+        return parts.stream().map(OneCron::expression).toList();
+    }
+
+    /** The zone the expressions are evaluated in. */
     public ZoneId zone() {
         return zone;
     }
 
+    /** The configured jitter ({@link Duration#ZERO}: none). */
+    public Duration jitter() {
+        return jitter;
+    }
+
+    /** This schedule's stable offset: every slot is a fire time plus this. */
+    public Duration offset() {
+        return Duration.ofMillis(offsetMillis);
+    }
+
     /**
-     * The first fire time strictly after {@code after}, or empty when the expression never fires
-     * again (for example a date that has passed).
+     * The first slot strictly after {@code after}, or empty when no expression fires again (for
+     * example a date that has passed).
      */
     public Optional<Instant> next(Instant after) {
-        Memo m = memo;
-        if (m != null && m.after().equals(after)) {
-            return m.next();
-        }
-        Optional<Instant> next = compute(after);
-        memo = new Memo(after, next);
-        return next;
+        return next(after, offsetMillis);
     }
 
-    private Optional<Instant> compute(Instant after) {
-        ZoneRules rules = zone.getRules();
-        // Fire times are whole seconds; cron-utils would otherwise carry the fraction along.
-        LocalDateTime cursor = LocalDateTime.ofInstant(after, zone).truncatedTo(ChronoUnit.SECONDS);
-        // Wall-clock time runs backwards once at an overlap: while `after` lies in the first pass of
-        // a repeated hour, the second pass starts at a local time earlier than `after`'s own.
-        List<ZoneOffset> offsets = rules.getValidOffsets(cursor);
-        if (offsets.size() == 2 && rules.getOffset(after).equals(offsets.get(0))) {
-            cursor = rules.getTransition(cursor).getDateTimeAfter().minusSeconds(1);
+    private Optional<Instant> next(Instant after, long offset) {
+        Instant base = offset == 0 ? after : after.minusMillis(offset);
+        if (parts.size() == 1) {
+            Optional<Instant> fire = parts.get(0).next(base);
+            return offset == 0 ? fire : fire.map(f -> f.plusMillis(offset));
         }
         Instant best = null;
-        for (int guard = 0; guard < 1_000_000; guard++) {
-            Optional<LocalDateTime> match = nextLocal(cursor);
-            if (match.isEmpty()) {
-                break;
+        for (OneCron p : parts) {
+            Optional<Instant> fire = p.next(base);
+            if (fire.isPresent() && (best == null || fire.get().isBefore(best))) {
+                best = fire.get();
             }
-            LocalDateTime local = match.get();
-            if (best != null && earliestInstantOf(local, rules).isAfter(best)) {
-                break;
-            }
-            for (Instant candidate : instantsOf(local, rules)) {
-                if (candidate.isAfter(after) && (best == null || candidate.isBefore(best))) {
-                    best = candidate;
-                }
-            }
-            cursor = local;
         }
-        return Optional.ofNullable(best);
+        return Optional.ofNullable(best).map(f -> f.plusMillis(offset));
     }
 
-    /** A lower bound of every instant a local time can stand for; ends the search in {@link #next}. */
-    private static Instant earliestInstantOf(LocalDateTime local, ZoneRules rules) {
-        List<ZoneOffset> offsets = rules.getValidOffsets(local);
-        if (offsets.isEmpty()) {
-            return rules.getTransition(local).getInstant();
-        }
-        return offsets.stream().map(local::toInstant).min(Instant::compareTo).orElseThrow();
-    }
-
-    private Optional<LocalDateTime> nextLocal(LocalDateTime cursor) {
-        return executionTime.nextExecution(cursor.atZone(ZoneOffset.UTC)).map(ZonedDateTime::toLocalDateTime);
-    }
-
-    /** The instants at which the local time {@code local} fires, under the DST rule above. */
-    private List<Instant> instantsOf(LocalDateTime local, ZoneRules rules) {
-        List<ZoneOffset> offsets = rules.getValidOffsets(local);
-        if (offsets.size() == 1) {
-            return List.of(local.toInstant(offsets.get(0)));
-        }
-        if (offsets.isEmpty()) {
-            if (wildcardHour) {
-                return List.of();
-            }
-            ZoneOffsetTransition gap = rules.getTransition(local);
-            return List.of(gap.getInstant());
-        }
-        // An overlap: the local time happens twice, first under the offset before the transition.
-        Instant first = local.toInstant(offsets.get(0));
-        Instant second = local.toInstant(offsets.get(1));
-        if (second.isBefore(first)) {
-            Instant swap = first;
-            first = second;
-            second = swap;
-        }
-        return wildcardHour ? List.of(first, second) : List.of(first);
-    }
-
+    /** The expressions as evaluated, the zone and the offset (if any): equal strings, equal slots. */
     @Override
     public String toString() {
-        return expression + " (" + zone + ")";
+        return String.join("; ", expanded()) + " (" + zone + ")" + (offsetMillis == 0 ? "" : " +" + offset());
     }
 }

@@ -119,6 +119,73 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void cronTakesAListAndHAndJitterAreHashedFromTheNameOrTheSeed() {
+        LockstepConfig config = LOADER.load("jobs.yaml", """
+                defaults: { jitter: 5m }
+                jobs:
+                  - name: report
+                    cron: ["0 0 9 * * MON-FRI", "0 0 12 * * SAT"]
+                    class: x.A
+                  - name: sync-a
+                    cron: "H * * * *"
+                    class: x.A
+                    jitter: 0s
+                  - name: sync-b
+                    cron: "0 * * * *"
+                    class: x.A
+                    jitterSeed: sync-a
+                """);
+        Map<String, JobDefinition> jobs = new java.util.HashMap<>();
+        config.jobs().forEach(j -> jobs.put(j.name(), j));
+        var report = jobs.get("report").schedule();
+        assertThat(report.expressions()).containsExactly("0 0 9 * * MON-FRI", "0 0 12 * * SAT");
+        assertThat(report.jitter()).isEqualTo(Duration.ofMinutes(5));
+        assertThat(report.offset()).isEqualTo(io.lockstep.scheduler.cron.CronSchedule.of(List.of("0 9 * * *"), ZoneId.of("UTC"), "x")
+                .withJitter(Duration.ofMinutes(5), "report").offset()); // the name's hash, whatever the expressions
+        var syncA = jobs.get("sync-a").schedule();
+        assertThat(syncA.expanded()).isEqualTo(io.lockstep.scheduler.cron.CronSchedule.of(List.of("H * * * *"), ZoneId.of("UTC"), "sync-a").expanded());
+        assertThat(syncA.offset()).isZero();
+        assertThat(jobs.get("sync-b").schedule().offset()).as("the seed, not the name")
+                .isEqualTo(io.lockstep.scheduler.cron.CronSchedule.of(List.of("0 * * * *"), ZoneId.of("UTC"), "sync-a")
+                        .withJitter(Duration.ofMinutes(5), "sync-a").offset());
+    }
+
+    @Test
+    void aBadScheduleIsOneLocatedProblemEach() {
+        List<ConfigProblem> problems = problems("""
+                defaults: { jitter: 2m }
+                jobs:
+                  - name: a
+                    cron: []
+                    class: x.A
+                  - name: b
+                    cron: "* * * * *"
+                    class: x.A
+                  - name: c
+                    cron: "H(0-99) * * * *"
+                    class: x.A
+                    jitter: 0s
+                  - name: d
+                    cron: "0 * * * *"
+                    class: x.A
+                    jitter: 2h
+                  - name: e
+                    cron: "@hourly"
+                    class: x.A
+                    jitter: 300ms
+                """);
+        assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:4: jobs[0].cron: is an empty list; give at least one cron expression",
+                "jobs.yaml:7: jobs[1].cron: fires more often than defaults.jitter allows (set jitter: 0s on this job for none): "
+                        + "a jitter of 2m is longer than the schedule's period of 1m (the shortest gap between two fires), "
+                        + "so a slot would move past the next one",
+                "jobs.yaml:10: jobs[2].cron: H(0-99) in the minute of \"H(0-99) * * * *\" must be a range within 0-59",
+                "jobs.yaml:16: jobs[3].jitter: a jitter of 2h is longer than the schedule's period of 1h (the shortest gap "
+                        + "between two fires), so a slot would move past the next one",
+                "jobs.yaml:20: jobs[4].jitter: must be at least 1s (or 0s for none), but was 300ms");
+    }
+
+    @Test
     void badPolicyValuesAreProblemsWithTheirLines() {
         List<ConfigProblem> problems = problems("""
                 jobs:

@@ -122,7 +122,7 @@ final class Targets {
         for (LockstepConfig c : configs) {
             JobDefinition d = enabled(c, job);
             if (d != null) {
-                bySchedule.putIfAbsent(d.schedule().expression() + " " + d.schedule().zone(), d);
+                bySchedule.putIfAbsent(d.schedule().toString(), d); // expressions as hashed, zone and offset
             }
         }
         List<JobDefinition> defs = new ArrayList<>(bySchedule.values());

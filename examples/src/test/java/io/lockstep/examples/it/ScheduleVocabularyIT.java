@@ -1,0 +1,100 @@
+package io.lockstep.examples.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.lockstep.scheduler.cron.CronSchedule;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The schedule vocabulary on 3 worker JVMs and a real Redis: a job with two crons runs each instant
+ * of their union once (an instant both fire at is one slot); a job with {@code jitter} and one with
+ * {@code H} fire at the offsets their names hash to, the same on every worker (every claim and
+ * every step-aside of every worker names the same slots) and after every worker was restarted.
+ */
+class ScheduleVocabularyIT {
+
+    private static final ZoneId UTC = ZoneId.of("UTC");
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void twoCronsRunEachInstantOnceAndHashedOffsetsAreTheSameOnEveryWorkerAcrossARestart() {
+        String yaml = """
+                defaults:
+                  lease: 5s
+                  misfireGrace: 2s
+                jobs:
+                  - name: twice
+                    cron: ["*/2 * * * * *", "*/3 * * * * *"]
+                    class: io.lockstep.examples.HeartbeatJob
+                  - name: spread
+                    cron: "*/5 * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                    jitter: 4s
+                  - name: hashed
+                    cron: "H/4 * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                """;
+        // What the names hash to, computed here as any worker computes it.
+        long offset = CronSchedule.of(List.of("*/5 * * * * *"), UTC, "spread").withJitter(Duration.ofSeconds(4), "spread").offset().toMillis();
+        String hashed = CronSchedule.of(List.of("H/4 * * * * *"), UTC, "hashed").expanded().get(0);
+        int hashedFirst = Integer.parseInt(hashed.substring(0, hashed.indexOf('-')));
+        assertThat(offset).as("names whose hash moves the slots, or the test would not tell").isPositive();
+        assertThat(hashedFirst).isPositive();
+        try (Cluster cluster = new Cluster(dir, yaml)) {
+            List<WorkerProcess> first = List.of(cluster.start("w1"), cluster.start("w2"), cluster.start("w3"));
+            cluster.awaitStarted();
+            await().atMost(Duration.ofSeconds(40)).until(() -> started(cluster, "twice").size() >= 8 && started(cluster, "spread").size() >= 3
+                    && started(cluster, "hashed").size() >= 3);
+            first.forEach(w -> assertThat(w.terminate()).as(w.stderr()).isZero());
+            List<WorkerProcess> second = List.of(cluster.start("w4"), cluster.start("w5"), cluster.start("w6"));
+            await().atMost(Duration.ofSeconds(30)).until(() -> second.stream().allMatch(WorkerProcess::hasStarted));
+            await().atMost(Duration.ofSeconds(40)).until(() -> second.stream().mapToLong(w -> w.events("job_started").stream()
+                    .filter(e -> e.path("job").asText().equals("spread")).count()).sum() >= 2);
+            second.forEach(w -> assertThat(w.terminate()).as(w.stderr()).isZero());
+
+            assertThat(cluster.startsBySlot().values()).as("every slot started once").allSatisfy(ws -> assertThat(ws).hasSize(1));
+            List<Instant> twice = started(cluster, "twice");
+            assertThat(twice).allSatisfy(s -> assertThat(s.getEpochSecond() % 2 == 0 || s.getEpochSecond() % 3 == 0)
+                    .as("%s is an instant of one of the crons", s).isTrue());
+            assertThat(twice).as("both crons fire: instants of the second alone (odd multiples of 3) and of the first alone")
+                    .anyMatch(s -> s.getEpochSecond() % 6 == 3).anyMatch(s -> s.getEpochSecond() % 6 == 2 || s.getEpochSecond() % 6 == 4);
+            // Every worker, before and after the restart, claims at the instants it computes: one that
+            // hashed another offset would be alone at its instants, win them and start them there.
+            for (JsonNode e : slotEvents(cluster, "spread")) {
+                assertThat(WorkerProcess.slot(e).toEpochMilli() % 5000).as("%s", e).isEqualTo(offset);
+            }
+            assertThat(slotEvents(cluster, "spread").stream().map(e -> e.path("worker").asText()).distinct())
+                    .as("claims and step-asides from both generations").containsAnyOf("w1", "w2", "w3").containsAnyOf("w4", "w5", "w6");
+            assertThat(cluster.events("slot_claimed").stream().filter(e -> e.path("job").asText().equals("spread")))
+                    .allSatisfy(e -> assertThat(e.path("jitter_ms").asLong()).isEqualTo(offset));
+            for (JsonNode e : slotEvents(cluster, "hashed")) {
+                long second0 = WorkerProcess.slot(e).getEpochSecond() % 60;
+                assertThat(second0 >= hashedFirst && (second0 - hashedFirst) % 4 == 0).as("%s fires at %s", e, hashed).isTrue();
+            }
+            cluster.assertAuditHolds();
+        }
+    }
+
+    private static List<Instant> started(Cluster cluster, String job) {
+        return cluster.events("job_started").stream().filter(e -> e.path("job").asText().equals(job)).map(WorkerProcess::slot).sorted().toList();
+    }
+
+    /** Every claim, step-aside and start of the job, on every worker. */
+    private static List<JsonNode> slotEvents(Cluster cluster, String job) {
+        List<JsonNode> all = new ArrayList<>();
+        Stream.of("slot_claimed", "slot_contended", "job_started").forEach(n -> all.addAll(cluster.events(n)));
+        return all.stream().filter(e -> e.path("job").asText().equals(job)).toList();
+    }
+}
