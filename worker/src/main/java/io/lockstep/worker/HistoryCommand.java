@@ -38,6 +38,9 @@ final class HistoryCommand extends AdminCommand {
             return WorkerMain.BAD_INPUT;
         }
         List<RedisAdmin.Run> runs = admin.history(job, limit);
+        // A job with jitter: its slots are its cron's fire times plus this stable offset (by the config given).
+        long offset = config.jobs().stream().filter(d -> d.name().equals(job)).findFirst()
+                .map(d -> d.schedule().offset().toMillis()).orElse(0L);
         if (json) {
             ObjectMapper mapper = new ObjectMapper();
             ArrayNode array = mapper.createArrayNode();
@@ -45,6 +48,9 @@ final class HistoryCommand extends AdminCommand {
                 array.addObject().put("slot", r.slot().toString()).put("worker", r.worker()).put("outcome", r.outcome())
                         .put("attempt", r.attempt()).put("fencingToken", r.fencingToken()).put("durationMs", r.durationMs())
                         .put("error", r.error()).put("manual", r.manual()).put("reason", r.reason());
+                if (offset > 0) {
+                    ((com.fasterxml.jackson.databind.node.ObjectNode) array.get(array.size() - 1)).put("jitterOffsetMs", offset);
+                }
             }
             out.println(array.toString());
             return WorkerMain.OK;
@@ -54,6 +60,9 @@ final class HistoryCommand extends AdminCommand {
             return WorkerMain.OK;
         }
         Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
+        config.jobs().stream().filter(d -> d.name().equals(job) && !d.schedule().jitter().isZero()).findFirst()
+                .ifPresent(d -> out.println(job + ": " + Configs.schedule(d.schedule()) + ", so each slot is a fire time plus "
+                        + io.lockstep.scheduler.config.Durations.format(d.schedule().offset())));
         Table table = new Table("SLOT", "WHEN", "WORKER", "OUTCOME", "ATTEMPT", "TOKEN", "DURATION", "WHY / ERROR");
         for (RedisAdmin.Run r : runs) {
             // A decision without a run (missed, skipped, paused, abandoned, recovered) says why; a run its error.

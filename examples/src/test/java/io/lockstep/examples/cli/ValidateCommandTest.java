@@ -69,6 +69,12 @@ class ValidateCommandTest {
                 Arguments.of("bad redis uri", "redis:\n  uri: http://localhost\n" + VALID_JOB, 2, "redis.uri", "must start with redis://"),
                 Arguments.of("cron that never fires", "jobs:\n  - name: a\n    cron: \"0 0 30 2 *\"\n    class: io.lockstep.examples.HeartbeatJob\n",
                         3, "jobs[0].cron", "never fires"),
+                Arguments.of("jitter longer than the period", VALID_JOB + "    jitter: 5s\n", 5, "jobs[0].jitter",
+                        "a jitter of 5s is longer than the schedule's period of 1s"),
+                Arguments.of("malformed H", "jobs:\n  - name: a\n    cron: [\"@daily\", \"H(1-99) * * * *\"]\n    class: io.lockstep.examples.HeartbeatJob\n",
+                        3, "jobs[0].cron", "must be a range within 0-59"),
+                Arguments.of("empty cron list", "jobs:\n  - name: a\n    cron: []\n    class: io.lockstep.examples.HeartbeatJob\n",
+                        3, "jobs[0].cron", "is an empty list"),
                 Arguments.of("lease too short for the redis timeout", "redis:\n  timeout: 1s\n" + VALID_JOB + "    lease: 1s\n",
                         7, "jobs[0].lease", "must be at least twice redis.timeout (1s)"));
     }
@@ -101,6 +107,34 @@ class ValidateCommandTest {
                 """);
         assertThat(r.exit()).isEqualTo(2);
         assertThat(r.err().lines()).hasSize(5).last().isEqualTo("4 problems in " + dir.resolve("jobs.yaml"));
+    }
+
+    @Test
+    void nextPrintsTheFiresOfEveryCronOfAJobWithItsHAndJitterResolved() throws IOException {
+        Path file = dir.resolve("jobs.yaml");
+        Files.writeString(file, """
+                jobs:
+                  - name: report
+                    cron: ["0 0 9 * * MON-FRI", "0 0 12 * * SAT"]
+                    class: io.lockstep.examples.HeartbeatJob
+                  - name: nightly
+                    cron: "H 2 * * *"
+                    jitter: 1m
+                    class: io.lockstep.examples.HeartbeatJob
+                """);
+        StringWriter out = new StringWriter();
+        int exit = WorkerMain.execute(new PrintWriter(out, true), new PrintWriter(new StringWriter()), "validate", "--config", file.toString(),
+                "--next", "6");
+        assertThat(exit).isZero();
+        String report = out.toString().lines().filter(l -> l.contains("report")).findFirst().orElseThrow();
+        List<String> fires = List.of(report.substring(report.indexOf("next ") + 5).split(", "));
+        assertThat(fires).hasSize(6).allSatisfy(f -> assertThat(f).matches(".*T(09|12):00Z"));
+        var nightly = io.lockstep.scheduler.cron.CronSchedule.of(List.of("H 2 * * *"), java.time.ZoneOffset.UTC, "nightly")
+                .withJitter(java.time.Duration.ofMinutes(1), "nightly");
+        assertThat(out.toString()).contains("H 2 * * * = " + nightly.expanded().get(0) + " UTC +"
+                + nightly.offset().toSeconds() + "s (jitter 1m)");
+        assertThat(WorkerMain.execute(new PrintWriter(new StringWriter()), new PrintWriter(new StringWriter()), "validate", "--config",
+                file.toString(), "--next", "0")).isEqualTo(2);
     }
 
     @Test
