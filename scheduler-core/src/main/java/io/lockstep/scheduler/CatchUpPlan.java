@@ -50,6 +50,14 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
     }
 
     static CatchUpPlan since(ScheduledJob job, Instant last, InForce inForce, Instant now, int max) {
+        return since(job, last, inForce, now, max, null);
+    }
+
+    /**
+     * The same; a slot the job's calendars exclude is recorded skipped (reason calendar), neither
+     * caught up nor counted missed; a calendar that fails is reported to {@code events} (when given).
+     */
+    static CatchUpPlan since(ScheduledJob job, Instant last, InForce inForce, Instant now, int max, Events events) {
         JobDefinition d = job.definition();
         Instant windowStart = now.minus(d.catchUpWindow());
         Instant from = last.isAfter(windowStart) ? last : windowStart;
@@ -62,8 +70,15 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
         Instant notOwedFrom = null;
         Instant notOwedTo = null;
         Optional<Instant> slot = d.schedule().next(from);
+        List<DueSlot> excluded = new ArrayList<>();
         while (slot.isPresent() && !slot.get().isAfter(now)) {
-            if (inForce != null && inForce.outOfForce(slot.get())) {
+            Instant at = slot.get();
+            Optional<String> why = events != null ? DueSlot.exclusion(job, at, events) : d.calendars().excludes(at, (c, e) -> { });
+            if (why.isPresent() && !(inForce != null && inForce.outOfForce(at))) {
+                if (excluded.size() < max) {
+                    excluded.add(DueSlot.excluded(job, at, why.get(), now, false));
+                }
+            } else if (inForce != null && inForce.outOfForce(slot.get())) {
                 notOwed++;
                 notOwedFrom = notOwedFrom == null ? slot.get() : notOwedFrom;
                 notOwedTo = slot.get();
@@ -79,7 +94,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
             }
             slot = d.schedule().next(slot.get());
         }
-        List<DueSlot> result = new ArrayList<>();
+        List<DueSlot> result = new ArrayList<>(excluded);
         DueSlot previous = null;
         int i = 0;
         for (Instant m : missed) {

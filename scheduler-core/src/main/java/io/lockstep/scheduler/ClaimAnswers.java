@@ -73,15 +73,19 @@ final class ClaimAnswers {
         Instant after = clock.now();
         for (DueSlot d : batch) {
             claimEvents.unanswered(d);
-            if (d.mode() != ClaimRequest.Mode.MISS_ONLY && after.isBefore(d.startDeadline())) {
+            if (!d.recordOnly() && after.isBefore(d.startDeadline())) {
                 d.retryAt(SlotQueue.earliest(after.plus(Claimer.RETRY_DELAY), d.startDeadline()));
                 continue;
             }
             if (d.stage() != DueSlot.Stage.REPORTED && !d.recovery()) {
                 String unreachable = "lock store unreachable: " + e.getMessage();
-                claimEvents.missed(d, Duration.between(d.slot, after).toMillis(),
-                        d.missReason() == null ? unreachable : d.missReason() + "; " + unreachable, null,
-                        d.missCode() == null ? "outage" : d.missCode());
+                if (d.skip()) {
+                    claimEvents.excluded(d, null, unreachable + "; decided by this worker alone");
+                } else {
+                    claimEvents.missed(d, Duration.between(d.slot, after).toMillis(),
+                            d.missReason() == null ? unreachable : d.missReason() + "; " + unreachable, null,
+                            d.missCode() == null ? "outage" : d.missCode());
+                }
                 d.reported("lock store unreachable", "outage");
                 queue.looks().disowning(d);
             }
@@ -216,14 +220,18 @@ final class ClaimAnswers {
             }
             return;
         }
-        if (d.mode() != ClaimRequest.Mode.MISS_ONLY && again.isBefore(d.startDeadline())) {
+        if (!d.recordOnly() && again.isBefore(d.startDeadline())) {
             d.retryAt(again);
             return;
         }
         if (d.stage() != DueSlot.Stage.REPORTED) {
             String reason = "no majority of the redlock masters agreed on the slot within misfireGrace";
-            claimEvents.missed(d, lateness, d.missReason() == null ? reason : d.missReason() + "; " + reason, lockName,
-                    d.missCode() == null ? "no_quorum" : d.missCode());
+            if (d.skip()) {
+                claimEvents.excluded(d, lockName, reason + "; decided by this worker alone");
+            } else {
+                claimEvents.missed(d, lateness, d.missReason() == null ? reason : d.missReason() + "; " + reason, lockName,
+                        d.missCode() == null ? "no_quorum" : d.missCode());
+            }
             d.reported(reason, "no_quorum");
         }
         if (again.isBefore(d.recordDeadline())) {

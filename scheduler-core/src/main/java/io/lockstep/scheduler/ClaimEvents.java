@@ -90,9 +90,15 @@ final class ClaimEvents {
                             .addKeyValue("success", false).log("slot taken by another worker");
                 }
             }
-            case SKIPPED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
-                    .addKeyValue("lock_name", lockName).addKeyValue("reason", "overlap: an earlier run still holds the lease")
-                    .log("slot skipped");
+            case SKIPPED -> {
+                if (d.skip()) {
+                    excluded(d, lockName, null);
+                } else {
+                    events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                            .addKeyValue("lock_name", lockName).addKeyValue("reason", "overlap: an earlier run still holds the lease")
+                            .log("slot skipped");
+                }
+            }
             case PAUSED -> events.info("slot_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                     .addKeyValue("lock_name", lockName).addKeyValue("reason", "paused")
                     .log("slot skipped: the job is paused");
@@ -163,6 +169,20 @@ final class ClaimEvents {
     }
 
     /** Reports {@code d} missed: the {@code slot_missed} warning and the missed counter, by {@code code}. */
+    /**
+     * A slot the job's calendars exclude, recorded skipped (reason {@code calendar}) by this worker,
+     * or decided so by it alone ({@code alone}: why the store could not record it; null when it did).
+     */
+    void excluded(DueSlot d, String lockName, String alone) {
+        var event = events.info("slot_skipped").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
+                .addKeyValue("reason", alone == null ? d.missReason() : d.missReason() + "; " + alone)
+                .addKeyValue("code", DueSlot.CALENDAR);
+        if (lockName != null) {
+            event = event.addKeyValue("lock_name", lockName);
+        }
+        event.log("slot skipped: the job's calendars exclude it");
+    }
+
     void missed(DueSlot d, long latenessMs, String reason, String lockName, String code) {
         events.metrics().missed(d.definition().name(), code, 1);
         var event = events.warn("slot_missed").addKeyValue("job", d.definition().name())

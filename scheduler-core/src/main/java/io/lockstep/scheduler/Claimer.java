@@ -155,7 +155,7 @@ final class Claimer {
             Duration ahead = d.ahead(); // only a slot shared out to us, on its way to start
             allOwn &= ahead.toMillis() > 0;
             requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode(), def.overlap() == Overlap.REPLACE, d.manual,
-                    ahead, null, d.mode() == ClaimRequest.Mode.MISS_ONLY ? d.missCode() : null));
+                    ahead, null, d.recordOnly() ? d.missCode() : null));
             reservations.add(reserves);
             batch.add(d);
         }

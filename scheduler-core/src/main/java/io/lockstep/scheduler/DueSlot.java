@@ -25,6 +25,7 @@ import java.util.Set;
  * (birth)                        claim, catchUp,   QUEUED                CatchUpPlan, Recovery
  *                                recovery
  * (birth)                        missed            MISS_ONLY             CatchUpPlan, Ticker (fell behind)
+ * (birth)                        excluded          MISS_ONLY (a skip)    Ticker, FirstSlots, Reload, CatchUpPlan (calendars)
  * QUEUED (a catch-up)            then              CHAINED               CatchUpPlan
  * CHAINED                        unchain           QUEUED                SlotQueue (the one before decided)
  * UNSHARED                       ours              QUEUED (claim ahead)  Preference
@@ -134,6 +135,10 @@ final class DueSlot implements Comparable<DueSlot> {
     private String missReason, missCode;
     /** {@link Stage#STEPPED_ASIDE}: the worker it was given to. */
     private String preferred;
+    /** Excluded by the job's calendars: recorded skipped (reason {@link #CALENDAR}) instead of missed. */
+    private boolean skip;
+    /** An excluded slot born as the job's next: leads its schedule once, as an unshared slot would. */
+    private boolean leadsOnce;
     /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
     private DueSlot next;
 
@@ -178,6 +183,44 @@ final class DueSlot implements Comparable<DueSlot> {
         d.missReason = reason;
         d.missCode = code;
         return d;
+    }
+
+    /** The reason and code of a slot the job's calendars exclude (its record's and its {@code slot_skipped} event's). */
+    static final String CALENDAR = "calendar";
+
+    /**
+     * A slot of the job's schedule that its calendars exclude ({@code why}: {@code skipOn holidays}),
+     * due at {@code at} to be recorded skipped (never before its slot: the store answers early);
+     * {@code leads}: born as the job's next slot, so the one after it follows it.
+     */
+    static DueSlot excluded(ScheduledJob job, Instant slot, String why, Instant at, boolean leads) {
+        DueSlot d = new DueSlot(job, slot, Kind.CLAIM, Stage.MISS_ONLY, at.isBefore(slot) ? slot : at, Instant.MAX);
+        d.missReason = "calendar: " + why;
+        d.missCode = CALENDAR;
+        d.skip = true;
+        d.leadsOnce = leads;
+        return d;
+    }
+
+    /**
+     * The job's next slot after the schedule gave {@code slot}: {@link #scheduled} to claim, or
+     * {@link #excluded} when its calendars exclude it (a calendar that throws excludes nothing and
+     * is reported, {@code calendar_failed}).
+     */
+    static DueSlot next(ScheduledJob job, Instant slot, Duration lead, Events events) {
+        java.util.Optional<String> why = exclusion(job, slot, events);
+        return why.isPresent() ? excluded(job, slot, why.get(), slot, true) : scheduled(job, slot, lead);
+    }
+
+    /** Why the job's calendars exclude {@code slot}, if they do. */
+    static java.util.Optional<String> exclusion(ScheduledJob job, Instant slot, Events events) {
+        JobDefinition d = job.definition();
+        if (!d.calendars().any()) {
+            return java.util.Optional.empty();
+        }
+        return d.calendars().excludes(slot, (calendar, e) -> events.error("calendar_failed").addKeyValue("job", d.name())
+                .addKeyValue("slot", slot.toString()).addKeyValue("calendar", calendar.name()).addKeyValue("error", Events.describe(e))
+                .log("a calendar failed; the slot is decided as if it did not exclude it"));
     }
 
     /** A run of {@code job} that lost its lease without an outcome, rerun or abandoned by {@code policy} (split: asked until {@code deadline}). */
@@ -298,9 +341,19 @@ final class DueSlot implements Comparable<DueSlot> {
         return retryAt;
     }
 
-    /** What is asked of the store: the kind's request while the slot may start, else only the miss. */
+    /** What is asked of the store: the kind's request while the slot may start, else only the miss (or the calendar's skip). */
     ClaimRequest.Mode mode() {
-        return MISSING.contains(stage) ? ClaimRequest.Mode.MISS_ONLY : kind.mode;
+        return MISSING.contains(stage) ? (skip ? ClaimRequest.Mode.SKIP_ONLY : ClaimRequest.Mode.MISS_ONLY) : kind.mode;
+    }
+
+    /** Whether only a decision without a run is asked (a miss or a calendar's skip): the slot never starts. */
+    boolean recordOnly() {
+        return MISSING.contains(stage);
+    }
+
+    /** Excluded by the job's calendars: recorded and reported skipped, never run. */
+    boolean skip() {
+        return skip;
     }
 
     /** How long before its slot the store may decide it: only a slot shared out to us, while it may start. */
@@ -319,7 +372,12 @@ final class DueSlot implements Comparable<DueSlot> {
      * would start a second copy of the schedule, every later slot claimed twice by this worker.)
      */
     boolean leadsSchedule() {
-        return stage == Stage.UNSHARED;
+        return stage == Stage.UNSHARED || leadsOnce;
+    }
+
+    /** Its follower is queued: an excluded slot leads once (a retry of its skip must not queue another). */
+    void led() {
+        leadsOnce = false;
     }
 
     /**

@@ -57,7 +57,7 @@ final class FirstSlots {
         for (ScheduledJob job : jobs) {
             Instant last = lastSlots.get(job.name());
             if (last != null) {
-                CatchUpPlan plan = CatchUpPlan.since(job, last, inForce.get(job.name()), now);
+                CatchUpPlan plan = CatchUpPlan.since(job, last, inForce.get(job.name()), now, CatchUpPlan.MAX_CATCH_UP_SLOTS, events);
                 due.addAll(plan.slots());
                 if (plan.catchesUp()) {
                     queue.catchingUp(List.of(job.name()));
@@ -77,7 +77,7 @@ final class FirstSlots {
                                     + "re-enabled, it starts at its next slot, as after a reload");
                 }
             }
-            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.scheduled(job, slot, queue.lead().current())));
+            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.next(job, slot, queue.lead().current(), events)));
         }
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.

@@ -24,6 +24,8 @@ import java.util.regex.Pattern;
  * @param recover what happens to a slot whose run lost its lease without an outcome
  * @param catchUp what the first worker back does with slots that passed while the whole cluster was down
  * @param catchUpWindow how far back, from the moment a worker starts, missed slots are caught up or reported
+ * @param calendars the calendars that exclude some of its slots ({@code skipOn}, {@code onlyOn}):
+ *     each excluded slot is recorded skipped, reason {@code calendar}
  */
 public record JobDefinition(
         String name,
@@ -38,7 +40,8 @@ public record JobDefinition(
         Retry retry,
         Recover recover,
         CatchUp catchUp,
-        Duration catchUpWindow) {
+        Duration catchUpWindow,
+        Calendars calendars) {
 
     /** The pattern every job name follows. */
     public static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
@@ -90,6 +93,7 @@ public record JobDefinition(
         Objects.requireNonNull(recover, "recover");
         Objects.requireNonNull(catchUp, "catchUp");
         Objects.requireNonNull(catchUpWindow, "catchUpWindow");
+        Objects.requireNonNull(calendars, "calendars");
         if (!NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("job name must match " + NAME + ", but was \"" + name + "\"");
         }
@@ -108,6 +112,14 @@ public record JobDefinition(
         params = Collections.unmodifiableMap(new LinkedHashMap<>(params == null ? Map.of() : params));
     }
 
+    /** A definition without calendars. */
+    public JobDefinition(String name, CronSchedule schedule, String jobClass, Map<String, Object> params, Duration lease,
+            Duration misfireGrace, Overlap overlap, Duration timeout, boolean enabled, Retry retry, Recover recover,
+            CatchUp catchUp, Duration catchUpWindow) {
+        this(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled, retry, recover, catchUp,
+                catchUpWindow, Calendars.NONE);
+    }
+
     /** A definition with retry, recover and catch-up at their defaults. */
     public JobDefinition(String name, CronSchedule schedule, String jobClass, Map<String, Object> params,
             Duration lease, Duration misfireGrace, Overlap overlap, Duration timeout, boolean enabled) {
@@ -123,17 +135,22 @@ public record JobDefinition(
 
     public JobDefinition withRetry(Retry retry) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow);
+                retry, recover, catchUp, catchUpWindow, calendars);
     }
 
     public JobDefinition withRecover(Recover recover) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow);
+                retry, recover, catchUp, catchUpWindow, calendars);
     }
 
     public JobDefinition withCatchUp(CatchUp catchUp, Duration catchUpWindow) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow);
+                retry, recover, catchUp, catchUpWindow, calendars);
+    }
+
+    public JobDefinition withCalendars(Calendars calendars) {
+        return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
+                retry, recover, catchUp, catchUpWindow, calendars);
     }
 
     /** Whether one run at a time holds the job's single lease ({@code skip} and {@code replace}). */

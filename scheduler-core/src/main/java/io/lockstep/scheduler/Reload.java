@@ -82,7 +82,7 @@ final class Reload {
         if (running) {
             List<DueSlot> due = new ArrayList<>();
             for (ScheduledJob j : made) {
-                j.definition().schedule().next(at).ifPresent(slot -> due.add(DueSlot.scheduled(j, slot, queue.lead().current())));
+                j.definition().schedule().next(at).ifPresent(slot -> due.add(DueSlot.next(j, slot, queue.lead().current(), events)));
             }
             queue.addAll(due);
             queue.looks().lookAt(made.stream().map(ScheduledJob::name).toList(), at); // runs of it other workers have in flight

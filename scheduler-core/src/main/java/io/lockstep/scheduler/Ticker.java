@@ -95,6 +95,7 @@ final class Ticker {
         for (DueSlot d : due) {
             if (d.leadsSchedule() && jobs.current(d.job)) { // read before the claims move the slots on; a retired version has no next
                 leading.add(d);
+                d.led();
             }
         }
         try {
@@ -156,10 +157,12 @@ final class Ticker {
             next = d.schedule().next(knowable);
         }
         while (next.isPresent() && !next.get().isAfter(horizon) && behind.size() < CatchUpPlan.MAX_CATCH_UP_SLOTS) {
-            behind.add(DueSlot.missed(fired.job, next.get(), "this worker fell behind its schedule", "fell_behind", now));
-            next = d.schedule().next(next.get());
+            Instant slot = next.get();
+            behind.add(DueSlot.exclusion(fired.job, slot, events).map(why -> DueSlot.excluded(fired.job, slot, why, now, false))
+                    .orElseGet(() -> DueSlot.missed(fired.job, slot, "this worker fell behind its schedule", "fell_behind", now)));
+            next = d.schedule().next(slot);
         }
-        next.ifPresent(slot -> behind.add(DueSlot.scheduled(fired.job, slot, queue.lead().current())));
+        next.ifPresent(slot -> behind.add(DueSlot.next(fired.job, slot, queue.lead().current(), events)));
         queue.addAll(behind);
     }
 }

@@ -152,6 +152,7 @@ final class ClaimScripts {
                         switch (request.mode()) {
                             case MISS_ONLY -> request.missCode() == null || STORE_REASONS.contains(request.missCode()) ? "miss"
                                     : "miss:" + request.missCode();
+                            case SKIP_ONLY -> "skip:" + request.missCode();
                             case CATCH_UP -> "catchup";
                             default -> "claim";
                         },

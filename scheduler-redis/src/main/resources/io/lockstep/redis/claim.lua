@@ -12,7 +12,7 @@
 --   complete.lua writes; apart, so that a long pause cannot push the runs out)
 -- and 15 arguments from ARGV[15i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
---   worker id, mode (claim | miss | miss:<code> | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
+--   worker id, mode (claim | miss | miss:<code> | skip:<reason> | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
 --   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below),
 --   how long past its slot the short lease of a claim made ahead lives (ms), how many entries the
 --   decisions stream keeps (history.keep; 0: none), the job's field prefix in the marks ('<job>:'),
@@ -22,7 +22,8 @@
 -- clock; reported, or the code of its worker's slot_missed event (outage, no_thread, ...): its
 -- worker reported it missed; order: a later slot
 -- already started; disowned: its claim's reply never came and its worker gave up on it; overlap:
--- the job's previous run still held the lease; paused).
+-- the job's previous run still held the lease; paused; or a 'skip:<reason>' request's reason, such
+-- as calendar: the job's calendars exclude the slot, which is then decided skipped at its time).
 -- Returns per slot {status, fencing token, server time ms when the call ends (a claim made ahead
 -- starts its run that long before the slot after the reply arrives: the later this time, the closer
 -- to the slot; see ClaimResult.startDelayMillis), earliest lease end among the job's runs
@@ -86,6 +87,10 @@ local function claim(k, a)
   local miss_why = 'reported' -- 'miss:<code>': the worker's slot_missed code, the reason its history entry keeps
   if string.sub(mode, 1, 5) == 'miss:' then
     miss_why, mode = string.sub(mode, 6), 'miss'
+  end
+  local skip_why
+  if string.sub(mode, 1, 5) == 'skip:' then
+    skip_why, mode = string.sub(mode, 6), 'skip'
   end
   local slot = tonumber(slot_text)
   local f = a[14]
@@ -227,6 +232,10 @@ local function claim(k, a)
     end
   end
 
+  if mode == 'skip' then
+    decide('skipped', 0, skip_why) -- never ahead (the early check above): at or after its slot
+    return reply('skipped', 0)
+  end
   if mode == 'miss' or (mode == 'claim' and now > slot + tonumber(a[3])) then
     decide('missed', 0, mode == 'miss' and miss_why or 'late')
     return reply('missed', 0)

@@ -154,6 +154,25 @@ abstract class LockProviderContractTest {
     }
 
     @Test
+    void aSkipOnlyRequestRecordsTheSlotSkippedOnceAtItsTimeAndHoldsNothing() {
+        String job = RedisFixture.job();
+        ClaimRequest ahead = new ClaimRequest(new Lease(job, now().plusSeconds(5), "a", LEASE, true), "w-a", GRACE, Mode.SKIP_ONLY,
+                false, false, Duration.ZERO, null, "calendar");
+        assertThat(status(ahead)).as("never before its slot").isEqualTo(Status.EARLY);
+        assertThat(store().lastSlots(List.of(job))).isEmpty();
+        Instant due = now().minusMillis(5);
+        ClaimRequest skip = new ClaimRequest(new Lease(job, due, "a", LEASE, true), "w-a", GRACE, Mode.SKIP_ONLY,
+                false, false, Duration.ZERO, null, "calendar");
+        assertThat(status(skip)).isEqualTo(Status.SKIPPED);
+        assertThat(status(skip)).as("repeated").isEqualTo(Status.SKIPPED);
+        assertThat(status(claim(job, due, "b"))).as("decided: never run").isEqualTo(Status.TAKEN);
+        assertThat(status(new ClaimRequest(new Lease(job, due, "c", LEASE, true), "w-c", GRACE, Mode.SKIP_ONLY,
+                false, false, Duration.ZERO, null, "calendar"))).isEqualTo(Status.TAKEN);
+        assertThat(store().lastSlots(List.of(job))).as("the job's last decided slot").containsEntry(job, due);
+        assertThat(status(claim(job, due.plusMillis(1), "d"))).as("a skip holds no lease").isEqualTo(Status.CLAIMED);
+    }
+
+    @Test
     void aSlotWhileTheJobsLeaseIsHeldIsSkippedOrWithReplaceRevokesTheRun() {
         String job = RedisFixture.job();
         Instant now = now();

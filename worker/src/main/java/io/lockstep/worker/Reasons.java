@@ -8,6 +8,7 @@ final class Reasons {
     private static final Map<String, String> WORDS = Map.ofEntries(
             Map.entry("overlap", "its job's previous run still held the lease (overlap: skip)"),
             Map.entry("paused", "its job was paused"),
+            Map.entry("calendar", "its job's calendars exclude it (skipOn / onlyOn)"),
             Map.entry("late", "past misfireGrace by Redis time"),
             Map.entry("reported", "its worker reported it missed (its slot_missed event says why)"),
             Map.entry("order", "a later slot of the job had already started"),

@@ -35,7 +35,7 @@ import org.yaml.snakeyaml.nodes.Node;
  */
 public final class ConfigLoader {
 
-    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history");
+    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history", "calendars");
     private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http", "reload");
     private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
     private static final Set<String> HISTORY_KEYS = Set.of("keep");
@@ -47,6 +47,8 @@ public final class ConfigLoader {
     private final boolean reflective;
     /** Whether a document without jobs is a problem (the worker's file: yes; an application adding its own jobs: no). */
     private final boolean jobsRequired;
+    /** Calendars the application gives (Spring beans), beside the config's and those found by ServiceLoader. */
+    private final List<io.lockstep.scheduler.JobCalendar> given;
 
     /**
      * Every key the loader accepts, by YAML path ({@code ""} the top level, {@code "jobs[]"} a job),
@@ -58,10 +60,13 @@ public final class ConfigLoader {
                 Map.entry("redis.redlock", RedisSection.REDLOCK_KEYS),
                 Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS),
                 Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", PolicySection.RETRY_KEYS),
-                Map.entry("jobs[]", JobsSection.KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS));
+                Map.entry("jobs[]", JobsSection.KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS),
+                Map.entry("calendars.*", CalendarSection.KEYS));
     }
 
-    private ConfigLoader(Function<String, String> environment, boolean checkClasses, boolean reflective, boolean jobsRequired) {
+    private ConfigLoader(Function<String, String> environment, boolean checkClasses, boolean reflective, boolean jobsRequired,
+            List<io.lockstep.scheduler.JobCalendar> given) {
+        this.given = List.copyOf(given);
         this.jobsRequired = jobsRequired;
         this.environment = environment;
         this.checkClasses = checkClasses;
@@ -70,18 +75,18 @@ public final class ConfigLoader {
 
     /** A loader that reads the process environment and checks job classes. */
     public static ConfigLoader defaults() {
-        return new ConfigLoader(System::getenv, true, true, true);
+        return new ConfigLoader(System::getenv, true, true, true, List.of());
     }
 
     /** A loader that reads variables from {@code environment} instead of the process. */
     public ConfigLoader withEnvironment(Map<String, String> environment) {
         Map<String, String> copy = Map.copyOf(environment);
-        return new ConfigLoader(copy::get, checkClasses, reflective, jobsRequired);
+        return new ConfigLoader(copy::get, checkClasses, reflective, jobsRequired, given);
     }
 
     /** A loader that does or does not check that job classes load and implement {@code Job}. */
     public ConfigLoader checkingClasses(boolean check) {
-        return new ConfigLoader(environment, check, reflective, jobsRequired);
+        return new ConfigLoader(environment, check, reflective, jobsRequired, given);
     }
 
     /**
@@ -92,7 +97,7 @@ public final class ConfigLoader {
      * when the scheduler is built, and reports what is wrong then.
      */
     public ConfigLoader builtByReflection(boolean reflective) {
-        return new ConfigLoader(environment, checkClasses, reflective, jobsRequired);
+        return new ConfigLoader(environment, checkClasses, reflective, jobsRequired, given);
     }
 
     /**
@@ -100,7 +105,17 @@ public final class ConfigLoader {
      * an application that declares its jobs elsewhere (the Spring Boot starter's annotations).
      */
     public ConfigLoader requiringJobs(boolean required) {
-        return new ConfigLoader(environment, checkClasses, reflective, required);
+        return new ConfigLoader(environment, checkClasses, reflective, required, given);
+    }
+
+    /**
+     * A loader that also knows {@code calendars} (an application's, such as the Spring Boot
+     * starter's beans) by their names, for {@code skipOn} and {@code onlyOn}; the config's own
+     * {@code calendars} and those registered with {@code ServiceLoader} are known anyway. A name
+     * defined twice is a problem.
+     */
+    public ConfigLoader withCalendars(java.util.Collection<? extends io.lockstep.scheduler.JobCalendar> calendars) {
+        return new ConfigLoader(environment, checkClasses, reflective, jobsRequired, List.copyOf(calendars));
     }
 
     /**
@@ -181,7 +196,9 @@ public final class ConfigLoader {
             RedisSettings redis = new RedisSection(this).read(top.get("redis"));
             WorkerSettings worker = readWorker(top.get("worker"));
             Policies defaults = new PolicySection(this).read(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
-            List<JobDefinition> jobs = new JobsSection(this, checkClasses, reflective, jobsRequired)
+            Map<String, io.lockstep.scheduler.JobCalendar> calendars = new CalendarSection(this).read(top.get("calendars"), defaults.zone());
+            applicationCalendars(calendars, top.get("calendars"));
+            List<JobDefinition> jobs = new JobsSection(this, checkClasses, reflective, jobsRequired, calendars)
                     .read(top.get("jobs"), root, defaults, redis.timeout());
             int historyKeep = readHistory(top.get("history"));
             if (!problems.isEmpty()) {
@@ -189,6 +206,32 @@ public final class ConfigLoader {
                 throw new ConfigException(problems);
             }
             return new LockstepConfig(source, redis, worker, jobs, historyKeep);
+        }
+
+        /**
+         * Adds the application's calendars (given, then found by ServiceLoader on the context class
+         * loader) to the config's; a name defined twice is a problem.
+         */
+        private void applicationCalendars(Map<String, io.lockstep.scheduler.JobCalendar> calendars, Node node) {
+            List<io.lockstep.scheduler.JobCalendar> found = new java.util.ArrayList<>(given);
+            try {
+                java.util.ServiceLoader.load(io.lockstep.scheduler.JobCalendar.class, Thread.currentThread().getContextClassLoader())
+                        .forEach(found::add);
+            } catch (java.util.ServiceConfigurationError e) {
+                problem(node, "calendars", "a JobCalendar registered with ServiceLoader cannot be created: " + oneLine(e.getMessage()));
+            }
+            for (io.lockstep.scheduler.JobCalendar c : found) {
+                String name = c.name();
+                if (name == null || !JobDefinition.NAME.matcher(name).matches()) {
+                    problem(node, "calendars", "the application's calendar " + c.getClass().getName() + " has an invalid name \""
+                            + name + "\" (must match " + JobDefinition.NAME + ")");
+                } else if (calendars.containsKey(name)) {
+                    problem(node, "calendars." + name, "is defined twice: in the config and by the application ("
+                            + c.getClass().getName() + ")");
+                } else {
+                    calendars.put(name, c);
+                }
+            }
         }
 
         private WorkerSettings readWorker(Node node) {

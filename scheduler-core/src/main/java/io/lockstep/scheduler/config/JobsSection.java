@@ -37,7 +37,7 @@ final class JobsSection {
 
     static {
         Set<String> keys = new HashSet<>(PolicySection.KEYS);
-        keys.addAll(List.of("name", "cron", "class", "params", "enabled"));
+        keys.addAll(List.of("name", "cron", "class", "params", "enabled", "skipOn", "onlyOn"));
         KEYS = Set.copyOf(keys);
     }
 
@@ -47,8 +47,12 @@ final class JobsSection {
     private final boolean reflective;
     /** Whether a document without jobs is a problem (the worker's file: yes; an application adding its own jobs: no). */
     private final boolean jobsRequired;
+    /** The calendars jobs may name: the config's and the application's. */
+    private final Map<String, io.lockstep.scheduler.JobCalendar> calendars;
 
-    JobsSection(ConfigNodes nodes, boolean checkClasses, boolean reflective, boolean jobsRequired) {
+    JobsSection(ConfigNodes nodes, boolean checkClasses, boolean reflective, boolean jobsRequired,
+            Map<String, io.lockstep.scheduler.JobCalendar> calendars) {
+        this.calendars = calendars;
         this.nodes = nodes;
         this.checkClasses = checkClasses;
         this.reflective = reflective;
@@ -70,6 +74,34 @@ final class JobsSection {
             nodes.problem(at, path + ".params" + (p.path().isEmpty() ? "" : "." + p.path()),
                     p.unknownKey() == null ? p.message() : p.message() + ConfigNodes.suggestion(p.unknownKey(), p.knownKeys()));
         });
+    }
+
+    /** {@code skipOn} / {@code onlyOn}: a list of calendar names, each defined. */
+    private List<io.lockstep.scheduler.JobCalendar> calendarList(Node node, String path) {
+        List<io.lockstep.scheduler.JobCalendar> out = new ArrayList<>();
+        if (node == null) {
+            return out;
+        }
+        if (!(node instanceof SequenceNode list)) {
+            nodes.problem(node, path, "must be a list of calendar names, but was " + ConfigNodes.describe(node));
+            return out;
+        }
+        for (int i = 0; i < list.getValue().size(); i++) {
+            Node item = list.getValue().get(i);
+            nodes.string(item, path + "[" + i + "]").ifPresent(name -> {
+                io.lockstep.scheduler.JobCalendar c = calendars.get(name);
+                if (c == null && calendars.containsKey(name)) {
+                    out.add(null); // the calendar's own problem is reported; the job is left out with it
+                } else if (c == null) {
+                    nodes.problem(item, path + "[" + list.getValue().indexOf(item) + "]", "unknown calendar \"" + name + "\" ("
+                            + (calendars.isEmpty() ? "define it under calendars:" : "defined: " + String.join(", ", new java.util.TreeSet<>(calendars.keySet())))
+                            + ", or register a JobCalendar)" + (calendars.isEmpty() ? "" : ConfigNodes.suggestion(name, calendars.keySet())));
+                } else {
+                    out.add(c);
+                }
+            });
+        }
+        return out;
     }
 
     /** {@code cron}: one expression, or a non-empty list of them. */
@@ -229,10 +261,14 @@ final class JobsSection {
                 }
             }
             boolean enabled = nodes.bool(m.get("enabled"), path + ".enabled").orElse(true);
-            if (nodes.problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent()) {
+            List<io.lockstep.scheduler.JobCalendar> skipOn = calendarList(m.get("skipOn"), path + ".skipOn");
+            List<io.lockstep.scheduler.JobCalendar> onlyOn = calendarList(m.get("onlyOn"), path + ".onlyOn");
+            io.lockstep.scheduler.Calendars jobCalendars = skipOn.contains(null) || onlyOn.contains(null) ? null
+                    : new io.lockstep.scheduler.Calendars(skipOn, onlyOn);
+            if (nodes.problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent() && jobCalendars != null) {
                 jobs.add(new JobDefinition(name.get(), schedule.get(), className.get(), params, policies.lease(),
                         policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled, policies.retry(),
-                        policies.recover(), policies.catchUp(), policies.catchUpWindow()));
+                        policies.recover(), policies.catchUp(), policies.catchUpWindow(), jobCalendars));
             }
         }
         return jobs;

@@ -30,7 +30,8 @@ import java.util.Objects;
  *     contract tests set another, to let a record expire in seconds
  * @param missCode why its worker reports the slot missed ({@link Mode#MISS_ONLY}): the
  *     {@code slot_missed} event's {@code code} ({@code outage}, {@code no_thread}, ...), kept as the
- *     reason of the slot's entry in the job's history; null: {@code reported}
+ *     reason of the slot's entry in the job's history; null: {@code reported}. For
+ *     {@link Mode#SKIP_ONLY}, why the slot is skipped ({@code calendar}), required
  */
 public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
         Duration ahead, Duration recordTtl, String missCode) {
@@ -87,6 +88,14 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
          */
         RECOVER,
         /**
+         * Do not claim: only record the slot as skipped, with {@link ClaimRequest#missCode} as the
+         * reason, if nobody has decided it (a slot its job's calendars exclude). Never decided
+         * before its slot ({@link ClaimResult.Status#EARLY}); answers
+         * {@link ClaimResult.Status#SKIPPED} to the request that decided it, {@link ClaimResult.Status#TAKEN}
+         * to the rest.
+         */
+        SKIP_ONLY,
+        /**
          * Record a slot whose run lost its lease without an outcome as abandoned; answers
          * {@link ClaimResult.Status#ABANDONED} to exactly one request, {@link ClaimResult.Status#TAKEN}
          * to the rest.
@@ -102,6 +111,9 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
         Objects.requireNonNull(ahead, "ahead");
         if (recordTtl == null) {
             recordTtl = recordTtl(lease.ttl(), misfireGrace);
+        }
+        if (mode == Mode.SKIP_ONLY && missCode == null) {
+            throw new IllegalArgumentException("a SKIP_ONLY request needs its reason (missCode)");
         }
         if (missCode != null && !MISS_CODE.matcher(missCode).matches()) {
             throw new IllegalArgumentException("miss code must match " + MISS_CODE.pattern() + ": " + missCode);

@@ -72,6 +72,10 @@ abstract class InMemoryClaims extends InMemoryRecords {
         if (stale(lease.job(), slot, now, recordTtl, manual)) {
             return new ClaimResult(ClaimResult.Status.STALE, 0, now);
         }
+        if (request.mode() == ClaimRequest.Mode.SKIP_ONLY) {
+            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, request.missCode()), manual, recordTtl);
+            return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
+        }
         if (request.mode() == ClaimRequest.Mode.MISS_ONLY
                 || (request.mode() == ClaimRequest.Mode.CLAIM && now > slot + request.misfireGrace().toMillis())) {
             decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl), manual, recordTtl);

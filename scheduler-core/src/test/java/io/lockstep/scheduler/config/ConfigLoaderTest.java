@@ -186,6 +186,67 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void calendarsAreNamedDaysAndWindowsThatJobsSkipOnOrRunOnlyOn(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws java.io.IOException {
+        java.nio.file.Files.writeString(dir.resolve("holidays.ics"), "BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART;VALUE=DATE:20261225\n"
+                + "DTEND;VALUE=DATE:20261226\nEND:VEVENT\nEND:VCALENDAR\n");
+        java.nio.file.Files.writeString(dir.resolve("freeze.txt"), "# the year-end freeze\n2026-12-28..2026-12-31\n");
+        io.lockstep.scheduler.JobCalendar payroll = new io.lockstep.scheduler.JobCalendar() {
+            public String name() {
+                return "payroll";
+            }
+
+            public boolean contains(java.time.Instant instant) {
+                return false;
+            }
+        };
+        LockstepConfig config = LOADER.withCalendars(List.of(payroll)).load(dir.resolve("jobs.yaml").toString(), """
+                defaults: { zone: Europe/Lisbon }
+                calendars:
+                  holidays: { dates: ["2027-01-01"], file: holidays.ics }
+                  freeze: { file: freeze.txt, zone: UTC }
+                  office: { weekly: ["MON-FRI 09:00-17:00"] }
+                jobs:
+                  - name: report
+                    cron: "@hourly"
+                    class: x.A
+                    skipOn: [holidays, freeze, payroll]
+                    onlyOn: [office]
+                """);
+        var calendars = config.jobs().get(0).calendars();
+        assertThat(calendars.skipOn()).extracting(io.lockstep.scheduler.JobCalendar::name).containsExactly("holidays", "freeze", "payroll");
+        assertThat(calendars.excludes(java.time.Instant.parse("2026-12-25T10:00:00Z"), (c, e) -> { })).contains("skipOn holidays");
+        assertThat(calendars.excludes(java.time.Instant.parse("2027-01-01T10:00:00Z"), (c, e) -> { })).contains("skipOn holidays");
+        assertThat(calendars.excludes(java.time.Instant.parse("2026-12-29T10:00:00Z"), (c, e) -> { })).contains("skipOn freeze");
+        assertThat(calendars.excludes(java.time.Instant.parse("2026-12-04T08:59:59Z"), (c, e) -> { })).contains("onlyOn office");
+        assertThat(calendars.excludes(java.time.Instant.parse("2026-12-04T09:00:00Z"), (c, e) -> { })).isEmpty();
+        assertThat(calendars.excludes(java.time.Instant.parse("2026-12-05T10:00:00Z"), (c, e) -> { })).as("a Saturday").contains("onlyOn office");
+    }
+
+    @Test
+    void aBadCalendarOrAnUnknownOneIsOneLocatedProblemEach() {
+        List<ConfigProblem> problems = problems("""
+                calendars:
+                  holidays: { dates: ["2026-02-30"] }
+                  office: { weekly: ["MON-FRY 09:00-17:00"] }
+                  empty: {}
+                  missing: { file: no-such-file.txt }
+                jobs:
+                  - name: a
+                    cron: "@hourly"
+                    class: x.A
+                    skipOn: [holidys]
+                """);
+        assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:2: calendars.holidays.dates: invalid date \"2026-02-30\" (use YYYY-MM-DD, or FROM..TO for a range)",
+                "jobs.yaml:3: calendars.office.weekly: unknown day \"FRY\" in \"MON-FRY 09:00-17:00\" (use MON TUE WED THU FRI SAT SUN)",
+                "jobs.yaml:4: calendars.empty: is empty: give dates, a file or weekly windows",
+                "jobs.yaml:5: calendars.missing.file: file not found: " + java.nio.file.Path.of("no-such-file.txt").toAbsolutePath(),
+                "jobs.yaml:10: jobs[0].skipOn[0]: unknown calendar \"holidys\" (defined: empty, holidays, missing, office, or register"
+                        + " a JobCalendar) (did you mean \"holidays\"?)");
+    }
+
+    @Test
     void badPolicyValuesAreProblemsWithTheirLines() {
         List<ConfigProblem> problems = problems("""
                 jobs:

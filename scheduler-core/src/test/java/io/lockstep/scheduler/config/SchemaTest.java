@@ -48,7 +48,7 @@ class SchemaTest {
         assertThat(inSchema).isEqualTo(new TreeMap<>(ConfigLoader.acceptedKeys()));
     }
 
-    /** Every object with declared properties, by path; params (free-form) declares none. */
+    /** Every object with declared properties, by path ({@code .*} under a mapping of names); params (free-form) declares none. */
     private static void collect(JsonNode node, String path, Map<String, Set<String>> out) {
         JsonNode props = node.path("properties");
         if (props.isObject() && props.size() > 0) {
@@ -63,6 +63,9 @@ class SchemaTest {
         }
         if (node.has("items")) {
             collect(node.get("items"), path + "[]", out);
+        }
+        if (node.path("additionalProperties").isObject()) { // a mapping of names to objects (calendars)
+            collect(node.get("additionalProperties"), path + ".*", out);
         }
     }
 

@@ -1,0 +1,152 @@
+package io.lockstep.scheduler.config;
+
+import io.lockstep.scheduler.JobCalendar;
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.calendar.DatesCalendar;
+import io.lockstep.scheduler.calendar.DayLists;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.DateTimeException;
+import java.time.LocalDate;
+import java.time.ZoneId;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.MappingNode;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
+
+/**
+ * Reads the {@code calendars} section: named {@link DatesCalendar}s of {@code dates} (and date
+ * ranges), a {@code file} of them (text, or an iCalendar {@code .ics}; relative to the config
+ * file's folder) and {@code weekly} windows, each in its {@code zone} (the {@code defaults} zone
+ * unless set). Each problem is reported with its line and path; a calendar with one is left out
+ * (and a job that names it is then reported too). Not thread-safe: one per load.
+ */
+final class CalendarSection {
+
+    static final Set<String> KEYS = Set.of("zone", "dates", "file", "weekly");
+    /** The longest calendar file read: a holiday list is kilobytes. */
+    private static final long MAX_FILE_BYTES = 4L << 20;
+
+    private final ConfigNodes nodes;
+
+    CalendarSection(ConfigNodes nodes) {
+        this.nodes = nodes;
+    }
+
+    /** The calendars by name (none when {@code node} is null); one with a problem (reported) maps to null. */
+    Map<String, JobCalendar> read(Node node, ZoneId defaultZone) {
+        Map<String, JobCalendar> calendars = new LinkedHashMap<>();
+        if (node == null) {
+            return calendars;
+        }
+        if (!(node instanceof MappingNode map)) {
+            nodes.problem(node, "calendars", "must be a mapping of calendar names to calendars, but was " + ConfigNodes.describe(node));
+            return calendars;
+        }
+        for (NodeTuple t : map.getValue()) {
+            if (!(t.getKeyNode() instanceof ScalarNode key)) {
+                nodes.problem(t.getKeyNode(), "calendars", "a calendar's name must be text");
+                continue;
+            }
+            String name = key.getValue();
+            String path = "calendars." + name;
+            int before = nodes.problems.size();
+            if (!JobDefinition.NAME.matcher(name).matches()) {
+                nodes.problem(key, path, "a calendar's name must match " + JobDefinition.NAME + ", but was \"" + name + "\"");
+                continue;
+            }
+            Map<String, Node> m = nodes.mapping(t.getValueNode(), path, KEYS).orElse(null);
+            if (m == null) {
+                calendars.put(name, null);
+                continue;
+            }
+            ZoneId zone = defaultZone;
+            if (m.containsKey("zone")) {
+                Optional<String> text = nodes.string(m.get("zone"), path + ".zone");
+                try {
+                    zone = text.map(ZoneId::of).orElse(defaultZone);
+                } catch (DateTimeException e) {
+                    nodes.problem(m.get("zone"), path + ".zone", "unknown time zone \"" + text.get() + "\" (use a region id such as Europe/Lisbon or UTC)");
+                }
+            }
+            TreeMap<LocalDate, LocalDate> days = new TreeMap<>();
+            List<DatesCalendar.Window> windows = new ArrayList<>();
+            for (Map.Entry<Node, String> e : items(m.get("dates"), path + ".dates").entrySet()) {
+                try {
+                    add(days, DayLists.range(e.getValue()));
+                } catch (IllegalArgumentException bad) {
+                    nodes.problem(e.getKey(), path + ".dates", bad.getMessage());
+                }
+            }
+            for (Map.Entry<Node, String> e : items(m.get("weekly"), path + ".weekly").entrySet()) {
+                try {
+                    windows.add(DayLists.window(e.getValue()));
+                } catch (IllegalArgumentException bad) {
+                    nodes.problem(e.getKey(), path + ".weekly", bad.getMessage());
+                }
+            }
+            if (m.containsKey("file")) {
+                nodes.string(m.get("file"), path + ".file").ifPresent(f -> readFile(f, m.get("file"), path + ".file", days));
+            }
+            if (nodes.problems.size() == before && days.isEmpty() && windows.isEmpty()) {
+                nodes.problem(t.getValueNode(), path, "is empty: give dates, a file or weekly windows");
+            }
+            // One with a problem is named but null: a job naming it is not reported again.
+            calendars.put(name, nodes.problems.size() == before ? new DatesCalendar(name, zone, days, windows) : null);
+        }
+        return calendars;
+    }
+
+    /** A list of text items, each with its node (for its line). */
+    private Map<Node, String> items(Node node, String path) {
+        Map<Node, String> out = new LinkedHashMap<>();
+        if (node == null) {
+            return out;
+        }
+        if (!(node instanceof SequenceNode list)) {
+            nodes.problem(node, path, "must be a list, but was " + ConfigNodes.describe(node));
+            return out;
+        }
+        for (int i = 0; i < list.getValue().size(); i++) {
+            Node item = list.getValue().get(i);
+            nodes.string(item, path + "[" + i + "]").ifPresent(v -> out.put(item, v));
+        }
+        return out;
+    }
+
+    private void readFile(String name, Node node, String path, TreeMap<LocalDate, LocalDate> days) {
+        Path folder = Path.of(nodes.source).toAbsolutePath().getParent();
+        Path file = folder == null ? Path.of(name).toAbsolutePath() : folder.resolve(name);
+        try {
+            if (!Files.isRegularFile(file)) {
+                nodes.problem(node, path, "file not found: " + file);
+                return;
+            }
+            if (Files.size(file) > MAX_FILE_BYTES) {
+                nodes.problem(node, path, file + " is over 4 MB: not a list of dates");
+                return;
+            }
+            String text = Files.readString(file, StandardCharsets.UTF_8);
+            List<LocalDate[]> ranges = name.toLowerCase(java.util.Locale.ROOT).endsWith(".ics") ? DayLists.ics(text) : DayLists.lines(text);
+            ranges.forEach(r -> add(days, r));
+        } catch (IllegalArgumentException e) {
+            nodes.problem(node, path, file + ": " + e.getMessage());
+        } catch (IOException | java.io.UncheckedIOException e) {
+            nodes.problem(node, path, "cannot read " + file + ": " + e.getMessage());
+        }
+    }
+
+    private static void add(TreeMap<LocalDate, LocalDate> days, LocalDate[] range) {
+        days.merge(range[0], range[1], (a, b) -> a.isAfter(b) ? a : b);
+    }
+}
