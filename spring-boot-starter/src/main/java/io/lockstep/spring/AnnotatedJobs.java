@@ -79,6 +79,13 @@ final class AnnotatedJobs {
         put(job, "catchUp", a.catchUp(), beans);
         put(job, "timeout", a.timeout(), beans);
         put(job, "enabled", a.enabled(), beans);
+        put(job, "jitter", a.jitter(), beans);
+        if (a.skipOn().length > 0) {
+            job.put("skipOn", java.util.Arrays.stream(a.skipOn()).map(beans::resolveEmbeddedValue).toList());
+        }
+        if (a.onlyOn().length > 0) {
+            job.put("onlyOn", java.util.Arrays.stream(a.onlyOn()).map(beans::resolveEmbeddedValue).toList());
+        }
         if (job.get("enabled") instanceof String s && (s.equals("true") || s.equals("false"))) {
             job.put("enabled", Boolean.valueOf(s)); // the YAML's boolean, as the file would write it
         }

@@ -29,6 +29,22 @@ import org.yaml.snakeyaml.Yaml;
  */
 final class EffectiveConfig {
 
+    /** The file's calendars with each relative {@code file:} made absolute against the config file's folder (as its loader read them). */
+    private static Map<String, Object> withAbsoluteFiles(Map<String, Object> calendars, String configFile) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        java.nio.file.Path folder = java.nio.file.Path.of(configFile).toAbsolutePath().getParent();
+        calendars.forEach((name, value) -> {
+            if (value instanceof Map<?, ?> m && m.get("file") instanceof String f && folder != null && !java.nio.file.Path.of(f).isAbsolute()) {
+                Map<String, Object> copy = new LinkedHashMap<>(castMap(m));
+                copy.put("file", folder.resolve(f).toString());
+                out.put(name, copy);
+            } else {
+                out.put(name, value);
+            }
+        });
+        return out;
+    }
+
     private static final Pattern JOB_INDEX = Pattern.compile("^jobs\\[(\\d+)]\\.?");
 
     private EffectiveConfig() {}
@@ -41,9 +57,16 @@ final class EffectiveConfig {
      */
     static LockstepConfig load(LockstepProperties properties, AnnotatedJobs annotated, ClassLoader classes, Duration shutdownTimeout,
             String applicationName) {
-        ConfigLoader loader = ConfigLoader.defaults().builtByReflection(false).requiringJobs(false);
+        return load(properties, annotated, classes, shutdownTimeout, applicationName, List.of());
+    }
+
+    /** The same, with the application's {@link io.lockstep.scheduler.JobCalendar} beans known by name to {@code skipOn} and {@code onlyOn}. */
+    static LockstepConfig load(LockstepProperties properties, AnnotatedJobs annotated, ClassLoader classes, Duration shutdownTimeout,
+            String applicationName, List<io.lockstep.scheduler.JobCalendar> calendars) {
+        ConfigLoader loader = ConfigLoader.defaults().builtByReflection(false).requiringJobs(false).withCalendars(calendars);
         LockstepConfig base;
         Map<String, Object> defaults = Map.of();
+        Map<String, Object> fileCalendars = Map.of();
         if (properties.getConfig() != null) {
             String text = read(properties);
             Object parsed = new Yaml().load(text);
@@ -76,6 +99,9 @@ final class EffectiveConfig {
             if (top.get("defaults") instanceof Map<?, ?> d) {
                 defaults = castMap(d);
             }
+            if (top.get("calendars") instanceof Map<?, ?> c) {
+                fileCalendars = withAbsoluteFiles(castMap(c), file); // the annotated jobs may name them too
+            }
         } else {
             base = withClasses(classes, () -> loader.load("lockstep.* properties", dump(fromProperties(properties, applicationName))));
             if (properties.getWorker().getShutdownTimeout() == null) {
@@ -92,10 +118,14 @@ final class EffectiveConfig {
         if (!defaults.isEmpty()) {
             doc.put("defaults", defaults);
         }
+        if (!fileCalendars.isEmpty()) {
+            doc.put("calendars", fileCalendars);
+        }
         doc.put("jobs", annotated.asYaml());
         LockstepConfig methods;
         try {
-            methods = withClasses(classes, () -> ConfigLoader.defaults().builtByReflection(false).load("@LockstepJob", dump(doc)));
+            methods = withClasses(classes, () -> ConfigLoader.defaults().builtByReflection(false).withCalendars(calendars)
+                    .load("@LockstepJob", dump(doc)));
         } catch (ConfigException e) {
             throw new ConfigException(e.problems().stream().map(p -> located(p, annotated)).toList());
         }

@@ -68,12 +68,14 @@ public class LockstepAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     Setup lockstepSetup(LockstepProperties properties, ConfigurableListableBeanFactory beans,
-            org.springframework.core.env.Environment environment) {
+            org.springframework.core.env.Environment environment,
+            org.springframework.beans.factory.ObjectProvider<io.lockstep.scheduler.JobCalendar> calendars) {
         AnnotatedJobs annotated = AnnotatedJobs.find(beans);
         ClassLoader classes = beans.getBeanClassLoader() != null ? beans.getBeanClassLoader() : getClass().getClassLoader();
         JedisVersion.check(classes); // Boot pins an older Jedis: one line naming the property, not a NoClassDefFoundError later
+        // The application's JobCalendar beans, by name, for skipOn and onlyOn (as ServiceLoader's for the worker).
         return new Setup(EffectiveConfig.load(properties, annotated, classes, defaultShutdownTimeout(shutdownPhase(environment)),
-                environment.getProperty("spring.application.name")), annotated);
+                environment.getProperty("spring.application.name"), calendars.orderedStream().toList()), annotated);
     }
 
     /** Boot's {@code spring.lifecycle.timeout-per-shutdown-phase} (its default, 30 s, when unset). */

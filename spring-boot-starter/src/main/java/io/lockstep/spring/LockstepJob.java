@@ -56,4 +56,13 @@ public @interface LockstepJob {
 
     /** {@code true} | {@code false}: a disabled job claims nothing. */
     String enabled() default "";
+
+    /** A stable offset below this shifts every slot (e.g. {@code 5m}), hashed from the job's name. */
+    String jitter() default "";
+
+    /** Calendars whose days this job skips: {@link io.lockstep.scheduler.JobCalendar} beans or the YAML's {@code calendars}. */
+    String[] skipOn() default {};
+
+    /** Calendars outside of which this job skips (all must contain a slot for it to run). */
+    String[] onlyOn() default {};
 }

@@ -320,6 +320,50 @@ class LockstepStarterTest {
         }
     }
 
+    /** A JobCalendar bean (even seconds) that an annotated job skips on. */
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    static class CalendarApp {
+
+        static final List<java.time.Instant> SLOTS = new CopyOnWriteArrayList<>();
+
+        @Bean
+        io.lockstep.scheduler.JobCalendar evenSeconds() {
+            return new io.lockstep.scheduler.JobCalendar() {
+                public String name() {
+                    return "even-seconds";
+                }
+
+                public boolean contains(java.time.Instant instant) {
+                    return instant.getEpochSecond() % 2 == 0;
+                }
+            };
+        }
+
+        @Bean
+        Odd odd() {
+            return new Odd();
+        }
+    }
+
+    static class Odd {
+
+        @LockstepJob(name = "odd", cron = "* * * * * *", lease = "5s", misfireGrace = "2s", skipOn = {"even-seconds"})
+        void work(JobContext ctx) {
+            CalendarApp.SLOTS.add(ctx.scheduledTime());
+        }
+    }
+
+    @Test
+    void aJobCalendarBeanExcludesTheSlotsOfAJobThatSkipsOnIt() throws Exception {
+        CalendarApp.SLOTS.clear();
+        try (ConfigurableApplicationContext ctx = start(CalendarApp.class, "lockstep.redis.uri=" + redis.uri(),
+                "lockstep.redis.key-prefix=calendar-" + System.nanoTime(), "lockstep.worker.id=cal")) {
+            await().atMost(Duration.ofSeconds(15)).until(() -> CalendarApp.SLOTS.size() >= 3);
+            assertThat(CalendarApp.SLOTS).allSatisfy(slot -> assertThat(slot.getEpochSecond() % 2).as("%s", slot).isEqualTo(1));
+        }
+    }
+
     @SpringBootConfiguration
     @EnableAutoConfiguration
     static class BadCronApp {

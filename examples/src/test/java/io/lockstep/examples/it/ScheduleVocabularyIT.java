@@ -87,6 +87,54 @@ class ScheduleVocabularyIT {
         }
     }
 
+    @Test
+    void aBlackoutDateIsRecordedSkippedByCalendarOnceForEverySlotAndNothingRuns() throws Exception {
+        java.time.LocalDate today = java.time.LocalDate.now(UTC);
+        String yaml = """
+                defaults:
+                  lease: 5s
+                  misfireGrace: 2s
+                calendars:
+                  blackout: { dates: ["%s..%s"] }
+                jobs:
+                  - name: frozen
+                    cron: "* * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                    skipOn: [blackout]
+                  - name: normal
+                    cron: "* * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                """.formatted(today, today.plusDays(1)); // today and tomorrow (UTC): the test may cross midnight
+        try (Cluster cluster = new Cluster(dir, yaml)) {
+            List.of("w1", "w2", "w3").forEach(cluster::start);
+            cluster.awaitStarted();
+            await().atMost(Duration.ofSeconds(30)).until(() -> skipped(cluster, "frozen").size() >= 6 && started(cluster, "normal").size() >= 6);
+            cluster.workers.forEach(w -> assertThat(w.terminate()).as(w.stderr()).isZero());
+
+            assertThat(started(cluster, "frozen")).as("a blacked-out job never runs").isEmpty();
+            List<JsonNode> skips = skipped(cluster, "frozen");
+            assertThat(skips).allSatisfy(e -> assertThat(e.path("code").asText()).isEqualTo("calendar"))
+                    .allSatisfy(e -> assertThat(e.path("reason").asText()).isEqualTo("calendar: skipOn blackout"));
+            assertThat(skips.stream().collect(java.util.stream.Collectors.groupingBy(WorkerProcess::key, java.util.stream.Collectors.counting())).values())
+                    .as("each slot reported by the one worker whose request decided it").containsOnly(1L);
+            // The history (Redis) has each of those slots, skipped for the calendar.
+            io.lockstep.examples.cli.CliRun history = io.lockstep.examples.cli.CliRun.of("history", "--config", cluster.config.toString(),
+                    "--job", "frozen", "--limit", "100", "--json");
+            assertThat(history.exit()).as(history.err()).isZero();
+            JsonNode entries = new com.fasterxml.jackson.databind.ObjectMapper().readTree(history.out());
+            java.util.Map<String, String> reasonBySlot = new java.util.HashMap<>();
+            entries.forEach(e -> reasonBySlot.put(e.path("slot").asText(), e.path("outcome").asText() + " " + e.path("reason").asText()));
+            for (JsonNode e : skips) {
+                assertThat(reasonBySlot).containsEntry(e.path("slot").asText(), "skipped calendar");
+            }
+            cluster.assertAuditHolds();
+        }
+    }
+
+    private static List<JsonNode> skipped(Cluster cluster, String job) {
+        return cluster.events("slot_skipped").stream().filter(e -> e.path("job").asText().equals(job)).toList();
+    }
+
     private static List<Instant> started(Cluster cluster, String job) {
         return cluster.events("job_started").stream().filter(e -> e.path("job").asText().equals(job)).map(WorkerProcess::slot).sorted().toList();
     }
