@@ -95,6 +95,7 @@ final class Checks {
                 continue;
             }
             Run original = slot(target.def(), slot, events != null ? events : List.of(), false, ranges);
+            calendar(target.def(), slot, events != null ? events : List.of(), original);
             if (original != null && !original.rerun()) {
                 originals.add(original);
             }
@@ -225,6 +226,27 @@ final class Checks {
         startTime(def, slot, original, manual);
         contradictions(job, slot, events, original);
         return manual ? null : original;
+    }
+
+    /**
+     * The job's calendars, as the config in force at the slot says: a slot they exclude never runs,
+     * and a slot reported skipped for them is one they exclude.
+     */
+    private void calendar(JobDefinition def, long slot, List<Ev> events, Run original) {
+        if (events.isEmpty()) {
+            return;
+        }
+        java.util.Optional<String> excluded = def.calendars().excludes(Instant.ofEpochMilli(slot), (c, e) -> { });
+        if (original != null && excluded.isPresent()) {
+            report.violation("calendar", def.name(), slot, "ran, although its calendars exclude it (" + excluded.get() + ")",
+                    List.of(original.started()));
+        }
+        for (Ev e : events) {
+            if (e.type() == Type.SLOT_SKIPPED && Ledger.CALENDAR.equals(e.text()) && excluded.isEmpty()) {
+                report.violation("calendar", def.name(), slot, "reported skipped for its calendars by " + e.worker()
+                        + ", but the config in force then does not exclude it", List.of(e));
+            }
+        }
     }
 
     /** When rerun {@code r} was decided, by Redis time: its {@code slot_recovered}, else its start. */

@@ -19,6 +19,10 @@ import java.util.function.Consumer;
  */
 final class Ledger implements Consumer<EventReader.Fields> {
 
+    /** A slot_skipped's code (and then its text) when the job's calendars excluded the slot. */
+    static final String CALENDAR = "calendar";
+
+
     /** The miss codes a worker decides alone, without the store: the slot may have run elsewhere (GUARANTEES, known limits). */
     static final List<String> UNILATERAL_MISSES = List.of("outage", "no_quorum", "unconfirmed");
 
@@ -192,7 +196,7 @@ final class Ledger implements Consumer<EventReader.Fields> {
         String text = switch (type) {
             case SLOT_RELEASED, OUTCOME_LATE -> f.outcome;
             case SLOT_MISSED -> missCode(f);
-            case SLOT_SKIPPED -> f.reason != null && f.reason.startsWith("overlap") ? "overlap" : f.reason;
+            case SLOT_SKIPPED -> f.reason != null && f.reason.startsWith("overlap") ? "overlap" : CALENDAR.equals(f.code) ? CALENDAR : f.reason;
             default -> f.reason;
         };
         if (type == Type.SLOT_MISSED && (UNILATERAL_MISSES.contains(text) || unilateral(f.reason))) {

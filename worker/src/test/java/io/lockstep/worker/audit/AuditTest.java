@@ -90,6 +90,50 @@ class AuditTest {
         assertThat(report.holds()).isFalse();
     }
 
+    /** The config with slots 3 and 4 (10:00:03 to 10:00:05 on Tuesday 2026-12-01) in a calendar tick skips on. */
+    private void withFreezeCalendar() throws IOException {
+        Path file = dir.resolve("calendar.yaml");
+        Files.writeString(file, """
+                redis:
+                  uri: redis://127.0.0.1:6379
+                defaults:
+                  lease: 5s
+                  misfireGrace: 2s
+                calendars:
+                  freeze: { zone: UTC, weekly: ["TUE 10:00:03-10:00:05"] }
+                jobs:
+                  - name: tick
+                    cron: "* * * * * *"
+                    class: com.example.NotLoadedByAudit
+                    skipOn: [freeze]
+                """);
+        config = ConfigLoader.defaults().checkingClasses(false).load(file);
+    }
+
+    private void calendarSkip(String worker, int slot) {
+        log.event(slot, "slot_skipped", worker, "\"job\":\"" + JOB + "\",\"slot\":\"" + EventLog.iso(slot)
+                + "\",\"lock_name\":\"k\",\"reason\":\"calendar: skipOn freeze\",\"code\":\"calendar\"");
+    }
+
+    @Test
+    void slotsACalendarExcludesHoldWhenSkippedAndAreViolationsWhenTheyRun() throws Exception {
+        withFreezeCalendar();
+        everySlotRunsOnce(Set.of(3, 4)).workerStopped("w1", 20).workerStopped("w2", 20);
+        calendarSkip("w1", 3);
+        calendarSkip("w2", 4);
+        assertHolds(audit());
+
+        log = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+        everySlotRunsOnce(Set.of(4, 6)).workerStopped("w1", 20).workerStopped("w2", 20); // slot 3 runs: forged
+        calendarSkip("w2", 4);
+        calendarSkip("w1", 6); // slot 6 is not in the calendar
+        AuditReport report = audit();
+        assertOnly(report, "calendar", 2);
+        assertThat(report.violations()).extracting(v -> v.slot() + " " + v.message()).containsExactlyInAnyOrder(
+                at(3) + " ran, although its calendars exclude it (skipOn freeze)",
+                at(6) + " reported skipped for its calendars by w1, but the config in force then does not exclude it");
+    }
+
     // ---- legitimate histories: every check holds ----
 
     @Test
