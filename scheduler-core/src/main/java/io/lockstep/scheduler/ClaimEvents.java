@@ -80,7 +80,11 @@ final class ClaimEvents {
                 }
             }
             case TAKEN -> {
-                if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
+                if (d.watch() || d.skip()) {
+                    // a labelled job's slot, or a calendar's skip, another worker decided: nothing to say
+                    events.debug("slot_decided_elsewhere").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                            .log("decided by another worker");
+                } else if (mode == ClaimRequest.Mode.RECOVER || mode == ClaimRequest.Mode.ABANDON) {
                     events.debug("slot_recovery_skipped").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                             .log("nothing to recover: the run renewed, finished, or another worker took it");
                 } else {
@@ -161,7 +165,7 @@ final class ClaimEvents {
             case STALE -> m.claim(job, SchedulerMetrics.DONE);
             case SKIPPED, PAUSED -> {
                 m.claim(job, SchedulerMetrics.SKIPPED);
-                m.skipped(job, status == ClaimResult.Status.PAUSED ? "paused" : "overlap");
+                m.skipped(job, status == ClaimResult.Status.PAUSED ? "paused" : mode == ClaimRequest.Mode.SKIP_ONLY ? DueSlot.CALENDAR : "overlap");
             }
             case MISSED, SUPERSEDED, UNCONFIRMED -> m.claim(job, SchedulerMetrics.MISSED);
             default -> { } // early, busy: asked again; abandoned: a recovery

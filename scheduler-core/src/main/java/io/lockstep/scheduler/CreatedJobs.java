@@ -29,7 +29,11 @@ final class CreatedJobs {
     private final boolean close;
     private final Events events;
 
-    private CreatedJobs(List<ScheduledJob> jobs, boolean close, Events events) {
+    /** This worker's labels: a job whose {@link RunOn} they do not allow is created but not run here. */
+    private final Set<String> labels;
+
+    private CreatedJobs(List<ScheduledJob> jobs, boolean close, Events events, Set<String> labels) {
+        this.labels = Set.copyOf(labels);
         this.jobs = new ArrayList<>(jobs);
         this.close = close;
         this.events = events;
@@ -37,28 +41,33 @@ final class CreatedJobs {
 
     /** Creates a job for every enabled definition, in order. */
     static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events) {
-        return create(definitions, factory, close, events, List.of());
+        return create(definitions, factory, close, events, List.of(), Set.of());
+    }
+
+    /** {@link #create}, on a worker with {@code labels}. */
+    static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events, Set<String> labels) {
+        return create(definitions, factory, close, events, List.of(), labels);
     }
 
     /** {@link #create}, where a failure does not close an instance the factory also handed to one of {@code inUse}. */
     private static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events,
-            List<ScheduledJob> inUse) {
+            List<ScheduledJob> inUse, Set<String> labels) {
         List<ScheduledJob> created = new ArrayList<>();
         try {
             for (JobDefinition definition : definitions) {
                 if (definition.enabled()) {
                     Job job = build(factory, definition);
-                    created.add(new ScheduledJob(definition, job));
+                    created.add(new ScheduledJob(definition, job, definition.runOn().allows(labels)));
                     checkParams(definition, job); // after it joined the created ones: a refusal closes it too
                 }
             }
         } catch (RuntimeException | Error e) {
             Set<Job> shared = Collections.newSetFromMap(new IdentityHashMap<>());
             inUse.forEach(j -> shared.add(j.job()));
-            new CreatedJobs(created.stream().filter(j -> !shared.contains(j.job())).toList(), close, events).close(Set.of());
+            new CreatedJobs(created.stream().filter(j -> !shared.contains(j.job())).toList(), close, events, labels).close(Set.of());
             throw e;
         }
-        return new CreatedJobs(created, close, events);
+        return new CreatedJobs(created, close, events, labels);
     }
 
     /** One job from the factory; whatever goes wrong is one {@link LockstepException} naming the job. */
@@ -111,7 +120,7 @@ final class CreatedJobs {
      * as {@link #create} does: all of them, or none (what was made is closed, and it throws).
      */
     List<ScheduledJob> more(List<JobDefinition> definitions, JobFactory factory) {
-        List<ScheduledJob> made = create(definitions, factory, close, events, jobs()).jobs;
+        List<ScheduledJob> made = create(definitions, factory, close, events, jobs(), labels).jobs;
         synchronized (this) {
             jobs.addAll(made);
         }

@@ -26,6 +26,7 @@ import java.util.Set;
  *                                recovery
  * (birth)                        missed            MISS_ONLY             CatchUpPlan, Ticker (fell behind)
  * (birth)                        excluded          MISS_ONLY (a skip)    Ticker, FirstSlots, Reload, CatchUpPlan (calendars)
+ * (birth)                        unrunnable        MISS_ONLY (no_worker) Ticker, FirstSlots, Reload (a job this worker lacks the labels of)
  * QUEUED (a catch-up)            then              CHAINED               CatchUpPlan
  * CHAINED                        unchain           QUEUED                SlotQueue (the one before decided)
  * UNSHARED                       ours              QUEUED (claim ahead)  Preference
@@ -139,6 +140,8 @@ final class DueSlot implements Comparable<DueSlot> {
     private boolean skip;
     /** An excluded slot born as the job's next: leads its schedule once, as an unshared slot would. */
     private boolean leadsOnce;
+    /** A slot of a job this worker may not run ({@link RunOn}): only its miss is recorded, once its grace passed, unless decided. */
+    private boolean watch;
     /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
     private DueSlot next;
 
@@ -208,8 +211,29 @@ final class DueSlot implements Comparable<DueSlot> {
      * is reported, {@code calendar_failed}).
      */
     static DueSlot next(ScheduledJob job, Instant slot, Duration lead, Events events) {
+        if (!job.here()) {
+            DueSlot d = unrunnable(job, slot, slot);
+            d.leadsOnce = true;
+            return d;
+        }
         java.util.Optional<String> why = exclusion(job, slot, events);
         return why.isPresent() ? excluded(job, slot, why.get(), slot, true) : scheduled(job, slot, lead);
+    }
+
+    /** How long past a labelled job's grace a worker without its labels records the slot missed: a labelled peer decides first. */
+    static final Duration NO_WORKER_MARGIN = Duration.ofSeconds(1);
+
+    /**
+     * A slot of a job this worker may not run ({@link RunOn}): due {@link #NO_WORKER_MARGIN} past its
+     * grace (and no sooner than {@code at}), when only its miss is asked for ({@code code: no_worker}):
+     * a worker with the labels decided it by then, or none is alive and the slot is reported, not silent.
+     */
+    static DueSlot unrunnable(ScheduledJob job, Instant slot, Instant at) {
+        Instant due = slot.plus(job.definition().misfireGrace()).plus(NO_WORKER_MARGIN);
+        DueSlot d = missed(job, slot, "no live worker with its " + job.definition().runOn() + " decided it within misfireGrace "
+                + "(this worker lacks them)", "no_worker", due.isAfter(at) ? due : at);
+        d.watch = true;
+        return d;
     }
 
     /** Why the job's calendars exclude {@code slot}, if they do. */
@@ -349,6 +373,11 @@ final class DueSlot implements Comparable<DueSlot> {
     /** Whether only a decision without a run is asked (a miss or a calendar's skip): the slot never starts. */
     boolean recordOnly() {
         return MISSING.contains(stage);
+    }
+
+    /** A slot of a job this worker may not run: only watched for a miss to report. */
+    boolean watch() {
+        return watch;
     }
 
     /** Excluded by the job's calendars: recorded and reported skipped, never run. */

@@ -56,7 +56,7 @@ final class FirstSlots {
         List<DueSlot> due = new ArrayList<>();
         for (ScheduledJob job : jobs) {
             Instant last = lastSlots.get(job.name());
-            if (last != null) {
+            if (last != null && job.here()) { // a job this worker may not run is caught up by those that may
                 CatchUpPlan plan = CatchUpPlan.since(job, last, inForce.get(job.name()), now, CatchUpPlan.MAX_CATCH_UP_SLOTS, events);
                 due.addAll(plan.slots());
                 if (plan.catchesUp()) {

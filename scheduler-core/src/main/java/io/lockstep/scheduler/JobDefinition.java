@@ -26,6 +26,7 @@ import java.util.regex.Pattern;
  * @param catchUpWindow how far back, from the moment a worker starts, missed slots are caught up or reported
  * @param calendars the calendars that exclude some of its slots ({@code skipOn}, {@code onlyOn}):
  *     each excluded slot is recorded skipped, reason {@code calendar}
+ * @param runOn which workers may run it ({@code runOn: {labels: [...]}})
  */
 public record JobDefinition(
         String name,
@@ -41,7 +42,8 @@ public record JobDefinition(
         Recover recover,
         CatchUp catchUp,
         Duration catchUpWindow,
-        Calendars calendars) {
+        Calendars calendars,
+        RunOn runOn) {
 
     /** The pattern every job name follows. */
     public static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
@@ -94,6 +96,7 @@ public record JobDefinition(
         Objects.requireNonNull(catchUp, "catchUp");
         Objects.requireNonNull(catchUpWindow, "catchUpWindow");
         Objects.requireNonNull(calendars, "calendars");
+        Objects.requireNonNull(runOn, "runOn");
         if (!NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("job name must match " + NAME + ", but was \"" + name + "\"");
         }
@@ -112,12 +115,12 @@ public record JobDefinition(
         params = Collections.unmodifiableMap(new LinkedHashMap<>(params == null ? Map.of() : params));
     }
 
-    /** A definition without calendars. */
+    /** A definition without calendars, run on any worker. */
     public JobDefinition(String name, CronSchedule schedule, String jobClass, Map<String, Object> params, Duration lease,
             Duration misfireGrace, Overlap overlap, Duration timeout, boolean enabled, Retry retry, Recover recover,
             CatchUp catchUp, Duration catchUpWindow) {
         this(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled, retry, recover, catchUp,
-                catchUpWindow, Calendars.NONE);
+                catchUpWindow, Calendars.NONE, RunOn.ANY);
     }
 
     /** A definition with retry, recover and catch-up at their defaults. */
@@ -135,22 +138,27 @@ public record JobDefinition(
 
     public JobDefinition withRetry(Retry retry) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn);
     }
 
     public JobDefinition withRecover(Recover recover) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn);
     }
 
     public JobDefinition withCatchUp(CatchUp catchUp, Duration catchUpWindow) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn);
     }
 
     public JobDefinition withCalendars(Calendars calendars) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn);
+    }
+
+    public JobDefinition withRunOn(RunOn runOn) {
+        return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
+                retry, recover, catchUp, catchUpWindow, calendars, runOn);
     }
 
     /** Whether one run at a time holds the job's single lease ({@code skip} and {@code replace}). */

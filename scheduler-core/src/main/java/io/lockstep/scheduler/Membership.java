@@ -56,6 +56,8 @@ final class Membership {
         return t;
     });
     private volatile Instant started;
+    /** This worker's labels, published with each heartbeat ({@link WorkerInfo#labels}). */
+    private volatile java.util.Set<String> labels = java.util.Set.of();
     private volatile boolean draining;
     /** Told once when a heartbeat carries an operator's drain request ({@link Heartbeat#drainWithin}). */
     private final java.util.function.Consumer<java.time.Duration> drainRequested;
@@ -202,10 +204,15 @@ final class Membership {
         }
     }
 
+    /** This worker's labels, for its heartbeats (set once, before the first). */
+    void labels(java.util.Set<String> labels) {
+        this.labels = java.util.Set.copyOf(labels);
+    }
+
     /** One heartbeat; synchronized: the timer's and {@link #drain()}'s may meet. */
     private synchronized void beat() {
         WorkerInfo self = new WorkerInfo(workerId, host, ProcessHandle.current().pid(), version, started, threads.size,
-                threads.busy(), configHash, clock.now(), draining);
+                threads.busy(), configHash, clock.now(), draining, labels);
         long sent = System.nanoTime();
         Heartbeat reply = provider.heartbeat(self, TTL);
         String hash = configHash;

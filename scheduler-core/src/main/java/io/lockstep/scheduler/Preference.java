@@ -51,6 +51,8 @@ final class Preference {
     private String view;
     private List<String> workers = List.of();
     private long[] workerHashes = new long[0];
+    /** The labels of each of {@link #workers}, for jobs that run only on some ({@link RunOn}). */
+    private List<java.util.Set<String>> workerLabels = List.of();
 
     Preference(LockProvider provider, String workerId, Supplier<List<WorkerInfo>> live, Supplier<String> configHash, Events events) {
         this.provider = provider;
@@ -162,7 +164,8 @@ final class Preference {
 
     private void share(DueSlot d, List<DueSlot> claimNow, List<DueSlot> back) {
         long slot = d.slot.toEpochMilli();
-        String preferred = workers.size() < 2 ? workerId : preferred(d.definition().name(), slot);
+        RunOn runOn = d.definition().runOn();
+        String preferred = workers.size() < 2 ? workerId : preferred(d.definition().name(), slot, runOn);
         if (preferred.equals(workerId)) {
             d.ours();
             claimNow.add(d);
@@ -175,22 +178,21 @@ final class Preference {
     /** Reads the live workers that run our config (the view the rendezvous hash is taken over). */
     private void look() {
         String ours = configHash.get();
-        List<String> ids = new ArrayList<>();
+        Map<String, java.util.Set<String>> byId = new java.util.TreeMap<>();
         for (WorkerInfo w : live.get()) {
             if (w.configHash().equals(ours) && !w.draining()) { // a stopping worker claims nothing new
-                ids.add(w.id());
+                byId.put(w.id(), w.labels());
             }
         }
-        if (!ids.contains(workerId)) {
-            ids.add(workerId); // before the first heartbeat's answer
-        }
-        ids.sort(null);
-        String next = Fingerprints.hash(Map.of("workers", String.join(",", ids), "config", ours));
+        byId.putIfAbsent(workerId, java.util.Set.of()); // before the first heartbeat's answer (our labels: the jobs we may run)
+        List<String> ids = List.copyOf(byId.keySet());
+        String next = Fingerprints.hash(Map.of("workers", String.join(",", ids), "config", ours, "labels", byId.values().toString()));
         if (next.equals(view)) {
             return;
         }
         view = next;
-        workers = List.copyOf(ids);
+        workers = ids;
+        workerLabels = List.copyOf(byId.values());
         workerHashes = new long[ids.size()];
         for (int i = 0; i < ids.size(); i++) {
             workerHashes[i] = hash(ids.get(i));
@@ -199,17 +201,29 @@ final class Preference {
 
     /** Rendezvous (highest random weight) hashing: the worker whose hash mixed with the slot's is highest. */
     String preferred(String job, long slot) {
+        return preferred(job, slot, RunOn.ANY);
+    }
+
+    /**
+     * The same among the workers that may run the job ({@link RunOn}: those with its labels, by
+     * their heartbeats); this worker when none of them is known (it then claims ahead only if it may
+     * run the job itself: a slot it may not run never reaches here).
+     */
+    String preferred(String job, long slot, RunOn runOn) {
         long key = mix(hash(job) ^ mix(slot));
-        int best = 0;
+        int best = -1;
         long bestScore = Long.MIN_VALUE;
         for (int i = 0; i < workerHashes.length; i++) {
+            if (!runOn.labels().isEmpty() && !workers.get(i).equals(workerId) && !runOn.allows(workerLabels.get(i))) {
+                continue;
+            }
             long score = mix(workerHashes[i] ^ key);
             if (score > bestScore) {
                 bestScore = score;
                 best = i;
             }
         }
-        return workers.get(best);
+        return best < 0 ? workerId : workers.get(best);
     }
 
     private static long hash(String s) {

@@ -64,8 +64,8 @@ final class Recovery {
         for (RunsInFlight runs : found) {
             queue.looks().noteRuns(runs.job(), runs.nextLeaseEndMillis());
             ScheduledJob job = jobs.get(runs.job());
-            if (job == null) {
-                continue; // not a job of ours (any more): those that run it recover it
+            if (job == null || !job.here()) {
+                continue; // not a job of ours (any more), or one this worker may not run: those that run it recover it
             }
             for (Instant slot : runs.expired()) {
                 if (runner.handling(runs.job(), slot)) {

@@ -94,7 +94,7 @@ public final class Scheduler implements AutoCloseable {
         Outage outage = new Outage(events, provider::describe);
         this.outage = outage;
         metrics.bind(threads, outage::up);
-        this.created = CreatedJobs.create(b.jobs, b.jobFactory, b.closeJobs, events);
+        this.created = CreatedJobs.create(b.jobs, b.jobFactory, b.closeJobs, events, b.labels);
         this.definitions = List.copyOf(b.jobs);
         JobSet jobs = new JobSet(created.jobs());
         this.jobs = jobs;
@@ -103,7 +103,7 @@ public final class Scheduler implements AutoCloseable {
         this.runner = new Runner(provider, executor, threads, clock, events, outage, queue, RunTracer.create(b.openTelemetry));
         this.membership = new Membership(provider, events, outage, workerId, threads, clock, b.jobs, t -> {
             ScheduledJob job = jobs.get(t.job());
-            if (job == null) { // a job this worker does not run (or runs disabled) is left to those that do
+            if (job == null || !job.here()) { // a job this worker does not run (disabled, or without its labels) is left to those that do
                 return false;
             }
             queue.addAll(List.of(DueSlot.manual(job, t.slot())));
@@ -116,6 +116,7 @@ public final class Scheduler implements AutoCloseable {
             t.setDaemon(true);
             t.start();
         });
+        membership.labels(b.labels);
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
         queue.claimLead(ClaimLead.forWindow(provider.startWindow()));
         this.starter = new Starter(provider, runner, events, outage);
@@ -319,6 +320,7 @@ public final class Scheduler implements AutoCloseable {
         private final LockProvider provider;
         private String workerId = "";
         private int threads = DEFAULT_THREADS;
+        private java.util.Set<String> labels = java.util.Set.of();
         private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
         private Clock clock = Clock.systemUTC();
         private JobFactory jobFactory = JobFactory.reflective();
@@ -371,6 +373,16 @@ public final class Scheduler implements AutoCloseable {
          */
         public Builder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
             this.openTelemetry = Objects.requireNonNull(openTelemetry, "openTelemetry");
+            return this;
+        }
+
+        /**
+         * This worker's labels ({@code worker.labels}): a job with {@code runOn: {labels: [...]}} runs
+         * only on workers that have all of them; the others report its slots nobody decided
+         * ({@code no_worker}). None by default.
+         */
+        public Builder labels(java.util.Set<String> labels) {
+            this.labels = java.util.Set.copyOf(labels);
             return this;
         }
 

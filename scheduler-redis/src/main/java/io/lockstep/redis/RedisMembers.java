@@ -251,6 +251,9 @@ final class RedisMembers {
         if (w.draining()) {
             m.put("draining", true);
         }
+        if (!w.labels().isEmpty()) {
+            m.put("labels", new java.util.TreeSet<>(w.labels()));
+        }
         try {
             return JSON.writeValueAsString(m);
         } catch (JsonProcessingException e) {
@@ -262,6 +265,12 @@ final class RedisMembers {
     private static WorkerInfo fromJson(JsonNode n, Instant lastSeen) {
         return new WorkerInfo(n.path("id").asText(), n.path("host").asText(), n.path("pid").asLong(),
                 n.path("version").asText(), Instant.ofEpochMilli(n.path("started").asLong()), n.path("threads").asInt(),
-                n.path("busy").asInt(), n.path("configHash").asText(), lastSeen, n.path("draining").asBoolean(false));
+                n.path("busy").asInt(), n.path("configHash").asText(), lastSeen, n.path("draining").asBoolean(false), labels(n.path("labels")));
+    }
+
+    private static java.util.Set<String> labels(JsonNode array) {
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        array.forEach(l -> out.add(l.asText()));
+        return out;
     }
 }

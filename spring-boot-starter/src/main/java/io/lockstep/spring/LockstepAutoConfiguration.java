@@ -137,6 +137,7 @@ public class LockstepAutoConfiguration {
             Scheduler.Builder builder = Scheduler.builder(provider)
                     .workerId(c.worker().id())
                     .threads(c.worker().threads())
+                    .labels(c.worker().labels())
                     .shutdownTimeout(c.worker().shutdownTimeout())
                     .jobs(c.jobs())
                     .jobFactory(new SpringJobFactory(beans, "lockstepScheduler", setup.annotated()))

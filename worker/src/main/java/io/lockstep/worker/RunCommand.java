@@ -60,11 +60,22 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--worker-id", paramLabel = "ID", description = "this worker's id (default: worker.id, else <hostname>-<pid>)")
     String workerId;
 
+    @Option(names = "--label", paramLabel = "LABEL", description = "a label this worker offers to jobs with runOn: {labels: [...]},"
+            + " added to worker.labels (repeatable)")
+    List<String> labels = new ArrayList<>();
+
     @Mixin
     JobsDirectory jobs;
 
     @Override
     public Integer call() throws Exception {
+        for (String l : labels) {
+            if (!io.lockstep.scheduler.JobDefinition.NAME.matcher(l).matches()) {
+                spec.commandLine().getErr().println("error: --label must match " + io.lockstep.scheduler.JobDefinition.NAME
+                        + " (like gpu or region-eu), but was \"" + l + "\"");
+                return WorkerMain.BAD_INPUT;
+            }
+        }
         return jobs.run(spec.commandLine().getErr(), this::runWorker);
     }
 
@@ -103,6 +114,7 @@ final class RunCommand implements Callable<Integer> {
             return WorkerMain.BAD_INPUT;
         }
         LockstepConfig c = loaded.get();
+        java.util.Set<String> offered = c.worker().withLabels(labels).labels();
         RedisLockProvider provider;
         try {
             provider = Configs.provider(c);
@@ -142,6 +154,7 @@ final class RunCommand implements Callable<Integer> {
                     .onDrainRequest(within -> requests.add(DRAIN + within.toMillis())) // lockstep drain: drained, then exit 0
                     .workerId(id)
                     .threads(c.worker().threads())
+                    .labels(offered)
                     .shutdownTimeout(c.worker().shutdownTimeout())
                     .jobs(c.jobs())
                     .build();
@@ -150,7 +163,7 @@ final class RunCommand implements Callable<Integer> {
                     .addKeyValue("config", config.toString()).addKeyValue("jobs", c.jobs().size())
                     .addKeyValue("job_names", c.jobs().stream().filter(j -> j.enabled()).map(j -> j.name()).toList())
                     .addKeyValue("redis", c.redis().describe()).addKeyValue("key_prefix", c.redis().keyPrefix())
-                    .addKeyValue("threads", c.worker().threads())
+                    .addKeyValue("threads", c.worker().threads()).addKeyValue("labels", new java.util.TreeSet<>(offered))
                     .log("config loaded");
             if (registry != null) {
                 http = startHttp(c, scheduler, provider, registry);

@@ -117,6 +117,13 @@ final class Cluster implements AutoCloseable {
         return w;
     }
 
+    /** Starts a worker with more arguments to {@code run} ({@code --label gpu}, say). */
+    WorkerProcess startWithArgs(String id, String... runArgs) {
+        WorkerProcess w = WorkerProcess.start(dir, config, id, Map.of(), List.of(), List.of(runArgs));
+        workers.add(w);
+        return w;
+    }
+
     /** Starts a worker with extra environment variables (libfaketime's, say). */
     WorkerProcess startWithEnv(String id, Map<String, String> env) {
         WorkerProcess w = WorkerProcess.start(dir, config, id, env);

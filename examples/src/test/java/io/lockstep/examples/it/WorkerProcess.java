@@ -63,6 +63,12 @@ final class WorkerProcess implements AutoCloseable {
 
     /** Starts a worker with {@code classPath} after the JAR and the test classes (a jobs JAR's, say). */
     static WorkerProcess start(Path dir, Path config, String id, Map<String, String> env, List<Path> classPath, String... jvmOptions) {
+        return start(dir, config, id, env, classPath, List.of(), jvmOptions);
+    }
+
+    /** Starts a worker with more arguments to {@code run} ({@code --label gpu}, say). */
+    static WorkerProcess start(Path dir, Path config, String id, Map<String, String> env, List<Path> classPath, List<String> runArgs,
+            String... jvmOptions) {
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
@@ -74,6 +80,7 @@ final class WorkerProcess implements AutoCloseable {
         classPath.forEach(p -> cp.append(java.io.File.pathSeparator).append(p.toAbsolutePath()));
         command.addAll(List.of("-cp", cp.toString(), "io.lockstep.worker.WorkerMain",
                 "run", "--config", config.toString(), "--worker-id", id));
+        command.addAll(runArgs);
         return launch(dir, id, command, env);
     }
 

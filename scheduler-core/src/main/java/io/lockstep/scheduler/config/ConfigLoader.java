@@ -36,7 +36,7 @@ import org.yaml.snakeyaml.nodes.Node;
 public final class ConfigLoader {
 
     private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history", "calendars");
-    private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http", "reload");
+    private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http", "reload", "labels");
     private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
     private static final Set<String> HISTORY_KEYS = Set.of("keep");
     private static final Set<String> DEFAULTS_KEYS = Set.copyOf(PolicySection.KEYS);
@@ -61,7 +61,7 @@ public final class ConfigLoader {
                 Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS),
                 Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", PolicySection.RETRY_KEYS),
                 Map.entry("jobs[]", JobsSection.KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS),
-                Map.entry("calendars.*", CalendarSection.KEYS));
+                Map.entry("calendars.*", CalendarSection.KEYS), Map.entry("jobs[].runOn", JobsSection.RUN_ON_KEYS));
     }
 
     private ConfigLoader(Function<String, String> environment, boolean checkClasses, boolean reflective, boolean jobsRequired,
@@ -262,7 +262,9 @@ public final class ConfigLoader {
                 problem(m.get("reload"), "worker.reload", "must be signal (reload on SIGHUP, the default) or watch (also when the file "
                         + "changes), but was \"" + reload + "\"");
             }
-            return new WorkerSettings(id, Math.max(1, threads), shutdown, port, bind, reload.equals("watch"));
+            List<String> labels = JobsSection.labels(m.get("labels"), "worker.labels", this);
+            return new WorkerSettings(id, Math.max(1, threads), shutdown, port, bind, reload.equals("watch"),
+                    labels == null ? Set.of() : Set.copyOf(labels));
         }
 
         private int readHistory(Node node) {

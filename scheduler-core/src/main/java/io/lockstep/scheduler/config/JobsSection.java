@@ -37,7 +37,7 @@ final class JobsSection {
 
     static {
         Set<String> keys = new HashSet<>(PolicySection.KEYS);
-        keys.addAll(List.of("name", "cron", "class", "params", "enabled", "skipOn", "onlyOn"));
+        keys.addAll(List.of("name", "cron", "class", "params", "enabled", "skipOn", "onlyOn", "runOn"));
         KEYS = Set.copyOf(keys);
     }
 
@@ -74,6 +74,49 @@ final class JobsSection {
             nodes.problem(at, path + ".params" + (p.path().isEmpty() ? "" : "." + p.path()),
                     p.unknownKey() == null ? p.message() : p.message() + ConfigNodes.suggestion(p.unknownKey(), p.knownKeys()));
         });
+    }
+
+    /** The keys of {@code runOn}. */
+    static final Set<String> RUN_ON_KEYS = Set.of("labels");
+
+    /** {@code runOn: {labels: [gpu]}}: the labels a worker needs to run the job. */
+    private io.lockstep.scheduler.RunOn runOn(Node node, String path) {
+        if (node == null) {
+            return io.lockstep.scheduler.RunOn.ANY;
+        }
+        Map<String, Node> m = nodes.mapping(node, path, RUN_ON_KEYS).orElse(null);
+        if (m == null) {
+            return io.lockstep.scheduler.RunOn.ANY;
+        }
+        List<String> labels = labels(m.get("labels"), path + ".labels", nodes);
+        return labels == null ? io.lockstep.scheduler.RunOn.ANY : new io.lockstep.scheduler.RunOn(Set.copyOf(labels));
+    }
+
+    /** A list of labels, each like a job name; null (reported) when one is not. */
+    static List<String> labels(Node node, String path, ConfigNodes nodes) {
+        List<String> out = new ArrayList<>();
+        if (node == null) {
+            return out;
+        }
+        if (!(node instanceof SequenceNode list)) {
+            nodes.problem(node, path, "must be a list of labels, but was " + ConfigNodes.describe(node));
+            return null;
+        }
+        boolean ok = true;
+        for (int i = 0; i < list.getValue().size(); i++) {
+            Node item = list.getValue().get(i);
+            Optional<String> label = nodes.string(item, path + "[" + i + "]");
+            if (label.isPresent() && !JobDefinition.NAME.matcher(label.get()).matches()) {
+                nodes.problem(item, path + "[" + i + "]", "a label must match " + JobDefinition.NAME + " (like gpu or region-eu), but was \""
+                        + label.get() + "\"");
+                ok = false;
+            } else if (label.isPresent()) {
+                out.add(label.get());
+            } else {
+                ok = false;
+            }
+        }
+        return ok ? out : null;
     }
 
     /** {@code skipOn} / {@code onlyOn}: a list of calendar names, each defined. */
@@ -263,12 +306,13 @@ final class JobsSection {
             boolean enabled = nodes.bool(m.get("enabled"), path + ".enabled").orElse(true);
             List<io.lockstep.scheduler.JobCalendar> skipOn = calendarList(m.get("skipOn"), path + ".skipOn");
             List<io.lockstep.scheduler.JobCalendar> onlyOn = calendarList(m.get("onlyOn"), path + ".onlyOn");
+            io.lockstep.scheduler.RunOn runOn = runOn(m.get("runOn"), path + ".runOn");
             io.lockstep.scheduler.Calendars jobCalendars = skipOn.contains(null) || onlyOn.contains(null) ? null
                     : new io.lockstep.scheduler.Calendars(skipOn, onlyOn);
             if (nodes.problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent() && jobCalendars != null) {
                 jobs.add(new JobDefinition(name.get(), schedule.get(), className.get(), params, policies.lease(),
                         policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled, policies.retry(),
-                        policies.recover(), policies.catchUp(), policies.catchUpWindow(), jobCalendars));
+                        policies.recover(), policies.catchUp(), policies.catchUpWindow(), jobCalendars, runOn));
             }
         }
         return jobs;

@@ -14,8 +14,10 @@ import java.util.Objects;
  * @param httpBind the address they listen on ({@code worker.http.bind}); loopback by default
  * @param watch {@code worker.reload: watch}: the worker reloads its config file when it changes (it
  *     always does on SIGHUP; {@code worker.reload: signal}, the default, is SIGHUP only)
+ * @param labels {@code worker.labels}: what this worker offers to jobs with {@code runOn: {labels: [...]}}
  */
-public record WorkerSettings(String id, int threads, Duration shutdownTimeout, int httpPort, String httpBind, boolean watch) {
+public record WorkerSettings(String id, int threads, Duration shutdownTimeout, int httpPort, String httpBind, boolean watch,
+        java.util.Set<String> labels) {
 
     public static final String DEFAULT_HTTP_BIND = "127.0.0.1";
 
@@ -26,6 +28,19 @@ public record WorkerSettings(String id, int threads, Duration shutdownTimeout, i
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
         Objects.requireNonNull(httpBind, "httpBind");
+        labels = java.util.Set.copyOf(labels);
+    }
+
+    /** Without labels. */
+    public WorkerSettings(String id, int threads, Duration shutdownTimeout, int httpPort, String httpBind, boolean watch) {
+        this(id, threads, shutdownTimeout, httpPort, httpBind, watch, java.util.Set.of());
+    }
+
+    /** The same settings with {@code more} labels (the command line's {@code --label}). */
+    public WorkerSettings withLabels(java.util.Collection<String> more) {
+        java.util.Set<String> all = new java.util.TreeSet<>(labels);
+        all.addAll(more);
+        return new WorkerSettings(id, threads, shutdownTimeout, httpPort, httpBind, watch, all);
     }
 
     /** Without HTTP endpoints. */

@@ -16,10 +16,17 @@ import java.util.Objects;
  * @param configHash the fingerprint of its job definitions, all jobs together (equal hashes: the same jobs)
  * @param lastSeen when the store last heard from it (the store's clock; set by the store)
  * @param draining whether it is stopping: it claims nothing new, so peers no longer prefer it
+ * @param labels its {@code worker.labels}: peers prefer it only for jobs whose labels it has
  *     for slots, though it still runs (and heartbeats) until its runs drained
  */
 public record WorkerInfo(String id, String host, long pid, String version, Instant started, int threads, int busy,
-        String configHash, Instant lastSeen, boolean draining) {
+        String configHash, Instant lastSeen, boolean draining, java.util.Set<String> labels) {
+
+    /** A worker without labels. */
+    public WorkerInfo(String id, String host, long pid, String version, Instant started, int threads, int busy,
+            String configHash, Instant lastSeen, boolean draining) {
+        this(id, host, pid, version, started, threads, busy, configHash, lastSeen, draining, java.util.Set.of());
+    }
 
     /** A worker that is not draining. */
     public WorkerInfo(String id, String host, long pid, String version, Instant started, int threads, int busy,
@@ -39,5 +46,6 @@ public record WorkerInfo(String id, String host, long pid, String version, Insta
         Objects.requireNonNull(started, "started");
         Objects.requireNonNull(configHash, "configHash");
         Objects.requireNonNull(lastSeen, "lastSeen");
+        labels = java.util.Set.copyOf(labels);
     }
 }

@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.time.ZoneId;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class ConfigLoaderTest {
@@ -244,6 +245,39 @@ class ConfigLoaderTest {
                 "jobs.yaml:5: calendars.missing.file: file not found: " + java.nio.file.Path.of("no-such-file.txt").toAbsolutePath(),
                 "jobs.yaml:10: jobs[0].skipOn[0]: unknown calendar \"holidys\" (defined: empty, holidays, missing, office, or register"
                         + " a JobCalendar) (did you mean \"holidays\"?)");
+    }
+
+    @Test
+    void runOnLabelsAndWorkerLabelsAreReadAndABadLabelIsOneLocatedProblem() {
+        LockstepConfig config = LOADER.load("jobs.yaml", """
+                worker: { labels: [gpu, region-eu] }
+                jobs:
+                  - name: render
+                    cron: "@hourly"
+                    class: x.A
+                    runOn: { labels: [gpu] }
+                """);
+        assertThat(config.worker().labels()).containsExactlyInAnyOrder("gpu", "region-eu");
+        assertThat(config.jobs().get(0).runOn().labels()).containsExactly("gpu");
+        assertThat(config.jobs().get(0).runOn().allows(Set.of("gpu", "x"))).isTrue();
+        assertThat(config.jobs().get(0).runOn().allows(Set.of("x"))).isFalse();
+        List<ConfigProblem> problems = problems("""
+                worker: { labels: [GPU] }
+                jobs:
+                  - name: a
+                    cron: "@hourly"
+                    class: x.A
+                    runOn: every-node
+                  - name: b
+                    cron: "@hourly"
+                    class: x.A
+                    runOn: { labels: ["region eu"], tags: [x] }
+                """);
+        assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:1: worker.labels[0]: a label must match [a-z0-9][a-z0-9._-]* (like gpu or region-eu), but was \"GPU\"",
+                "jobs.yaml:6: jobs[0].runOn: must be a mapping, but was \"every-node\"",
+                "jobs.yaml:10: jobs[1].runOn.tags: unknown key \"tags\" (allowed: labels)",
+                "jobs.yaml:10: jobs[1].runOn.labels[0]: a label must match [a-z0-9][a-z0-9._-]* (like gpu or region-eu), but was \"region eu\"");
     }
 
     @Test
