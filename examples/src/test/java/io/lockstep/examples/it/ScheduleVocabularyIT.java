@@ -131,6 +131,43 @@ class ScheduleVocabularyIT {
         }
     }
 
+    @Test
+    void aLabelledJobNeverRunsOnAnUnlabelledWorkerAndAJobNoWorkerCanRunIsReportedEverySlot() {
+        String yaml = """
+                defaults:
+                  lease: 5s
+                  misfireGrace: 1s
+                jobs:
+                  - name: render
+                    cron: "* * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                    runOn: { labels: [gpu] }
+                  - name: train
+                    cron: "* * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                    runOn: { labels: [tpu] }
+                """;
+        try (Cluster cluster = new Cluster(dir, yaml)) {
+            cluster.startWithArgs("gpu-1", "--label", "gpu");
+            cluster.start("plain-1");
+            cluster.start("plain-2");
+            cluster.awaitStarted();
+            await().atMost(Duration.ofSeconds(40)).until(() -> started(cluster, "render").size() >= 6
+                    && cluster.events("slot_missed").stream().filter(e -> e.path("job").asText().equals("train")).count() >= 6);
+            cluster.workers.forEach(w -> assertThat(w.terminate()).as(w.stderr()).isZero());
+
+            assertThat(cluster.events("job_started")).filteredOn(e -> e.path("job").asText().equals("render"))
+                    .allSatisfy(e -> assertThat(e.path("worker").asText()).isEqualTo("gpu-1"));
+            assertThat(started(cluster, "train")).as("no worker has its label").isEmpty();
+            List<JsonNode> missed = cluster.events("slot_missed").stream().filter(e -> e.path("job").asText().equals("train")).toList();
+            assertThat(missed).allSatisfy(e -> assertThat(e.path("code").asText()).isEqualTo("no_worker"));
+            assertThat(missed.stream().collect(java.util.stream.Collectors.groupingBy(WorkerProcess::key, java.util.stream.Collectors.counting())).values())
+                    .as("each slot reported once").containsOnly(1L);
+            assertThat(cluster.events("config_loaded")).anySatisfy(e -> assertThat(e.path("labels").toString()).isEqualTo("[\"gpu\"]"));
+            cluster.assertAuditHolds();
+        }
+    }
+
     private static List<JsonNode> skipped(Cluster cluster, String job) {
         return cluster.events("slot_skipped").stream().filter(e -> e.path("job").asText().equals(job)).toList();
     }
