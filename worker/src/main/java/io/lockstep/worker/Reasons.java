@@ -22,6 +22,7 @@ final class Reasons {
             Map.entry("no_thread", "its worker had no free job thread within misfireGrace and reported it missed"),
             Map.entry("fell_behind", "its worker fell behind its schedule (a stall, a starved CPU) and reported it missed"),
             Map.entry("catch_up", "it could not be caught up (no free job thread, or the job's lease was held) and was reported missed"),
+            Map.entry("no_worker", "no worker with the job's runOn labels decided it within misfireGrace; a worker without them reported it"),
             Map.entry("cluster_down", "no worker ran at its time, and more slots passed than catchUp takes"),
             Map.entry("unconfirmed", "its claim was not acknowledged by the replicas in time (redis.waitReplicas) and was reported missed"));
 
