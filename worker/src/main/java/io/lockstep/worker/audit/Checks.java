@@ -96,6 +96,7 @@ final class Checks {
             }
             Run original = slot(target.def(), slot, events != null ? events : List.of(), false, ranges);
             calendar(target.def(), slot, events != null ? events : List.of(), original);
+            labels(target.def(), slot, original);
             if (original != null && !original.rerun()) {
                 originals.add(original);
             }
@@ -246,6 +247,31 @@ final class Checks {
                 report.violation("calendar", def.name(), slot, "reported skipped for its calendars by " + e.worker()
                         + ", but the config in force then does not exclude it", List.of(e));
             }
+        }
+    }
+
+    /**
+     * A job with {@code runOn} labels ran on a worker that had them, by the labels its process logged
+     * at start ({@code config_loaded}; a worker that logged none, an embedded one, is not judged).
+     */
+    private void labels(JobDefinition def, long slot, Run original) {
+        if (original == null || def.runOn().labels().isEmpty()) {
+            return;
+        }
+        Ledger.WorkerLog w = ledger.workers.get(original.started().worker());
+        String logged = null;
+        for (Ev e : w == null ? List.<Ev>of() : w.lifecycle) {
+            if (e.type() == Type.CONFIG_LOADED && e.ts() <= original.started().ts()) {
+                logged = e.text();
+            }
+        }
+        if (logged == null) {
+            return;
+        }
+        Set<String> has = logged.isEmpty() ? Set.of() : new java.util.HashSet<>(java.util.Arrays.asList(logged.split(",")));
+        if (!def.runOn().allows(has)) {
+            report.violation("labels", def.name(), slot, "ran on " + original.started().worker() + ", which has labels " + new java.util.TreeSet<>(has)
+                    + ", but the job runs only on workers with " + new java.util.TreeSet<>(def.runOn().labels()), List.of(original.started()));
         }
     }
 

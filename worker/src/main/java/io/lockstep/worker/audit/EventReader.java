@@ -51,11 +51,13 @@ final class EventReader {
     /** The fields of one event line; reused from line to line. */
     static final class Fields {
         String event, worker, job, slot, reason, outcome, code, from, to, configHash, effectiveAt;
+        /** {@code config_loaded}'s {@code labels}, joined by commas (null: not logged, an older worker or an embedded one). */
+        String labels;
         long ts, token, attempt, lateness, clockOffset, count, threads, deadlinePassed;
         boolean manual, catchUp, rerun, success, lockName;
 
         void clear() {
-            event = worker = job = slot = reason = outcome = code = from = to = configHash = effectiveAt = null;
+            event = worker = job = slot = reason = outcome = code = from = to = configHash = effectiveAt = labels = null;
             ts = token = lateness = clockOffset = deadlinePassed = Ev.NONE;
             attempt = count = threads = 0;
             manual = catchUp = rerun = success = lockName = false;
@@ -198,6 +200,16 @@ final class EventReader {
                     } else {
                         p.skipChildren();
                     }
+                } else if (value == JsonToken.START_ARRAY && name.equals("labels")) {
+                    List<String> labels = new java.util.ArrayList<>();
+                    while (p.nextToken() != JsonToken.END_ARRAY) {
+                        if (p.currentToken() == JsonToken.START_OBJECT || p.currentToken() == JsonToken.START_ARRAY) {
+                            p.skipChildren();
+                        } else {
+                            labels.add(p.getText());
+                        }
+                    }
+                    fields.labels = intern(String.join(",", labels));
                 } else if (value == JsonToken.START_ARRAY) {
                     p.skipChildren();
                 } else {

@@ -161,7 +161,8 @@ final class Ledger implements Consumer<EventReader.Fields> {
                     }
                 }
                 Ev ev = new Ev(type, f.worker, f.ts, effectiveAt, type == Type.WORKER_STARTED ? (int) f.threads : 0, offset, 0,
-                        type == Type.WORKER_STARTED || type == Type.SCHEDULE_UPDATED ? f.configHash : null);
+                        type == Type.WORKER_STARTED || type == Type.SCHEDULE_UPDATED ? f.configHash
+                                : type == Type.CONFIG_LOADED ? f.labels : null); // config_loaded: the worker's labels, when logged
                 if (w.lifecycle.contains(ev)) {
                     duplicates++;
                 } else {

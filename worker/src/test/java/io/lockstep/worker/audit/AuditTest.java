@@ -134,6 +134,34 @@ class AuditTest {
                 at(6) + " reported skipped for its calendars by w1, but the config in force then does not exclude it");
     }
 
+    @Test
+    void aLabelledJobThatRanOnAWorkerWithoutItsLabelsIsAViolation() throws Exception {
+        Path file = dir.resolve("labels.yaml");
+        Files.writeString(file, """
+                redis:
+                  uri: redis://127.0.0.1:6379
+                defaults:
+                  lease: 5s
+                  misfireGrace: 2s
+                jobs:
+                  - name: tick
+                    cron: "* * * * * *"
+                    class: com.example.NotLoadedByAudit
+                    runOn: { labels: [gpu] }
+                """);
+        config = ConfigLoader.defaults().checkingClasses(false).load(file);
+        log = new EventLog().event(-6, "config_loaded", "w1", "\"labels\":[\"gpu\",\"ssd\"]").workerStarted("w1", -5)
+                .event(-6, "config_loaded", "w2", "\"labels\":[]").workerStarted("w2", -5);
+        for (int s = 1; s <= 10; s++) {
+            log.run(s == 4 ? "w2" : "w1", JOB, s, 1000 + s * 10L);
+        }
+        log.workerStopped("w1", 20).workerStopped("w2", 20);
+        AuditReport report = audit();
+        assertOnly(report, "labels", 1);
+        assertThat(report.violations()).singleElement().satisfies(v -> assertThat(v.message())
+                .isEqualTo("ran on w2, which has labels [], but the job runs only on workers with [gpu]"));
+    }
+
     // ---- legitimate histories: every check holds ----
 
     @Test
