@@ -31,9 +31,12 @@ final class CreatedJobs {
 
     /** This worker's labels: a job whose {@link RunOn} they do not allow is created but not run here. */
     private final Set<String> labels;
+    /** This worker's id: an every-worker job runs here as its instance {@code <job>@<id>}. */
+    private final String workerId;
 
-    private CreatedJobs(List<ScheduledJob> jobs, boolean close, Events events, Set<String> labels) {
+    private CreatedJobs(List<ScheduledJob> jobs, boolean close, Events events, Set<String> labels, String workerId) {
         this.labels = Set.copyOf(labels);
+        this.workerId = workerId;
         this.jobs = new ArrayList<>(jobs);
         this.close = close;
         this.events = events;
@@ -41,33 +44,36 @@ final class CreatedJobs {
 
     /** Creates a job for every enabled definition, in order. */
     static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events) {
-        return create(definitions, factory, close, events, List.of(), Set.of());
+        return create(definitions, factory, close, events, List.of(), Set.of(), "");
     }
 
-    /** {@link #create}, on a worker with {@code labels}. */
-    static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events, Set<String> labels) {
-        return create(definitions, factory, close, events, List.of(), labels);
+    /** {@link #create}, on worker {@code workerId} with {@code labels}. */
+    static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events, Set<String> labels,
+            String workerId) {
+        return create(definitions, factory, close, events, List.of(), labels, workerId);
     }
 
     /** {@link #create}, where a failure does not close an instance the factory also handed to one of {@code inUse}. */
     private static CreatedJobs create(List<JobDefinition> definitions, JobFactory factory, boolean close, Events events,
-            List<ScheduledJob> inUse, Set<String> labels) {
+            List<ScheduledJob> inUse, Set<String> labels, String workerId) {
         List<ScheduledJob> created = new ArrayList<>();
         try {
             for (JobDefinition definition : definitions) {
                 if (definition.enabled()) {
                     Job job = build(factory, definition);
-                    created.add(new ScheduledJob(definition, job, definition.runOn().allows(labels)));
+                    // An every-worker job runs here as this worker's own instance of it (its own slots and records).
+                    JobDefinition here = definition.runOn().everyWorker() ? definition.instanceFor(workerId) : definition;
+                    created.add(new ScheduledJob(here, job, definition.runOn().allows(labels)));
                     checkParams(definition, job); // after it joined the created ones: a refusal closes it too
                 }
             }
         } catch (RuntimeException | Error e) {
             Set<Job> shared = Collections.newSetFromMap(new IdentityHashMap<>());
             inUse.forEach(j -> shared.add(j.job()));
-            new CreatedJobs(created.stream().filter(j -> !shared.contains(j.job())).toList(), close, events, labels).close(Set.of());
+            new CreatedJobs(created.stream().filter(j -> !shared.contains(j.job())).toList(), close, events, labels, workerId).close(Set.of());
             throw e;
         }
-        return new CreatedJobs(created, close, events, labels);
+        return new CreatedJobs(created, close, events, labels, workerId);
     }
 
     /** One job from the factory; whatever goes wrong is one {@link LockstepException} naming the job. */
@@ -119,8 +125,13 @@ final class CreatedJobs {
      * Creates the jobs of {@code definitions} (a reload's new and changed ones) with {@code factory},
      * as {@link #create} does: all of them, or none (what was made is closed, and it throws).
      */
+    /** The name a definition is scheduled under here: its own, or this worker's instance of an every-worker job. */
+    String nameHere(JobDefinition d) {
+        return d.runOn().everyWorker() ? RunOn.instance(d.name(), workerId) : d.name();
+    }
+
     List<ScheduledJob> more(List<JobDefinition> definitions, JobFactory factory) {
-        List<ScheduledJob> made = create(definitions, factory, close, events, jobs(), labels).jobs;
+        List<ScheduledJob> made = create(definitions, factory, close, events, jobs(), labels, workerId).jobs;
         synchronized (this) {
             jobs.addAll(made);
         }

@@ -48,6 +48,11 @@ public record JobDefinition(
     /** The pattern every job name follows. */
     public static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
     /**
+     * An instance of an every-worker job on one worker ({@link RunOn#instance}): the job's name, {@code @}, the
+     * worker's id (no spaces, braces or {@code @}). Only the scheduler makes these; a config's names follow {@link #NAME}.
+     */
+    public static final Pattern INSTANCE_NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*@[^\\s{}@]+");
+    /**
      * The one name no configured job may take: every worker claims, renews, completes and recovers a
      * probe slot of a job of this name at start (the start check of the Redis lock provider), so a
      * real job of this name would see its marks (last slot, runs in flight) moved by every start.
@@ -97,7 +102,7 @@ public record JobDefinition(
         Objects.requireNonNull(catchUpWindow, "catchUpWindow");
         Objects.requireNonNull(calendars, "calendars");
         Objects.requireNonNull(runOn, "runOn");
-        if (!NAME.matcher(name).matches()) {
+        if (!NAME.matcher(name).matches() && !INSTANCE_NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("job name must match " + NAME + ", but was \"" + name + "\"");
         }
         if (lease.compareTo(MIN_LEASE) < 0) {
@@ -159,6 +164,12 @@ public record JobDefinition(
     public JobDefinition withRunOn(RunOn runOn) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
                 retry, recover, catchUp, catchUpWindow, calendars, runOn);
+    }
+
+    /** This every-worker job's instance on worker {@code workerId} ({@link RunOn#instance}): the same job under the instance's name. */
+    public JobDefinition instanceFor(String workerId) {
+        return new JobDefinition(RunOn.instance(name, workerId), schedule, jobClass, params, lease, misfireGrace, overlap, timeout,
+                enabled, retry, recover, catchUp, catchUpWindow, calendars, runOn);
     }
 
     /** Whether one run at a time holds the job's single lease ({@code skip} and {@code replace}). */

@@ -165,7 +165,8 @@ final class Preference {
     private void share(DueSlot d, List<DueSlot> claimNow, List<DueSlot> back) {
         long slot = d.slot.toEpochMilli();
         RunOn runOn = d.definition().runOn();
-        String preferred = workers.size() < 2 ? workerId : preferred(d.definition().name(), slot, runOn);
+        // An every-worker job's instance is this worker's alone: no peer claims it.
+        String preferred = workers.size() < 2 || runOn.everyWorker() ? workerId : preferred(d.definition().name(), slot, runOn);
         if (preferred.equals(workerId)) {
             d.ours();
             claimNow.add(d);

@@ -56,7 +56,7 @@ final class Reload {
         List<String> added = new ArrayList<>();
         List<String> changed = new ArrayList<>();
         for (JobDefinition d : definitions) {
-            ScheduledJob now = jobs.get(d.name());
+            ScheduledJob now = jobs.get(created.nameHere(d));
             if (!d.enabled() || now != null && Fingerprints.describe(now.definition()).equals(Fingerprints.describe(d))) {
                 continue;
             }
@@ -69,7 +69,8 @@ final class Reload {
         List<ScheduledJob> next = new ArrayList<>();
         for (JobDefinition d : definitions) {
             if (d.enabled()) {
-                next.add(byName.containsKey(d.name()) ? byName.get(d.name()) : jobs.get(d.name()));
+                String here = created.nameHere(d);
+                next.add(byName.containsKey(here) ? byName.get(here) : jobs.get(here));
             }
         }
         Set<String> inForce = new HashSet<>();

@@ -94,7 +94,7 @@ public final class Scheduler implements AutoCloseable {
         Outage outage = new Outage(events, provider::describe);
         this.outage = outage;
         metrics.bind(threads, outage::up);
-        this.created = CreatedJobs.create(b.jobs, b.jobFactory, b.closeJobs, events, b.labels);
+        this.created = CreatedJobs.create(b.jobs, b.jobFactory, b.closeJobs, events, b.labels, workerId);
         this.definitions = List.copyOf(b.jobs);
         JobSet jobs = new JobSet(created.jobs());
         this.jobs = jobs;
@@ -103,6 +103,9 @@ public final class Scheduler implements AutoCloseable {
         this.runner = new Runner(provider, executor, threads, clock, events, outage, queue, RunTracer.create(b.openTelemetry));
         this.membership = new Membership(provider, events, outage, workerId, threads, clock, b.jobs, t -> {
             ScheduledJob job = jobs.get(t.job());
+            if (job == null) {
+                job = jobs.get(RunOn.instance(t.job(), workerId)); // an every-worker job: each worker runs the trigger as its own
+            }
             if (job == null || !job.here()) { // a job this worker does not run (disabled, or without its labels) is left to those that do
                 return false;
             }

@@ -79,10 +79,14 @@ public record RedisKeys(String prefix, boolean cluster) {
         }
     }
 
-    /** The group of a job: CRC32 of its name's UTF-8 bytes, modulo {@value #GROUPS} (stable across versions and JVMs). */
+    /**
+     * The group of a job: CRC32 of its name's UTF-8 bytes, modulo {@value #GROUPS} (stable across versions and JVMs).
+     * An every-worker job's instance ({@code <job>@<worker>}) is in its job's group, so that one call may read the job's
+     * pause beside the instance's keys (Redis Cluster) and a job's instances share its marks hash.
+     */
     static int group(String job) {
         java.util.zip.CRC32 crc = new java.util.zip.CRC32();
-        crc.update(job.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        crc.update(io.lockstep.scheduler.RunOn.jobOf(job).getBytes(java.nio.charset.StandardCharsets.UTF_8));
         return (int) (crc.getValue() % GROUPS);
     }
 
@@ -178,8 +182,9 @@ public record RedisKeys(String prefix, boolean cluster) {
         return base(job) + "decisions";
     }
 
+    /** A job's pause; an every-worker job's instance is paused with its job ({@code lockstep pause JOB}). */
     String paused(String job) {
-        return base(job) + "paused";
+        return base(io.lockstep.scheduler.RunOn.jobOf(job)) + "paused";
     }
 
     String workers() {

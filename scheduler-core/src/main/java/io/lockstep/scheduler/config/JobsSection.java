@@ -77,11 +77,22 @@ final class JobsSection {
     }
 
     /** The keys of {@code runOn}. */
-    static final Set<String> RUN_ON_KEYS = Set.of("labels");
+    static final Set<String> RUN_ON_KEYS = Set.of("labels", "everyWorker");
 
-    /** {@code runOn: {labels: [gpu]}}: the labels a worker needs to run the job. */
+    /**
+     * {@code runOn: {labels: [gpu], everyWorker: true}}: the labels a worker needs to run the job, and
+     * whether every such worker runs each slot; {@code runOn: every-worker} is the latter alone.
+     */
     private io.lockstep.scheduler.RunOn runOn(Node node, String path) {
         if (node == null) {
+            return io.lockstep.scheduler.RunOn.ANY;
+        }
+        if (node instanceof ScalarNode scalar) {
+            if ("every-worker".equals(scalar.getValue())) {
+                return io.lockstep.scheduler.RunOn.EVERY_WORKER;
+            }
+            nodes.problem(node, path, "must be every-worker or a mapping { labels: [...], everyWorker: true|false }, but was \""
+                    + scalar.getValue() + "\"");
             return io.lockstep.scheduler.RunOn.ANY;
         }
         Map<String, Node> m = nodes.mapping(node, path, RUN_ON_KEYS).orElse(null);
@@ -89,7 +100,8 @@ final class JobsSection {
             return io.lockstep.scheduler.RunOn.ANY;
         }
         List<String> labels = labels(m.get("labels"), path + ".labels", nodes);
-        return labels == null ? io.lockstep.scheduler.RunOn.ANY : new io.lockstep.scheduler.RunOn(Set.copyOf(labels));
+        boolean every = nodes.bool(m.get("everyWorker"), path + ".everyWorker").orElse(false);
+        return labels == null ? io.lockstep.scheduler.RunOn.ANY : new io.lockstep.scheduler.RunOn(Set.copyOf(labels), every);
     }
 
     /** A list of labels, each like a job name; null (reported) when one is not. */

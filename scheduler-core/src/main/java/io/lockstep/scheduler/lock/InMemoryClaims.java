@@ -81,7 +81,7 @@ abstract class InMemoryClaims extends InMemoryRecords {
             decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl), manual, recordTtl);
             return new ClaimResult(ClaimResult.Status.MISSED, 0, now);
         }
-        if (!manual && paused.contains(lease.job())) {
+        if (!manual && paused.contains(io.lockstep.scheduler.RunOn.jobOf(lease.job()))) { // an instance's pause is its job's
             if (ahead) {
                 return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // decided at the slot: the pause may be over by then
             }
@@ -164,7 +164,7 @@ abstract class InMemoryClaims extends InMemoryRecords {
         if (!holds) {
             return StartAnswer.LOST;
         }
-        if (now > slot + request.misfireGrace().toMillis() || paused.contains(lease.job())) {
+        if (now > slot + request.misfireGrace().toMillis() || paused.contains(io.lockstep.scheduler.RunOn.jobOf(lease.job()))) {
             boolean late = now > slot + request.misfireGrace().toMillis();
             slots.put(slotKey, record.with(late ? "missed" : "skipped", late ? "late" : "paused"));
             leases.remove(leaseKey(lease));

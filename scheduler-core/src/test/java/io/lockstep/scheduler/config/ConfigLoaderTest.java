@@ -275,8 +275,8 @@ class ConfigLoaderTest {
                 """);
         assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
                 "jobs.yaml:1: worker.labels[0]: a label must match [a-z0-9][a-z0-9._-]* (like gpu or region-eu), but was \"GPU\"",
-                "jobs.yaml:6: jobs[0].runOn: must be a mapping, but was \"every-node\"",
-                "jobs.yaml:10: jobs[1].runOn.tags: unknown key \"tags\" (allowed: labels)",
+                "jobs.yaml:6: jobs[0].runOn: must be every-worker or a mapping { labels: [...], everyWorker: true|false }, but was \"every-node\"",
+                "jobs.yaml:10: jobs[1].runOn.tags: unknown key \"tags\" (allowed: everyWorker, labels)",
                 "jobs.yaml:10: jobs[1].runOn.labels[0]: a label must match [a-z0-9][a-z0-9._-]* (like gpu or region-eu), but was \"region eu\"");
     }
 

@@ -64,6 +64,9 @@ class SchemaTest {
         if (node.has("items")) {
             collect(node.get("items"), path + "[]", out);
         }
+        for (JsonNode option : node.path("anyOf")) { // a key that takes a word or a mapping (runOn)
+            collect(option, path, out);
+        }
         if (node.path("additionalProperties").isObject()) { // a mapping of names to objects (calendars)
             collect(node.get("additionalProperties"), path + ".*", out);
         }

@@ -117,8 +117,19 @@ public final class Audit {
         Targets targets = new Targets(configs);
         targets.see(lives);
         Checks checks = new Checks(ledger, lives, report, options, from.toEpochMilli(), to.toEpochMilli(), margin.toMillis(), targets);
-        Set<String> known = targets.known();
+        Set<String> known = new TreeSet<>(targets.known());
         targets.jobs().forEach(checks::job);
+        // Each worker's instance of an every-worker job: checked against that worker's lives alone (no peer answers for it).
+        Set<String> workerIds = new TreeSet<>();
+        lives.forEach(l -> workerIds.add(l.worker()));
+        for (String job : targets.everyWorker()) {
+            for (String worker : workerIds) {
+                String instance = io.lockstep.scheduler.RunOn.instance(job, worker);
+                known.add(instance);
+                new Checks(ledger, lives.stream().filter(l -> l.worker().equals(worker)).toList(), report, options, from.toEpochMilli(),
+                        to.toEpochMilli(), margin.toMillis(), targets).job(instance);
+            }
+        }
         checks.workers();
         if (!targets.notGiven.isEmpty()) {
             report.notes.add("the workers logged config_hash " + String.join(", ", targets.notGiven) + ", which no --config matches"

@@ -87,6 +87,13 @@ final class Targets {
         return names;
     }
 
+    /** The every-worker jobs (enabled in some given config): each worker's instance of one is checked on its own. */
+    Set<String> everyWorker() {
+        Set<String> names = new TreeSet<>();
+        configs.forEach(c -> c.jobs().stream().filter(d -> d.enabled() && d.runOn().everyWorker()).forEach(d -> names.add(d.name())));
+        return names;
+    }
+
     /** A definition of {@code job} from the given configs (enabled first): for manual runs, which no schedule places. */
     JobDefinition anyDef(String job) {
         JobDefinition disabled = null;
@@ -103,10 +110,18 @@ final class Targets {
         return disabled;
     }
 
+    /**
+     * The enabled definition of {@code job} in {@code c}; for an every-worker job's instance ({@code <job>@<worker>}),
+     * its job's definition under the instance's name (what that worker ran).
+     */
     private static JobDefinition enabled(LockstepConfig c, String job) {
+        String name = io.lockstep.scheduler.RunOn.jobOf(job);
         for (JobDefinition d : c.jobs()) {
-            if (d.name().equals(job) && d.enabled()) {
-                return d;
+            if (d.name().equals(name) && d.enabled()) {
+                if (!name.equals(job)) {
+                    return d.runOn().everyWorker() ? d.instanceFor(job.substring(name.length() + 1)) : null;
+                }
+                return d.runOn().everyWorker() ? null : d; // an every-worker job's own name has no slots: its instances do
             }
         }
         return null;

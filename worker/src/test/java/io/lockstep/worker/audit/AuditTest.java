@@ -162,6 +162,45 @@ class AuditTest {
                 .isEqualTo("ran on w2, which has labels [], but the job runs only on workers with [gpu]"));
     }
 
+    @Test
+    void anEveryWorkerJobIsCheckedOncePerWorkerAndItsOwnSlotsAlone() throws Exception {
+        Path file = dir.resolve("every.yaml");
+        Files.writeString(file, """
+                redis:
+                  uri: redis://127.0.0.1:6379
+                defaults:
+                  lease: 5s
+                  misfireGrace: 2s
+                jobs:
+                  - name: tick
+                    cron: "* * * * * *"
+                    class: com.example.NotLoadedByAudit
+                    runOn: every-worker
+                """);
+        config = ConfigLoader.defaults().checkingClasses(false).load(file);
+        for (int s = 1; s <= 10; s++) {
+            log.run("w1", JOB + "@w1", s, 1000 + s * 10L);
+            log.run("w2", JOB + "@w2", s, 1000 + s * 10L); // the same slot on each worker: each its own instance
+        }
+        log.workerStopped("w1", 20).workerStopped("w2", 20);
+        AuditReport report = audit();
+        assertHolds(report);
+        assertThat(report.startedOnce).isEqualTo(20);
+
+        log = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+        for (int s = 1; s <= 10; s++) {
+            log.run("w1", JOB + "@w1", s, 1000 + s * 10L);
+            if (s != 7) {
+                log.run("w2", JOB + "@w2", s, 1000 + s * 10L);
+            }
+        }
+        log.run("w2", JOB + "@w1", 5, 2000); // w2 ran w1's instance's slot: a second run of it
+        log.workerStopped("w1", 20).workerStopped("w2", 20);
+        report = audit();
+        assertThat(report.violations()).extracting(v -> v.check() + " " + v.job() + " " + v.slot())
+                .containsExactlyInAnyOrder("second-run tick@w1 " + at(5), "silent-slot tick@w2 " + at(7));
+    }
+
     // ---- legitimate histories: every check holds ----
 
     @Test
