@@ -168,6 +168,59 @@ class ScheduleVocabularyIT {
         }
     }
 
+    @Test
+    void anEveryWorkerJobRunsOncePerWorkerPerSlotThroughARestart() throws Exception {
+        String yaml = """
+                defaults:
+                  lease: 5s
+                  misfireGrace: 2s
+                jobs:
+                  - name: refresh
+                    cron: "* * * * * *"
+                    class: io.lockstep.examples.HeartbeatJob
+                    runOn: every-worker
+                """;
+        try (Cluster cluster = new Cluster(dir, yaml)) {
+            List<WorkerProcess> workers = List.of(cluster.start("w1"), cluster.start("w2"), cluster.start("w3"));
+            cluster.awaitStarted();
+            await().atMost(Duration.ofSeconds(40)).until(() -> workers.stream().allMatch(w -> w.events("job_started").size() >= 3));
+            assertThat(workers.get(1).terminate()).isZero();
+            WorkerProcess again = cluster.start("w2"); // the same id: the same instance of the job
+            await().atMost(Duration.ofSeconds(40)).until(() -> again.hasStarted() && again.events("job_started").size() >= 3);
+            workers.get(0).terminate();
+            workers.get(2).terminate();
+            again.terminate();
+
+            List<JsonNode> starts = allEvents("job_started");
+            assertThat(starts).allSatisfy(e -> assertThat(e.path("job").asText()).isEqualTo("refresh@" + e.path("worker").asText()));
+            assertThat(starts.stream().collect(java.util.stream.Collectors.groupingBy(e -> e.path("worker").asText() + " "
+                    + e.path("slot").asText(), java.util.stream.Collectors.counting())).values())
+                    .as("once per worker per slot, w2's two lives included").containsOnly(1L);
+            assertThat(starts.stream().collect(java.util.stream.Collectors.groupingBy(e -> e.path("slot").asText(),
+                    java.util.stream.Collectors.counting())).values()).as("a slot runs on each worker").contains(3L);
+            cluster.assertAuditHolds();
+        }
+    }
+
+    /** Every event of every worker life in the test's folder (a worker started again keeps its earlier life's file). */
+    private List<JsonNode> allEvents(String name) throws java.io.IOException {
+        List<JsonNode> out = new ArrayList<>();
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(dir)) {
+            for (Path f : files.filter(f -> f.getFileName().toString().matches(".*\\.out(\\.\\d+)?\\.jsonl")).toList()) {
+                for (String line : java.nio.file.Files.readAllLines(f)) {
+                    if (line.startsWith("{") && line.endsWith("}")) {
+                        JsonNode e = json.readTree(line);
+                        if (name.equals(e.path("event").asText())) {
+                            out.add(e);
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
     private static List<JsonNode> skipped(Cluster cluster, String job) {
         return cluster.events("slot_skipped").stream().filter(e -> e.path("job").asText().equals(job)).toList();
     }
