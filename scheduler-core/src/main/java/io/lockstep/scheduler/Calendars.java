@@ -31,7 +31,7 @@ public record Calendars(List<JobCalendar> skipOn, List<JobCalendar> onlyOn) {
      * so that one bad application calendar cannot stop a job silently nor run it against its rule
      * without a word.
      */
-    public Optional<String> excludes(Instant slot, java.util.function.BiConsumer<JobCalendar, RuntimeException> failure) {
+    public Optional<String> excludes(Instant slot, java.util.function.BiConsumer<JobCalendar, Throwable> failure) {
         for (JobCalendar c : skipOn) {
             if (ask(c, slot, false, failure)) {
                 return Optional.of("skipOn " + c.name());
@@ -45,10 +45,10 @@ public record Calendars(List<JobCalendar> skipOn, List<JobCalendar> onlyOn) {
         return Optional.empty();
     }
 
-    private static boolean ask(JobCalendar c, Instant slot, boolean otherwise, java.util.function.BiConsumer<JobCalendar, RuntimeException> failure) {
+    private static boolean ask(JobCalendar c, Instant slot, boolean otherwise, java.util.function.BiConsumer<JobCalendar, Throwable> failure) {
         try {
             return c.contains(slot);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | LinkageError | AssertionError e) { // an application's code: a class it lacks too
             failure.accept(c, e);
             return otherwise; // as if the calendar did not exclude it
         }

@@ -70,13 +70,16 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
         Instant notOwedFrom = null;
         Instant notOwedTo = null;
         Optional<Instant> slot = d.schedule().next(from);
-        List<DueSlot> excluded = new ArrayList<>();
+        Deque<DueSlot> excluded = new ArrayDeque<>();
+        long excludedUnrecorded = 0;
         while (slot.isPresent() && !slot.get().isAfter(now)) {
             Instant at = slot.get();
             Optional<String> why = events != null ? DueSlot.exclusion(job, at, events) : d.calendars().excludes(at, (c, e) -> { });
             if (why.isPresent() && !(inForce != null && inForce.outOfForce(at))) {
-                if (excluded.size() < max) {
-                    excluded.add(DueSlot.excluded(job, at, why.get(), now, false));
+                excluded.addLast(DueSlot.excluded(job, at, why.get(), now, false));
+                if (excluded.size() > max) {
+                    excluded.removeFirst(); // keep the newest, as for the missed ones
+                    excludedUnrecorded++;
                 }
             } else if (inForce != null && inForce.outOfForce(slot.get())) {
                 notOwed++;
@@ -94,7 +97,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
             }
             slot = d.schedule().next(slot.get());
         }
-        List<DueSlot> result = new ArrayList<>(excluded);
+        List<DueSlot> result = new ArrayList<>();
         DueSlot previous = null;
         int i = 0;
         for (Instant m : missed) {
@@ -113,6 +116,23 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
                 result.add(due);
             }
             previous = due;
+        }
+        // A calendar's skip moves the job's 'decided' mark like any decision: one newer than a slot still to catch up
+        // would make that slot's claim stale. Those are left unrecorded (they passed while no worker ran, and are not
+        // run): only the ones older than the first slot caught up are recorded skipped.
+        Instant firstCaughtUp = result.stream().filter(x -> x.kind() == DueSlot.Kind.CATCH_UP).map(x -> x.slot).min(Instant::compareTo)
+                .orElse(null);
+        for (DueSlot x : excluded) {
+            if (firstCaughtUp == null || x.slot.isBefore(firstCaughtUp)) {
+                result.add(x);
+            } else {
+                excludedUnrecorded++;
+            }
+        }
+        if (excludedUnrecorded > 0 && events != null) {
+            events.info("slots_skipped").addKeyValue("job", d.name()).addKeyValue("count", excludedUnrecorded).addKeyValue("code", DueSlot.CALENDAR)
+                    .addKeyValue("reason", "its calendars exclude them; they passed while no worker ran and are neither run nor recorded one by one")
+                    .log("slots excluded by the job's calendars, not caught up");
         }
         result.addAll(recent);
         return new CatchUpPlan(List.copyOf(result), dropped, droppedFrom, droppedTo, notOwed, notOwedFrom, notOwedTo);

@@ -77,10 +77,19 @@ final class ClaimAnswers {
                 d.retryAt(SlotQueue.earliest(after.plus(Claimer.RETRY_DELAY), d.startDeadline()));
                 continue;
             }
+            if ((d.skip() || d.watch()) && d.stage() != DueSlot.Stage.REPORTED && after.isBefore(d.recordDeadline())) {
+                // A calendar's skip (every worker sends it) or a watch of a job another worker runs: nothing starts or
+                // is owed now, so ask again while the store can still tell, and report only if it never answers.
+                d.retryAt(after.plus(Claimer.RETRY_DELAY));
+                continue;
+            }
             if (d.stage() != DueSlot.Stage.REPORTED && !d.recovery()) {
                 String unreachable = "lock store unreachable: " + e.getMessage();
                 if (d.skip()) {
                     claimEvents.excluded(d, null, unreachable + "; decided by this worker alone");
+                } else if (d.watch()) {
+                    claimEvents.missed(d, Duration.between(d.slot, after).toMillis(), "could not learn whether a worker with the job's "
+                            + "labels decided it: " + unreachable, null, "outage");
                 } else {
                     claimEvents.missed(d, Duration.between(d.slot, after).toMillis(),
                             d.missReason() == null ? unreachable : d.missReason() + "; " + unreachable, null,
@@ -222,6 +231,10 @@ final class ClaimAnswers {
         }
         if (!d.recordOnly() && again.isBefore(d.startDeadline())) {
             d.retryAt(again);
+            return;
+        }
+        if ((d.skip() || d.watch()) && d.stage() != DueSlot.Stage.REPORTED && again.isBefore(d.recordDeadline())) {
+            d.retryAt(again); // as for an unanswered one: nothing is owed now; ask again while the masters can tell
             return;
         }
         if (d.stage() != DueSlot.Stage.REPORTED) {

@@ -25,7 +25,8 @@ import java.util.Set;
  * (birth)                        claim, catchUp,   QUEUED                CatchUpPlan, Recovery
  *                                recovery
  * (birth)                        missed            MISS_ONLY             CatchUpPlan, Ticker (fell behind)
- * (birth)                        excluded          MISS_ONLY (a skip)    Ticker, FirstSlots, Reload, CatchUpPlan (calendars)
+ * (birth)                        excluded          MISS_ONLY (a skip)    Ticker (fell behind), CatchUpPlan (calendars)
+ * UNSHARED, MISS_ONLY (no_worker) exclude          MISS_ONLY (a skip)    Ticker (its calendars, asked as it first comes due)
  * (birth)                        unrunnable        MISS_ONLY (no_worker) Ticker, FirstSlots, Reload (a job this worker lacks the labels of)
  * QUEUED (a catch-up)            then              CHAINED               CatchUpPlan
  * CHAINED                        unchain           QUEUED                SlotQueue (the one before decided)
@@ -105,7 +106,7 @@ final class DueSlot implements Comparable<DueSlot> {
     // Where each transition may come from (the table above).
     private static final Set<Stage> FROM_QUEUED = EnumSet.of(Stage.QUEUED), FROM_CHAINED = EnumSet.of(Stage.CHAINED),
             FROM_UNSHARED = EnumSet.of(Stage.UNSHARED), FROM_STEPPED_ASIDE = EnumSet.of(Stage.STEPPED_ASIDE),
-            FROM_CLAIMING = EnumSet.of(Stage.CLAIMING);
+            FROM_CLAIMING = EnumSet.of(Stage.CLAIMING), FROM_EXCLUDABLE = EnumSet.of(Stage.UNSHARED, Stage.MISS_ONLY);
     /** May still start: claimed, or set aside for a thread, or turned into a miss to record. */
     private static final Set<Stage> TO_CLAIM = EnumSet.of(Stage.QUEUED, Stage.WAITING_THREAD);
     /** Can no longer start: only the miss is asked for. */
@@ -142,6 +143,8 @@ final class DueSlot implements Comparable<DueSlot> {
     private boolean leadsOnce;
     /** A slot of a job this worker may not run ({@link RunOn}): only its miss is recorded, once its grace passed, unless decided. */
     private boolean watch;
+    /** Its calendars were asked when it came due ({@link #calendarsPending}). */
+    private boolean calendarsAsked;
     /** The catch-up slot to claim once this one is decided ({@code catchUp: all}, oldest first). */
     private DueSlot next;
 
@@ -207,8 +210,8 @@ final class DueSlot implements Comparable<DueSlot> {
 
     /**
      * The job's next slot after the schedule gave {@code slot}: {@link #scheduled} to claim, or
-     * {@link #excluded} when its calendars exclude it (a calendar that throws excludes nothing and
-     * is reported, {@code calendar_failed}).
+     * {@link #unrunnable} when this worker may not run the job. Its calendars are asked when it
+     * comes due ({@link #exclude}), not now: an application's calendar may change until then.
      */
     static DueSlot next(ScheduledJob job, Instant slot, Duration lead, Events events) {
         if (!job.here()) {
@@ -216,8 +219,33 @@ final class DueSlot implements Comparable<DueSlot> {
             d.leadsOnce = true;
             return d;
         }
-        java.util.Optional<String> why = exclusion(job, slot, events);
-        return why.isPresent() ? excluded(job, slot, why.get(), slot, true) : scheduled(job, slot, lead);
+        return scheduled(job, slot, lead);
+    }
+
+    /**
+     * Its job's calendars exclude it ({@code why}), as they say now that it came due for the first
+     * time: a scheduled slot not shared out yet, or a slot of a job this worker may not run (any
+     * worker may record a calendar's skip), becomes a skip to record at its time.
+     */
+    void exclude(String why) {
+        move("exclude", Stage.MISS_ONLY, FROM_EXCLUDABLE);
+        missReason = "calendar: " + why;
+        missCode = CALENDAR;
+        skip = true;
+        watch = false;
+        if (retryAt.isBefore(slot)) {
+            retryAt = slot; // never before its slot: the store would answer early
+        }
+    }
+
+    /** Whether its calendars are still to be asked ({@link #exclude}): once, when it first comes due. */
+    boolean calendarsPending() {
+        return !calendarsAsked && (stage == Stage.UNSHARED || (watch && stage == Stage.MISS_ONLY)) && job.definition().calendars().any();
+    }
+
+    /** Its calendars were asked (and did not exclude it). */
+    void calendarsAsked() {
+        calendarsAsked = true;
     }
 
     /** How long past a labelled job's grace a worker without its labels records the slot missed: a labelled peer decides first. */

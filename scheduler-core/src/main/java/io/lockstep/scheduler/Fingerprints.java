@@ -175,6 +175,9 @@ public final class Fingerprints {
         fields.put("retry", d.retry().toString());
         fields.put("recover", d.recover().name().toLowerCase(java.util.Locale.ROOT));
         fields.put("catchUp", d.catchUp().name().toLowerCase(java.util.Locale.ROOT) + " " + d.catchUpWindow());
+        if (!d.runOn().equals(RunOn.ANY)) { // only when set: older workers have none; a reload that changes it rebuilds the job
+            fields.put("runOn", d.runOn().toString());
+        }
         if (d.calendars().any()) { // only when set: older workers have none
             fields.put("calendars", "skipOn " + d.calendars().skipOn().stream().map(JobCalendar::describe).toList()
                     + " onlyOn " + d.calendars().onlyOn().stream().map(JobCalendar::describe).toList());

@@ -5,6 +5,7 @@ import io.lockstep.scheduler.lock.LockProvider;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Map;
 
 /**
@@ -56,6 +57,17 @@ final class FirstSlots {
         List<DueSlot> due = new ArrayList<>();
         for (ScheduledJob job : jobs) {
             Instant last = lastSlots.get(job.name());
+            if (last != null && !job.here() && job.definition().catchUp() == CatchUp.NONE) {
+                // A job this worker may not run: it watches the slots that passed while it started, as the ones to
+                // come, so that none is silent when no worker with the labels is alive. (With catchUp latest or all,
+                // a worker with the labels may still run them: it is left to those.)
+                Instant windowStart = now.minus(job.definition().catchUpWindow());
+                Optional<Instant> s = job.definition().schedule().next(last.isAfter(windowStart) ? last : windowStart);
+                for (int n = 0; s.isPresent() && !s.get().isAfter(now) && n < CatchUpPlan.MAX_CATCH_UP_SLOTS; n++) {
+                    due.add(DueSlot.unrunnable(job, s.get(), now));
+                    s = job.definition().schedule().next(s.get());
+                }
+            }
             if (last != null && job.here()) { // a job this worker may not run is caught up by those that may
                 CatchUpPlan plan = CatchUpPlan.since(job, last, inForce.get(job.name()), now, CatchUpPlan.MAX_CATCH_UP_SLOTS, events);
                 due.addAll(plan.slots());

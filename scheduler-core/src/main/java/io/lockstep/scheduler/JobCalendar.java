@@ -12,10 +12,12 @@ import java.time.Instant;
  * windows. An application can decide from its own data instead: implement this interface and
  * register it with {@code ServiceLoader} ({@code META-INF/services/io.lockstep.scheduler.JobCalendar};
  * a public no-arg constructor) or, with the Spring Boot starter, declare it as a bean. Its
- * {@link #contains} is asked once per slot on every worker, on the tick thread, so it must be quick
- * and answer the same on every worker for the same instant (read a table into memory, do not call
- * a service per slot): workers that disagree decide the slot by whichever asks the store first.
- * Thread-safe.
+ * {@link #contains} is asked once per slot on every worker as the slot comes due (mostly on the tick
+ * thread; at a start or a reload on theirs, concurrently), so it must be thread-safe and quick, and
+ * answer the same on every worker for the same instant (read a table into memory, do not call a
+ * service per slot): workers that disagree decide the slot by whichever asks the store first.
+ * Operator commands and {@code audit} run without the jobs JAR: there its answer is unknown, and
+ * audit does not judge a slot by it.
  */
 public interface JobCalendar {
 

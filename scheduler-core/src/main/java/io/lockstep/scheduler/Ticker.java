@@ -98,6 +98,12 @@ final class Ticker {
                 d.led();
             }
         }
+        for (DueSlot d : due) {
+            if (d.calendarsPending()) { // asked as the slot comes due, so an application's calendar answers for now
+                d.calendarsAsked();
+                DueSlot.exclusion(d.job, d.slot, events).ifPresent(d::exclude);
+            }
+        }
         try {
             claimer.claimInRounds(due); // first: the claims are what is late; the next fire times can wait a moment
         } finally {
@@ -158,9 +164,9 @@ final class Ticker {
         }
         while (next.isPresent() && !next.get().isAfter(horizon) && behind.size() < CatchUpPlan.MAX_CATCH_UP_SLOTS) {
             Instant slot = next.get();
-            behind.add(!fired.job.here() ? DueSlot.unrunnable(fired.job, slot, now)
-                    : DueSlot.exclusion(fired.job, slot, events).map(why -> DueSlot.excluded(fired.job, slot, why, now, false))
-                            .orElseGet(() -> DueSlot.missed(fired.job, slot, "this worker fell behind its schedule", "fell_behind", now)));
+            behind.add(DueSlot.exclusion(fired.job, slot, events).map(why -> DueSlot.excluded(fired.job, slot, why, now, false))
+                    .orElseGet(() -> !fired.job.here() ? DueSlot.unrunnable(fired.job, slot, now)
+                            : DueSlot.missed(fired.job, slot, "this worker fell behind its schedule", "fell_behind", now)));
             next = d.schedule().next(slot);
         }
         next.ifPresent(slot -> behind.add(DueSlot.next(fired.job, slot, queue.lead().current(), events)));

@@ -236,6 +236,10 @@ local function claim(k, a)
     decide('skipped', 0, skip_why) -- never ahead (the early check above): at or after its slot
     return reply('skipped', 0)
   end
+  if mode == 'miss' and miss_why == 'no_worker' and not manual and redis.call('EXISTS', pause_key) == 1 then
+    decide('skipped', 0, 'paused') -- a job no worker with its labels ran while it was paused: paused, not missed
+    return reply('paused', 0)
+  end
   if mode == 'miss' or (mode == 'claim' and now > slot + tonumber(a[3])) then
     decide('missed', 0, mode == 'miss' and miss_why or 'late')
     return reply('missed', 0)

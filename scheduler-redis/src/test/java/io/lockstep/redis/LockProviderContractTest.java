@@ -173,6 +173,23 @@ abstract class LockProviderContractTest {
     }
 
     @Test
+    void aNoWorkerMissOfAPausedJobIsRecordedPaused() {
+        String job = RedisFixture.job();
+        pause(job);
+        try {
+            Instant due = now().minus(GRACE).minusSeconds(1);
+            ClaimRequest watch = new ClaimRequest(new Lease(job, due, "a", LEASE, true), "w-a", GRACE, Mode.MISS_ONLY,
+                    false, false, Duration.ZERO, null, "no_worker");
+            assertThat(status(watch)).as("paused, not missed: no worker was owed it").isEqualTo(Status.PAUSED);
+            ClaimRequest other = new ClaimRequest(new Lease(job, due.plusMillis(1), "b", LEASE, true), "w-b", GRACE, Mode.MISS_ONLY,
+                    false, false, Duration.ZERO, null, "no_thread");
+            assertThat(status(other)).as("any other miss stays a miss").isEqualTo(Status.MISSED);
+        } finally {
+            resume(job);
+        }
+    }
+
+    @Test
     void aSlotWhileTheJobsLeaseIsHeldIsSkippedOrWithReplaceRevokesTheRun() {
         String job = RedisFixture.job();
         Instant now = now();

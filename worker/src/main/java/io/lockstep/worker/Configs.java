@@ -19,12 +19,6 @@ final class Configs {
     private Configs() {}
 
     /**
-     * The config, or empty after printing one line per problem to {@code err}. With
-     * {@code checkClasses} every job class must load and be a concrete {@code Job}, and, unless the
-     * application brings a {@link JobFactory} ({@code factory}), have a public no-arg constructor,
-     * which is run once; without, no job class is loaded at all.
-     */
-    /**
      * A schedule as people read it: the expressions as written (several joined by {@code ; }),
      * what {@code H} hashed to, the zone, and the jitter's stable offset.
      */
@@ -41,6 +35,12 @@ final class Configs {
         return text;
     }
 
+    /**
+     * The config, or empty after printing one line per problem to {@code err}. With
+     * {@code checkClasses} every job class must load and be a concrete {@code Job}, and, unless the
+     * application brings a {@link JobFactory} ({@code factory}), have a public no-arg constructor,
+     * which is run once; without, no job class is loaded at all.
+     */
     static Optional<LockstepConfig> load(Path file, PrintWriter err, boolean checkClasses, boolean factory) {
         try {
             return Optional.of(ConfigLoader.defaults().checkingClasses(checkClasses).builtByReflection(!factory).load(file));

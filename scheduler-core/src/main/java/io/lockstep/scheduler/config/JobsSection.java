@@ -147,6 +147,18 @@ final class JobsSection {
                 io.lockstep.scheduler.JobCalendar c = calendars.get(name);
                 if (c == null && calendars.containsKey(name)) {
                     out.add(null); // the calendar's own problem is reported; the job is left out with it
+                } else if (c == null && !checkClasses) {
+                    // The operator commands and audit load no class: an application's calendar (ServiceLoader, in the
+                    // jobs JAR) is named, not asked; asking it says so.
+                    out.add(new io.lockstep.scheduler.JobCalendar() {
+                        public String name() {
+                            return name;
+                        }
+
+                        public boolean contains(java.time.Instant instant) {
+                            throw new UnsupportedOperationException("calendar " + name + " is not on this class path");
+                        }
+                    });
                 } else if (c == null) {
                     nodes.problem(item, path + "[" + list.getValue().indexOf(item) + "]", "unknown calendar \"" + name + "\" ("
                             + (calendars.isEmpty() ? "define it under calendars:" : "defined: " + String.join(", ", new java.util.TreeSet<>(calendars.keySet())))
@@ -201,7 +213,7 @@ final class JobsSection {
                     + "\" (for example a 30th of February)");
             return Optional.empty();
         }
-        Optional<Duration> period = policies.jitter().isZero() ? Optional.empty() : cron.period(Instant.now());
+        Optional<Duration> period = policies.jitter().isZero() ? Optional.empty() : cron.period();
         if (period.isPresent() && policies.jitter().compareTo(period.get()) > 0) {
             boolean own = m.containsKey("jitter");
             nodes.problem(own ? m.get("jitter") : cronNode, own ? path + ".jitter" : path + ".cron",

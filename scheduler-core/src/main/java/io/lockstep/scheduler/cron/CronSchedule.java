@@ -28,8 +28,8 @@ import java.util.Optional;
  */
 public final class CronSchedule {
 
-    /** How many fires {@link #withJitter} looks at for the schedule's period. */
-    private static final int PERIOD_SAMPLE = 100;
+    /** How many fires {@link #period} looks at. */
+    private static final int PERIOD_SAMPLE = 60;
 
     /** Single-expression schedules without H or jitter are immutable alike: jobs that share one share its parts' memo too. */
     private static final java.util.concurrent.ConcurrentMap<String, CronSchedule> SHARED =
@@ -101,7 +101,7 @@ public final class CronSchedule {
         if (jitter.compareTo(Duration.ofSeconds(1)) < 0) {
             throw new IllegalArgumentException("jitter must be at least 1s (or 0s for none), but was " + jitter);
         }
-        Optional<Duration> period = period(Instant.now());
+        Optional<Duration> period = period();
         if (period.isPresent() && jitter.compareTo(period.get()) > 0) {
             throw new IllegalArgumentException("jitter " + jitter + " is longer than the schedule's period " + period.get()
                     + " (the shortest gap between two of its fires): a slot would move past the next one");
@@ -111,14 +111,26 @@ public final class CronSchedule {
     }
 
     /**
-     * The schedule's period: the shortest gap between two of its next 100 fires after {@code from};
-     * empty when it fires once or never.
+     * The schedule's period: the shortest gap between two of its fires, nominal (the expressions read
+     * in UTC, so no daylight-saving day shortens it) and the same whenever it is asked (from a fixed
+     * instant, over {@value #PERIOD_SAMPLE} fires); empty when it fires once or never. Remembered per
+     * set of expressions: a thousand jobs of one cron cost one computation.
      */
-    public Optional<Duration> period(Instant from) {
+    public Optional<Duration> period() {
+        return PERIODS.computeIfAbsent(String.join("\n", expanded()), k -> nominalPeriod(expanded()));
+    }
+
+    private static final java.util.concurrent.ConcurrentMap<String, Optional<Duration>> PERIODS = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Where {@link #period} starts counting: a Monday, the first of a year's months with 31 days. */
+    private static final Instant PERIOD_FROM = Instant.parse("2024-01-01T00:00:00Z");
+
+    private static Optional<Duration> nominalPeriod(List<String> expanded) {
+        List<OneCron> utc = expanded.stream().map(e -> OneCron.of(e, java.time.ZoneOffset.UTC)).toList();
+        CronSchedule nominal = new CronSchedule(expanded, utc, java.time.ZoneOffset.UTC, Duration.ZERO, 0);
         Duration shortest = null;
-        Optional<Instant> previous = next(from, 0);
+        Optional<Instant> previous = nominal.next(PERIOD_FROM, 0);
         for (int i = 0; i < PERIOD_SAMPLE && previous.isPresent(); i++) {
-            Optional<Instant> fire = next(previous.get(), 0);
+            Optional<Instant> fire = nominal.next(previous.get(), 0);
             if (fire.isPresent()) {
                 Duration gap = Duration.between(previous.get(), fire.get());
                 shortest = shortest == null || gap.compareTo(shortest) < 0 ? gap : shortest;

@@ -23,9 +23,12 @@ final class HashedFields {
 
     private HashedFields() {}
 
-    /** Whether an expression has an {@code H} to expand (macros never do). */
+    /** An {@code H} as a token of a field (not the H of a day name such as THU): at a field's or list item's start. */
+    private static final Pattern H_TOKEN = Pattern.compile("(^|[\\s,])H(?![A-Za-z])");
+
+    /** Whether an expression has an {@code H} to expand (macros never do; {@code THU} is a day, not an H). */
     static boolean hashed(String expression) {
-        return expression != null && !expression.trim().startsWith("@") && expression.indexOf('H') >= 0;
+        return expression != null && !expression.trim().startsWith("@") && H_TOKEN.matcher(expression.trim()).find();
     }
 
     /**
@@ -52,7 +55,7 @@ final class HashedFields {
             String name = i < first ? "second" : FIVE[i - first];
             String[] parts = fields[i].split(",", -1);
             for (int p = 0; p < parts.length; p++) {
-                if (parts[p].indexOf('H') >= 0) {
+                if (parts[p].startsWith("H") && (parts[p].length() == 1 || !Character.isLetter(parts[p].charAt(1)))) { // not a day name
                     parts[p] = value(parts[p], range, name, key + "\u0000" + i + "\u0000" + p, expression.trim());
                 }
             }

@@ -76,6 +76,11 @@ abstract class InMemoryClaims extends InMemoryRecords {
             decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, request.missCode()), manual, recordTtl);
             return new ClaimResult(ClaimResult.Status.SKIPPED, 0, now);
         }
+        if (request.mode() == ClaimRequest.Mode.MISS_ONLY && "no_worker".equals(request.missCode()) && !manual
+                && paused.contains(io.lockstep.scheduler.RunOn.jobOf(lease.job()))) {
+            decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, "paused"), false, recordTtl);
+            return new ClaimResult(ClaimResult.Status.PAUSED, 0, now); // as claim.lua: paused, not missed
+        }
         if (request.mode() == ClaimRequest.Mode.MISS_ONLY
                 || (request.mode() == ClaimRequest.Mode.CLAIM && now > slot + request.misfireGrace().toMillis())) {
             decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl), manual, recordTtl);

@@ -242,9 +242,25 @@ class ConfigLoaderTest {
                 "jobs.yaml:2: calendars.holidays.dates: invalid date \"2026-02-30\" (use YYYY-MM-DD, or FROM..TO for a range)",
                 "jobs.yaml:3: calendars.office.weekly: unknown day \"FRY\" in \"MON-FRY 09:00-17:00\" (use MON TUE WED THU FRI SAT SUN)",
                 "jobs.yaml:4: calendars.empty: is empty: give dates, a file or weekly windows",
-                "jobs.yaml:5: calendars.missing.file: file not found: " + java.nio.file.Path.of("no-such-file.txt").toAbsolutePath(),
-                "jobs.yaml:10: jobs[0].skipOn[0]: unknown calendar \"holidys\" (defined: empty, holidays, missing, office, or register"
-                        + " a JobCalendar) (did you mean \"holidays\"?)");
+                "jobs.yaml:5: calendars.missing.file: file not found: " + java.nio.file.Path.of("no-such-file.txt").toAbsolutePath());
+        // Checking classes (validate, run), an unknown name is a problem; without (the operator commands, audit), it may be an
+        // application's calendar in the jobs JAR, named and not asked.
+        List<ConfigProblem> strict = new java.util.ArrayList<>();
+        try {
+            ConfigLoader.defaults().load("jobs.yaml", """
+                    calendars:
+                      holidays: { dates: ["2026-12-25"] }
+                    jobs:
+                      - name: a
+                        cron: "@hourly"
+                        class: io.lockstep.scheduler.config.NoSuchClass
+                        skipOn: [holidys]
+                    """);
+        } catch (ConfigException e) {
+            strict.addAll(e.problems());
+        }
+        assertThat(strict).extracting(ConfigProblem::toString).contains("jobs.yaml:7: jobs[0].skipOn[0]: unknown calendar \"holidys\""
+                + " (defined: holidays, or register a JobCalendar) (did you mean \"holidays\"?)");
     }
 
     @Test

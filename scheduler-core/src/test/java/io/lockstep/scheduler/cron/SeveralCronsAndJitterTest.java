@@ -63,6 +63,16 @@ class SeveralCronsAndJitterTest {
     }
 
     @Test
+    void dayNamesWithAnHAreDaysNotHashes() {
+        // THU holds an H: it is a day name, with or without a name to hash (a review found it read as Jenkins' H).
+        CronSchedule thursdays = CronSchedule.of("0 9 * * THU", UTC);
+        assertThat(thursdays.next(Instant.parse("2026-12-04T00:00:00Z"))).contains(Instant.parse("2026-12-10T09:00:00Z"));
+        CronSchedule named = CronSchedule.of(List.of("0 9 * * MON-THU", "0 0 12 * * TUE,THU"), UTC, "report");
+        assertThat(named.expanded()).containsExactly("0 9 * * MON-THU", "0 0 12 * * TUE,THU");
+        assertThat(CronSchedule.of(List.of("H 9 * * THU"), UTC, "report").expanded().get(0)).endsWith(" 9 * * THU");
+    }
+
+    @Test
     void hEveryFifteenMinutesFiresFourTimesAnHourFromItsOffset() {
         CronSchedule s = CronSchedule.of(List.of("H/15 * * * *"), UTC, "nightly-export"); // 11-59/15
         assertThat(fires(s, "2026-12-04T10:00:00Z", "2026-12-04T11:00:00Z")).containsExactly(
@@ -109,7 +119,10 @@ class SeveralCronsAndJitterTest {
     @Test
     void aJitterLongerThanThePeriodOrUnderASecondIsRefused() {
         CronSchedule twiceAMinute = CronSchedule.of(List.of("0 * * * * *", "30 * * * * *"), UTC, "a"); // :00 and :30
-        assertThat(twiceAMinute.period(Instant.parse("2026-12-04T00:00:00Z"))).contains(Duration.ofSeconds(30));
+        assertThat(twiceAMinute.period()).contains(Duration.ofSeconds(30));
+        // Nominal: a daily job in a zone with daylight saving has a period of a day all year (no 23 h day in spring).
+        assertThat(CronSchedule.of(List.of("@daily"), ZoneId.of("Europe/Berlin"), "a").withJitter(Duration.ofHours(24), "a").offset())
+                .isLessThan(Duration.ofHours(24));
         assertThatThrownBy(() -> twiceAMinute.withJitter(Duration.ofMinutes(1), "a"))
                 .hasMessageContaining("is longer than the schedule's period");
         assertThat(twiceAMinute.withJitter(Duration.ofSeconds(30), "a").offset()).isLessThan(Duration.ofSeconds(30));
