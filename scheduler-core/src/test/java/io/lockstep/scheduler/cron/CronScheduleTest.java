@@ -22,7 +22,7 @@ class CronScheduleTest {
     private static final ZoneId UTC = ZoneId.of("UTC");
 
     /** Every fire time in [from, to), stepping from one to the next as the scheduler does. */
-    private static List<Instant> fires(CronSchedule schedule, String from, String to) {
+    static List<Instant> fires(CronSchedule schedule, String from, String to) {
         List<Instant> result = new ArrayList<>();
         Instant cursor = Instant.parse(from).minusNanos(1);
         Instant end = Instant.parse(to);

@@ -18,17 +18,7 @@ class SeveralCronsAndJitterTest {
     private static final ZoneId UTC = ZoneId.of("UTC");
 
     private static List<Instant> fires(CronSchedule schedule, String from, String to) {
-        List<Instant> result = new ArrayList<>();
-        Instant cursor = Instant.parse(from).minusNanos(1);
-        Instant end = Instant.parse(to);
-        while (true) {
-            Instant next = schedule.next(cursor).orElseThrow();
-            if (!next.isBefore(end)) {
-                return result;
-            }
-            result.add(next);
-            cursor = next;
-        }
+        return CronScheduleTest.fires(schedule, from, to);
     }
 
     @Test

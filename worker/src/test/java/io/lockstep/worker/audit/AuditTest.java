@@ -90,15 +90,16 @@ class AuditTest {
         assertThat(report.holds()).isFalse();
     }
 
+    /** Puts in force a config of the usual redis and defaults with {@code rest} (its calendars and jobs). */
+    private void useConfig(String name, String rest) throws IOException {
+        Path file = dir.resolve(name);
+        Files.writeString(file, "redis:\n  uri: redis://127.0.0.1:6379\ndefaults:\n  lease: 5s\n  misfireGrace: 2s\n" + rest);
+        config = ConfigLoader.defaults().checkingClasses(false).load(file);
+    }
+
     /** The config with slots 3 and 4 (10:00:03 to 10:00:05 on Tuesday 2026-12-01) in a calendar tick skips on. */
     private void withFreezeCalendar() throws IOException {
-        Path file = dir.resolve("calendar.yaml");
-        Files.writeString(file, """
-                redis:
-                  uri: redis://127.0.0.1:6379
-                defaults:
-                  lease: 5s
-                  misfireGrace: 2s
+        useConfig("calendar.yaml", """
                 calendars:
                   freeze: { zone: UTC, weekly: ["TUE 10:00:03-10:00:05"] }
                 jobs:
@@ -107,7 +108,6 @@ class AuditTest {
                     class: com.example.NotLoadedByAudit
                     skipOn: [freeze]
                 """);
-        config = ConfigLoader.defaults().checkingClasses(false).load(file);
     }
 
     private void calendarSkip(String worker, int slot) {
@@ -136,20 +136,13 @@ class AuditTest {
 
     @Test
     void aLabelledJobThatRanOnAWorkerWithoutItsLabelsIsAViolation() throws Exception {
-        Path file = dir.resolve("labels.yaml");
-        Files.writeString(file, """
-                redis:
-                  uri: redis://127.0.0.1:6379
-                defaults:
-                  lease: 5s
-                  misfireGrace: 2s
+        useConfig("labels.yaml", """
                 jobs:
                   - name: tick
                     cron: "* * * * * *"
                     class: com.example.NotLoadedByAudit
                     runOn: { labels: [gpu] }
                 """);
-        config = ConfigLoader.defaults().checkingClasses(false).load(file);
         log = new EventLog().event(-6, "config_loaded", "w1", "\"labels\":[\"gpu\",\"ssd\"]").workerStarted("w1", -5)
                 .event(-6, "config_loaded", "w2", "\"labels\":[]").workerStarted("w2", -5);
         for (int s = 1; s <= 10; s++) {
@@ -164,20 +157,13 @@ class AuditTest {
 
     @Test
     void anEveryWorkerJobIsCheckedOncePerWorkerAndItsOwnSlotsAlone() throws Exception {
-        Path file = dir.resolve("every.yaml");
-        Files.writeString(file, """
-                redis:
-                  uri: redis://127.0.0.1:6379
-                defaults:
-                  lease: 5s
-                  misfireGrace: 2s
+        useConfig("every.yaml", """
                 jobs:
                   - name: tick
                     cron: "* * * * * *"
                     class: com.example.NotLoadedByAudit
                     runOn: every-worker
                 """);
-        config = ConfigLoader.defaults().checkingClasses(false).load(file);
         for (int s = 1; s <= 10; s++) {
             log.run("w1", JOB + "@w1", s, 1000 + s * 10L);
             log.run("w2", JOB + "@w2", s, 1000 + s * 10L); // the same slot on each worker: each its own instance
