@@ -74,7 +74,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
         long excludedUnrecorded = 0;
         while (slot.isPresent() && !slot.get().isAfter(now)) {
             Instant at = slot.get();
-            Optional<String> why = events != null ? DueSlot.exclusion(job, at, events) : d.calendars().excludes(at, (c, e) -> { });
+            Optional<String> why = events != null ? SlotCalendars.exclusion(job, at, events) : d.calendars().excludes(at, (c, e) -> { });
             if (why.isPresent() && !(inForce != null && inForce.outOfForce(at))) {
                 excluded.addLast(DueSlot.excluded(job, at, why.get(), now, false));
                 if (excluded.size() > max) {

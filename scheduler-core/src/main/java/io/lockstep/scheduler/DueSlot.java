@@ -264,17 +264,6 @@ final class DueSlot implements Comparable<DueSlot> {
         return d;
     }
 
-    /** Why the job's calendars exclude {@code slot}, if they do. */
-    static java.util.Optional<String> exclusion(ScheduledJob job, Instant slot, Events events) {
-        JobDefinition d = job.definition();
-        if (!d.calendars().any()) {
-            return java.util.Optional.empty();
-        }
-        return d.calendars().excludes(slot, (calendar, e) -> events.error("calendar_failed").addKeyValue("job", d.name())
-                .addKeyValue("slot", slot.toString()).addKeyValue("calendar", calendar.name()).addKeyValue("error", Events.describe(e))
-                .log("a calendar failed; the slot is decided as if it did not exclude it"));
-    }
-
     /** A run of {@code job} that lost its lease without an outcome, rerun or abandoned by {@code policy} (split: asked until {@code deadline}). */
     static DueSlot recovery(ScheduledJob job, Instant slot, Recover policy, Instant deadline) {
         return new DueSlot(job, slot, policy == Recover.RERUN ? Kind.RECOVER : Kind.ABANDON, Stage.QUEUED, slot, deadline);

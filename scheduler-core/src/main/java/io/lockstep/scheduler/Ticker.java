@@ -101,7 +101,7 @@ final class Ticker {
         for (DueSlot d : due) {
             if (d.calendarsPending()) { // asked as the slot comes due, so an application's calendar answers for now
                 d.calendarsAsked();
-                DueSlot.exclusion(d.job, d.slot, events).ifPresent(d::exclude);
+                SlotCalendars.exclusion(d.job, d.slot, events).ifPresent(d::exclude);
             }
         }
         try {
@@ -164,7 +164,7 @@ final class Ticker {
         }
         while (next.isPresent() && !next.get().isAfter(horizon) && behind.size() < CatchUpPlan.MAX_CATCH_UP_SLOTS) {
             Instant slot = next.get();
-            behind.add(DueSlot.exclusion(fired.job, slot, events).map(why -> DueSlot.excluded(fired.job, slot, why, now, false))
+            behind.add(SlotCalendars.exclusion(fired.job, slot, events).map(why -> DueSlot.excluded(fired.job, slot, why, now, false))
                     .orElseGet(() -> !fired.job.here() ? DueSlot.unrunnable(fired.job, slot, now)
                             : DueSlot.missed(fired.job, slot, "this worker fell behind its schedule", "fell_behind", now)));
             next = d.schedule().next(slot);
