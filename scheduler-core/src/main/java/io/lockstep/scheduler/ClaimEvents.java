@@ -161,7 +161,11 @@ final class ClaimEvents {
         SchedulerMetrics m = events.metrics();
         switch (status) {
             case CLAIMED -> m.claim(job, SchedulerMetrics.WON);
-            case TAKEN -> m.claim(job, SchedulerMetrics.CONTENDED);
+            case TAKEN -> {
+                if (mode != ClaimRequest.Mode.SKIP_ONLY) { // every worker sends a calendar's skip: one decides, the rest did not contend
+                    m.claim(job, SchedulerMetrics.CONTENDED);
+                }
+            }
             case STALE -> m.claim(job, SchedulerMetrics.DONE);
             case SKIPPED, PAUSED -> {
                 m.claim(job, SchedulerMetrics.SKIPPED);
@@ -172,12 +176,14 @@ final class ClaimEvents {
         }
     }
 
-    /** Reports {@code d} missed: the {@code slot_missed} warning and the missed counter, by {@code code}. */
     /**
      * A slot the job's calendars exclude, recorded skipped (reason {@code calendar}) by this worker,
      * or decided so by it alone ({@code alone}: why the store could not record it; null when it did).
      */
     void excluded(DueSlot d, String lockName, String alone) {
+        if (alone != null) {
+            events.metrics().skipped(d.definition().name(), DueSlot.CALENDAR); // the store's answer counts it otherwise
+        }
         var event = events.info("slot_skipped").addKeyValue("job", d.definition().name()).addKeyValue("slot", d.slot.toString())
                 .addKeyValue("reason", alone == null ? d.missReason() : d.missReason() + "; " + alone)
                 .addKeyValue("code", DueSlot.CALENDAR);
@@ -187,6 +193,7 @@ final class ClaimEvents {
         event.log("slot skipped: the job's calendars exclude it");
     }
 
+    /** Reports {@code d} missed: the {@code slot_missed} warning and the missed counter, by {@code code}. */
     void missed(DueSlot d, long latenessMs, String reason, String lockName, String code) {
         events.metrics().missed(d.definition().name(), code, 1);
         var event = events.warn("slot_missed").addKeyValue("job", d.definition().name())

@@ -45,7 +45,11 @@ import org.junit.jupiter.api.io.TempDir;
  * triggered, through the CLI; a reload on one worker that changes one job's cron, misfireGrace or
  * lease, rolled back by a second reload (a canary: one worker at a time differs, so the cluster's
  * config is one period again when the audit reads it, as the audit requires); one worker's job
- * threads all taken by a long job ({@link io.lockstep.examples.it.jobs.BusyJob}).
+ * threads all taken by a long job ({@link io.lockstep.examples.it.jobs.BusyJob}). Beside the per-second jobs
+ * run a job of two crons that skips on an application's calendar ({@code vocab}, {@link io.lockstep.examples.it.jobs.EvenMinutes})
+ * and one of {@code H} with a jitter ({@code hashed}); the audit judges them (the calendar check among the rest).
+ * (An every-worker job is not in it: a worker killed and never back leaves its own instance's last slots
+ * unverifiable, which {@code --strict} would fail; {@code ScheduleVocabularyIT} covers it through a restart.)
  *
  * <p>What it never draws together, so as to stay inside the guarantees' stated assumptions: at
  * most a minority of the workers hurt at once (a kill, stop, link fault, clock step, canary reload
@@ -436,6 +440,11 @@ class FaultCampaignIT {
                     + " params: { dir: \"%s\" }, overlap: allow, lease: %s, misfireGrace: %s }%n", j, dir, LEASE, GRACE));
         }
         yaml.append("  - { name: manual, cron: \"0 0 0 1 1 *\", class: io.lockstep.examples.HeartbeatJob, params: { workMillis: 50 } }\n");
+        // The schedule vocabulary under the same faults: two crons and an application's calendar (ServiceLoader), H and jitter.
+        yaml.append(String.format("  - { name: vocab, cron: [\"*/2 * * * * *\", \"*/3 * * * * *\"], skipOn: [even-minutes],"
+                + " class: io.lockstep.examples.HeartbeatJob, params: { workMillis: 100 }, lease: %s, misfireGrace: %s }%n", LEASE, GRACE));
+        yaml.append(String.format("  - { name: hashed, cron: \"H/5 * * * * *\", jitter: 3s, class: io.lockstep.examples.HeartbeatJob,"
+                + " params: { workMillis: 100 }, lease: %s, misfireGrace: %s }%n", LEASE, GRACE));
         return yaml.toString();
     }
 
