@@ -76,7 +76,7 @@ record CatchUpPlan(List<DueSlot> slots, long dropped, Instant droppedFrom, Insta
             Instant at = slot.get();
             Optional<String> why = events != null ? SlotCalendars.exclusion(job, at, events) : d.calendars().excludes(at, (c, e) -> { });
             if (why.isPresent() && !(inForce != null && inForce.outOfForce(at))) {
-                excluded.addLast(DueSlot.excluded(job, at, why.get(), now, false));
+                excluded.addLast(DueSlot.excluded(job, at, why.get(), now));
                 if (excluded.size() > max) {
                     excluded.removeFirst(); // keep the newest, as for the missed ones
                     excludedUnrecorded++;

@@ -196,15 +196,12 @@ final class DueSlot implements Comparable<DueSlot> {
 
     /**
      * A slot of the job's schedule that its calendars exclude ({@code why}: {@code skipOn holidays}),
-     * due at {@code at} to be recorded skipped (never before its slot: the store answers early);
-     * {@code leads}: born as the job's next slot, so the one after it follows it.
+     * due at {@code at} to be recorded skipped (never before its slot: the store answers early): a
+     * slot passed while this worker fell behind or the cluster was down ({@link #exclude} for the rest).
      */
-    static DueSlot excluded(ScheduledJob job, Instant slot, String why, Instant at, boolean leads) {
-        DueSlot d = new DueSlot(job, slot, Kind.CLAIM, Stage.MISS_ONLY, at.isBefore(slot) ? slot : at, Instant.MAX);
-        d.missReason = "calendar: " + why;
-        d.missCode = CALENDAR;
-        d.skip = true;
-        d.leadsOnce = leads;
+    static DueSlot excluded(ScheduledJob job, Instant slot, String why, Instant at) {
+        DueSlot d = new DueSlot(job, slot, Kind.CLAIM, Stage.MISS_ONLY, at, Instant.MAX);
+        d.exclude(why);
         return d;
     }
 
@@ -213,7 +210,7 @@ final class DueSlot implements Comparable<DueSlot> {
      * {@link #unrunnable} when this worker may not run the job. Its calendars are asked when it
      * comes due ({@link #exclude}), not now: an application's calendar may change until then.
      */
-    static DueSlot next(ScheduledJob job, Instant slot, Duration lead, Events events) {
+    static DueSlot next(ScheduledJob job, Instant slot, Duration lead) {
         if (!job.here()) {
             DueSlot d = unrunnable(job, slot, slot);
             d.leadsOnce = true;

@@ -89,7 +89,7 @@ final class FirstSlots {
                                     + "re-enabled, it starts at its next slot, as after a reload");
                 }
             }
-            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.next(job, slot, queue.lead().current(), events)));
+            job.definition().schedule().next(now).ifPresent(slot -> due.add(DueSlot.next(job, slot, queue.lead().current())));
         }
         queue.addAll(due);
         // Runs of other workers may be in flight already: look at every job once.

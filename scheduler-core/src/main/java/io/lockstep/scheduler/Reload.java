@@ -83,7 +83,7 @@ final class Reload {
         if (running) {
             List<DueSlot> due = new ArrayList<>();
             for (ScheduledJob j : made) {
-                j.definition().schedule().next(at).ifPresent(slot -> due.add(DueSlot.next(j, slot, queue.lead().current(), events)));
+                j.definition().schedule().next(at).ifPresent(slot -> due.add(DueSlot.next(j, slot, queue.lead().current())));
             }
             queue.addAll(due);
             queue.looks().lookAt(made.stream().map(ScheduledJob::name).toList(), at); // runs of it other workers have in flight

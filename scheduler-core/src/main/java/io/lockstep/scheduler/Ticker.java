@@ -164,12 +164,12 @@ final class Ticker {
         }
         while (next.isPresent() && !next.get().isAfter(horizon) && behind.size() < CatchUpPlan.MAX_CATCH_UP_SLOTS) {
             Instant slot = next.get();
-            behind.add(SlotCalendars.exclusion(fired.job, slot, events).map(why -> DueSlot.excluded(fired.job, slot, why, now, false))
+            behind.add(SlotCalendars.exclusion(fired.job, slot, events).map(why -> DueSlot.excluded(fired.job, slot, why, now))
                     .orElseGet(() -> !fired.job.here() ? DueSlot.unrunnable(fired.job, slot, now)
                             : DueSlot.missed(fired.job, slot, "this worker fell behind its schedule", "fell_behind", now)));
             next = d.schedule().next(slot);
         }
-        next.ifPresent(slot -> behind.add(DueSlot.next(fired.job, slot, queue.lead().current(), events)));
+        next.ifPresent(slot -> behind.add(DueSlot.next(fired.job, slot, queue.lead().current())));
         queue.addAll(behind);
     }
 }

@@ -4,9 +4,6 @@ import io.lockstep.scheduler.JobCalendar;
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.calendar.DatesCalendar;
 import io.lockstep.scheduler.calendar.DayLists;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.DateTimeException;
 import java.time.LocalDate;
@@ -22,7 +19,6 @@ import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.ScalarNode;
-import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
  * Reads the {@code calendars} section: named {@link DatesCalendar}s of {@code dates} (and date
@@ -34,9 +30,6 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
 final class CalendarSection {
 
     static final Set<String> KEYS = Set.of("zone", "dates", "file", "weekly");
-    /** The longest calendar file read: a holiday list is kilobytes. */
-    private static final long MAX_FILE_BYTES = 4L << 20;
-
     private final ConfigNodes nodes;
 
     CalendarSection(ConfigNodes nodes) {
@@ -81,14 +74,14 @@ final class CalendarSection {
             }
             TreeMap<LocalDate, LocalDate> days = new TreeMap<>();
             List<DatesCalendar.Window> windows = new ArrayList<>();
-            for (Map.Entry<Node, String> e : items(m.get("dates"), path + ".dates").entrySet()) {
+            for (Map.Entry<Node, String> e : items(m.get("dates"), path + ".dates", "dates (YYYY-MM-DD, or FROM..TO)")) {
                 try {
                     add(days, DayLists.range(e.getValue()));
                 } catch (IllegalArgumentException bad) {
                     nodes.problem(e.getKey(), path + ".dates", bad.getMessage());
                 }
             }
-            for (Map.Entry<Node, String> e : items(m.get("weekly"), path + ".weekly").entrySet()) {
+            for (Map.Entry<Node, String> e : items(m.get("weekly"), path + ".weekly", "weekly windows (like MON-FRI 09:00-17:00)")) {
                 try {
                     windows.add(DayLists.window(e.getValue()));
                 } catch (IllegalArgumentException bad) {
@@ -107,42 +100,24 @@ final class CalendarSection {
         return calendars;
     }
 
-    /** A list of text items, each with its node (for its line). */
-    private Map<Node, String> items(Node node, String path) {
-        Map<Node, String> out = new LinkedHashMap<>();
-        if (node == null) {
-            return out;
-        }
-        if (!(node instanceof SequenceNode list)) {
-            nodes.problem(node, path, "must be a list, but was " + ConfigNodes.describe(node));
-            return out;
-        }
-        for (int i = 0; i < list.getValue().size(); i++) {
-            Node item = list.getValue().get(i);
-            nodes.string(item, path + "[" + i + "]").ifPresent(v -> out.put(item, v));
-        }
-        return out;
+    /** A list of text items with their nodes; none when absent or not a list (reported). */
+    private List<Map.Entry<Node, String>> items(Node node, String path, String what) {
+        return node == null ? List.of() : nodes.texts(node, path, what).orElse(List.of());
     }
 
+    /** A file of dates (or an {@code .ics}), relative to the config file's folder, read as the config itself is (size, UTF-8). */
     private void readFile(String name, Node node, String path, TreeMap<LocalDate, LocalDate> days) {
         Path folder = Path.of(nodes.source).toAbsolutePath().getParent();
         Path file = folder == null ? Path.of(name).toAbsolutePath() : folder.resolve(name);
         try {
-            if (!Files.isRegularFile(file)) {
-                nodes.problem(node, path, "file not found: " + file);
-                return;
-            }
-            if (Files.size(file) > MAX_FILE_BYTES) {
-                nodes.problem(node, path, file + " is over 4 MB: not a list of dates");
-                return;
-            }
-            String text = Files.readString(file, StandardCharsets.UTF_8);
+            String text = ConfigFile.read(file);
             List<LocalDate[]> ranges = name.toLowerCase(java.util.Locale.ROOT).endsWith(".ics") ? DayLists.ics(text) : DayLists.lines(text);
             ranges.forEach(r -> add(days, r));
+        } catch (ConfigException e) {
+            ConfigProblem p = e.problems().get(0);
+            nodes.problem(node, path, file + (p.line() > 0 ? ":" + p.line() : "") + ": " + p.message());
         } catch (IllegalArgumentException e) {
             nodes.problem(node, path, file + ": " + e.getMessage());
-        } catch (IOException | java.io.UncheckedIOException e) {
-            nodes.problem(node, path, "cannot read " + file + ": " + e.getMessage());
         }
     }
 

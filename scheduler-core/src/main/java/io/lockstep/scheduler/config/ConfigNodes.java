@@ -123,6 +123,29 @@ class ConfigNodes {
         });
     }
 
+    /**
+     * A list of text items ({@code what} names them in the problem), each with its node (for its
+     * line) and index: empty when the node is not a list or an item is not text, each reported.
+     */
+    Optional<List<Map.Entry<Node, String>>> texts(Node node, String path, String what) {
+        if (!(node instanceof SequenceNode sequence)) {
+            problem(node, path, "must be a list of " + what + ", but was " + describe(node));
+            return Optional.empty();
+        }
+        List<Map.Entry<Node, String>> items = new ArrayList<>();
+        boolean all = true;
+        for (int i = 0; i < sequence.getValue().size(); i++) {
+            Node item = sequence.getValue().get(i);
+            Optional<String> text = string(item, path + "[" + i + "]");
+            if (text.isPresent()) {
+                items.add(Map.entry(item, text.get()));
+            } else {
+                all = false;
+            }
+        }
+        return all ? Optional.of(items) : Optional.empty();
+    }
+
     /** A node as plain Java values (maps, lists, strings, numbers, booleans, null), variables replaced. */
     Object plain(Node node, String path) {
         if (node instanceof MappingNode mapping) {

@@ -106,89 +106,81 @@ final class JobsSection {
 
     /** A list of labels, each like a job name; null (reported) when one is not. */
     static List<String> labels(Node node, String path, ConfigNodes nodes) {
-        List<String> out = new ArrayList<>();
         if (node == null) {
-            return out;
+            return new ArrayList<>();
         }
-        if (!(node instanceof SequenceNode list)) {
-            nodes.problem(node, path, "must be a list of labels, but was " + ConfigNodes.describe(node));
+        List<Map.Entry<Node, String>> items = nodes.texts(node, path, "labels").orElse(null);
+        if (items == null) {
             return null;
         }
-        boolean ok = true;
-        for (int i = 0; i < list.getValue().size(); i++) {
-            Node item = list.getValue().get(i);
-            Optional<String> label = nodes.string(item, path + "[" + i + "]");
-            if (label.isPresent() && !JobDefinition.NAME.matcher(label.get()).matches()) {
-                nodes.problem(item, path + "[" + i + "]", "a label must match " + JobDefinition.NAME + " (like gpu or region-eu), but was \""
-                        + label.get() + "\"");
-                ok = false;
-            } else if (label.isPresent()) {
-                out.add(label.get());
-            } else {
-                ok = false;
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < items.size(); i++) {
+            String label = items.get(i).getValue();
+            if (!JobDefinition.NAME.matcher(label).matches()) {
+                nodes.problem(items.get(i).getKey(), path + "[" + i + "]", "a label must match " + JobDefinition.NAME
+                        + " (like gpu or region-eu), but was \"" + label + "\"");
+                out = null;
+            } else if (out != null) {
+                out.add(label);
             }
         }
-        return ok ? out : null;
+        return out;
     }
 
-    /** {@code skipOn} / {@code onlyOn}: a list of calendar names, each defined. */
+    /** {@code skipOn} / {@code onlyOn}: a list of calendar names, each defined (null in it: a calendar with a problem). */
     private List<io.lockstep.scheduler.JobCalendar> calendarList(Node node, String path) {
         List<io.lockstep.scheduler.JobCalendar> out = new ArrayList<>();
         if (node == null) {
             return out;
         }
-        if (!(node instanceof SequenceNode list)) {
-            nodes.problem(node, path, "must be a list of calendar names, but was " + ConfigNodes.describe(node));
-            return out;
-        }
-        for (int i = 0; i < list.getValue().size(); i++) {
-            Node item = list.getValue().get(i);
-            nodes.string(item, path + "[" + i + "]").ifPresent(name -> {
-                io.lockstep.scheduler.JobCalendar c = calendars.get(name);
-                if (c == null && calendars.containsKey(name)) {
-                    out.add(null); // the calendar's own problem is reported; the job is left out with it
-                } else if (c == null && !checkClasses) {
-                    // The operator commands and audit load no class: an application's calendar (ServiceLoader, in the
-                    // jobs JAR) is named, not asked; asking it says so.
-                    out.add(new io.lockstep.scheduler.JobCalendar() {
-                        public String name() {
-                            return name;
-                        }
-
-                        public boolean contains(java.time.Instant instant) {
-                            throw new UnsupportedOperationException("calendar " + name + " is not on this class path");
-                        }
-                    });
-                } else if (c == null) {
-                    nodes.problem(item, path + "[" + list.getValue().indexOf(item) + "]", "unknown calendar \"" + name + "\" ("
-                            + (calendars.isEmpty() ? "define it under calendars:" : "defined: " + String.join(", ", new java.util.TreeSet<>(calendars.keySet())))
-                            + ", or register a JobCalendar)" + (calendars.isEmpty() ? "" : ConfigNodes.suggestion(name, calendars.keySet())));
-                } else {
-                    out.add(c);
-                }
-            });
+        List<Map.Entry<Node, String>> items = nodes.texts(node, path, "calendar names").orElse(List.of());
+        for (int i = 0; i < items.size(); i++) {
+            String name = items.get(i).getValue();
+            io.lockstep.scheduler.JobCalendar c = calendars.get(name);
+            if (c == null && calendars.containsKey(name)) {
+                out.add(null); // the calendar's own problem is reported; the job is left out with it
+            } else if (c == null && !checkClasses) {
+                out.add(unasked(name));
+            } else if (c == null) {
+                nodes.problem(items.get(i).getKey(), path + "[" + i + "]", "unknown calendar \"" + name + "\" ("
+                        + (calendars.isEmpty() ? "define it under calendars:" : "defined: " + String.join(", ", new java.util.TreeSet<>(calendars.keySet())))
+                        + ", or register a JobCalendar)" + (calendars.isEmpty() ? "" : ConfigNodes.suggestion(name, calendars.keySet())));
+            } else {
+                out.add(c);
+            }
         }
         return out;
     }
 
+    /**
+     * A calendar named but not known here: the operator commands and audit load no class, so an
+     * application's calendar (ServiceLoader, in the jobs JAR) is named, not asked; asking it says so.
+     */
+    private static io.lockstep.scheduler.JobCalendar unasked(String name) {
+        return new io.lockstep.scheduler.JobCalendar() {
+            @Override
+            public String name() {
+                return name;
+            }
+
+            @Override
+            public boolean contains(java.time.Instant instant) {
+                throw new UnsupportedOperationException("calendar " + name + " is not on this class path");
+            }
+        };
+    }
+
     /** {@code cron}: one expression, or a non-empty list of them. */
     private Optional<List<String>> cronList(Node node, String path) {
-        if (node instanceof SequenceNode list) {
-            if (list.getValue().isEmpty()) {
-                nodes.problem(node, path, "is an empty list; give at least one cron expression");
-                return Optional.empty();
-            }
-            List<String> exprs = new ArrayList<>();
-            for (int i = 0; i < list.getValue().size(); i++) {
-                Optional<String> e = nodes.string(list.getValue().get(i), path + "[" + i + "]");
-                if (e.isEmpty()) {
-                    return Optional.empty();
-                }
-                exprs.add(e.get());
-            }
-            return Optional.of(exprs);
+        if (!(node instanceof SequenceNode)) {
+            return nodes.string(node, path).map(List::of);
         }
-        return nodes.string(node, path).map(List::of);
+        Optional<List<String>> exprs = nodes.texts(node, path, "cron expressions").map(l -> l.stream().map(Map.Entry::getValue).toList());
+        if (exprs.isPresent() && exprs.get().isEmpty()) {
+            nodes.problem(node, path, "is an empty list; give at least one cron expression");
+            return Optional.empty();
+        }
+        return exprs;
     }
 
     /**

@@ -242,7 +242,7 @@ class ConfigLoaderTest {
                 "jobs.yaml:2: calendars.holidays.dates: invalid date \"2026-02-30\" (use YYYY-MM-DD, or FROM..TO for a range)",
                 "jobs.yaml:3: calendars.office.weekly: unknown day \"FRY\" in \"MON-FRY 09:00-17:00\" (use MON TUE WED THU FRI SAT SUN)",
                 "jobs.yaml:4: calendars.empty: is empty: give dates, a file or weekly windows",
-                "jobs.yaml:5: calendars.missing.file: file not found: " + java.nio.file.Path.of("no-such-file.txt").toAbsolutePath());
+                "jobs.yaml:5: calendars.missing.file: " + java.nio.file.Path.of("no-such-file.txt").toAbsolutePath() + ": file not found");
         // Checking classes (validate, run), an unknown name is a problem; without (the operator commands, audit), it may be an
         // application's calendar in the jobs JAR, named and not asked.
         List<ConfigProblem> strict = new java.util.ArrayList<>();

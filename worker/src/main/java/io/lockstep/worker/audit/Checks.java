@@ -47,6 +47,7 @@ final class Checks {
     private final SilentSlots silent;
     /** A run's lease: ended before its rerun was decided, and stopped in time once lost ({@link LeaseChecks}). */
     private final LeaseChecks leases;
+    private final PlacementChecks placement;
 
     /** One run: a fencing token's first {@code job_started}; {@code start} by Redis time (slot + lateness), or {@link Ev#NONE}. */
     record Run(long slot, long token, Ev started, long start, boolean rerun) {}
@@ -68,6 +69,7 @@ final class Checks {
         this.lifeOf = new Lives(lives, targets);
         this.silent = new SilentSlots(lives, targets, report, margin);
         this.leases = new LeaseChecks(lifeOf, report, tolerance, options.stopAllowance().toMillis());
+        this.placement = new PlacementChecks(ledger, report);
     }
 
     /** Every slot of job {@code name} in the window that any given config schedules, and every slot of it with events. */
@@ -95,8 +97,7 @@ final class Checks {
                 continue;
             }
             Run original = slot(target.def(), slot, events != null ? events : List.of(), false, ranges);
-            calendar(target.def(), slot, events != null ? events : List.of(), original);
-            labels(target.def(), slot, original);
+            placement.check(target.def(), slot, events != null ? events : List.of(), original);
             if (original != null && !original.rerun()) {
                 originals.add(original);
             }
@@ -227,56 +228,6 @@ final class Checks {
         startTime(def, slot, original, manual);
         contradictions(job, slot, events, original);
         return manual ? null : original;
-    }
-
-    /**
-     * The job's calendars, as the config in force at the slot says: a slot they exclude never runs,
-     * and a slot reported skipped for them is one they exclude.
-     */
-    private void calendar(JobDefinition def, long slot, List<Ev> events, Run original) {
-        if (events.isEmpty()) {
-            return;
-        }
-        boolean[] unknown = {false};
-        java.util.Optional<String> excluded = def.calendars().excludes(Instant.ofEpochMilli(slot), (c, e) -> unknown[0] = true);
-        if (unknown[0]) {
-            return; // an application's calendar not on the audit's class path (or one that failed): the log cannot be judged by it
-        }
-        if (original != null && excluded.isPresent()) {
-            report.violation("calendar", def.name(), slot, "ran, although its calendars exclude it (" + excluded.get() + ")",
-                    List.of(original.started()));
-        }
-        for (Ev e : events) {
-            if (e.type() == Type.SLOT_SKIPPED && Ledger.CALENDAR.equals(e.text()) && excluded.isEmpty()) {
-                report.violation("calendar", def.name(), slot, "reported skipped for its calendars by " + e.worker()
-                        + ", but the config in force then does not exclude it", List.of(e));
-            }
-        }
-    }
-
-    /**
-     * A job with {@code runOn} labels ran on a worker that had them, by the labels its process logged
-     * at start ({@code config_loaded}; a worker that logged none, an embedded one, is not judged).
-     */
-    private void labels(JobDefinition def, long slot, Run original) {
-        if (original == null || def.runOn().labels().isEmpty()) {
-            return;
-        }
-        Ledger.WorkerLog w = ledger.workers.get(original.started().worker());
-        String logged = null;
-        for (Ev e : w == null ? List.<Ev>of() : w.lifecycle) {
-            if (e.type() == Type.CONFIG_LOADED && e.ts() <= original.started().ts()) {
-                logged = e.text();
-            }
-        }
-        if (logged == null) {
-            return;
-        }
-        Set<String> has = logged.isEmpty() ? Set.of() : new java.util.HashSet<>(java.util.Arrays.asList(logged.split(",")));
-        if (!def.runOn().allows(has)) {
-            report.violation("labels", def.name(), slot, "ran on " + original.started().worker() + ", which has labels " + new java.util.TreeSet<>(has)
-                    + ", but the job runs only on workers with " + new java.util.TreeSet<>(def.runOn().labels()), List.of(original.started()));
-        }
     }
 
     /** When rerun {@code r} was decided, by Redis time: its {@code slot_recovered}, else its start. */
