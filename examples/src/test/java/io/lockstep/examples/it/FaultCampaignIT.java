@@ -660,7 +660,12 @@ class FaultCampaignIT {
         assertThat(failures).as("steps that could not be carried out").isEmpty();
         assertThat(silent).as("slots of the windows with no fault on (settled %d s after each heal) that no worker started"
                 + " nor reported", SETTLE.toSeconds()).isEmpty();
-        cluster.assertAuditHolds(AUDIT_ARGS.toArray(String[]::new));
+        // The audit's window ends a grace and a second before the campaign began stopping its workers one by one (as
+        // the healthy windows do): a slot due while only the last of them still ran, and whose grace its stop cut,
+        // cannot show its fate in any log (the known limit the audit reports as unverified; seed 1303965971207148775).
+        List<String> audit = new ArrayList<>(AUDIT_ARGS);
+        audit.addAll(List.of("--to", stopAt.minusSeconds(3).toString()));
+        cluster.assertAuditHolds(audit.toArray(String[]::new));
     }
 
 

@@ -84,6 +84,7 @@ class ScheduleVocabularyIT {
                 assertThat(second0 >= hashedFirst && (second0 - hashedFirst) % 4 == 0).as("%s fires at %s", e, hashed).isTrue();
             }
             cluster.assertAuditHolds();
+            cluster.assertAuditNamesAForgedRerun(started(cluster, "twice").get(2)); // a second run of a slot of two crons
         }
     }
 
@@ -199,6 +200,8 @@ class ScheduleVocabularyIT {
             assertThat(starts.stream().collect(java.util.stream.Collectors.groupingBy(e -> e.path("slot").asText(),
                     java.util.stream.Collectors.counting())).values()).as("a slot runs on each worker").contains(3L);
             cluster.assertAuditHolds();
+            // One worker's instance run again on another worker (its own token, one higher): audit names it.
+            cluster.assertAuditNamesAForgedRerun(WorkerProcess.slot(starts.get(0)));
         }
     }
 
