@@ -38,6 +38,8 @@ final class ClaimAnswers {
     }
 
     /** Redlock: a claim without a majority is asked again after a random wait between these. */
+    /** A backfill's slot refused busy (its job's lease held, or the job paused) asks again this soon: its previous run is short. */
+    static final Duration BACKFILL_BUSY_DELAY = Duration.ofMillis(50);
     static final Duration NO_QUORUM_RETRY_MIN = Duration.ofMillis(5);
     static final Duration NO_QUORUM_RETRY_MAX = Duration.ofMillis(60);
 
@@ -140,12 +142,14 @@ final class ClaimAnswers {
             d.decided();
             return;
         }
+        d.answered(result.status());
         claimEvents.answered(d, request, result, lockName, lateness, durationMs); // counted, and told when decided
         switch (result.status()) {
             case CLAIMED -> {
                 SlotRun run = new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual,
                         request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
                         d.kind() == DueSlot.Kind.CATCH_UP, provider);
+                run.backfill = d.backfill != null;
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
                 run.storeClock(result.serverTimeMillis() * 1_000, sentNanos, receivedNanos, d.asks.askedSinceNanos());
                 // Moved on before the hand-off: should anything below throw, unhandled() must not free the
@@ -175,7 +179,8 @@ final class ClaimAnswers {
                 // lease is free: it can back off without missing the gap between back-to-back runs.
                 d.asks.undecided();
                 // A catch-up takes no turn (only reruns do): it keeps asking every 250 ms to catch the gaps.
-                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.CATCH_UP ? Claimer.RETRY_DELAY : busyDelay(d.asks.busyAnswered())));
+                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.BACKFILL ? BACKFILL_BUSY_DELAY
+                        : d.kind() == DueSlot.Kind.CATCH_UP ? Claimer.RETRY_DELAY : busyDelay(d.asks.busyAnswered())));
                 return;
             }
             case UNANSWERED -> {

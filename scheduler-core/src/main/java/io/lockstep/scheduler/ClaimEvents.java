@@ -70,7 +70,10 @@ final class ClaimEvents {
                     if (request.staged() && !result.started()) {
                         event = event.addKeyValue("staged", true); // decided before the store's start window: a start follows
                     }
-                    if (mode == ClaimRequest.Mode.CATCH_UP) {
+                    if (d.backfill != null) {
+                        // outside the job's order and grace: audit checks it as a backfill's, not the schedule's
+                        event = event.addKeyValue("origin", "backfill").addKeyValue("backfill", d.backfill);
+                    } else if (mode == ClaimRequest.Mode.CATCH_UP) {
                         event = event.addKeyValue("catch_up", true);
                     }
                     if (d.manual) {
@@ -119,6 +122,12 @@ final class ClaimEvents {
             case UNCONFIRMED -> missed(d, lateness, "claim not acknowledged by the replicas within waitTimeout (redis.waitReplicas); "
                     + "disowned so that a failover cannot run it twice", lockName, "unconfirmed");
             case STALE -> {
+                if (d.backfill != null) {
+                    // the backfill was cancelled or ended, or already passed the slot: nothing happened to it
+                    events.debug("backfill_slot_refused").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
+                            .addKeyValue("backfill", d.backfill).log("not claimed: the backfill was cancelled, ended, or passed it");
+                    return;
+                }
                 var event = events.info("slot_stale").addKeyValue("job", def.name()).addKeyValue("slot", d.slot.toString())
                         .addKeyValue("lock_name", lockName).addKeyValue("lateness_ms", lateness)
                         .addKeyValue("reason", (d.manual ? "the manual run's record may have expired"

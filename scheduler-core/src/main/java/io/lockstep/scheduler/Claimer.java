@@ -123,7 +123,7 @@ final class Claimer {
                 d.missOnly("could not be caught up: no free job thread or the job's lease was held", "catch_up");
             }
             if (d.needsThread()) {
-                boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual;
+                boolean ordered = d.kind() != DueSlot.Kind.RECOVER && !d.manual && d.backfill == null;
                 boolean behindOlder = ordered && (held.contains(job) || queue.waitingBefore(job, d.slot)
                         || (d.kind() != DueSlot.Kind.CATCH_UP && queue.catchingUp(job)));
                 if (!behindOlder && (reserved < free
@@ -155,7 +155,7 @@ final class Claimer {
             Duration ahead = d.ahead(); // only a slot shared out to us, on its way to start
             allOwn &= ahead.toMillis() > 0;
             requests.add(new ClaimRequest(lease, workerId, d.grace(), d.mode(), def.overlap() == Overlap.REPLACE, d.manual,
-                    ahead, null, d.recordOnly() ? d.missCode() : null));
+                    ahead, null, d.recordOnly() ? d.missCode() : null, d.recordOnly() ? null : d.backfill));
             reservations.add(reserves);
             batch.add(d);
         }

@@ -1,6 +1,7 @@
 package io.lockstep.scheduler;
 
 import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.EnumSet;
@@ -22,6 +23,7 @@ import java.util.Set;
  * from                           transition        to                    called by
  * (birth)                        scheduled         UNSHARED              Scheduler.start, Ticker
  * (birth)                        manual            QUEUED                Scheduler (a trigger)
+ * (birth)                        backfill          QUEUED                BackfillDriver
  * (birth)                        claim, catchUp,   QUEUED                CatchUpPlan, Recovery
  *                                recovery
  * (birth)                        missed            MISS_ONLY             CatchUpPlan, Ticker (fell behind)
@@ -90,7 +92,13 @@ final class DueSlot implements Comparable<DueSlot> {
         /** A run whose lease ran out without an outcome, to rerun ({@code recover: rerun}). */
         RECOVER(ClaimRequest.Mode.RECOVER),
         /** A run whose lease ran out without an outcome, to abandon ({@code recover: none}). */
-        ABANDON(ClaimRequest.Mode.ABANDON);
+        ABANDON(ClaimRequest.Mode.ABANDON),
+        /**
+         * A slot of a {@link io.lockstep.scheduler.lock.Backfill}: claimed as a catch-up with no
+         * deadline (busy while the job's lease is held or the job is paused), outside the job's
+         * order of slots; its driver waits for it ({@link #settled}).
+         */
+        BACKFILL(ClaimRequest.Mode.CATCH_UP);
 
         /** What is asked of the store while the slot may still start. */
         final ClaimRequest.Mode mode;
@@ -124,6 +132,16 @@ final class DueSlot implements Comparable<DueSlot> {
     private final Kind kind;
     /** A manual run ({@code trigger}): {@link Kind#MANUAL}. */
     final boolean manual;
+    /** A backfill's slot ({@link Kind#BACKFILL}): the backfill's id; null otherwise. */
+    final String backfill;
+    /**
+     * A backfill's slot: completed with the status of the store's last answer ({@link ClaimResult.Status#CLAIMED}
+     * when it won; {@link ClaimResult.Status#UNANSWERED} when given up unanswered) as the slot leaves the
+     * queue's hands; null for any other slot.
+     */
+    final java.util.concurrent.CompletableFuture<ClaimResult.Status> settled;
+    /** The status of the store's latest answer about it (only a backfill's slot keeps it). */
+    private volatile ClaimResult.Status answer = ClaimResult.Status.UNANSWERED;
     /** A catch-up: until when it may still start (then only recorded missed); a recovery: until when a split is asked again. */
     private Instant deadline;
     private Stage stage;
@@ -149,10 +167,16 @@ final class DueSlot implements Comparable<DueSlot> {
     private DueSlot next;
 
     private DueSlot(ScheduledJob job, Instant slot, Kind kind, Stage stage, Instant retryAt, Instant deadline) {
+        this(job, slot, kind, stage, retryAt, deadline, null);
+    }
+
+    private DueSlot(ScheduledJob job, Instant slot, Kind kind, Stage stage, Instant retryAt, Instant deadline, String backfill) {
         this.job = job;
         this.slot = slot;
         this.kind = kind;
         this.manual = kind == Kind.MANUAL;
+        this.backfill = backfill;
+        this.settled = backfill == null ? null : new java.util.concurrent.CompletableFuture<>();
         this.stage = stage;
         this.retryAt = retryAt;
         this.deadline = deadline;
@@ -176,6 +200,14 @@ final class DueSlot implements Comparable<DueSlot> {
     /** A manual run of {@code job} requested at {@code slot}. */
     static DueSlot manual(ScheduledJob job, Instant slot) {
         return new DueSlot(job, slot, Kind.MANUAL, Stage.QUEUED, slot, Instant.MAX);
+    }
+
+    /**
+     * A slot of backfill {@code id}, due now ({@code now}); {@link #recordDeadline()} counts from
+     * now, not from the slot: its record lives that long from its claim.
+     */
+    static DueSlot backfill(ScheduledJob job, Instant slot, String id, Instant now) {
+        return new DueSlot(job, slot, Kind.BACKFILL, Stage.QUEUED, now, now, id);
     }
 
     /** A slot the cluster missed while down, to run until {@code deadline}; due at {@code at}. */
@@ -357,6 +389,16 @@ final class DueSlot implements Comparable<DueSlot> {
                     + to + " (allowed from " + from + ")");
         }
         stage = to;
+        if (settled != null && (to == Stage.RUNNING || to == Stage.STAGED || to == Stage.DECIDED)) {
+            settled.complete(to == Stage.DECIDED ? answer : ClaimResult.Status.CLAIMED);
+        }
+    }
+
+    /** The store answered {@code status} about it (kept for a backfill's driver: {@link #settled}). */
+    void answered(ClaimResult.Status status) {
+        if (settled != null) {
+            answer = status;
+        }
     }
 
     private void because(String reason, String code) {
@@ -471,7 +513,7 @@ final class DueSlot implements Comparable<DueSlot> {
     Instant startDeadline() {
         return switch (mode()) {
             case CLAIM -> slot.plus(grace());
-            case CATCH_UP -> deadline;
+            case CATCH_UP -> kind == Kind.BACKFILL ? Instant.MAX : deadline; // a backfill waits for as long as it runs
             default -> Instant.MAX;
         };
     }
@@ -482,7 +524,7 @@ final class DueSlot implements Comparable<DueSlot> {
      */
     Instant recordDeadline() {
         JobDefinition d = definition();
-        return slot.plus(ClaimRequest.recordTtl(d.lease(), grace()));
+        return (kind == Kind.BACKFILL ? deadline : slot).plus(ClaimRequest.recordTtl(d.lease(), grace()));
     }
 
     String key() {

@@ -204,6 +204,14 @@ final class Membership {
         }
     }
 
+    /** Told the backfills each heartbeat brings ({@link BackfillDriver#heard}). */
+    private volatile java.util.function.Consumer<List<io.lockstep.scheduler.lock.Backfill.Entry>> backfills = b -> {};
+
+    /** Who is told the backfills each heartbeat brings (set once, before the first). */
+    void onBackfills(java.util.function.Consumer<List<io.lockstep.scheduler.lock.Backfill.Entry>> backfills) {
+        this.backfills = backfills;
+    }
+
     /** This worker's labels, for its heartbeats (set once, before the first). */
     void labels(java.util.Set<String> labels) {
         this.labels = java.util.Set.copyOf(labels);
@@ -239,6 +247,7 @@ final class Membership {
             drainTold = true;
             drainRequested.accept(reply.drainWithin());
         }
+        backfills.accept(reply.backfills()); // each driver here not among them stops
         handed.retainAll(reply.triggers());
         for (Heartbeat.Trigger t : reply.triggers()) {
             if (!handed.contains(t) && triggered.test(t)) {

@@ -227,7 +227,7 @@ final class Preference {
         return best < 0 ? workerId : workers.get(best);
     }
 
-    private static long hash(String s) {
+    static long hash(String s) {
         long h = 0xcbf29ce484222325L; // FNV-1a, then mixed
         for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
             h = (h ^ b) * 0x100000001b3L;
@@ -236,7 +236,7 @@ final class Preference {
     }
 
     /** MurmurHash3's 64-bit finalizer: every input bit moves every output bit. */
-    private static long mix(long z) {
+    static long mix(long z) {
         z = (z ^ (z >>> 33)) * 0xff51afd7ed558ccdL;
         z = (z ^ (z >>> 33)) * 0xc4ceb53fe1a85ec3L;
         return z ^ (z >>> 33);

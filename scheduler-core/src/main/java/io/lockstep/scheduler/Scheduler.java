@@ -71,6 +71,8 @@ public final class Scheduler implements AutoCloseable {
     private final Membership membership;
     private final Outage outage;
     private final Reload reload;
+    /** Drives the backfills this worker is chosen for ({@code lockstep backfill}). */
+    private final BackfillDriver backfills;
     /** The definitions in force: as built, then as the latest {@link #update} put them (disabled ones included). */
     private volatile List<JobDefinition> definitions;
     private final AtomicBoolean started = new AtomicBoolean();
@@ -120,6 +122,8 @@ public final class Scheduler implements AutoCloseable {
             t.start();
         });
         membership.labels(b.labels);
+        this.backfills = new BackfillDriver(provider, workerId, jobs, queue, clock, events, membership::live);
+        membership.onBackfills(backfills::heard);
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
         queue.claimLead(ClaimLead.forWindow(provider.startWindow()));
         this.starter = new Starter(provider, runner, events, outage);
@@ -295,6 +299,7 @@ public final class Scheduler implements AutoCloseable {
                         : "stopping: no new claims; letting " + threads.busy() + " running job(s) finish within "
                         + (drain ? "the drain's " + timeout : "the shutdown timeout") + ", then interrupting the rest and writing every outcome");
         membership.drain(); // peers stop preferring this worker for slots while it drains
+        backfills.close(); // the next worker by the hash drives them on
         ticker.stop();
         starter.close(); // claims made ahead not started yet go back to the peers now
         boolean drained = runner.drain(timeout, INTERRUPT_GRACE);

@@ -128,7 +128,7 @@ final class SlotQueue {
     }
 
     static boolean ordered(DueSlot d) {
-        return !d.recovery() && !d.manual;
+        return !d.recovery() && !d.manual && d.backfill == null;
     }
 
     /** New slots (a job's next, a catch-up plan, a manual run), each due at its {@link DueSlot#retryAt()}. */

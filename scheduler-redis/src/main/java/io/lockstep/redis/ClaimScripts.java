@@ -157,7 +157,8 @@ final class ClaimScripts {
                             default -> "claim";
                         },
                         request.replace() ? "1" : "0", Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
-                        request.manual() ? "1" : "0", Long.toString(request.ahead().toMillis()),
+                        request.manual() ? "1" : request.backfill() != null ? "b:" + request.backfill() : "0",
+                        Long.toString(request.ahead().toMillis()),
                         // The staged lease also covers the replicas' wait: the reply (and so the start)
                         // can come that much later.
                         Long.toString(ClaimRequest.STAGED_MARGIN.plus(replicas.count() > 0 ? replicas.timeout()

@@ -35,6 +35,8 @@ import java.util.Map;
  *                                           stamp; see inforce.lua); ttl 7 days, refreshed
  *   &lt;prefix&gt;:{workers}:config:&lt;hash&gt;        the job definitions a config hash stands for (hash: job -> JSON)
  *   &lt;prefix&gt;:{workers}:manual               manual runs requested in the last minute (zset: 'job slot' -> slot ms)
+ *   &lt;prefix&gt;:{workers}:backfills            backfills (hash: job -> request JSON, '&lt;job&gt;:progress' -> its progress JSON; the
+ *                                           job's '&lt;job&gt;:bf' mark, '&lt;id&gt;:&lt;cursor&gt;', is in its group's marks); ttl 7 days
  *   &lt;prefix&gt;:{workers}:commands             Redlock: the latest pause/resume per job on this master (hash: job -> JSON); no ttl
  *   &lt;prefix&gt;:{workers}:deployment           Redlock: this master's deployment marker (hash: id, created, run, fresh); no ttl
  * </pre>
@@ -218,6 +220,14 @@ public record RedisKeys(String prefix, boolean cluster) {
     /** Drain requests ({@code lockstep drain}): worker id to how long its running jobs may take (ms); read by heartbeat.lua. */
     String drains() {
         return prefix + ":{workers}:drain";
+    }
+
+    /**
+     * The backfills ({@code lockstep backfill}): job to the request (JSON), and {@code <job>:progress}
+     * to its driver's progress (JSON); read by heartbeat.lua; ttl 7 days, refreshed by each write.
+     */
+    String backfills() {
+        return prefix + ":{workers}:backfills";
     }
 
     String config(String hash) {

@@ -227,6 +227,29 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
+    public io.lockstep.scheduler.lock.Backfill.View backfillView(String job, List<java.time.Instant> slots, Duration recordTtl) {
+        return backfills().view(job, slots, recordTtl);
+    }
+
+    @Override
+    public void backfillProgress(io.lockstep.scheduler.lock.Backfill backfill, io.lockstep.scheduler.lock.Backfill.Progress progress) {
+        backfills().progress(backfill, progress);
+    }
+
+    /**
+     * Backfills ({@link BackfillStore}) on one server, Sentinel or Cluster.
+     *
+     * @throws UnsupportedOperationException on Redlock, which keeps no backfills
+     */
+    BackfillStore backfills() {
+        if (redlock != null) {
+            throw new UnsupportedOperationException("backfill is not available on Redlock (redis.redlock): "
+                    + "its requests and cursor would need a majority of the masters");
+        }
+        return server.backfills();
+    }
+
+    @Override
     public void publishConfig(String configHash, Map<String, String> jobs) {
         if (redlock != null) {
             redlock.members().publishConfig(configHash, jobs);

@@ -77,7 +77,7 @@ final class RedisMembers {
     Beat beat(WorkerInfo self, Duration ttl) {
         Object reply = calls.call("heartbeat", new RedisCalls.Call(HEARTBEAT,
                 List.of(keys.workers(), keys.seen(), keys.config(self.configHash()), keys.triggers(), keys.operator(), keys.deployment(),
-                        keys.drains()),
+                        keys.drains(), keys.backfills()),
                 List.of(self.id(), toJson(self), Long.toString(ttl.toMillis()))));
         List<?> r = (List<?>) reply;
         List<String> stored = new ArrayList<>();
@@ -104,8 +104,14 @@ final class RedisMembers {
                     .map(WorkerInfo::id).min(String::compareTo).map(self.id()::equals).orElse(true));
         }
         String drain = r.size() > 7 ? text(r.get(7)) : "";
+        Map<String, String> backfillFields = new HashMap<>();
+        List<?> bf = r.size() > 8 ? (List<?>) r.get(8) : List.of();
+        for (int i = 0; i + 1 < bf.size(); i += 2) {
+            backfillFields.put(text(bf.get(i)), text(bf.get(i + 1)));
+        }
         return new Beat(new Heartbeat(live, triggers, serverTime, calls.asLong("heartbeat", r.get(1)) == 1,
-                drain.isEmpty() ? null : Duration.ofMillis(Long.parseLong(drain))), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
+                drain.isEmpty() ? null : Duration.ofMillis(Long.parseLong(drain)),
+                BackfillStore.parse(backfillFields)), stored, commands, r.size() > 6 ? text(r.get(6)) : "");
     }
 
     /**
@@ -233,7 +239,7 @@ final class RedisMembers {
         return new Live(List.copyOf(ours), List.copyOf(others));
     }
 
-    private static String text(Object o) {
+    static String text(Object o) {
         return o instanceof byte[] b ? new String(b, java.nio.charset.StandardCharsets.UTF_8) : String.valueOf(o);
     }
 

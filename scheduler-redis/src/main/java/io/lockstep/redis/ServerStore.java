@@ -38,6 +38,8 @@ final class ServerStore {
     private final LeaseScripts leases;
     /** Runs' checkpoints. */
     private final CheckpointScripts checkpoints;
+    /** Backfills: requests, progress, marks and views. */
+    private final BackfillStore backfills;
 
     /**
      * One server (or Sentinel, or Cluster).
@@ -59,6 +61,7 @@ final class ServerStore {
         this.reads = new SlotReads(calls, keys, target);
         this.leases = new LeaseScripts(calls, keys, replicas, target, historyKeep);
         this.checkpoints = new CheckpointScripts(calls, keys, replicas, target);
+        this.backfills = new BackfillStore(jedis, calls, keys, historyKeep);
         this.target = target;
     }
 
@@ -88,6 +91,10 @@ final class ServerStore {
 
     CheckpointScripts checkpoints() {
         return checkpoints;
+    }
+
+    BackfillStore backfills() {
+        return backfills;
     }
 
     RedisMembers members() {

@@ -13,7 +13,7 @@
 -- and 15 arguments from ARGV[15i+1]:
 --   owner token, slot (epoch ms), misfire grace (ms), lease ttl (ms), slot record ttl (ms),
 --   worker id, mode (claim | miss | miss:<code> | skip:<reason> | catchup), '1' = overlap replace, ttl of the marks and the fence (ms),
---   '1' = a manual run, how long before the slot it may be claimed (ms; see 'ahead' below),
+--   '1' = a manual run ('b:<id>': a slot of backfill <id>, see below), how long before the slot it may be claimed (ms; see 'ahead' below),
 --   how long past its slot the short lease of a claim made ahead lives (ms), how many entries the
 --   decisions stream keeps (history.keep; 0: none), the job's field prefix in the marks ('<job>:'),
 --   the start window (ms; see 'A claim made ahead' below)
@@ -33,6 +33,15 @@
 -- 'taken' only when a majority of its masters name the same token.)
 -- A manual slot (a `trigger`: its slot is the request's time) is decided like any other, but
 -- neither reads nor moves the job's order ('decided', 'started'), and runs even while the job is paused.
+-- A backfill's slot ('b:<id>', mode catchup: `lockstep backfill`) is a slot of the job's schedule
+-- claimed like a catch-up (no grace; 'busy' while a run holds the job's lease or the job is
+-- paused), outside the job's order (it never reads or moves 'started', and no later slot makes it
+-- 'superseded'), and never refused 'stale': its worker decided from the job's records and history
+-- that nobody decided it (BackfillView). What keeps it once is its record, and the job's backfill
+-- mark '<job>:bf' = '<id>:<cursor>' in the marks: a slot is claimed only for the backfill the mark
+-- names (a cancelled one has none) and only past its cursor, which each claim moves to its slot, so
+-- the backfill's slots start in order, each once, whichever worker drives it and however long ago
+-- an earlier claim's record expired. The record says origin 'backfill', and so does its history.
 -- The last element lets every worker that races a slot know when to look for a run that died,
 -- without polling.
 --
@@ -124,7 +133,8 @@ local function claim(k, a)
   -- scheduled slot moved the mark to it in the same call), so the record is read only when it may
   -- exist: a repeat, a race, a slot decided otherwise, or a manual run (which never moves the marks).
   local manual = a[10] == '1'
-  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept', f .. 'turn')
+  local backfill = string.match(a[10], '^b:(.+)$') -- the id of the backfill this slot belongs to, or nil
+  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept', f .. 'turn', f .. 'bf')
   local decided, started = 0, 0
   if not manual then
     decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
@@ -132,7 +142,7 @@ local function claim(k, a)
   -- The shortest record ttl a claim of the job wrote (manual runs: their own), see the header.
   local kept_field, kept = f .. (manual and 'mkept' or 'kept'), tonumber(marks[manual and 5 or 4] or '')
   local r = {false}
-  if manual or slot <= decided then
+  if manual or backfill or slot <= decided then
     r = redis.call('HMGET', record, 'token', 'state', 'fence', 'why')
   end
   if r[1] then
@@ -177,11 +187,20 @@ local function claim(k, a)
   -- A claim ahead (up to ARGV 11 before the slot) is decided only when it wins outright; the
   -- worker starts the run at the slot by this server's clock (the reply carries 'now'). A paused
   -- job or a held lease is decided at the slot itself ('early': ask again then).
+  if backfill then
+    local id, cursor = string.match(marks[7] or '', '^(.+):(%d+)$')
+    if id ~= backfill or slot <= tonumber(cursor) then
+      return reply('stale', 0) -- cancelled or ended, or a slot the backfill already passed: not run again
+    end
+    if redis.call('EXISTS', pause_key) == 1 then
+      return reply('busy', 0) -- a backfill waits while its job is paused
+    end
+  end
   local ahead = now < slot
   if ahead and now < slot - tonumber(a[11]) then
     return reply('early', 0)
   end
-  if now >= slot + math.min(record_ttl, kept or record_ttl) and (manual or marks[1] == false or slot <= decided) then
+  if not backfill and now >= slot + math.min(record_ttl, kept or record_ttl) and (manual or marks[1] == false or slot <= decided) then
     return reply('stale', 0)
   end
 
@@ -194,6 +213,9 @@ local function claim(k, a)
     if manual then
       fields[#fields + 1] = 'manual'
       fields[#fields + 1] = '1'
+    elseif backfill then
+      fields[#fields + 1] = 'origin'
+      fields[#fields + 1] = 'backfill'
     end
     redis.call('HSET', record, unpack(fields))
     redis.call('PEXPIRE', record, record_ttl + math.max(slot - now, 0)) -- from the slot, not from a claim made ahead
@@ -212,9 +234,13 @@ local function claim(k, a)
       mark[#mark + 1] = slot_text
       mark[#mark + 1] = f .. 'until'
       mark[#mark + 1] = string.format('%.0f', now + lease_ttl())
-      if slot > started and not manual then
+      if slot > started and not manual and not backfill then
         mark[#mark + 1] = f .. 'started'
         mark[#mark + 1] = slot_text
+      end
+      if backfill then
+        mark[#mark + 1] = f .. 'bf'
+        mark[#mark + 1] = backfill .. ':' .. slot_text -- the backfill's cursor
       end
     end
     if kept == nil or record_ttl < kept then
@@ -251,7 +277,7 @@ local function claim(k, a)
     decide('skipped', 0, 'paused')
     return reply('paused', 0)
   end
-  if slot < started then
+  if slot < started and not backfill then
     decide('missed', 0, 'order') -- a later slot of the job already started: slots start in order
     return reply('superseded', 0)
   end

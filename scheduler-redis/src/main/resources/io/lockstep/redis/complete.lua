@@ -31,7 +31,7 @@ for i = 0, #KEYS / 5 - 1 do
   if redis.call('GET', lease) == token then
     redis.call('DEL', lease)
   end
-  local r = redis.call('HMGET', record, 'token', 'state', 'worker', 'fence', 'manual', 'handed')
+  local r = redis.call('HMGET', record, 'token', 'state', 'worker', 'fence', 'manual', 'handed', 'origin')
   if r[1] == token and (r[2] == 'done' or r[6] == token) then
     replies[i + 1] = 1
   elseif r[1] ~= token or (r[2] ~= 'running' and r[2] ~= 'claimed') then
@@ -56,9 +56,13 @@ for i = 0, #KEYS / 5 - 1 do
     if keep > 0 then
       -- '~': trimmed a whole node at a time (about 100 entries), so at least 'keep' runs stay; exact
       -- trimming costs ~15 us per entry once the stream is full, the approximate one ~2 us.
-      redis.call('XADD', history, 'MAXLEN', '~', keep, '*', 'slot', slot, 'worker', r[3] or '', 'outcome', outcome,
-          'attempt', ARGV[a + 4], 'token', ARGV[a + 9] ~= '0' and ARGV[a + 9] or r[4] or '0', 'durationMs', ARGV[a + 5], 'error', ARGV[a + 6],
-          'manual', r[5] or '0')
+      local entry = {'slot', slot, 'worker', r[3] or '', 'outcome', outcome, 'attempt', ARGV[a + 4],
+          'token', ARGV[a + 9] ~= '0' and ARGV[a + 9] or r[4] or '0', 'durationMs', ARGV[a + 5], 'error', ARGV[a + 6], 'manual', r[5] or '0'}
+      if r[7] then
+        entry[#entry + 1] = 'origin' -- a backfill's run (claim.lua)
+        entry[#entry + 1] = r[7]
+      end
+      redis.call('XADD', history, 'MAXLEN', '~', keep, '*', unpack(entry))
       redis.call('PEXPIRE', history, 604800000) -- a week after the job's last run
     end
     replies[i + 1] = 1

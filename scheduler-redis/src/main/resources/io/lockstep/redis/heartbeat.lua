@@ -8,11 +8,12 @@
 -- KEYS[6] Redlock: the deployment marker (hash, see marker.lua)
 -- KEYS[7] drain requests (hash: worker id -> how long it may take, ms; lockstep drain): this worker's
 -- is answered once and removed, so that a worker restarted under the same id is not drained again
+-- KEYS[8] backfills (hash: job -> request JSON, '<job>:progress' -> JSON; lockstep backfill), read whole
 -- ARGV[1] worker id  ARGV[2] its JSON  ARGV[3] ttl (ms): the same for every caller (WorkerInfo.HEARTBEAT_TTL),
 -- since each call ages out everyone not seen within it
 -- Returns {server ms, 1 if KEYS[3] exists else 0, {id, JSON, id, JSON, ...}, {id, last seen, ...},
 -- {'<job> <slot ms>', ...}, {job, command, job, command, ...}, the marker's id or '', the drain asked of
--- this worker (ms) or ''}.
+-- this worker (ms) or '', the backfills (HGETALL)}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[3])
@@ -32,4 +33,5 @@ if drain then
   redis.call('HDEL', KEYS[7], ARGV[1])
 end
 return {now, published, redis.call('HGETALL', KEYS[1]), redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES'),
-    redis.call('ZRANGE', KEYS[4], 0, -1), redis.call('HGETALL', KEYS[5]), redis.call('HGET', KEYS[6], 'id') or '', drain or ''}
+    redis.call('ZRANGE', KEYS[4], 0, -1), redis.call('HGETALL', KEYS[5]), redis.call('HGET', KEYS[6], 'id') or '', drain or '',
+    redis.call('HGETALL', KEYS[8])}

@@ -1,8 +1,10 @@
 package io.lockstep.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.lockstep.scheduler.lock.Backfill;
 import io.lockstep.scheduler.lock.ClaimRequest;
 import io.lockstep.scheduler.lock.ClaimRequest.Mode;
 import io.lockstep.scheduler.lock.ClaimResult;
@@ -40,6 +42,21 @@ abstract class LockProviderContractTest {
     abstract void pause(String job);
 
     abstract void resume(String job);
+
+    /** Begins a backfill of {@code job} ({@code lockstep backfill}); answers its id. */
+    abstract String beginBackfill(String job, Instant from, Instant to);
+
+    abstract void cancelBackfill(String job);
+
+    /** Whether the store keeps backfills (Redlock does not: it refuses them). */
+    boolean keepsBackfills() {
+        return true;
+    }
+
+    static ClaimRequest backfillClaim(String job, Instant slot, String token, String backfill) {
+        return new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, Mode.CATCH_UP, false, false,
+                Duration.ZERO, null, null, backfill);
+    }
 
     Instant now() {
         return Instant.ofEpochMilli(store().serverTimeMillis());
@@ -151,6 +168,58 @@ abstract class LockProviderContractTest {
         Instant due = now().minusMillis(5);
         assertThat(status(request(job, due, "c", LEASE, Mode.MISS_ONLY, false, Duration.ZERO))).isEqualTo(Status.MISSED);
         assertThat(status(claim(job, due, "d"))).isEqualTo(Status.TAKEN);
+    }
+
+    /**
+     * A backfill's claim: runs a slot that a catch-up would refuse as stale (older than its record's
+     * life, before the job's last decided slot), only for the backfill the store names and only past
+     * its cursor, outside the job's order (it never moves 'started', so the job's next slot is not
+     * superseded), busy while the job is paused or its lease held; a cancel ends it at once.
+     */
+    @Test
+    void aBackfillClaimsOnlyPastItsCursorForItsOwnBackfillAndACancelEndsIt() {
+        String job = RedisFixture.job();
+        Instant now = now();
+        Instant old = now.minus(Duration.ofHours(1)); // far older than any record's life: a catch-up of it is stale
+        if (!keepsBackfills()) {
+            assertThatThrownBy(() -> beginBackfill(job, old, now)).isInstanceOf(UnsupportedOperationException.class)
+                    .hasMessageContaining("Redlock");
+            assertThatThrownBy(() -> store().backfillView(job, List.of(old), LEASE)).isInstanceOf(UnsupportedOperationException.class);
+            return;
+        }
+        ClaimRequest scheduled = claim(job, now.minusMillis(5), "s");
+        assertThat(status(scheduled)).isEqualTo(Status.CLAIMED);
+        complete(scheduled);
+        assertThat(status(request(job, old, "c", LEASE, Mode.CATCH_UP, false, Duration.ZERO))).as("a catch-up").isEqualTo(Status.STALE);
+        assertThat(status(backfillClaim(job, old, "x", "no-such-backfill"))).as("no backfill running").isEqualTo(Status.STALE);
+
+        String id = beginBackfill(job, old, now);
+        assertThatThrownBy(() -> beginBackfill(job, old, now)).as("one at a time").isInstanceOf(IllegalStateException.class);
+        assertThat(status(backfillClaim(job, old, "y", "another"))).as("another backfill's").isEqualTo(Status.STALE);
+        pause(job);
+        assertThat(status(backfillClaim(job, old, "a", id))).as("paused: it waits").isEqualTo(Status.BUSY);
+        resume(job);
+        ClaimRequest first = backfillClaim(job, old, "a", id);
+        ClaimResult won = decide(first);
+        assertThat(won.status()).isEqualTo(Status.CLAIMED);
+        assertThat(decide(first).fencingToken()).as("repeated (its reply was lost)").isEqualTo(won.fencingToken());
+        ClaimRequest second = backfillClaim(job, old.plusSeconds(1), "b", id);
+        assertThat(status(second)).as("the lease is held: it waits").isEqualTo(Status.BUSY);
+        complete(first);
+        assertThat(status(second)).isEqualTo(Status.CLAIMED);
+        complete(second);
+        assertThat(status(backfillClaim(job, old, "c", id))).as("decided: its record").isEqualTo(Status.TAKEN);
+        assertThat(status(backfillClaim(job, old.minusSeconds(1), "d", id))).as("behind its cursor").isEqualTo(Status.STALE);
+        Backfill.View view = store().backfillView(job, List.of(old, old.plusSeconds(1), old.plusSeconds(2)), LEASE);
+        assertThat(view.activeId()).isEqualTo(id);
+        assertThat(view.cursor()).isEqualTo(old.plusSeconds(1));
+        assertThat(view.decided()).containsExactlyInAnyOrder(old, old.plusSeconds(1));
+        assertThat(status(claim(job, now().minusMillis(2), "n"))).as("the job's order is its schedule's, not the backfill's")
+                .isEqualTo(Status.CLAIMED);
+
+        cancelBackfill(job);
+        assertThat(status(backfillClaim(job, old.plusSeconds(2), "e", id))).as("cancelled").isEqualTo(Status.STALE);
+        assertThat(store().backfillView(job, List.of(old), LEASE).activeId()).isNull();
     }
 
     @Test

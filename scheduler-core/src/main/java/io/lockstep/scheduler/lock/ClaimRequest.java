@@ -32,9 +32,19 @@ import java.util.Objects;
  *     {@code slot_missed} event's {@code code} ({@code outage}, {@code no_thread}, ...), kept as the
  *     reason of the slot's entry in the job's history; null: {@code reported}. For
  *     {@link Mode#SKIP_ONLY}, why the slot is skipped ({@code calendar}), required
+ * @param backfill the id of the {@link Backfill} this slot is claimed for ({@link Mode#CATCH_UP}
+ *     only), or null: claimed outside the job's order of slots, never refused as stale (its worker
+ *     read that nobody decided it: {@link Backfill.View}), only for the backfill the store names as
+ *     the job's and only past its cursor, which the claim moves; busy while the job is paused
  */
 public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
-        Duration ahead, Duration recordTtl, String missCode) {
+        Duration ahead, Duration recordTtl, String missCode, String backfill) {
+
+    /** A request that is not a backfill's. */
+    public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
+            Duration ahead, Duration recordTtl, String missCode) {
+        this(lease, workerId, misfireGrace, mode, replace, manual, ahead, recordTtl, missCode, null);
+    }
 
     /** A request without a miss code. */
     public ClaimRequest(Lease lease, String workerId, Duration misfireGrace, Mode mode, boolean replace, boolean manual,
@@ -114,6 +124,9 @@ public record ClaimRequest(Lease lease, String workerId, Duration misfireGrace, 
         }
         if (mode == Mode.SKIP_ONLY && missCode == null) {
             throw new IllegalArgumentException("a SKIP_ONLY request needs its reason (missCode)");
+        }
+        if (backfill != null && (mode != Mode.CATCH_UP || manual || ahead.toMillis() > 0)) {
+            throw new IllegalArgumentException("a backfill's slot is claimed as a catch-up, at or after its slot");
         }
         if (missCode != null && !MISS_CODE.matcher(missCode).matches()) {
             throw new IllegalArgumentException("miss code must match " + MISS_CODE.pattern() + ": " + missCode);

@@ -15,13 +15,22 @@ import java.util.List;
  *     the store lost it: the worker publishes it again)
  * @param drainWithin an operator asked this worker to drain ({@code lockstep drain}): stop claiming,
  *     let its runs end within this long, then stop; null when nobody did. Answered once per request.
+ * @param backfills the backfills the store keeps, one per job at most, with their progress, running,
+ *     ended or cancelled ({@link Backfill.Entry}); a worker drives one only while it {@link Backfill.Entry#running}
  */
 public record Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers, long serverTimeMillis, boolean configPublished,
-        java.time.Duration drainWithin) {
+        java.time.Duration drainWithin, List<Backfill.Entry> backfills) {
 
     public Heartbeat {
         workers = List.copyOf(workers);
         triggers = List.copyOf(triggers);
+        backfills = List.copyOf(backfills);
+    }
+
+    /** A heartbeat that carries no backfill. */
+    public Heartbeat(List<WorkerInfo> workers, List<Trigger> triggers, long serverTimeMillis, boolean configPublished,
+            java.time.Duration drainWithin) {
+        this(workers, triggers, serverTimeMillis, configPublished, drainWithin, List.of());
     }
 
     /** A heartbeat that asks no drain. */

@@ -64,12 +64,22 @@ abstract class InMemoryClaims extends InMemoryRecords {
                 }
             }
         }
+        String backfill = request.backfill(); // as claim.lua: only for the job's backfill, past its cursor; never stale
+        if (backfill != null) {
+            String[] mark = backfillMarks.get(lease.job());
+            if (mark == null || !mark[0].equals(backfill) || slot <= Long.parseLong(mark[1])) {
+                return new ClaimResult(ClaimResult.Status.STALE, 0, now);
+            }
+            if (paused.contains(io.lockstep.scheduler.RunOn.jobOf(lease.job()))) {
+                return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
+            }
+        }
         boolean ahead = now < slot;
         if (ahead && now < slot - request.ahead().toMillis()) {
             return new ClaimResult(ClaimResult.Status.EARLY, 0, now);
         }
         boolean manual = request.manual(); // as in Redis: outside the job's schedule, it neither reads nor moves the marks
-        if (stale(lease.job(), slot, now, recordTtl, manual)) {
+        if (backfill == null && stale(lease.job(), slot, now, recordTtl, manual)) {
             return new ClaimResult(ClaimResult.Status.STALE, 0, now);
         }
         if (request.mode() == ClaimRequest.Mode.SKIP_ONLY) {
@@ -93,7 +103,7 @@ abstract class InMemoryClaims extends InMemoryRecords {
             decide(lease, new SlotRecord("skipped", lease.token(), 0, now + recordTtl, "paused"), false, recordTtl);
             return new ClaimResult(ClaimResult.Status.PAUSED, 0, now);
         }
-        if (!manual && slot < startedSlots.getOrDefault(lease.job(), 0L)) {
+        if (!manual && backfill == null && slot < startedSlots.getOrDefault(lease.job(), 0L)) {
             decide(lease, new SlotRecord("missed", lease.token(), 0, now + recordTtl, "order"), false, recordTtl);
             return new ClaimResult(ClaimResult.Status.SUPERSEDED, 0, now);
         }
@@ -128,8 +138,11 @@ abstract class InMemoryClaims extends InMemoryRecords {
         boolean staged = request.staged() && (window == 0 || slot - now > window);
         decide(lease, new SlotRecord(staged ? "claimed" : "running", lease.token(), fence,
                 Math.max(slot, now) + recordTtl), manual, recordTtl); // the record lives from the slot, as in Redis
-        if (!manual) {
+        if (!manual && backfill == null) {
             startedSlots.merge(lease.job(), slot, Math::max);
+        }
+        if (backfill != null) {
+            backfillMarks.put(lease.job(), new String[] {backfill, Long.toString(slot)});
         }
         takeLease(lease, now, staged ? stagedTtl(request, now) : runTtl(lease, now));
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now, 0, "", !staged);

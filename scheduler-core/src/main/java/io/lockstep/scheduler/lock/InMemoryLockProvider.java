@@ -233,6 +233,71 @@ public final class InMemoryLockProvider extends InMemoryClaims implements LockPr
         paused.remove(job);
     }
 
+    /** The backfills requested, by job, and the progress their drivers wrote. */
+    private final Map<String, Backfill> backfills = new java.util.LinkedHashMap<>();
+    private final Map<String, Backfill.Progress> backfillProgress = new HashMap<>();
+
+    /**
+     * Requests a backfill ({@link Backfill}), as {@code lockstep backfill} does in Redis: the
+     * schedulers on this store hear of it with their next heartbeat.
+     *
+     * @throws IllegalStateException when the job has a backfill that neither ended nor was cancelled
+     */
+    public synchronized Backfill requestBackfill(String job, Instant from, Instant to, double perSecond, String by) {
+        if (backfillMarks.containsKey(job)) {
+            throw new IllegalStateException(job + " has a backfill running: cancel it first");
+        }
+        Backfill b = new Backfill(java.util.UUID.randomUUID().toString(), job, from, to, perSecond, by,
+                Instant.ofEpochMilli(clockMillis.getAsLong()), false);
+        backfillMarks.put(job, new String[] {b.id(), "0"});
+        backfills.put(job, b);
+        backfillProgress.remove(job);
+        return b;
+    }
+
+    /** Cancels the job's backfill: no slot of it is claimed after this returns. */
+    public synchronized Optional<Backfill> cancelBackfill(String job) {
+        backfillMarks.remove(job);
+        return Optional.ofNullable(backfills.computeIfPresent(job, (j, b) -> b.cancel()));
+    }
+
+    /** The latest progress the job's backfill's driver wrote. */
+    public synchronized Optional<Backfill.Progress> backfillProgress(String job) {
+        return Optional.ofNullable(backfillProgress.get(job));
+    }
+
+    @Override
+    public synchronized Heartbeat heartbeat(WorkerInfo self, java.time.Duration ttl) {
+        List<Backfill.Entry> entries = new ArrayList<>();
+        backfills.forEach((job, b) -> entries.add(new Backfill.Entry(b, backfillProgress.get(job))));
+        return new Heartbeat(List.of(self), List.of(), 0, true, null, entries);
+    }
+
+    @Override
+    public synchronized Backfill.View backfillView(String job, List<Instant> asked, java.time.Duration recordTtl) {
+        long now = clockMillis.getAsLong();
+        java.util.Set<Instant> decided = new java.util.HashSet<>();
+        for (Instant slot : asked) {
+            if (live(slotKey(job, slot.toEpochMilli()), now) != null) {
+                decided.add(slot);
+            }
+        }
+        String[] mark = backfillMarks.get(job);
+        long judged = Math.min(recordTtl.toMillis(), kept.getOrDefault(job, recordTtl.toMillis())); // no history: the records alone tell
+        return new Backfill.View(now, mark == null ? null : mark[0],
+                mark == null || mark[1].equals("0") ? null : Instant.ofEpochMilli(Long.parseLong(mark[1])),
+                Instant.ofEpochMilli(now - judged), decided);
+    }
+
+    @Override
+    public synchronized void backfillProgress(Backfill backfill, Backfill.Progress progress) {
+        backfillProgress.put(backfill.job(), progress);
+        String[] mark = backfillMarks.get(backfill.job());
+        if (progress.ended() && mark != null && mark[0].equals(backfill.id())) {
+            backfillMarks.remove(backfill.job());
+        }
+    }
+
     @Override
     public long serverTimeMillis() {
         return clockMillis.getAsLong();

@@ -230,4 +230,23 @@ public interface LockProvider extends AutoCloseable {
     /** Releases connections this provider created; a no-op for ones handed in by the caller. */
     @Override
     default void close() {}
+
+    /**
+     * What the store knows of these slots of {@code job} for a backfill ({@link Backfill.View}):
+     * which were decided, from which slot on it can tell, and the job's backfill and its cursor.
+     *
+     * @param recordTtl the job's slot record ttl ({@link ClaimRequest#recordTtl(java.time.Duration, java.time.Duration)})
+     * @throws UnsupportedOperationException when the store keeps no backfills
+     */
+    default Backfill.View backfillView(String job, List<java.time.Instant> slots, java.time.Duration recordTtl) {
+        throw new UnsupportedOperationException(describe() + " keeps no backfills");
+    }
+
+    /**
+     * Keeps a backfill's progress for {@code status} and the CLI. A progress whose state is not
+     * {@code running} also ends the backfill: the store claims no more slots for it.
+     */
+    default void backfillProgress(Backfill backfill, Backfill.Progress progress) {
+        throw new UnsupportedOperationException(describe() + " keeps no backfills");
+    }
 }

@@ -1,0 +1,317 @@
+package io.lockstep.scheduler;
+
+import io.lockstep.scheduler.lock.Backfill;
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimResult;
+import io.lockstep.scheduler.lock.LockProvider;
+import io.lockstep.scheduler.lock.WorkerInfo;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * Drives the backfills ({@link Backfill}) this worker is chosen for. Each heartbeat brings the
+ * backfills the store keeps ({@link #heard}); of each running one, the worker that drives it is the
+ * live worker (not draining, with the job's labels) that ranks first by a rendezvous hash of its id
+ * and the backfill's id, so every worker agrees without a word, and when the driver dies or
+ * drains, the next one by the same hash takes over at the next heartbeat.
+ *
+ * <p>A driver is one thread. It lists the range's slots from the job's schedule, asks the store
+ * what it knows of them ({@link LockProvider#backfillView}) and, oldest first, leaves alone each
+ * slot that was decided (counted), that the store can no longer tell about (older than
+ * {@link Backfill.View#knownFrom}: counted unknown) or that the job's calendars exclude (counted
+ * skipped); each other slot it hands to the claimer as a {@link DueSlot.Kind#BACKFILL} slot, at
+ * most the backfill's rate a second, and waits until the store decided it before the next. The
+ * store keeps each slot once and in order whoever sends it: the claim names the backfill and
+ * moves its cursor ({@link ClaimRequest#backfill}), so two drivers for a moment (a driver stalled
+ * past its heartbeat's life, then woken) cannot run a slot twice or out of order, and a cancelled
+ * backfill claims nothing more. It writes its progress at least once a second and when it ends.
+ *
+ * <p>A view is used for at most {@link #VIEW_FRESH}, well within any slot record's life: a slot
+ * another worker decided (a catch-up) after the view was read still has its record when the
+ * backfill's claim reaches the store, which then answers taken.
+ */
+final class BackfillDriver {
+
+    /** How long one view of the store's knowledge is used before it is read again. */
+    static final Duration VIEW_FRESH = Duration.ofSeconds(30);
+    /** Slots asked about per view. */
+    private static final int PER_VIEW = 500;
+    /** How often a driver writes its progress, at most. */
+    private static final Duration PROGRESS_EVERY = Duration.ofSeconds(1);
+
+    private final LockProvider provider;
+    private final String workerId;
+    private final JobSet jobs;
+    private final SlotQueue queue;
+    private final ClusterClock clock;
+    private final Events events;
+    private final Supplier<List<WorkerInfo>> live;
+    /** The drivers running here, by backfill id. */
+    private final Map<String, Drive> drives = new HashMap<>();
+    /** Backfills this worker saw end here, so that a late heartbeat does not start them again. */
+    private final Set<String> ended = new HashSet<>();
+    private boolean closed;
+
+    BackfillDriver(LockProvider provider, String workerId, JobSet jobs, SlotQueue queue, ClusterClock clock, Events events,
+            Supplier<List<WorkerInfo>> live) {
+        this.provider = provider;
+        this.workerId = workerId;
+        this.jobs = jobs;
+        this.queue = queue;
+        this.clock = clock;
+        this.events = events;
+        this.live = live;
+    }
+
+    /** A heartbeat's backfills: starts a driver for each this worker is to drive, stops the rest. */
+    synchronized void heard(List<Backfill.Entry> entries) {
+        if (closed) {
+            return;
+        }
+        Set<String> keep = new HashSet<>();
+        for (Backfill.Entry e : entries) {
+            Backfill b = e.backfill();
+            ScheduledJob job = jobs.get(b.job());
+            if (!e.running() || ended.contains(b.id()) || job == null || !job.here() || job.definition().runOn().everyWorker()
+                    || !workerId.equals(driver(b, job.definition().runOn()))) {
+                continue;
+            }
+            keep.add(b.id());
+            drives.computeIfAbsent(b.id(), id -> {
+                Drive d = new Drive(b, job, e.progress());
+                d.thread.start();
+                return d;
+            });
+        }
+        drives.entrySet().removeIf(d -> {
+            if (!keep.contains(d.getKey())) {
+                d.getValue().stop(); // cancelled, ended, or another worker is to drive it now
+                return true;
+            }
+            return false;
+        });
+    }
+
+    /** Stops every driver here (the worker stops); the next worker by the hash takes over. */
+    synchronized void close() {
+        closed = true;
+        drives.values().forEach(Drive::stop);
+        drives.clear();
+    }
+
+    /** The worker that drives {@code b}: of the live workers that may run the job, the first by a rendezvous hash. */
+    private String driver(Backfill b, RunOn runOn) {
+        String best = null;
+        long bestScore = Long.MIN_VALUE;
+        List<WorkerInfo> workers = new ArrayList<>(live.get());
+        if (workers.stream().noneMatch(w -> w.id().equals(workerId))) {
+            return workerId; // before the first heartbeat's answer: nobody else is known
+        }
+        for (WorkerInfo w : workers) {
+            if (w.draining() || !runOn.allows(w.labels())) {
+                continue;
+            }
+            long score = Preference.mix(Preference.hash(w.id()) ^ Preference.hash(b.id()));
+            if (best == null || score > bestScore) {
+                best = w.id();
+                bestScore = score;
+            }
+        }
+        return best;
+    }
+
+    private synchronized void finished(Backfill b) {
+        ended.add(b.id());
+        drives.remove(b.id());
+    }
+
+    /** One backfill driven here. */
+    private final class Drive implements Runnable {
+
+        final Backfill b;
+        final ScheduledJob job;
+        final Thread thread;
+        private volatile boolean stopped;
+        private long ran, decided, skipped, unknown;
+        private Instant cursor;
+        private long progressAt;
+
+        Drive(Backfill b, ScheduledJob job, Backfill.Progress before) {
+            this.b = b;
+            this.job = job;
+            if (before != null && before.id().equals(b.id())) { // a driver before us wrote it: resume its counts
+                ran = before.ran();
+                decided = before.decided();
+                skipped = before.skipped();
+                unknown = before.unknown();
+                cursor = before.cursor();
+            }
+            this.thread = new Thread(this, "lockstep-backfill-" + b.job());
+            thread.setDaemon(true);
+        }
+
+        void stop() {
+            stopped = true;
+            thread.interrupt();
+        }
+
+        @Override
+        public void run() {
+            List<Instant> slots = slots(job.definition(), b.from(), b.to());
+            total = slots.size();
+            events.info("backfill_driving").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
+                    .addKeyValue("from", b.from().toString()).addKeyValue("to", b.to().toString()).addKeyValue("slots", slots.size())
+                    .addKeyValue("per_second", b.perSecond()).addKeyValue("resumed_after", cursor == null ? null : cursor.toString())
+                    .log("driving a backfill");
+            String state = "running";
+            try {
+                state = drive(slots);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (RuntimeException e) {
+                // The store did not answer (or refused): another heartbeat starts the drive again here or elsewhere.
+                events.warn("backfill_interrupted").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
+                        .addKeyValue("error", Events.describe(e)).log("backfill paused: it resumes with a later heartbeat");
+            }
+            if (!state.equals("running")) {
+                write(state);
+                events.info("backfill_ended").addKeyValue("job", b.job()).addKeyValue("backfill", b.id()).addKeyValue("state", state)
+                        .addKeyValue("ran", ran).addKeyValue("decided", decided).addKeyValue("skipped", skipped)
+                        .addKeyValue("unknown", unknown).log("backfill " + state);
+            } else if (!stopped) {
+                write(state);
+            }
+            finished(b);
+        }
+
+        /** Runs the backfill until it is done ({@code done}), cancelled ({@code cancelled}) or this driver stops ({@code running}). */
+        private String drive(List<Instant> slots) throws InterruptedException {
+            JobDefinition def = job.definition();
+            Duration recordTtl = ClaimRequest.recordTtl(def.lease(), def.misfireGrace());
+            long gapNanos = (long) (1e9 / b.perSecond());
+            long nextAt = System.nanoTime();
+            int i = cursor == null ? 0 : firstAfter(slots, cursor);
+            while (i < slots.size()) {
+                List<Instant> part = slots.subList(i, Math.min(i + PER_VIEW, slots.size()));
+                Backfill.View view = provider.backfillView(b.job(), part, recordTtl);
+                long viewedAt = System.nanoTime();
+                if (!b.id().equals(view.activeId())) {
+                    return "cancelled"; // the store claims nothing more for it: cancelled (or ended by a driver before us)
+                }
+                for (Instant slot : part) {
+                    if (stopped) {
+                        return "running";
+                    }
+                    if (System.nanoTime() - viewedAt > VIEW_FRESH.toNanos()) {
+                        break; // read the store again from this slot
+                    }
+                    i++;
+                    if (view.cursor() != null && !slot.isAfter(view.cursor())) {
+                        decided++; // claimed by a driver before us after its last progress
+                    } else if (slot.isBefore(view.knownFrom())) {
+                        unknown++;
+                    } else if (view.decided().contains(slot)) {
+                        decided++;
+                    } else if (SlotCalendars.exclusion(job, slot, events).isPresent()) {
+                        skipped++;
+                    } else {
+                        long wait = nextAt - System.nanoTime();
+                        if (wait > 0) {
+                            TimeUnit.NANOSECONDS.sleep(wait);
+                        }
+                        nextAt = Math.max(nextAt, System.nanoTime() - gapNanos) + gapNanos;
+                        ClaimResult.Status status = claim(slot);
+                        if (status == ClaimResult.Status.CLAIMED) {
+                            ran++;
+                        } else if (status == ClaimResult.Status.STALE) {
+                            cursor = slot;
+                            decided++;
+                            break; // cancelled, or another driver passed it: the next view tells
+                        } else {
+                            decided++; // decided otherwise (taken by a catch-up, or given up unanswered)
+                        }
+                    }
+                    cursor = slot;
+                    if (System.nanoTime() - progressAt > PROGRESS_EVERY.toNanos()) {
+                        write("running");
+                    }
+                }
+            }
+            return "done";
+        }
+
+        /** Hands the slot to the claimer and waits until the store decided it (or this driver stops). */
+        private ClaimResult.Status claim(Instant slot) throws InterruptedException {
+            DueSlot d = DueSlot.backfill(job, slot, b.id(), clock.now());
+            queue.addAll(List.of(d));
+            while (true) {
+                try {
+                    return d.settled.get(1, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.TimeoutException e) {
+                    if (System.nanoTime() - progressAt > PROGRESS_EVERY.toNanos()) {
+                        write("running"); // still waiting (the job's lease is held, or it is paused): say so
+                    }
+                } catch (java.util.concurrent.ExecutionException e) {
+                    return ClaimResult.Status.UNANSWERED;
+                }
+                // Stopping does not abandon the slot: it is in the claimer's hands and settles on its own;
+                // the store's cursor tells the next driver whether it was claimed.
+                if (stopped) {
+                    throw new InterruptedException("backfill driver stopped");
+                }
+            }
+        }
+
+        private int total;
+
+        private void write(String state) {
+            progressAt = System.nanoTime();
+            try {
+                provider.backfillProgress(b, new Backfill.Progress(b.id(), workerId, total, ran, decided, skipped, unknown, cursor,
+                        state, clock.now()));
+            } catch (RuntimeException e) {
+                events.debug("backfill_progress_unwritten").addKeyValue("job", b.job()).addKeyValue("error", Events.describe(e))
+                        .log("progress not written; written again with the next");
+            }
+        }
+    }
+
+    /** The index of the first slot after {@code cursor}. */
+    private static int firstAfter(List<Instant> slots, Instant cursor) {
+        int i = 0;
+        while (i < slots.size() && !slots.get(i).isAfter(cursor)) {
+            i++;
+        }
+        return i;
+    }
+
+    /**
+     * The slots of {@code def}'s schedule in [{@code from}, {@code to}], oldest first.
+     *
+     * @throws IllegalArgumentException when there are more than {@link Backfill#MAX_SLOTS}
+     */
+    static List<Instant> slots(JobDefinition def, Instant from, Instant to) {
+        List<Instant> slots = new ArrayList<>();
+        Instant at = from.minusMillis(1);
+        while (true) {
+            java.util.Optional<Instant> next = def.schedule().next(at);
+            if (next.isEmpty() || next.get().isAfter(to)) {
+                return slots;
+            }
+            if (slots.size() == Backfill.MAX_SLOTS) {
+                throw new IllegalArgumentException("a backfill of " + def.name() + " from " + from + " to " + to + " has more than "
+                        + Backfill.MAX_SLOTS + " slots: split it into shorter ranges");
+            }
+            slots.add(next.get());
+            at = next.get();
+        }
+    }
+}

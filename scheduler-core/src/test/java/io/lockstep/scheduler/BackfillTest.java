@@ -1,0 +1,132 @@
+package io.lockstep.scheduler;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.cron.CronSchedule;
+import io.lockstep.scheduler.lock.Backfill;
+import io.lockstep.scheduler.lock.InMemoryLockProvider;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Backfills on an in-memory store: every undecided slot of the range runs once, in slot order,
+ * decided ones are left alone and counted, a cancel stops it, and two workers that both drive it
+ * (the in-memory store's heartbeat knows only its caller, so each thinks itself the driver) still
+ * run each slot once and in order: the store's cursor, not the choice of driver, keeps that.
+ */
+class BackfillTest {
+
+    @RegisterExtension
+    final SchedulerHarness harness = new SchedulerHarness();
+
+    private static JobDefinition everySecond(String name) {
+        return new JobDefinition(name, CronSchedule.of("* * * * * *", ZoneOffset.UTC), Job.class.getName(), Map.of(),
+                Duration.ofSeconds(5), Duration.ofSeconds(2), Overlap.SKIP, Duration.ZERO, true);
+    }
+
+    /** Every run's slot, in the order the runs started, and whether each was a backfill's. */
+    private final List<Instant> started = Collections.synchronizedList(new ArrayList<>());
+
+    private Scheduler.Builder worker(InMemoryLockProvider store, String id, String... jobs) {
+        Scheduler.Builder b = Scheduler.builder(store).workerId(id).jobFactory(d -> ctx -> started.add(ctx.scheduledTime()));
+        for (String job : jobs) {
+            b.job(everySecond(job));
+        }
+        return b;
+    }
+
+    @Test
+    void everyUndecidedSlotRunsOnceInOrderAndDecidedOnesAreCounted() {
+        InMemoryLockProvider store = InMemoryLockProvider.create();
+        Instant begun = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+        harness.start(worker(store, "w1", "report"));
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("job_succeeded", "report").size() >= 3);
+        Instant from = begun.minusSeconds(40);
+        Instant to = begun.plusSeconds(2); // reaches into the slots the schedule itself ran
+        Backfill b = store.requestBackfill("report", from, to, 50, "test");
+
+        await().atMost(Duration.ofSeconds(20)).until(() -> store.backfillProgress("report").filter(Backfill.Progress::ended).isPresent());
+        Backfill.Progress p = store.backfillProgress("report").orElseThrow();
+        assertThat(p.state()).isEqualTo("done");
+        assertThat(p.total()).isEqualTo(43);
+        assertThat(p.ran() + p.decided() + p.skipped() + p.unknown()).isEqualTo(p.total());
+        assertThat(p.ran()).as("every slot before the workers started").isGreaterThanOrEqualTo(40);
+        harness.closeAll();
+
+        List<Instant> runs = List.copyOf(started);
+        Set<Instant> once = new java.util.HashSet<>();
+        assertThat(runs).allSatisfy(s -> assertThat(once.add(s)).as("slot %s ran twice", s).isTrue());
+        for (Instant s = from; s.isBefore(begun); s = s.plusSeconds(1)) {
+            assertThat(runs).as("backfilled %s", s).contains(s);
+        }
+        List<Instant> backfilled = harness.events().named("slot_claimed", "report").stream()
+                .filter(e -> "backfill".equals(e.get("origin"))).map(e -> Instant.parse((String) e.get("slot"))).toList();
+        assertThat(backfilled).hasSize((int) p.ran()).isSorted();
+        assertThat(harness.events().named("slot_claimed", "report")).filteredOn(e -> "backfill".equals(e.get("origin")))
+                .allSatisfy(e -> assertThat(e).containsEntry("backfill", b.id()).doesNotContainKey("catch_up"));
+        assertThat(harness.events().named("job_started", "report")).filteredOn(e -> backfilled.contains(Instant.parse((String) e.get("slot"))))
+                .allSatisfy(e -> assertThat(e).containsEntry("origin", "backfill"));
+        assertThat(harness.events().named("backfill_ended", "report")).hasSize(1);
+    }
+
+    @Test
+    void aCancelledBackfillClaimsNothingMore() {
+        InMemoryLockProvider store = InMemoryLockProvider.create();
+        Instant begun = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+        harness.start(worker(store, "w1", "slow"));
+        store.requestBackfill("slow", begun.minusSeconds(100), begun.minusSeconds(1), 4, "test");
+        await().atMost(Duration.ofSeconds(15)).until(() -> backfilledRuns() >= 2);
+        store.cancelBackfill("slow");
+        long atCancel = backfilledRuns();
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.backfillProgress("slow").filter(Backfill.Progress::ended).isPresent());
+        assertThat(store.backfillProgress("slow").orElseThrow().state()).isEqualTo("cancelled");
+        // One claim may have been on its way as the cancel landed; none after it.
+        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(4)).until(() -> backfilledRuns() <= atCancel + 1);
+        assertThat(backfilledRuns()).isLessThan(99);
+    }
+
+    @Test
+    void aBackfillWaitsWhileItsJobIsPausedAndGoesOnWhenResumed() {
+        InMemoryLockProvider store = InMemoryLockProvider.create();
+        Instant begun = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+        store.pause("held");
+        harness.start(worker(store, "w1", "held"));
+        store.requestBackfill("held", begun.minusSeconds(10), begun.minusSeconds(1), 50, "test");
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.backfillProgress("held").isPresent());
+        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(4)).until(() -> backfilledRuns() == 0);
+        store.resume("held");
+        await().atMost(Duration.ofSeconds(15)).until(() -> store.backfillProgress("held").filter(Backfill.Progress::ended).isPresent());
+        assertThat(store.backfillProgress("held").orElseThrow().ran()).isEqualTo(10);
+    }
+
+    @Test
+    void twoDriversAtOnceStillRunEachSlotOnceInOrder() {
+        InMemoryLockProvider store = InMemoryLockProvider.create();
+        Instant begun = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+        harness.start(worker(store, "w1", "twice"));
+        harness.start(worker(store, "w2", "twice"));
+        store.requestBackfill("twice", begun.minusSeconds(60), begun.minusSeconds(1), 200, "test");
+        await().atMost(Duration.ofSeconds(20)).until(() -> store.backfillProgress("twice").filter(Backfill.Progress::ended).isPresent());
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("backfill_ended", "twice").size() == 2);
+        assertThat(harness.events().named("backfill_driving", "twice")).extracting(e -> e.get("worker")).as("both drove it")
+                .containsExactlyInAnyOrder("w1", "w2");
+        List<Instant> backfilled = harness.events().named("slot_claimed", "twice").stream()
+                .filter(e -> "backfill".equals(e.get("origin"))).map(e -> Instant.parse((String) e.get("slot"))).toList();
+        assertThat(backfilled).as("each slot once, in order, whichever worker claimed it").hasSize(60).doesNotHaveDuplicates().isSorted();
+    }
+
+    private long backfilledRuns() {
+        return harness.events().named("job_started").stream().filter(e -> "backfill".equals(e.get("origin"))).count();
+    }
+}

@@ -1,0 +1,230 @@
+package io.lockstep.redis;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.lockstep.scheduler.lock.Backfill;
+import io.lockstep.scheduler.lock.ClaimRequest;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * Backfills on one server (or Sentinel, or Cluster): the requests and their progress in
+ * {@link RedisKeys#backfills()} (which every heartbeat reads), each job's backfill mark in its
+ * group's marks ({@code backfill_begin.lua}, {@code backfill_end.lua}; claim.lua moves its cursor),
+ * and what the server knows of a backfill's slots ({@code backfill_view.lua}). Thread-safe.
+ */
+final class BackfillStore {
+
+    private static final LuaScript BEGIN = LuaScript.load("backfill_begin.lua");
+    private static final LuaScript END = LuaScript.load("backfill_end.lua");
+    private static final LuaScript VIEW = LuaScript.load("backfill_view.lua");
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** How long the requests and their progress are kept after the last write: as long as a job's history. */
+    private static final Duration KEPT = Duration.ofDays(7);
+    /** Slots asked about per view call (their record keys are the call's keys). */
+    private static final int PER_CALL = 500;
+
+    private final UnifiedJedis jedis;
+    private final RedisCalls calls;
+    private final RedisKeys keys;
+    private final int historyKeep;
+
+    BackfillStore(UnifiedJedis jedis, RedisCalls calls, RedisKeys keys, int historyKeep) {
+        this.jedis = jedis;
+        this.calls = calls;
+        this.keys = keys;
+        this.historyKeep = historyKeep;
+    }
+
+    /**
+     * Stores a new backfill of {@code job}; every worker hears of it with its next heartbeat.
+     *
+     * @throws IllegalStateException when the job has a backfill that has neither ended nor been cancelled
+     */
+    Backfill request(String job, Instant from, Instant to, double perSecond, String by) {
+        Backfill b = new Backfill(java.util.UUID.randomUUID().toString(), job, from, to, perSecond, by,
+                Instant.ofEpochMilli(ServerClock.millis(jedis)), false);
+        Object held = calls.call("backfill", new RedisCalls.Call(BEGIN, List.of(keys.marks(job)),
+                List.of(RedisKeys.markField(job) + "bf", b.id(), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()))));
+        String mark = RedisMembers.text(held);
+        if (!mark.isEmpty()) {
+            String id = mark.substring(0, mark.lastIndexOf(':'));
+            Optional<Backfill> running = entries().stream().map(Backfill.Entry::backfill).filter(r -> r.job().equals(job) && r.id().equals(id)).findFirst();
+            throw new IllegalStateException(job + " has a backfill running" + running.map(r -> " (" + r.from() + " to " + r.to()
+                    + ", asked by " + r.by() + " at " + r.requestedAt() + ")").orElse("")
+                    + ": wait for it to end, or cancel it with lockstep backfill --cancel " + job);
+        }
+        try {
+            jedis.hset(keys.backfills(), job, toJson(b));
+            jedis.hdel(keys.backfills(), job + ":progress");
+            jedis.pexpire(keys.backfills(), KEPT.toMillis());
+        } catch (JedisException e) {
+            throw calls.wrap("backfill", e);
+        }
+        return b;
+    }
+
+    /**
+     * Cancels the job's backfill: first its mark goes (from then on no slot is claimed for it, whatever
+     * its driver still sends), then the request says cancelled (its driver stops at its next heartbeat).
+     * Also clears a mark whose request never landed (an operator's command cut off between the two writes).
+     */
+    Optional<Backfill> cancel(String job) {
+        try {
+            jedis.hdel(keys.marks(job), RedisKeys.markField(job) + "bf");
+            Optional<Backfill> b = entries().stream().map(Backfill.Entry::backfill).filter(r -> r.job().equals(job)).findFirst();
+            if (b.isPresent() && !b.get().cancelled()) {
+                jedis.hset(keys.backfills(), job, toJson(b.get().cancel()));
+            }
+            return b.map(Backfill::cancel);
+        } catch (JedisException e) {
+            throw calls.wrap("backfill cancel", e);
+        }
+    }
+
+    /** Every backfill stored, with its progress. */
+    List<Backfill.Entry> entries() {
+        try {
+            return parse(jedis.hgetAll(keys.backfills()));
+        } catch (JedisException e) {
+            throw calls.wrap("backfills", e);
+        }
+    }
+
+    /** The requests of a {@code HGETALL} of {@link RedisKeys#backfills()} (as the heartbeat reads it). */
+    static List<Backfill.Entry> parse(Map<String, String> fields) {
+        List<Backfill.Entry> entries = new ArrayList<>();
+        for (Map.Entry<String, String> f : fields.entrySet()) {
+            if (!f.getKey().endsWith(":progress")) {
+                Backfill b = fromJson(f.getValue());
+                if (b != null) {
+                    Backfill.Progress p = progressFromJson(fields.get(f.getKey() + ":progress"));
+                    entries.add(new Backfill.Entry(b, p != null && p.id().equals(b.id()) ? p : null));
+                }
+            }
+        }
+        entries.sort(java.util.Comparator.comparing(e -> e.backfill().job()));
+        return entries;
+    }
+
+    /** Writes a backfill's progress; one that ended also removes the job's backfill mark. */
+    void progress(Backfill b, Backfill.Progress p) {
+        try {
+            jedis.hset(keys.backfills(), b.job() + ":progress", toJson(p));
+            jedis.pexpire(keys.backfills(), KEPT.toMillis());
+        } catch (JedisException e) {
+            throw calls.wrap("backfill progress", e);
+        }
+        if (p.ended()) {
+            calls.call("backfill end", new RedisCalls.Call(END, List.of(keys.marks(b.job())),
+                    List.of(RedisKeys.markField(b.job()) + "bf", b.id())));
+        }
+    }
+
+    /** What the server knows of these slots ({@link Backfill.View}); see backfill_view.lua. */
+    Backfill.View view(String job, List<Instant> slots, Duration recordTtl) {
+        long margin = Backfill.HISTORY_MARGIN.toMillis();
+        Set<Instant> decided = new HashSet<>();
+        long now = 0;
+        String mark = "";
+        long kept = recordTtl.toMillis();
+        long wholeFrom = Long.MIN_VALUE;
+        for (int start = 0; start < Math.max(slots.size(), 1); start += PER_CALL) {
+            List<Instant> part = slots.subList(Math.min(start, slots.size()), Math.min(start + PER_CALL, slots.size()));
+            List<String> callKeys = new ArrayList<>(part.size() + 3);
+            callKeys.addAll(List.of(keys.marks(job), keys.history(job), keys.decisions(job)));
+            part.forEach(s -> callKeys.add(keys.slot(job, s.toEpochMilli())));
+            long from = part.isEmpty() ? 0 : part.get(0).toEpochMilli();
+            List<?> r = (List<?>) calls.call("backfill view", new RedisCalls.Call(VIEW, callKeys,
+                    List.of(RedisKeys.markField(job), Long.toString(from), Long.toString(margin))));
+            now = calls.asLong("backfill view", r.get(0));
+            mark = RedisMembers.text(r.get(1));
+            String keptText = RedisMembers.text(r.get(2));
+            if (!keptText.isEmpty()) {
+                kept = Math.min(kept, Long.parseLong(keptText));
+            }
+            for (Object i : (List<?>) r.get(3)) {
+                decided.add(part.get((int) calls.asLong("backfill view", i) - 1));
+            }
+            Set<Long> asked = new HashSet<>();
+            part.forEach(s -> asked.add(s.toEpochMilli()));
+            for (Object s : (List<?>) r.get(4)) {
+                long slot = Long.parseLong(RedisMembers.text(s));
+                if (asked.contains(slot)) {
+                    decided.add(Instant.ofEpochMilli(slot));
+                }
+            }
+            for (Object w : (List<?>) r.get(5)) {
+                wholeFrom = Math.max(wholeFrom, calls.asLong("backfill view", w));
+            }
+        }
+        // A slot at or after now - kept still has its record if it was decided; an earlier one only
+        // its history entry, if the history keeps entries and is whole from a margin before it, at
+        // most a week back (the history lives a week past its last entry).
+        long recordsFrom = now - kept;
+        long historyFrom = historyKeep == 0 ? Long.MAX_VALUE
+                : Math.max(now - KEPT.toMillis(), wholeFrom) + margin;
+        Instant knownFrom = Instant.ofEpochMilli(Math.min(recordsFrom, historyFrom));
+        String activeId = null;
+        Instant cursor = null;
+        int colon = mark.lastIndexOf(':');
+        if (colon > 0) {
+            activeId = mark.substring(0, colon);
+            long c = Long.parseLong(mark.substring(colon + 1));
+            cursor = c == 0 ? null : Instant.ofEpochMilli(c);
+        }
+        return new Backfill.View(now, activeId, cursor, knownFrom, decided);
+    }
+
+    static String toJson(Backfill b) {
+        ObjectNode o = JSON.createObjectNode().put("id", b.id()).put("job", b.job()).put("from", b.from().toString())
+                .put("to", b.to().toString()).put("perSecond", b.perSecond()).put("by", b.by())
+                .put("requestedAt", b.requestedAt().toString()).put("cancelled", b.cancelled());
+        return o.toString();
+    }
+
+    static Backfill fromJson(String text) {
+        try {
+            JsonNode o = JSON.readTree(text);
+            return new Backfill(o.path("id").asText(), o.path("job").asText(), Instant.parse(o.path("from").asText()),
+                    Instant.parse(o.path("to").asText()), o.path("perSecond").asDouble(), o.path("by").asText(),
+                    Instant.parse(o.path("requestedAt").asText()), o.path("cancelled").asBoolean());
+        } catch (Exception e) {
+            return null; // not ours (another version's): left alone
+        }
+    }
+
+    static String toJson(Backfill.Progress p) {
+        ObjectNode o = JSON.createObjectNode().put("id", p.id()).put("driver", p.driver()).put("total", p.total())
+                .put("ran", p.ran()).put("decided", p.decided()).put("skipped", p.skipped()).put("unknown", p.unknown())
+                .put("state", p.state()).put("updatedAt", p.updatedAt().toString());
+        if (p.cursor() != null) {
+            o.put("cursor", p.cursor().toString());
+        }
+        return o.toString();
+    }
+
+    static Backfill.Progress progressFromJson(String text) {
+        if (text == null) {
+            return null;
+        }
+        try {
+            JsonNode o = JSON.readTree(text);
+            return new Backfill.Progress(o.path("id").asText(), o.path("driver").asText(), o.path("total").asLong(),
+                    o.path("ran").asLong(), o.path("decided").asLong(), o.path("skipped").asLong(), o.path("unknown").asLong(),
+                    o.hasNonNull("cursor") ? Instant.parse(o.path("cursor").asText()) : null, o.path("state").asText(),
+                    Instant.parse(o.path("updatedAt").asText()));
+        } catch (Exception e) {
+            return null;
+        }
+    }
+}
