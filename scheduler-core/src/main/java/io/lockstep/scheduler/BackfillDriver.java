@@ -165,7 +165,7 @@ final class BackfillDriver {
 
         @Override
         public void run() {
-            List<Instant> slots = slots(job.definition(), b.from(), b.to());
+            List<Instant> slots = job.definition().slots(b.from(), b.to());
             total = slots.size();
             events.info("backfill_driving").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
                     .addKeyValue("from", b.from().toString()).addKeyValue("to", b.to().toString()).addKeyValue("slots", slots.size())
@@ -291,27 +291,5 @@ final class BackfillDriver {
             i++;
         }
         return i;
-    }
-
-    /**
-     * The slots of {@code def}'s schedule in [{@code from}, {@code to}], oldest first.
-     *
-     * @throws IllegalArgumentException when there are more than {@link Backfill#MAX_SLOTS}
-     */
-    static List<Instant> slots(JobDefinition def, Instant from, Instant to) {
-        List<Instant> slots = new ArrayList<>();
-        Instant at = from.minusMillis(1);
-        while (true) {
-            java.util.Optional<Instant> next = def.schedule().next(at);
-            if (next.isEmpty() || next.get().isAfter(to)) {
-                return slots;
-            }
-            if (slots.size() == Backfill.MAX_SLOTS) {
-                throw new IllegalArgumentException("a backfill of " + def.name() + " from " + from + " to " + to + " has more than "
-                        + Backfill.MAX_SLOTS + " slots: split it into shorter ranges");
-            }
-            slots.add(next.get());
-            at = next.get();
-        }
     }
 }

@@ -173,6 +173,29 @@ public record JobDefinition(
     }
 
     /** Whether one run at a time holds the job's single lease ({@code skip} and {@code replace}). */
+    /**
+     * The slots of this job's schedule in [{@code from}, {@code to}], oldest first: a backfill's
+     * ({@link io.lockstep.scheduler.lock.Backfill}).
+     *
+     * @throws IllegalArgumentException when there are more than {@link io.lockstep.scheduler.lock.Backfill#MAX_SLOTS}
+     */
+    public java.util.List<java.time.Instant> slots(java.time.Instant from, java.time.Instant to) {
+        java.util.List<java.time.Instant> slots = new java.util.ArrayList<>();
+        java.time.Instant at = from.minusMillis(1);
+        while (true) {
+            java.util.Optional<java.time.Instant> next = schedule.next(at);
+            if (next.isEmpty() || next.get().isAfter(to)) {
+                return slots;
+            }
+            if (slots.size() == io.lockstep.scheduler.lock.Backfill.MAX_SLOTS) {
+                throw new IllegalArgumentException("a backfill of " + name + " from " + from + " to " + to + " has more than "
+                        + io.lockstep.scheduler.lock.Backfill.MAX_SLOTS + " slots: split it into shorter ranges");
+            }
+            slots.add(next.get());
+            at = next.get();
+        }
+    }
+
     public boolean exclusive() {
         return overlap != Overlap.ALLOW;
     }

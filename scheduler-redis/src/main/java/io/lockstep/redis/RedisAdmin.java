@@ -27,9 +27,15 @@ public final class RedisAdmin {
      * {@code timed_out}, {@code lease_lost}, {@code interrupted}, {@code not_started}, {@code missed}: claimed, then not started in order, {@code error} says why), or a decision
      * about its slot without a run of its own ({@link #DECISIONS}: {@code reason} says why; for
      * {@code recovered}, {@code error} names the run it replaced). {@code attempt} is 0 for a decision.
+     * {@code origin} is {@code backfill} for a backfill's run ({@code lockstep backfill}), else empty.
      */
     public record Run(Instant slot, String worker, String outcome, int attempt, long fencingToken, long durationMs, String error,
-            boolean manual, String reason) {
+            boolean manual, String reason, String origin) {
+
+        public Run(Instant slot, String worker, String outcome, int attempt, long fencingToken, long durationMs, String error,
+                boolean manual, String reason) {
+            this(slot, worker, outcome, attempt, fencingToken, durationMs, error, manual, reason, "");
+        }
 
         /** Whether this is a run's outcome, not a decision about its slot. */
         public boolean isRun() {
@@ -176,7 +182,8 @@ public final class RedisAdmin {
             read.add(new Entry(new Run(Instant.ofEpochMilli(Long.parseLong(f.getOrDefault("slot", "0"))), f.getOrDefault("worker", ""),
                     f.getOrDefault("outcome", ""), Integer.parseInt(f.getOrDefault("attempt", "1")),
                     Long.parseLong(f.getOrDefault("token", "0")), Long.parseLong(f.getOrDefault("durationMs", "0")),
-                    f.getOrDefault("error", ""), "1".equals(f.get("manual")), f.getOrDefault("reason", "")), e.getID()));
+                    f.getOrDefault("error", ""), "1".equals(f.get("manual")), f.getOrDefault("reason", ""),
+                    f.getOrDefault("origin", "")), e.getID()));
         }
         return read;
     }

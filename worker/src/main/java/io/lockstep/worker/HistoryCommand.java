@@ -48,6 +48,9 @@ final class HistoryCommand extends AdminCommand {
                 array.addObject().put("slot", r.slot().toString()).put("worker", r.worker()).put("outcome", r.outcome())
                         .put("attempt", r.attempt()).put("fencingToken", r.fencingToken()).put("durationMs", r.durationMs())
                         .put("error", r.error()).put("manual", r.manual()).put("reason", r.reason());
+                if (!r.origin().isEmpty()) {
+                    ((com.fasterxml.jackson.databind.node.ObjectNode) array.get(array.size() - 1)).put("origin", r.origin());
+                }
                 if (offset > 0) {
                     ((com.fasterxml.jackson.databind.node.ObjectNode) array.get(array.size() - 1)).put("jitterOffsetMs", offset);
                 }
@@ -68,7 +71,7 @@ final class HistoryCommand extends AdminCommand {
             // A decision without a run (missed, skipped, paused, abandoned, recovered) says why; a run its error.
             String why = r.isRun() ? r.error() : String.join("; ", java.util.stream.Stream.of(Reasons.describe(r.reason()),
                     r.error().isEmpty() ? "" : "replaced the " + r.error()).filter(w -> !w.isEmpty()).toList());
-            table.row(r.slot().toString() + (r.manual() ? " (manual)" : ""), relative(r.slot(), now), r.worker(), r.outcome(),
+            table.row(r.slot().toString() + (r.manual() ? " (manual)" : r.origin().isEmpty() ? "" : " (" + r.origin() + ")"), relative(r.slot(), now), r.worker(), r.outcome(),
                     r.isRun() ? Integer.toString(r.attempt()) : "-", r.fencingToken() == 0 ? "-" : Long.toString(r.fencingToken()),
                     r.isRun() ? r.durationMs() + " ms" : "-", why);
         }

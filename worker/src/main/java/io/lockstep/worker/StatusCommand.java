@@ -36,7 +36,7 @@ final class StatusCommand extends AdminCommand {
 
     /** Everything {@code status} shows, read once. */
     record Snapshot(Instant now, List<WorkerInfo> workers, List<JobDefinition> jobs, Map<String, RedisAdmin.JobState> states,
-            List<Fingerprints.Drift> drift, Map<String, String> masters) {
+            List<Fingerprints.Drift> drift, Map<String, String> masters, List<io.lockstep.scheduler.lock.Backfill.Entry> backfills) {
 
         /** The status of {@code jobs} (a config file's, or the definitions a running worker has in force). */
         static Snapshot read(List<JobDefinition> jobs, RedisAdmin admin) {
@@ -46,7 +46,9 @@ final class StatusCommand extends AdminCommand {
             for (RedisAdmin.JobState state : admin.jobs(jobs.stream().map(JobDefinition::name).toList(), RECENT)) {
                 states.put(state.job(), state);
             }
-            return new Snapshot(now, workers, jobs, states, drift(workers, admin, jobs), admin.redlockMasters());
+            java.util.Set<String> names = new java.util.HashSet<>(jobs.stream().map(JobDefinition::name).toList());
+            return new Snapshot(now, workers, jobs, states, drift(workers, admin, jobs), admin.redlockMasters(),
+                    admin.backfills().stream().filter(b -> names.contains(b.backfill().job())).toList());
         }
 
         /**
@@ -122,6 +124,20 @@ final class StatusCommand extends AdminCommand {
                             .put("fencingToken", f.fencingToken()).put("leaseLeftMs", f.leaseLeft().toMillis()).put("manual", f.manual());
                 }
             }
+            ArrayNode bs = root.putArray("backfills");
+            for (io.lockstep.scheduler.lock.Backfill.Entry e : backfills) {
+                io.lockstep.scheduler.lock.Backfill b = e.backfill();
+                ObjectNode o = bs.addObject().put("job", b.job()).put("id", b.id()).put("from", b.from().toString())
+                        .put("to", b.to().toString()).put("perSecond", b.perSecond()).put("by", b.by())
+                        .put("requestedAt", b.requestedAt().toString())
+                        .put("state", b.cancelled() ? "cancelled" : e.progress() == null ? "waiting" : e.progress().state());
+                if (e.progress() != null) {
+                    io.lockstep.scheduler.lock.Backfill.Progress p = e.progress();
+                    o.putObject("progress").put("driver", p.driver()).put("total", p.total()).put("passed", p.passed())
+                            .put("ran", p.ran()).put("decided", p.decided()).put("skipped", p.skipped()).put("unknown", p.unknown())
+                            .put("cursor", p.cursor() == null ? null : p.cursor().toString()).put("updatedAt", p.updatedAt().toString());
+                }
+            }
             ArrayNode ds = root.putArray("drift");
             for (Fingerprints.Drift d : drift) {
                 ObjectNode o = ds.addObject().put("job", d.job());
@@ -170,6 +186,19 @@ final class StatusCommand extends AdminCommand {
         }
         t.print(out);
         out.println();
+        if (!s.backfills().isEmpty()) {
+            out.println("backfills (" + s.backfills().size() + ")");
+            Table b = new Table("JOB", "RANGE", "PROGRESS", "RATE", "STATE", "BY");
+            for (io.lockstep.scheduler.lock.Backfill.Entry e : s.backfills()) {
+                io.lockstep.scheduler.lock.Backfill f = e.backfill();
+                io.lockstep.scheduler.lock.Backfill.Progress p = e.progress();
+                String state = f.cancelled() ? "cancelled" : p == null ? "waiting for a worker" : p.state() + " on " + p.driver();
+                b.row(f.job(), f.from() + " .. " + f.to(), p == null ? "-" : BackfillCommand.bar(p, (int) p.total()),
+                        f.perSecond() + "/s", state, f.by() + ", " + relative(f.requestedAt(), s.now()));
+            }
+            b.print(out);
+            out.println();
+        }
         if (!s.masters().isEmpty()) {
             // This host's view; each worker's own is its lockstep.redlock.master metric and its events.
             out.println("redlock masters (asked from this host now): " + String.join(", ", s.masters().entrySet().stream()

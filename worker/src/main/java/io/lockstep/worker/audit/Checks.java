@@ -77,6 +77,7 @@ final class Checks {
         Map<Long, List<Ev>> bySlot = ledger.slots.getOrDefault(name, Map.of());
         List<Ledger.Range> ranges = ledger.ranges.stream().filter(r -> name.equals(r.job())).toList();
         List<Run> originals = new ArrayList<>();
+        List<Run> backfilled = new ArrayList<>(); // a backfill's runs: in an order of their own, not the schedule's
         reruns.clear();
         Set<Long> seen = new java.util.HashSet<>(); // the scheduled slots that have events: the rest are manual or outside the schedule
         for (java.util.Iterator<Long> it = targets.candidates(name, from, to); it.hasNext(); ) {
@@ -99,11 +100,12 @@ final class Checks {
             Run original = slot(target.def(), slot, events != null ? events : List.of(), false, ranges);
             placement.check(target.def(), slot, events != null ? events : List.of(), original);
             if (original != null && !original.rerun()) {
-                originals.add(original);
+                (original.started().has(Ev.BACKFILL) ? backfilled : originals).add(original);
             }
         }
         JobDefinition any = targets.anyDef(name);
         order(name, originals);
+        order(name, backfilled);
         rerunTokens(name, originals);
         for (Map.Entry<Long, List<Ev>> e : bySlot.entrySet()) {
             long slot = e.getKey();
@@ -240,7 +242,7 @@ final class Checks {
         return r.start() != Ev.NONE ? r.start() : Long.MAX_VALUE;
     }
 
-    /** Started before its slot by Redis time, or after misfireGrace (scheduled first attempts; reruns and catch-up may be later). */
+    /** Started before its slot by Redis time, or after misfireGrace (scheduled first attempts; reruns, catch-up and backfill may be later). */
     private void startTime(JobDefinition def, long slot, Run run, boolean manual) {
         long lateness = run.started().lateness();
         if (lateness == Ev.NONE) {
@@ -252,7 +254,7 @@ final class Checks {
         }
         JobDefinition own = lifeOf.runDef(def, run.started(), slot); // the grace of the worker that started it (a rollout may differ)
         long grace = manual ? Math.max(own.misfireGrace().toMillis(), JobDefinition.MANUAL_GRACE.toMillis()) : own.misfireGrace().toMillis();
-        if (!run.rerun() && !run.started().has(Ev.CATCH_UP) && run.started().attempt() <= 1
+        if (!run.rerun() && !run.started().has(Ev.CATCH_UP) && !run.started().has(Ev.BACKFILL) && run.started().attempt() <= 1
                 && lateness > grace + Audit.Options.START_LATENCY_MS + tolerance) {
             report.violation("start-time", def.name(), slot, "started " + lateness + " ms after its slot, past misfireGrace ("
                     + grace + " ms)", List.of(run.started()));
@@ -277,7 +279,10 @@ final class Checks {
         }
     }
 
-    /** Per job, the original runs in slot order: tokens rise, and no older slot starts after a newer one started. */
+    /**
+     * Per job, the original runs in slot order: tokens rise, and no older slot starts after a newer one started. Called
+     * for the schedule's runs, then for a backfill's (older slots run later under higher tokens, in their own order).
+     */
     private void order(String job, List<Run> originals) {
         Run maxToken = null, maxStart = null;
         for (Run r : originals) {

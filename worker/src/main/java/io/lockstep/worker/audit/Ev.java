@@ -17,13 +17,15 @@ import java.util.Locale;
  * @param attempt the attempt, 0 when the event has none
  * @param lateness {@code lateness_ms}, or {@link #NONE}; for {@code lease_lost}, its {@code deadline_passed_ms} (how
  *     long before the line the holder's own lease deadline passed: a stall's overrun), or {@link #NONE}
- * @param flags {@link #MANUAL}, {@link #CATCH_UP}, {@link #RERUN}, {@link #SUCCESS}
+ * @param flags {@link #MANUAL}, {@link #CATCH_UP}, {@link #RERUN}, {@link #SUCCESS}, {@link #BACKFILL}
  * @param text the reason (or outcome, or miss code), interned; may be null
  */
 record Ev(Type type, String worker, long ts, long token, int attempt, long lateness, int flags, String text) {
 
     static final long NONE = Long.MIN_VALUE;
     static final int MANUAL = 1, CATCH_UP = 2, RERUN = 4, SUCCESS = 8, UNILATERAL = 16;
+    /** A backfill's claim or run ({@code origin: backfill}): outside the schedule's grace and order, in an order of its own. */
+    static final int BACKFILL = 32;
 
     /** The events the checks read; every other Lockstep event is counted and only moves its worker's last sighting. */
     enum Type {
@@ -101,6 +103,9 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
         }
         if (has(CATCH_UP)) {
             s.append(" catch_up");
+        }
+        if (has(BACKFILL)) {
+            s.append(" origin=backfill");
         }
         if (type == Type.SLOT_RELEASED) {
             s.append(" success=").append(has(SUCCESS));

@@ -54,13 +54,13 @@ final class EventReader {
         /** {@code config_loaded}'s {@code labels}, joined by commas (null: not logged, an older worker or an embedded one). */
         String labels;
         long ts, token, attempt, lateness, clockOffset, count, threads, deadlinePassed;
-        boolean manual, catchUp, rerun, success, lockName;
+        boolean manual, catchUp, rerun, success, lockName, backfill;
 
         void clear() {
             event = worker = job = slot = reason = outcome = code = from = to = configHash = effectiveAt = labels = null;
             ts = token = lateness = clockOffset = deadlinePassed = Ev.NONE;
             attempt = count = threads = 0;
-            manual = catchUp = rerun = success = lockName = false;
+            manual = catchUp = rerun = success = lockName = backfill = false;
         }
     }
 
@@ -276,6 +276,7 @@ final class EventReader {
             case "effective_at" -> f.effectiveAt = p.getText();
             case "manual" -> f.manual = p.getValueAsBoolean();
             case "catch_up" -> f.catchUp = p.getValueAsBoolean();
+            case "origin" -> f.backfill = "backfill".equals(p.getText());
             case "rerun" -> f.rerun = p.getValueAsBoolean();
             case "success" -> f.success = p.getValueAsBoolean();
             case "lock_name" -> f.lockName = true;

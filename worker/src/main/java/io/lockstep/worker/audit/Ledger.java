@@ -193,7 +193,8 @@ final class Ledger implements Consumer<EventReader.Fields> {
             unreadableSlots++;
             return;
         }
-        int flags = (f.manual ? Ev.MANUAL : 0) | (f.catchUp ? Ev.CATCH_UP : 0) | (f.rerun ? Ev.RERUN : 0) | (f.success ? Ev.SUCCESS : 0);
+        int flags = (f.manual ? Ev.MANUAL : 0) | (f.catchUp ? Ev.CATCH_UP : 0) | (f.rerun ? Ev.RERUN : 0) | (f.success ? Ev.SUCCESS : 0)
+                | (f.backfill ? Ev.BACKFILL : 0);
         String text = switch (type) {
             case SLOT_RELEASED, OUTCOME_LATE -> f.outcome;
             case SLOT_MISSED -> missCode(f);

@@ -115,6 +115,39 @@ class AuditTest {
                 + "\",\"lock_name\":\"k\",\"reason\":\"calendar: skipOn freeze\",\"code\":\"calendar\"");
     }
 
+    /** A backfill's run of slot {@code slot}, {@code at} seconds, under {@code token}: claimed and started long after its slot. */
+    private void backfillRun(String worker, int slot, double at, long token) {
+        String fields = "\"job\":\"" + JOB + "\",\"slot\":\"" + EventLog.iso(slot) + "\",\"lock_name\":\"k\",\"fencing_token\":" + token;
+        long lateness = Math.round((at - slot) * 1000);
+        log.event(at, "slot_claimed", worker, fields + ",\"success\":true,\"lateness_ms\":" + lateness + ",\"origin\":\"backfill\",\"backfill\":\"b1\"");
+        log.event(at + 0.001, "job_started", worker, fields + ",\"attempt\":1,\"lateness_ms\":" + lateness + ",\"origin\":\"backfill\"");
+        log.succeeded(worker, JOB, slot, token, at + 0.01);
+        log.released(worker, JOB, slot, token, at + 0.012, true, "succeeded");
+    }
+
+    @Test
+    void aBackfillsRunsHoldOutsideTheSchedulesGraceAndOrderAndAForgedSecondRunOfOneIsNamed() throws Exception {
+        everySlotRunsOnce(Set.of(3, 4, 5, 6)); // the cluster decided none of 3..6 (all its workers stalled, say)
+        for (int s = 3; s <= 6; s++) {
+            backfillRun("w1", s, 12 + s * 0.1, 5000 + s); // later, under higher tokens than slot 10's, in their own order
+        }
+        log.workerStopped("w1", 20).workerStopped("w2", 20);
+        assertHolds(audit());
+
+        log.started("w2", JOB, 4, 7777, 9300, ""); // a second run of a backfilled slot, with no recovery before it
+        AuditReport forged = audit();
+        assertOnly(forged, "second-run", 1);
+        assertThat(forged.violations().get(0).slot()).isEqualTo(at(4));
+
+        log = new EventLog().workerStarted("w1", -5).workerStarted("w2", -5);
+        everySlotRunsOnce(Set.of(3, 4, 5, 6));
+        backfillRun("w1", 3, 14, 5003);
+        backfillRun("w1", 4, 12, 5004); // the backfill's own order broken: slot 4 started before slot 3
+        log.workerStopped("w1", 20).workerStopped("w2", 20);
+        AuditReport outOfOrder = audit();
+        assertThat(outOfOrder.violations()).extracting(v -> v.check()).contains("start-order");
+    }
+
     @Test
     void slotsACalendarExcludesHoldWhenSkippedAndAreViolationsWhenTheyRun() throws Exception {
         withFreezeCalendar();

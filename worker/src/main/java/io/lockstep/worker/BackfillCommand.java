@@ -1,0 +1,265 @@
+package io.lockstep.worker;
+
+import io.lockstep.redis.RedisAdmin;
+import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.config.Durations;
+import io.lockstep.scheduler.config.LockstepConfig;
+import io.lockstep.scheduler.lock.Backfill;
+import io.lockstep.scheduler.lock.ClaimRequest;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeParseException;
+import java.util.List;
+import java.util.Optional;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code backfill --config FILE JOB --from T1 --to T2 [--rate N/s] [--dry-run] [--detach]} and
+ * {@code backfill --config FILE --cancel JOB}: every slot of the job's schedule in the range that
+ * nobody decided runs once, in slot order, at most N a second, on the workers (one of them drives
+ * it; another takes over if it dies). Slots already decided are left alone and counted. The range
+ * is checked first: not in the future, not older than what Redis can still tell of the job's slots
+ * (a slot before that may have run, and would run again). Without {@code --detach} it follows the
+ * backfill with a progress bar until it ends; Ctrl-C leaves it running. Exit 0 when it is done (or
+ * requested, with {@code --detach}, or for a dry run), 2 for bad input, 3 when it was cancelled.
+ */
+@Command(name = "backfill", mixinStandardHelpOptions = true,
+        description = "Runs the slots of a past range that nobody decided, once each, in order; --cancel stops one.")
+final class BackfillCommand extends AdminCommand {
+
+    static final int CANCELLED = 3;
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "JOB", description = "the job")
+    String job;
+
+    @Option(names = "--cancel", paramLabel = "JOB", description = "cancel the job's backfill: no slot is claimed for it any more")
+    String cancel;
+
+    @Option(names = "--from", paramLabel = "T1", description = "first instant of the range, ISO-8601 (2026-12-01T00:00:00Z)")
+    String from;
+
+    @Option(names = "--to", paramLabel = "T2", description = "last instant of the range, ISO-8601; not in the future")
+    String to;
+
+    @Option(names = "--rate", paramLabel = "N/s", defaultValue = "10/s", description = "at most this many slots a second (default: ${DEFAULT-VALUE})")
+    String rate;
+
+    @Option(names = "--dry-run", description = "say what it would run; change nothing")
+    boolean dryRun;
+
+    @Option(names = "--detach", description = "request it and return; follow it with status")
+    boolean detach;
+
+    @Override
+    int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
+        if (cancel != null) {
+            return cancel(config, admin, out, err);
+        }
+        if (job == null || from == null || to == null) {
+            err.println("error: backfill needs JOB, --from and --to (or --cancel JOB)");
+            return WorkerMain.BAD_INPUT;
+        }
+        Optional<JobDefinition> def = config.jobs().stream().filter(j -> j.name().equals(job)).findFirst();
+        if (def.isEmpty()) {
+            return unknownJob(config, job, err);
+        }
+        if (def.get().runOn().everyWorker()) {
+            err.println("error: " + job + " runs on every worker (runOn: every-worker in " + config.source()
+                    + "): each worker's slots are its own, so there is no one slot to backfill");
+            return WorkerMain.BAD_INPUT;
+        }
+        if (!def.get().enabled()) {
+            err.println("error: " + job + " is disabled in " + config.source() + ": no worker runs it to drive a backfill");
+            return WorkerMain.BAD_INPUT;
+        }
+        Instant start;
+        Instant end;
+        double perSecond;
+        try {
+            start = instant("--from", from);
+            end = instant("--to", to);
+            perSecond = rate(rate);
+        } catch (IllegalArgumentException e) {
+            err.println("error: " + e.getMessage());
+            return WorkerMain.BAD_INPUT;
+        }
+        if (end.isBefore(start)) {
+            err.println("error: --to " + end + " is before --from " + start);
+            return WorkerMain.BAD_INPUT;
+        }
+        Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
+        if (end.isAfter(now)) {
+            err.println("error: --to " + end + " is in the future (Redis's clock says " + now + "): a backfill runs slots that "
+                    + "have passed; the schedule runs the rest");
+            return WorkerMain.BAD_INPUT;
+        }
+        List<Instant> slots;
+        try {
+            slots = def.get().slots(start, end);
+        } catch (IllegalArgumentException e) {
+            err.println("error: " + e.getMessage());
+            return WorkerMain.BAD_INPUT;
+        }
+        if (slots.isEmpty()) {
+            err.println("error: " + job + " (" + String.join(" | ", def.get().schedule().expressions()) + ") has no slot from "
+                    + start + " to " + end);
+            return WorkerMain.BAD_INPUT;
+        }
+        Backfill.View view;
+        try {
+            view = admin.backfillView(job, slots, ClaimRequest.recordTtl(def.get().lease(), def.get().misfireGrace()));
+        } catch (UnsupportedOperationException e) {
+            err.println("error: " + e.getMessage());
+            return WorkerMain.BAD_INPUT;
+        }
+        if (slots.get(0).isBefore(view.knownFrom())) {
+            err.println("error: --from " + start + " is older than what Redis can tell of " + job + "'s slots (its records and "
+                    + "history reach back to " + view.knownFrom() + "): a slot before that may have run, and would run again; "
+                    + "backfill from " + view.knownFrom() + " or later");
+            return WorkerMain.BAD_INPUT;
+        }
+        long decided = slots.stream().filter(view.decided()::contains).count();
+        long excluded = slots.stream().filter(s -> !view.decided().contains(s) && excluded(def.get(), s)).count();
+        long toRun = slots.size() - decided - excluded;
+        if (dryRun) {
+            out.println("dry run: " + job + " has " + slots.size() + " slot(s) from " + slots.get(0) + " to " + slots.get(slots.size() - 1)
+                    + ": " + decided + " already decided (left alone), " + excluded + " excluded by its calendars; would run " + toRun
+                    + (toRun == 0 ? "" : " at most " + format(perSecond) + "/s (about " + Durations.format(Duration.ofMillis(
+                            (long) Math.ceil(toRun * 1000 / perSecond))) + ")"));
+            return WorkerMain.OK;
+        }
+        Backfill b;
+        try {
+            b = admin.backfill(job, start, end, perSecond, System.getProperty("user.name", "") + "@" + PauseCommand.hostName());
+        } catch (IllegalStateException | UnsupportedOperationException e) {
+            err.println("error: " + e.getMessage());
+            return WorkerMain.BAD_INPUT;
+        }
+        out.println("backfill " + b.id() + " of " + job + ": " + slots.size() + " slot(s), " + decided + " already decided, about "
+                + toRun + " to run at most " + format(perSecond) + "/s; workers pick it up within "
+                + io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_INTERVAL.toSeconds() + " s");
+        if (detach) {
+            return WorkerMain.OK;
+        }
+        out.println("following it (Ctrl-C leaves it running; lockstep backfill --cancel " + job + " stops it)");
+        out.flush();
+        return follow(admin, b, slots.size(), out);
+    }
+
+    /** Prints a progress bar until the backfill ends; answers the exit code. */
+    private int follow(RedisAdmin admin, Backfill b, int total, PrintWriter out) {
+        boolean terminal = System.console() != null;
+        long lastTenth = -1;
+        long startedNanos = System.nanoTime();
+        boolean warned = false;
+        while (true) {
+            Optional<Backfill.Entry> e = admin.backfills().stream().filter(x -> x.backfill().id().equals(b.id())).findFirst();
+            Backfill.Progress p = e.map(Backfill.Entry::progress).orElse(null);
+            if (p == null && !warned && System.nanoTime() - startedNanos > Duration.ofSeconds(15).toNanos()) {
+                out.println("no worker has picked it up yet: is a worker that runs " + b.job() + " running?");
+                out.flush();
+                warned = true;
+            }
+            if (p != null) {
+                String line = bar(p, total);
+                long tenth = p.passed() * 10 / Math.max(total, 1);
+                if (terminal) {
+                    out.print("\r" + line);
+                    out.flush();
+                } else if (tenth != lastTenth || p.ended()) {
+                    out.println(line);
+                    out.flush();
+                }
+                lastTenth = tenth;
+                if (p.ended()) {
+                    if (terminal) {
+                        out.println();
+                    }
+                    out.println(b.job() + ": backfill " + p.state() + ": ran " + p.ran() + ", already decided " + p.decided()
+                            + ", skipped by calendars " + p.skipped() + (p.unknown() > 0 ? ", unknown (too old to tell) " + p.unknown() : ""));
+                    return p.state().equals("done") ? WorkerMain.OK : CANCELLED;
+                }
+            }
+            if (e.isPresent() && e.get().backfill().cancelled() && p == null) {
+                out.println(b.job() + ": backfill cancelled before a worker picked it up");
+                return CANCELLED;
+            }
+            try {
+                Thread.sleep(500); // a person watching: no Redis load worth a push channel
+            } catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                return WorkerMain.RUNTIME_FAILURE;
+            }
+        }
+    }
+
+    /** {@code [#########...........]  120/300  ran 100, decided 20}. */
+    static String bar(Backfill.Progress p, int total) {
+        int width = 30;
+        int filled = (int) Math.min(width, p.passed() * width / Math.max(total, 1));
+        return "[" + "#".repeat(filled) + ".".repeat(width - filled) + "] " + p.passed() + "/" + total + "  ran " + p.ran()
+                + ", decided " + p.decided() + (p.skipped() > 0 ? ", skipped " + p.skipped() : "") + "  (" + p.driver() + ")";
+    }
+
+    private int cancel(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
+        if (!knows(config, cancel)) {
+            return unknownJob(config, cancel, err);
+        }
+        Optional<Backfill> b;
+        try {
+            b = admin.cancelBackfill(cancel);
+        } catch (UnsupportedOperationException e) {
+            err.println("error: " + e.getMessage());
+            return WorkerMain.BAD_INPUT;
+        }
+        if (b.isEmpty()) {
+            out.println(cancel + " has no backfill");
+        } else {
+            out.println("cancelled the backfill " + b.get().id() + " of " + cancel + " (" + b.get().from() + " to " + b.get().to()
+                    + "): no slot is claimed for it any more");
+        }
+        return WorkerMain.OK;
+    }
+
+    private static boolean excluded(JobDefinition def, Instant slot) {
+        try {
+            return def.calendars().any() && def.calendars().excludes(slot, (calendar, e) -> {}).isPresent();
+        } catch (RuntimeException e) {
+            return false; // an application's calendar this command cannot load: the workers ask it
+        }
+    }
+
+    static Instant instant(String option, String text) {
+        try {
+            return Instant.parse(text);
+        } catch (DateTimeParseException e) {
+            try {
+                return OffsetDateTime.parse(text).toInstant();
+            } catch (DateTimeParseException e2) {
+                throw new IllegalArgumentException(option + " must be an ISO-8601 instant such as 2026-12-01T10:00:00Z, but was \"" + text + "\"");
+            }
+        }
+    }
+
+    static double rate(String text) {
+        String n = text.endsWith("/s") ? text.substring(0, text.length() - 2) : text;
+        try {
+            double r = Double.parseDouble(n);
+            if (r > 0 && r <= Backfill.MAX_PER_SECOND) {
+                return r;
+            }
+        } catch (NumberFormatException e) {
+            // the message below
+        }
+        throw new IllegalArgumentException("--rate must be a number of slots a second, more than 0 and at most "
+                + (int) Backfill.MAX_PER_SECOND + ", such as 50/s, but was \"" + text + "\"");
+    }
+
+    private static String format(double perSecond) {
+        return perSecond == Math.rint(perSecond) ? Long.toString((long) perSecond) : Double.toString(perSecond);
+    }
+}
