@@ -24,24 +24,23 @@ import java.util.function.Supplier;
  * drains, the next one by the same hash takes over at the next heartbeat.
  *
  * <p>A driver is one thread. It lists the range's slots from the job's schedule, asks the store
- * what it knows of them ({@link LockProvider#backfillView}) and, oldest first, leaves alone each
- * slot that was decided (counted), that the store can no longer tell about (older than
- * {@link Backfill.View#knownFrom}: counted unknown) or that the job's calendars exclude (counted
- * skipped); each other slot it hands to the claimer as a {@link DueSlot.Kind#BACKFILL} slot, at
+ * what it knows of them ({@link LockProvider#backfillView}: the slots decided when the backfill was
+ * asked for, which the store keeps for it, and any record) and, oldest first, leaves alone each slot
+ * that was decided (counted) or that the job's calendars exclude (counted skipped); each other slot
+ * it hands to the claimer as a {@link DueSlot.Kind#BACKFILL} slot, at
  * most the backfill's rate a second, and waits until the store decided it before the next. The
  * store keeps each slot once and in order whoever sends it: the claim names the backfill and
  * moves its cursor ({@link ClaimRequest#backfill}), so two drivers for a moment (a driver stalled
  * past its heartbeat's life, then woken) cannot run a slot twice or out of order, and a cancelled
  * backfill claims nothing more. It writes its progress at least once a second and when it ends.
  *
- * <p>A view is used for at most {@link #VIEW_FRESH}, well within any slot record's life: a slot
- * another worker decided (a catch-up) after the view was read still has its record when the
- * backfill's claim reaches the store, which then answers taken.
+ * <p>From the moment the backfill is asked for, nobody else decides a slot of its range (the store
+ * answers every other request for one stale: {@link ClaimRequest#backfill}), so what was decided
+ * then, and the backfill's own cursor, are all a driver needs: not the job's history, which the
+ * backfill's own runs may push out.
  */
 final class BackfillDriver {
 
-    /** How long one view of the store's knowledge is used before it is read again. */
-    static final Duration VIEW_FRESH = Duration.ofSeconds(30);
     /** Slots asked about per view. */
     private static final int PER_VIEW = 500;
     /** How often a driver writes its progress, at most. */
@@ -140,7 +139,7 @@ final class BackfillDriver {
         final ScheduledJob job;
         final Thread thread;
         private volatile boolean stopped;
-        private long ran, decided, skipped, unknown;
+        private long ran, decided, skipped;
         private Instant cursor;
         private long progressAt;
 
@@ -151,7 +150,6 @@ final class BackfillDriver {
                 ran = before.ran();
                 decided = before.decided();
                 skipped = before.skipped();
-                unknown = before.unknown();
                 cursor = before.cursor();
             }
             this.thread = new Thread(this, "lockstep-backfill-" + b.job());
@@ -185,7 +183,7 @@ final class BackfillDriver {
                 write(state);
                 events.info("backfill_ended").addKeyValue("job", b.job()).addKeyValue("backfill", b.id()).addKeyValue("state", state)
                         .addKeyValue("ran", ran).addKeyValue("decided", decided).addKeyValue("skipped", skipped)
-                        .addKeyValue("unknown", unknown).log("backfill " + state);
+.log("backfill " + state);
             } else if (!stopped) {
                 write(state);
             }
@@ -201,8 +199,7 @@ final class BackfillDriver {
             int i = cursor == null ? 0 : firstAfter(slots, cursor);
             while (i < slots.size()) {
                 List<Instant> part = slots.subList(i, Math.min(i + PER_VIEW, slots.size()));
-                Backfill.View view = provider.backfillView(b.job(), part, recordTtl);
-                long viewedAt = System.nanoTime();
+                Backfill.View view = provider.backfillView(b.job(), b.id(), part, recordTtl);
                 if (!b.id().equals(view.activeId())) {
                     return "cancelled"; // the store claims nothing more for it: cancelled (or ended by a driver before us)
                 }
@@ -210,14 +207,9 @@ final class BackfillDriver {
                     if (stopped) {
                         return "running";
                     }
-                    if (System.nanoTime() - viewedAt > VIEW_FRESH.toNanos()) {
-                        break; // read the store again from this slot
-                    }
                     i++;
                     if (view.cursor() != null && !slot.isAfter(view.cursor())) {
                         decided++; // claimed by a driver before us after its last progress
-                    } else if (slot.isBefore(view.knownFrom())) {
-                        unknown++;
                     } else if (view.decided().contains(slot)) {
                         decided++;
                     } else if (SlotCalendars.exclusion(job, slot, events).isPresent()) {
@@ -236,7 +228,7 @@ final class BackfillDriver {
                             decided++;
                             break; // cancelled, or another driver passed it: the next view tells
                         } else {
-                            decided++; // decided otherwise (taken by a catch-up, or given up unanswered)
+                            decided++; // decided otherwise (taken: decided before the backfill's mark; or given up unanswered)
                         }
                     }
                     cursor = slot;
@@ -275,7 +267,7 @@ final class BackfillDriver {
         private void write(String state) {
             progressAt = System.nanoTime();
             try {
-                provider.backfillProgress(b, new Backfill.Progress(b.id(), workerId, total, ran, decided, skipped, unknown, cursor,
+                provider.backfillProgress(b, new Backfill.Progress(b.id(), workerId, total, ran, decided, skipped, cursor,
                         state, clock.now()));
             } catch (RuntimeException e) {
                 events.debug("backfill_progress_unwritten").addKeyValue("job", b.job()).addKeyValue("error", Events.describe(e))

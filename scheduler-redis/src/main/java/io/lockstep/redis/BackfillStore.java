@@ -46,18 +46,32 @@ final class BackfillStore {
     }
 
     /**
-     * Stores a new backfill of {@code job}; every worker hears of it with its next heartbeat.
+     * Stores a new backfill of {@code job}: first the range's slots decided now (a set of its own),
+     * then the job's backfill mark (from then on every undecided slot of the range is the backfill's),
+     * then the request every worker hears of with its next heartbeat.
      *
      * @throws IllegalStateException when the job has a backfill that has neither ended nor been cancelled
      */
-    Backfill request(String job, Instant from, Instant to, double perSecond, String by) {
+    Backfill request(String job, Instant from, Instant to, double perSecond, String by, java.util.Collection<Instant> decided) {
         Backfill b = new Backfill(java.util.UUID.randomUUID().toString(), job, from, to, perSecond, by,
                 Instant.ofEpochMilli(ServerClock.millis(jedis)), false);
+        String set = keys.backfillDecided(job, b.id());
+        try {
+            List<String> members = decided.stream().map(s -> Long.toString(s.toEpochMilli())).toList();
+            for (int i = 0; i < members.size(); i += 1_000) {
+                jedis.sadd(set, members.subList(i, Math.min(i + 1_000, members.size())).toArray(String[]::new));
+            }
+            jedis.pexpire(set, KEPT.toMillis());
+        } catch (JedisException e) {
+            throw calls.wrap("backfill", e);
+        }
         Object held = calls.call("backfill", new RedisCalls.Call(BEGIN, List.of(keys.marks(job)),
-                List.of(RedisKeys.markField(job) + "bf", b.id(), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()))));
+                List.of(RedisKeys.markField(job) + "bf", b.id(), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
+                        Long.toString(to.toEpochMilli()))));
         String mark = RedisMembers.text(held);
         if (!mark.isEmpty()) {
-            String id = mark.substring(0, mark.lastIndexOf(':'));
+            jedis.del(set);
+            String id = mark.substring(0, mark.indexOf(':'));
             Optional<Backfill> running = entries().stream().map(Backfill.Entry::backfill).filter(r -> r.job().equals(job) && r.id().equals(id)).findFirst();
             throw new IllegalStateException(job + " has a backfill running" + running.map(r -> " (" + r.from() + " to " + r.to()
                     + ", asked by " + r.by() + " at " + r.requestedAt() + ")").orElse("")
@@ -131,7 +145,7 @@ final class BackfillStore {
     }
 
     /** What the server knows of these slots ({@link Backfill.View}); see backfill_view.lua. */
-    Backfill.View view(String job, List<Instant> slots, Duration recordTtl) {
+    Backfill.View view(String job, String backfill, List<Instant> slots, Duration recordTtl) {
         long margin = Backfill.HISTORY_MARGIN.toMillis();
         Set<Instant> decided = new HashSet<>();
         long now = 0;
@@ -140,12 +154,17 @@ final class BackfillStore {
         long wholeFrom = Long.MIN_VALUE;
         for (int start = 0; start < Math.max(slots.size(), 1); start += PER_CALL) {
             List<Instant> part = slots.subList(Math.min(start, slots.size()), Math.min(start + PER_CALL, slots.size()));
-            List<String> callKeys = new ArrayList<>(part.size() + 3);
-            callKeys.addAll(List.of(keys.marks(job), keys.history(job), keys.decisions(job)));
-            part.forEach(s -> callKeys.add(keys.slot(job, s.toEpochMilli())));
+            List<String> callKeys = new ArrayList<>(part.size() + 4);
+            callKeys.addAll(List.of(keys.marks(job), keys.history(job), keys.decisions(job),
+                    keys.backfillDecided(job, backfill == null ? "none" : backfill)));
+            List<String> args = new ArrayList<>(part.size() + 3);
             long from = part.isEmpty() ? 0 : part.get(0).toEpochMilli();
-            List<?> r = (List<?>) calls.call("backfill view", new RedisCalls.Call(VIEW, callKeys,
-                    List.of(RedisKeys.markField(job), Long.toString(from), Long.toString(margin))));
+            args.addAll(List.of(RedisKeys.markField(job), Long.toString(from), Long.toString(margin)));
+            for (Instant s : part) {
+                callKeys.add(keys.slot(job, s.toEpochMilli()));
+                args.add(Long.toString(s.toEpochMilli()));
+            }
+            List<?> r = (List<?>) calls.call("backfill view", new RedisCalls.Call(VIEW, callKeys, args));
             now = calls.asLong("backfill view", r.get(0));
             mark = RedisMembers.text(r.get(1));
             String keptText = RedisMembers.text(r.get(2));
@@ -176,10 +195,10 @@ final class BackfillStore {
         Instant knownFrom = Instant.ofEpochMilli(Math.min(recordsFrom, historyFrom));
         String activeId = null;
         Instant cursor = null;
-        int colon = mark.lastIndexOf(':');
-        if (colon > 0) {
-            activeId = mark.substring(0, colon);
-            long c = Long.parseLong(mark.substring(colon + 1));
+        String[] parts = mark.split(":"); // '<id>:<cursor>:<to>'
+        if (parts.length == 3) {
+            activeId = parts[0];
+            long c = Long.parseLong(parts[1]);
             cursor = c == 0 ? null : Instant.ofEpochMilli(c);
         }
         return new Backfill.View(now, activeId, cursor, knownFrom, decided);
@@ -205,7 +224,7 @@ final class BackfillStore {
 
     static String toJson(Backfill.Progress p) {
         ObjectNode o = JSON.createObjectNode().put("id", p.id()).put("driver", p.driver()).put("total", p.total())
-                .put("ran", p.ran()).put("decided", p.decided()).put("skipped", p.skipped()).put("unknown", p.unknown())
+                .put("ran", p.ran()).put("decided", p.decided()).put("skipped", p.skipped())
                 .put("state", p.state()).put("updatedAt", p.updatedAt().toString());
         if (p.cursor() != null) {
             o.put("cursor", p.cursor().toString());
@@ -220,7 +239,7 @@ final class BackfillStore {
         try {
             JsonNode o = JSON.readTree(text);
             return new Backfill.Progress(o.path("id").asText(), o.path("driver").asText(), o.path("total").asLong(),
-                    o.path("ran").asLong(), o.path("decided").asLong(), o.path("skipped").asLong(), o.path("unknown").asLong(),
+                    o.path("ran").asLong(), o.path("decided").asLong(), o.path("skipped").asLong(),
                     o.hasNonNull("cursor") ? Instant.parse(o.path("cursor").asText()) : null, o.path("state").asText(),
                     Instant.parse(o.path("updatedAt").asText()));
         } catch (Exception e) {

@@ -331,31 +331,43 @@ public final class RedisAdmin {
     }
 
     /**
-     * Requests a backfill of {@code job} ({@code lockstep backfill}; see {@link io.lockstep.scheduler.lock.Backfill}):
-     * every undecided slot of its schedule in [{@code from}, {@code to}] runs once, in slot order, at most
-     * {@code perSecond} a second, driven by one live worker that runs the job. The caller checks the range
-     * first ({@link #backfillView}).
+     * Checks a backfill of {@code job} over [{@code from}, {@code to}] against Redis
+     * ({@link io.lockstep.scheduler.BackfillPlan}: what it would run, or one line saying why it cannot).
      *
+     * @throws IllegalArgumentException when it cannot be done
+     * @throws UnsupportedOperationException on Redlock
+     */
+    public io.lockstep.scheduler.BackfillPlan backfillPlan(io.lockstep.scheduler.JobDefinition job, Instant from, Instant to) {
+        return io.lockstep.scheduler.BackfillPlan.of(job, from, to, provider);
+    }
+
+    /**
+     * Asks for a backfill of {@code job} ({@code lockstep backfill}; see {@link io.lockstep.scheduler.lock.Backfill}):
+     * every undecided slot of its schedule in [{@code from}, {@code to}] runs once, in slot order, at most
+     * {@code perSecond} a second, driven by one live worker that runs the job.
+     *
+     * @throws IllegalArgumentException when it cannot be done ({@link #backfillPlan})
      * @throws IllegalStateException when the job has a backfill running
      * @throws UnsupportedOperationException on Redlock
      */
-    public io.lockstep.scheduler.lock.Backfill backfill(String job, Instant from, Instant to, double perSecond, String by) {
-        return provider.backfills().request(job, from, to, perSecond, by);
+    public io.lockstep.scheduler.lock.Backfill backfill(io.lockstep.scheduler.JobDefinition job, Instant from, Instant to,
+            double perSecond, String by) {
+        return backfill(backfillPlan(job, from, to), perSecond, by);
+    }
+
+    /** Asks for the backfill {@code plan} checked ({@link #backfillPlan}). */
+    public io.lockstep.scheduler.lock.Backfill backfill(io.lockstep.scheduler.BackfillPlan plan, double perSecond, String by) {
+        return plan.request(provider, perSecond, by);
     }
 
     /** Cancels {@code job}'s backfill: no slot is claimed for it once this returns; empty when it had none. */
     public java.util.Optional<io.lockstep.scheduler.lock.Backfill> cancelBackfill(String job) {
-        return provider.backfills().cancel(job);
+        return provider.cancelBackfill(job);
     }
 
     /** Every backfill kept (running, ended or cancelled, a week after its last write), with its progress. */
     public List<io.lockstep.scheduler.lock.Backfill.Entry> backfills() {
-        return redlock != null ? List.of() : provider.backfills().entries();
-    }
-
-    /** What Redis knows of these slots of {@code job} ({@link io.lockstep.scheduler.lock.Backfill.View}). */
-    public io.lockstep.scheduler.lock.Backfill.View backfillView(String job, List<Instant> slots, Duration recordTtl) {
-        return provider.backfillView(job, slots, recordTtl);
+        return provider.backfills();
     }
 
     /** Requests one manual run of {@code job} now; answers its slot (see {@link #runOf}). */

@@ -28,6 +28,7 @@ import java.util.Map;
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:history         the job's last runs (stream, capped at history.keep); ttl a week
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:decisions       its last slots decided without a run (stream, the same cap and ttl)
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:paused          the job is paused (hash: note, by, at); ttl = the pause's --for
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:backfill:&lt;id&gt;   the slots of a backfill's range decided when it was asked for (set); ttl 7 days
  *   &lt;prefix&gt;:{workers}:info                 live workers (hash: id -> JSON with the key layout), ttl: the heartbeat's
  *   &lt;prefix&gt;:{workers}:seen                 when each was last heard from (zset: id -> server ms)
  *   &lt;prefix&gt;:{workers}:inforce              when each job was last in force, and the latest period it was not while the
@@ -170,6 +171,11 @@ public record RedisKeys(String prefix, boolean cluster) {
     /** The prefix of a job's fields in its group's marks: {@code <job>:} (then decided, started, holder, until). */
     static String markField(String job) {
         return job + ":";
+    }
+
+    /** The slots of backfill {@code id}'s range decided when it was asked for (set of slot ms); ttl 7 days. */
+    String backfillDecided(String job, String id) {
+        return base(job) + "backfill:" + id;
     }
 
     String history(String job) {

@@ -227,13 +227,30 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     @Override
-    public io.lockstep.scheduler.lock.Backfill.View backfillView(String job, List<java.time.Instant> slots, Duration recordTtl) {
-        return backfills().view(job, slots, recordTtl);
+    public io.lockstep.scheduler.lock.Backfill.View backfillView(String job, String backfill, List<java.time.Instant> slots,
+            Duration recordTtl) {
+        return backfillStore().view(job, backfill, slots, recordTtl);
+    }
+
+    @Override
+    public io.lockstep.scheduler.lock.Backfill requestBackfill(String job, java.time.Instant from, java.time.Instant to, double perSecond,
+            String by, java.util.Collection<java.time.Instant> decided) {
+        return backfillStore().request(job, from, to, perSecond, by, decided);
+    }
+
+    @Override
+    public java.util.Optional<io.lockstep.scheduler.lock.Backfill> cancelBackfill(String job) {
+        return backfillStore().cancel(job);
+    }
+
+    @Override
+    public List<io.lockstep.scheduler.lock.Backfill.Entry> backfills() {
+        return redlock != null ? List.of() : server.backfills().entries();
     }
 
     @Override
     public void backfillProgress(io.lockstep.scheduler.lock.Backfill backfill, io.lockstep.scheduler.lock.Backfill.Progress progress) {
-        backfills().progress(backfill, progress);
+        backfillStore().progress(backfill, progress);
     }
 
     /**
@@ -241,7 +258,7 @@ public final class RedisLockProvider implements LockProvider {
      *
      * @throws UnsupportedOperationException on Redlock, which keeps no backfills
      */
-    BackfillStore backfills() {
+    BackfillStore backfillStore() {
         if (redlock != null) {
             throw new UnsupportedOperationException("backfill is not available on Redlock (redis.redlock): "
                     + "its requests and cursor would need a majority of the masters");

@@ -7,21 +7,26 @@
 -- its length) or its first entry is later than T, and no entry from T on was deleted
 -- (max-deleted-entry-id). An entry of slot S is written at S minus the claim lead at the earliest,
 -- so the streams tell S's fate when both are whole from S minus ARGV[3].
+-- A backfill also keeps what was decided of its range when it was asked for (a set of slots), so
+-- that its driver never depends on a history that its own runs push out.
 -- KEYS[1] the job's group marks (hash), KEYS[2] its history (stream), KEYS[3] its decisions (stream),
--- KEYS[4..] the slot records asked about
+-- KEYS[4] the backfill's slots decided when it was asked for (set; absent before it is asked for),
+-- KEYS[5..] the slot records asked about
 -- ARGV[1] the job's field prefix in the marks ('<job>:'), ARGV[2] the earliest slot asked about (ms),
--- ARGV[3] the margin (ms): how long before its slot an entry of it may be written
+-- ARGV[3] the margin (ms): how long before its slot an entry of it may be written,
+-- ARGV[4..] the slots asked about (ms), in the order of KEYS[5..]
 -- Returns {server ms, the backfill mark ('<id>:<cursor>') or '', the job's 'kept' or '',
--- {1-based index among KEYS[4..] of each record that exists}, {slot (ms text) of each stream entry
+-- {1-based index among KEYS[5..] of each slot with a record, or in KEYS[4]}, {slot (ms text) of each stream entry
 -- at or after ARGV[2]}, {for each stream: ms from which it is whole, 0 if from its beginning, -1 if absent}}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local marks = redis.call('HMGET', KEYS[1], ARGV[1] .. 'bf', ARGV[1] .. 'kept')
 local from = tonumber(ARGV[2])
 local exists = {}
-for i = 4, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    exists[#exists + 1] = i - 3
+local asked = redis.call('EXISTS', KEYS[4]) == 1
+for i = 5, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 or (asked and redis.call('SISMEMBER', KEYS[4], ARGV[i - 1]) == 1) then
+    exists[#exists + 1] = i - 4
   end
 end
 local slots, whole = {}, {}

@@ -36,12 +36,16 @@
 -- A backfill's slot ('b:<id>', mode catchup: `lockstep backfill`) is a slot of the job's schedule
 -- claimed like a catch-up (no grace; 'busy' while a run holds the job's lease or the job is
 -- paused), outside the job's order (it never reads or moves 'started', and no later slot makes it
--- 'superseded'), and never refused 'stale': its worker decided from the job's records and history
--- that nobody decided it (BackfillView). What keeps it once is its record, and the job's backfill
--- mark '<job>:bf' = '<id>:<cursor>' in the marks: a slot is claimed only for the backfill the mark
--- names (a cancelled one has none) and only past its cursor, which each claim moves to its slot, so
--- the backfill's slots start in order, each once, whichever worker drives it and however long ago
--- an earlier claim's record expired. The record says origin 'backfill', and so does its history.
+-- 'superseded'), and never refused 'stale': what was decided of the range when the backfill was
+-- asked for is known to its driver (BackfillView), and from then on nobody else decides a slot of it.
+-- The job's backfill mark '<job>:bf' = '<id>:<cursor>:<to>' in the marks says so: a slot of the range
+-- ('to' is at least misfireGrace in the past when the backfill is asked for: no scheduled claim of
+-- it can still start) later than the cursor and with no record is 'stale' to every other request
+-- (a catch-up, a late claim or miss, a calendar's skip); a backfill's claim is taken only for the
+-- backfill the mark names (a cancelled one has none) and only past its cursor, which each claim moves
+-- to its slot. So the backfill's slots start in order, each once, whichever worker drives it and
+-- however long ago an earlier claim's record expired. Its record says origin 'backfill', and so does
+-- its history.
 -- The last element lets every worker that races a slot know when to look for a run that died,
 -- without polling.
 --
@@ -187,14 +191,17 @@ local function claim(k, a)
   -- A claim ahead (up to ARGV 11 before the slot) is decided only when it wins outright; the
   -- worker starts the run at the slot by this server's clock (the reply carries 'now'). A paused
   -- job or a held lease is decided at the slot itself ('early': ask again then).
+  local bf_id, bf_cursor, bf_to = string.match(marks[7] or '', '^(.+):(%d+):(%d+)$')
   if backfill then
-    local id, cursor = string.match(marks[7] or '', '^(.+):(%d+)$')
-    if id ~= backfill or slot <= tonumber(cursor) then
+    if bf_id ~= backfill or slot <= tonumber(bf_cursor) then
       return reply('stale', 0) -- cancelled or ended, or a slot the backfill already passed: not run again
     end
     if redis.call('EXISTS', pause_key) == 1 then
       return reply('busy', 0) -- a backfill waits while its job is paused
     end
+  end
+  if bf_id and not backfill and not manual and slot > tonumber(bf_cursor) and slot <= tonumber(bf_to) then
+    return reply('stale', 0) -- a slot a running backfill is to decide: left to it
   end
   local ahead = now < slot
   if ahead and now < slot - tonumber(a[11]) then
@@ -240,7 +247,7 @@ local function claim(k, a)
       end
       if backfill then
         mark[#mark + 1] = f .. 'bf'
-        mark[#mark + 1] = backfill .. ':' .. slot_text -- the backfill's cursor
+        mark[#mark + 1] = backfill .. ':' .. slot_text .. ':' .. bf_to -- the backfill's cursor moves to this slot
       end
     end
     if kept == nil or record_ttl < kept then

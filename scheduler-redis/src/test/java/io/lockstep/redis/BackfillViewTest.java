@@ -44,8 +44,7 @@ class BackfillViewTest {
     private static List<Instant> decideTwoOldSlots(RedisFixture on, String job, Instant base) {
         Instant ran = base;
         Instant missed = base.plusSeconds(1);
-        RedisAdmin admin = RedisAdmin.of(on.provider());
-        String id = admin.backfill(job, base, base.plusSeconds(2), 10, "test").id();
+        String id = on.provider().requestBackfill(job, base, base.plusSeconds(2), 10, "test", List.of()).id();
         ClaimRequest run = backfill(job, ran, "r", id);
         assertThat(on.provider().claim(List.of(run)).get(0).status()).isEqualTo(Status.CLAIMED);
         assertThat(on.provider().complete(List.of(new Completion(run.lease(), Outcome.SUCCEEDED)))).containsExactly(true);
@@ -53,7 +52,7 @@ class BackfillViewTest {
         assertThat(on.provider().claim(List.of(given)).get(0).status()).isEqualTo(Status.CLAIMED);
         assertThat(on.provider().claim(List.of(new ClaimRequest(given.lease(), "w-m", GRACE, Mode.MISS_ONLY, false))).get(0).status())
                 .as("given up on: disowned").isEqualTo(Status.MISSED);
-        admin.cancelBackfill(job);
+        on.provider().cancelBackfill(job);
         on.raw().del(on.provider().keys().slot(job, ran.toEpochMilli()), on.provider().keys().slot(job, missed.toEpochMilli()));
         return List.of(ran, missed);
     }
@@ -71,7 +70,7 @@ class BackfillViewTest {
         List<Instant> decided = decideTwoOldSlots(redis, job, base);
         Instant undecided = base.plusSeconds(2);
 
-        Backfill.View view = redis.provider().backfillView(job, List.of(decided.get(0), decided.get(1), undecided), RECORD_TTL);
+        Backfill.View view = redis.provider().backfillView(job, null, List.of(decided.get(0), decided.get(1), undecided), RECORD_TTL);
         assertThat(view.decided()).containsExactlyInAnyOrderElementsOf(decided);
         assertThat(view.knownFrom()).as("the streams were never trimmed: a week back")
                 .isBefore(now.minus(Duration.ofDays(6))).isAfter(now.minus(Duration.ofDays(8)));
@@ -82,10 +81,21 @@ class BackfillViewTest {
         redis.provider().claim(List.of(later));
         redis.provider().complete(List.of(new Completion(later.lease(), Outcome.SUCCEEDED)));
         redis.raw().xtrim(redis.provider().keys().history(job), 1, false);
-        Backfill.View trimmed = redis.provider().backfillView(job, List.of(decided.get(0), decided.get(1), undecided), RECORD_TTL);
+        Backfill.View trimmed = redis.provider().backfillView(job, null, List.of(decided.get(0), decided.get(1), undecided), RECORD_TTL);
         assertThat(trimmed.knownFrom()).as("the history now reaches less far back than a record lives: the records' reach")
                 .isBetween(now.minus(RECORD_TTL).minusSeconds(5), now.minus(RECORD_TTL).plusSeconds(5)).isAfter(undecided);
         assertThat(trimmed.decided()).as("the decisions stream still has the miss").containsExactly(decided.get(1));
+    }
+
+    @Test
+    void whatWasDecidedWhenTheBackfillWasAskedForStaysDecidedForItWhateverTheHistoryLoses() {
+        String job = RedisFixture.job();
+        Instant base = redis.serverNow().minus(Duration.ofHours(3)).truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        String id = redis.provider().requestBackfill(job, base, base.plusSeconds(2), 10, "test", List.of(base.plusSeconds(1))).id();
+        List<Instant> asked = List.of(base, base.plusSeconds(1), base.plusSeconds(2));
+        assertThat(redis.provider().backfillView(job, id, asked, RECORD_TTL).decided()).containsExactly(base.plusSeconds(1));
+        assertThat(redis.provider().backfillView(job, null, asked, RECORD_TTL).decided()).as("not asked by the backfill").isEmpty();
+        redis.provider().cancelBackfill(job);
     }
 
     @Test
@@ -93,7 +103,7 @@ class BackfillViewTest {
         String job = RedisFixture.job();
         Instant now = keepsNone.serverNow();
         List<Instant> decided = decideTwoOldSlots(keepsNone, job, now.minus(Duration.ofHours(2)));
-        Backfill.View view = keepsNone.provider().backfillView(job, decided, RECORD_TTL);
+        Backfill.View view = keepsNone.provider().backfillView(job, null, decided, RECORD_TTL);
         assertThat(view.decided()).isEmpty();
         assertThat(view.knownFrom()).as("as far back as a record lives")
                 .isBetween(now.minus(RECORD_TTL).minusSeconds(5), now.minus(RECORD_TTL).plusSeconds(5));

@@ -43,10 +43,10 @@ abstract class LockProviderContractTest {
 
     abstract void resume(String job);
 
-    /** Begins a backfill of {@code job} ({@code lockstep backfill}); answers its id. */
-    abstract String beginBackfill(String job, Instant from, Instant to);
-
-    abstract void cancelBackfill(String job);
+    /** Begins a backfill of {@code job} over [from, to] ({@code lockstep backfill}, past its plan's checks); answers its id. */
+    String beginBackfill(String job, Instant from, Instant to) {
+        return store().requestBackfill(job, from, to, 10, "contract", List.of()).id();
+    }
 
     /** Whether the store keeps backfills (Redlock does not: it refuses them). */
     boolean keepsBackfills() {
@@ -174,17 +174,20 @@ abstract class LockProviderContractTest {
      * A backfill's claim: runs a slot that a catch-up would refuse as stale (older than its record's
      * life, before the job's last decided slot), only for the backfill the store names and only past
      * its cursor, outside the job's order (it never moves 'started', so the job's next slot is not
-     * superseded), busy while the job is paused or its lease held; a cancel ends it at once.
+     * superseded), busy while the job is paused or its lease held. While it runs, every other request
+     * for an undecided slot of its range is refused (the range is the backfill's); a cancel ends it at once.
      */
     @Test
-    void aBackfillClaimsOnlyPastItsCursorForItsOwnBackfillAndACancelEndsIt() {
+    void aBackfillClaimsOnlyPastItsCursorForItsOwnBackfillAndItAloneDecidesItsRange() {
         String job = RedisFixture.job();
         Instant now = now();
         Instant old = now.minus(Duration.ofHours(1)); // far older than any record's life: a catch-up of it is stale
+        Instant recent = now.minusSeconds(30); // a miss of it would still be recorded, but for the backfill
         if (!keepsBackfills()) {
-            assertThatThrownBy(() -> beginBackfill(job, old, now)).isInstanceOf(UnsupportedOperationException.class)
+            assertThatThrownBy(() -> beginBackfill(job, old, recent)).isInstanceOf(UnsupportedOperationException.class)
                     .hasMessageContaining("Redlock");
-            assertThatThrownBy(() -> store().backfillView(job, List.of(old), LEASE)).isInstanceOf(UnsupportedOperationException.class);
+            assertThatThrownBy(() -> store().backfillView(job, null, List.of(old), LEASE)).isInstanceOf(UnsupportedOperationException.class);
+            assertThat(store().backfills()).isEmpty();
             return;
         }
         ClaimRequest scheduled = claim(job, now.minusMillis(5), "s");
@@ -193,8 +196,10 @@ abstract class LockProviderContractTest {
         assertThat(status(request(job, old, "c", LEASE, Mode.CATCH_UP, false, Duration.ZERO))).as("a catch-up").isEqualTo(Status.STALE);
         assertThat(status(backfillClaim(job, old, "x", "no-such-backfill"))).as("no backfill running").isEqualTo(Status.STALE);
 
-        String id = beginBackfill(job, old, now);
-        assertThatThrownBy(() -> beginBackfill(job, old, now)).as("one at a time").isInstanceOf(IllegalStateException.class);
+        String id = beginBackfill(job, old, recent);
+        assertThatThrownBy(() -> beginBackfill(job, old, recent)).as("one at a time").isInstanceOf(IllegalStateException.class);
+        assertThat(status(request(job, recent, "m", LEASE, Mode.MISS_ONLY, false, Duration.ZERO)))
+                .as("a slot of the range: the backfill's to decide").isEqualTo(Status.STALE);
         assertThat(status(backfillClaim(job, old, "y", "another"))).as("another backfill's").isEqualTo(Status.STALE);
         pause(job);
         assertThat(status(backfillClaim(job, old, "a", id))).as("paused: it waits").isEqualTo(Status.BUSY);
@@ -210,16 +215,28 @@ abstract class LockProviderContractTest {
         complete(second);
         assertThat(status(backfillClaim(job, old, "c", id))).as("decided: its record").isEqualTo(Status.TAKEN);
         assertThat(status(backfillClaim(job, old.minusSeconds(1), "d", id))).as("behind its cursor").isEqualTo(Status.STALE);
-        Backfill.View view = store().backfillView(job, List.of(old, old.plusSeconds(1), old.plusSeconds(2)), LEASE);
+        Backfill.View view = store().backfillView(job, id, List.of(old, old.plusSeconds(1), old.plusSeconds(2)), LEASE);
         assertThat(view.activeId()).isEqualTo(id);
         assertThat(view.cursor()).isEqualTo(old.plusSeconds(1));
         assertThat(view.decided()).containsExactlyInAnyOrder(old, old.plusSeconds(1));
-        assertThat(status(claim(job, now().minusMillis(2), "n"))).as("the job's order is its schedule's, not the backfill's")
-                .isEqualTo(Status.CLAIMED);
+        ClaimRequest next = claim(job, now().minusMillis(2), "n");
+        assertThat(status(next)).as("the job's order is its schedule's, not the backfill's").isEqualTo(Status.CLAIMED);
+        ClaimRequest late = backfillClaim(job, recent, "r", id);
+        assertThat(status(late)).as("the job's next run holds the lease").isEqualTo(Status.BUSY);
+        complete(next);
+        assertThat(status(late)).as("a slot of the range nobody else could decide").isEqualTo(Status.CLAIMED);
+        complete(late);
 
         cancelBackfill(job);
         assertThat(status(backfillClaim(job, old.plusSeconds(2), "e", id))).as("cancelled").isEqualTo(Status.STALE);
-        assertThat(store().backfillView(job, List.of(old), LEASE).activeId()).isNull();
+        assertThat(store().backfillView(job, null, List.of(old), LEASE).activeId()).isNull();
+        assertThat(status(request(job, recent.plusSeconds(1), "m2", LEASE, Mode.MISS_ONLY, false, Duration.ZERO)))
+                .as("cancelled: the range is the schedule's again").isEqualTo(Status.MISSED);
+        assertThat(store().backfills()).singleElement().satisfies(e -> assertThat(e.backfill().cancelled()).isTrue());
+    }
+
+    void cancelBackfill(String job) {
+        store().cancelBackfill(job);
     }
 
     @Test

@@ -16,16 +16,6 @@ class RedisLockProviderContractTest extends LockProviderContractTest {
     }
 
     @Override
-    String beginBackfill(String job, java.time.Instant from, java.time.Instant to) {
-        return RedisAdmin.of(redis.provider()).backfill(job, from, to, 10, "contract").id();
-    }
-
-    @Override
-    void cancelBackfill(String job) {
-        RedisAdmin.of(redis.provider()).cancelBackfill(job);
-    }
-
-    @Override
     void pause(String job) {
         RedisAdmin.of(redis.provider()).pause(job, "", Optional.empty(), "contract");
     }

@@ -37,16 +37,6 @@ class RedlockLockProviderContractTest extends LockProviderContractTest {
     }
 
     @Override
-    String beginBackfill(String job, java.time.Instant from, java.time.Instant to) {
-        return RedisAdmin.of(provider).backfill(job, from, to, 10, "contract").id(); // refused: Redlock keeps no backfills
-    }
-
-    @Override
-    void cancelBackfill(String job) {
-        RedisAdmin.of(provider).cancelBackfill(job);
-    }
-
-    @Override
     boolean keepsBackfills() {
         return false;
     }

@@ -1,11 +1,11 @@
 package io.lockstep.worker;
 
 import io.lockstep.redis.RedisAdmin;
+import io.lockstep.scheduler.BackfillPlan;
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.config.Durations;
 import io.lockstep.scheduler.config.LockstepConfig;
 import io.lockstep.scheduler.lock.Backfill;
-import io.lockstep.scheduler.lock.ClaimRequest;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;
@@ -67,81 +67,40 @@ final class BackfillCommand extends AdminCommand {
         if (def.isEmpty()) {
             return unknownJob(config, job, err);
         }
-        if (def.get().runOn().everyWorker()) {
-            err.println("error: " + job + " runs on every worker (runOn: every-worker in " + config.source()
-                    + "): each worker's slots are its own, so there is no one slot to backfill");
-            return WorkerMain.BAD_INPUT;
-        }
         if (!def.get().enabled()) {
             err.println("error: " + job + " is disabled in " + config.source() + ": no worker runs it to drive a backfill");
             return WorkerMain.BAD_INPUT;
         }
-        Instant start;
-        Instant end;
         double perSecond;
+        BackfillPlan plan;
         try {
-            start = instant("--from", from);
-            end = instant("--to", to);
             perSecond = rate(rate);
-        } catch (IllegalArgumentException e) {
+            plan = admin.backfillPlan(def.get(), instant("--from", from), instant("--to", to));
+        } catch (IllegalArgumentException | UnsupportedOperationException e) {
             err.println("error: " + e.getMessage());
             return WorkerMain.BAD_INPUT;
         }
-        if (end.isBefore(start)) {
-            err.println("error: --to " + end + " is before --from " + start);
-            return WorkerMain.BAD_INPUT;
-        }
-        Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
-        if (end.isAfter(now)) {
-            err.println("error: --to " + end + " is in the future (Redis's clock says " + now + "): a backfill runs slots that "
-                    + "have passed; the schedule runs the rest");
-            return WorkerMain.BAD_INPUT;
-        }
-        List<Instant> slots;
-        try {
-            slots = def.get().slots(start, end);
-        } catch (IllegalArgumentException e) {
-            err.println("error: " + e.getMessage());
-            return WorkerMain.BAD_INPUT;
-        }
-        if (slots.isEmpty()) {
-            err.println("error: " + job + " (" + String.join(" | ", def.get().schedule().expressions()) + ") has no slot from "
-                    + start + " to " + end);
-            return WorkerMain.BAD_INPUT;
-        }
-        Backfill.View view;
-        try {
-            view = admin.backfillView(job, slots, ClaimRequest.recordTtl(def.get().lease(), def.get().misfireGrace()));
-        } catch (UnsupportedOperationException e) {
-            err.println("error: " + e.getMessage());
-            return WorkerMain.BAD_INPUT;
-        }
-        if (slots.get(0).isBefore(view.knownFrom())) {
-            err.println("error: --from " + start + " is older than what Redis can tell of " + job + "'s slots (its records and "
-                    + "history reach back to " + view.knownFrom() + "): a slot before that may have run, and would run again; "
-                    + "backfill from " + view.knownFrom() + " or later");
-            return WorkerMain.BAD_INPUT;
-        }
-        long decided = slots.stream().filter(view.decided()::contains).count();
-        long excluded = slots.stream().filter(s -> !view.decided().contains(s) && excluded(def.get(), s)).count();
-        long toRun = slots.size() - decided - excluded;
+        List<Instant> slots = plan.slots();
+        String leftToSchedule = plan.leftToSchedule() == 0 ? "" : "; " + plan.leftToSchedule()
+                + " newer slot(s), within misfireGrace, are the schedule's";
         if (dryRun) {
-            out.println("dry run: " + job + " has " + slots.size() + " slot(s) from " + slots.get(0) + " to " + slots.get(slots.size() - 1)
-                    + ": " + decided + " already decided (left alone), " + excluded + " excluded by its calendars; would run " + toRun
-                    + (toRun == 0 ? "" : " at most " + format(perSecond) + "/s (about " + Durations.format(Duration.ofMillis(
-                            (long) Math.ceil(toRun * 1000 / perSecond))) + ")"));
+            out.println("dry run: " + job + " has " + slots.size() + " slot(s) from " + slots.get(0) + " to " + plan.to() + ": "
+                    + plan.decided().size() + " already decided (left alone), " + plan.excluded() + " excluded by its calendars; would run "
+                    + plan.toRun() + (plan.toRun() == 0 ? "" : " at most " + format(perSecond) + "/s (about " + Durations.format(
+                            Duration.ofMillis((long) Math.ceil(plan.toRun() * 1000 / perSecond))) + ")") + leftToSchedule);
             return WorkerMain.OK;
         }
         Backfill b;
         try {
-            b = admin.backfill(job, start, end, perSecond, System.getProperty("user.name", "") + "@" + PauseCommand.hostName());
+            b = admin.backfill(plan, perSecond, System.getProperty("user.name", "") + "@" + PauseCommand.hostName());
         } catch (IllegalStateException | UnsupportedOperationException e) {
             err.println("error: " + e.getMessage());
             return WorkerMain.BAD_INPUT;
         }
-        out.println("backfill " + b.id() + " of " + job + ": " + slots.size() + " slot(s), " + decided + " already decided, about "
-                + toRun + " to run at most " + format(perSecond) + "/s; workers pick it up within "
-                + io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_INTERVAL.toSeconds() + " s");
+        out.println("backfill " + b.id() + " of " + job + ": " + slots.size() + " slot(s) from " + slots.get(0) + " to " + plan.to()
+                + ", " + plan.decided().size() + " already decided, " + plan.toRun() + " to run at most " + format(perSecond)
+                + "/s; workers pick it up within " + io.lockstep.scheduler.lock.WorkerInfo.HEARTBEAT_INTERVAL.toSeconds() + " s"
+                + leftToSchedule);
         if (detach) {
             return WorkerMain.OK;
         }
@@ -180,7 +139,7 @@ final class BackfillCommand extends AdminCommand {
                         out.println();
                     }
                     out.println(b.job() + ": backfill " + p.state() + ": ran " + p.ran() + ", already decided " + p.decided()
-                            + ", skipped by calendars " + p.skipped() + (p.unknown() > 0 ? ", unknown (too old to tell) " + p.unknown() : ""));
+                            + ", excluded by calendars " + p.skipped());
                     return p.state().equals("done") ? WorkerMain.OK : CANCELLED;
                 }
             }
@@ -223,14 +182,6 @@ final class BackfillCommand extends AdminCommand {
                     + "): no slot is claimed for it any more");
         }
         return WorkerMain.OK;
-    }
-
-    private static boolean excluded(JobDefinition def, Instant slot) {
-        try {
-            return def.calendars().any() && def.calendars().excludes(slot, (calendar, e) -> {}).isPresent();
-        } catch (RuntimeException e) {
-            return false; // an application's calendar this command cannot load: the workers ask it
-        }
     }
 
     static Instant instant(String option, String text) {

@@ -134,7 +134,7 @@ final class StatusCommand extends AdminCommand {
                 if (e.progress() != null) {
                     io.lockstep.scheduler.lock.Backfill.Progress p = e.progress();
                     o.putObject("progress").put("driver", p.driver()).put("total", p.total()).put("passed", p.passed())
-                            .put("ran", p.ran()).put("decided", p.decided()).put("skipped", p.skipped()).put("unknown", p.unknown())
+                            .put("ran", p.ran()).put("decided", p.decided()).put("skipped", p.skipped())
                             .put("cursor", p.cursor() == null ? null : p.cursor().toString()).put("updatedAt", p.updatedAt().toString());
                 }
             }

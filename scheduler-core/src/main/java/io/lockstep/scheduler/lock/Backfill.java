@@ -81,19 +81,17 @@ public record Backfill(String id, String job, Instant from, Instant to, double p
      * @param ran slots this backfill claimed and ran
      * @param decided slots left alone: decided before (ran, missed, skipped or paused), or by another
      *     worker's claim while the backfill ran
-     * @param skipped slots the job's calendars exclude, recorded skipped (reason {@code calendar})
-     * @param unknown slots left alone because the store could no longer tell their fate (older than
-     *     both the records and the history reach: {@link View#knownFrom})
+     * @param skipped slots the job's calendars exclude: left alone, not run
      * @param cursor the latest slot it has passed (null before the first)
      * @param state {@code running}, {@code done} or {@code cancelled}
      * @param updatedAt when the driver wrote this (its clock)
      */
-    public record Progress(String id, String driver, long total, long ran, long decided, long skipped, long unknown,
+    public record Progress(String id, String driver, long total, long ran, long decided, long skipped,
             Instant cursor, String state, Instant updatedAt) {
 
-        /** Slots passed so far: ran, decided, skipped or unknown. */
+        /** Slots passed so far: ran, decided or skipped. */
         public long passed() {
-            return ran + decided + skipped + unknown;
+            return ran + decided + skipped;
         }
 
         public boolean ended() {
@@ -109,8 +107,9 @@ public record Backfill(String id, String job, Instant from, Instant to, double p
      *     such as after a cancel)
      * @param cursor that backfill's latest claimed slot (null: none yet)
      * @param knownFrom the earliest slot whose fate the store can still tell: a slot before it that
-     *     has no record may have been decided long ago, so a backfill leaves it alone
-     * @param decided the slots asked about that were decided (a record, or an entry in the job's history)
+     *     has no record may have been decided long ago, so a backfill may not begin before it
+     * @param decided the slots asked about that were decided: a record, an entry in the job's
+     *     history, or decided when the backfill was asked for (the store keeps that set for it)
      */
     public record View(long storeMillis, String activeId, Instant cursor, Instant knownFrom, Set<Instant> decided) {
 

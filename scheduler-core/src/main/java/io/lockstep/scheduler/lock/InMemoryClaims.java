@@ -65,8 +65,11 @@ abstract class InMemoryClaims extends InMemoryRecords {
             }
         }
         String backfill = request.backfill(); // as claim.lua: only for the job's backfill, past its cursor; never stale
+        String[] mark = backfillMarks.get(lease.job());
+        if (backfill == null && !request.manual() && mark != null && slot > Long.parseLong(mark[1]) && slot <= Long.parseLong(mark[2])) {
+            return new ClaimResult(ClaimResult.Status.STALE, 0, now); // a slot a running backfill is to decide: left to it
+        }
         if (backfill != null) {
-            String[] mark = backfillMarks.get(lease.job());
             if (mark == null || !mark[0].equals(backfill) || slot <= Long.parseLong(mark[1])) {
                 return new ClaimResult(ClaimResult.Status.STALE, 0, now);
             }
@@ -142,7 +145,7 @@ abstract class InMemoryClaims extends InMemoryRecords {
             startedSlots.merge(lease.job(), slot, Math::max);
         }
         if (backfill != null) {
-            backfillMarks.put(lease.job(), new String[] {backfill, Long.toString(slot)});
+            backfillMarks.put(lease.job(), new String[] {backfill, Long.toString(slot), mark[2]});
         }
         takeLease(lease, now, staged ? stagedTtl(request, now) : runTtl(lease, now));
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now, 0, "", !staged);

@@ -233,52 +233,51 @@ public final class InMemoryLockProvider extends InMemoryClaims implements LockPr
         paused.remove(job);
     }
 
-    /** The backfills requested, by job, and the progress their drivers wrote. */
+    /** The backfills requested, by job, the progress their drivers wrote, and the slots decided when each was asked for. */
     private final Map<String, Backfill> backfills = new java.util.LinkedHashMap<>();
     private final Map<String, Backfill.Progress> backfillProgress = new HashMap<>();
+    private final Map<String, java.util.Set<Instant>> decidedAtRequest = new HashMap<>();
 
-    /**
-     * Requests a backfill ({@link Backfill}), as {@code lockstep backfill} does in Redis: the
-     * schedulers on this store hear of it with their next heartbeat.
-     *
-     * @throws IllegalStateException when the job has a backfill that neither ended nor was cancelled
-     */
-    public synchronized Backfill requestBackfill(String job, Instant from, Instant to, double perSecond, String by) {
+    @Override
+    public synchronized Backfill requestBackfill(String job, Instant from, Instant to, double perSecond, String by,
+            java.util.Collection<Instant> decided) {
         if (backfillMarks.containsKey(job)) {
-            throw new IllegalStateException(job + " has a backfill running: cancel it first");
+            throw new IllegalStateException(job + " has a backfill running: wait for it to end, or cancel it");
         }
         Backfill b = new Backfill(java.util.UUID.randomUUID().toString(), job, from, to, perSecond, by,
                 Instant.ofEpochMilli(clockMillis.getAsLong()), false);
-        backfillMarks.put(job, new String[] {b.id(), "0"});
+        decidedAtRequest.put(b.id(), java.util.Set.copyOf(decided));
+        backfillMarks.put(job, new String[] {b.id(), "0", Long.toString(to.toEpochMilli())});
         backfills.put(job, b);
         backfillProgress.remove(job);
         return b;
     }
 
-    /** Cancels the job's backfill: no slot of it is claimed after this returns. */
+    @Override
     public synchronized Optional<Backfill> cancelBackfill(String job) {
         backfillMarks.remove(job);
         return Optional.ofNullable(backfills.computeIfPresent(job, (j, b) -> b.cancel()));
     }
 
-    /** The latest progress the job's backfill's driver wrote. */
-    public synchronized Optional<Backfill.Progress> backfillProgress(String job) {
-        return Optional.ofNullable(backfillProgress.get(job));
+    @Override
+    public synchronized List<Backfill.Entry> backfills() {
+        List<Backfill.Entry> entries = new ArrayList<>();
+        backfills.forEach((job, b) -> entries.add(new Backfill.Entry(b, backfillProgress.get(job))));
+        return entries;
     }
 
     @Override
     public synchronized Heartbeat heartbeat(WorkerInfo self, java.time.Duration ttl) {
-        List<Backfill.Entry> entries = new ArrayList<>();
-        backfills.forEach((job, b) -> entries.add(new Backfill.Entry(b, backfillProgress.get(job))));
-        return new Heartbeat(List.of(self), List.of(), 0, true, null, entries);
+        return new Heartbeat(List.of(self), List.of(), 0, true, null, backfills());
     }
 
     @Override
-    public synchronized Backfill.View backfillView(String job, List<Instant> asked, java.time.Duration recordTtl) {
+    public synchronized Backfill.View backfillView(String job, String backfill, List<Instant> asked, java.time.Duration recordTtl) {
         long now = clockMillis.getAsLong();
+        java.util.Set<Instant> known = backfill == null ? java.util.Set.of() : decidedAtRequest.getOrDefault(backfill, java.util.Set.of());
         java.util.Set<Instant> decided = new java.util.HashSet<>();
         for (Instant slot : asked) {
-            if (live(slotKey(job, slot.toEpochMilli()), now) != null) {
+            if (known.contains(slot) || live(slotKey(job, slot.toEpochMilli()), now) != null) {
                 decided.add(slot);
             }
         }

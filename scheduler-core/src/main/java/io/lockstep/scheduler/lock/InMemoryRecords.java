@@ -91,7 +91,7 @@ abstract class InMemoryRecords {
         }
     }
 
-    /** Per job, its backfill's id and cursor (claim.lua's {@code <job>:bf}): {id, cursor ms}; absent when it has none running. */
+    /** Per job, its backfill's id, cursor and last slot (claim.lua's {@code <job>:bf}): {id, cursor ms, to ms}; absent when it has none running. */
     final Map<String, String[]> backfillMarks = new HashMap<>();
 
     /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */

@@ -235,11 +235,37 @@ public interface LockProvider extends AutoCloseable {
      * What the store knows of these slots of {@code job} for a backfill ({@link Backfill.View}):
      * which were decided, from which slot on it can tell, and the job's backfill and its cursor.
      *
+     * @param backfill the backfill asking (its slots decided when it was asked for count as decided),
+     *     or null before one is asked for
      * @param recordTtl the job's slot record ttl ({@link ClaimRequest#recordTtl(java.time.Duration, java.time.Duration)})
      * @throws UnsupportedOperationException when the store keeps no backfills
      */
-    default Backfill.View backfillView(String job, List<java.time.Instant> slots, java.time.Duration recordTtl) {
+    default Backfill.View backfillView(String job, String backfill, List<java.time.Instant> slots, java.time.Duration recordTtl) {
         throw new UnsupportedOperationException(describe() + " keeps no backfills");
+    }
+
+    /**
+     * Stores a new backfill ({@code io.lockstep.scheduler.BackfillPlan#request} checks it and calls
+     * this): the job's backfill mark, which from now on leaves every undecided slot of the range to
+     * it, the slots of the range already decided, and the request every worker hears of.
+     *
+     * @param decided the range's slots decided when it was planned
+     * @throws IllegalStateException when the job has a backfill that has neither ended nor been cancelled
+     * @throws UnsupportedOperationException when the store keeps no backfills
+     */
+    default Backfill requestBackfill(String job, java.time.Instant from, java.time.Instant to, double perSecond, String by,
+            java.util.Collection<java.time.Instant> decided) {
+        throw new UnsupportedOperationException(describe() + " keeps no backfills");
+    }
+
+    /** Cancels {@code job}'s backfill: no slot is claimed for it once this returns. Empty when it has none. */
+    default java.util.Optional<Backfill> cancelBackfill(String job) {
+        throw new UnsupportedOperationException(describe() + " keeps no backfills");
+    }
+
+    /** Every backfill the store keeps, with its progress. */
+    default List<Backfill.Entry> backfills() {
+        return List.of();
     }
 
     /**
