@@ -37,9 +37,13 @@ final class ClaimAnswers {
         return n >= 4 ? BUSY_RETRY_MAX : Duration.ofMillis(Math.min(BUSY_RETRY_MAX.toMillis(), Claimer.RETRY_DELAY.toMillis() << n));
     }
 
-    /** Redlock: a claim without a majority is asked again after a random wait between these. */
-    /** A backfill's slot refused busy (its job's lease held, or the job paused) asks again this soon: its previous run is short. */
+    /**
+     * A backfill's slot refused busy (its job's lease held, or the job paused), or a scheduled slot
+     * refused busy because a backfill's run holds the lease, asks again this soon: a backfill's runs
+     * are mostly short, and a scheduled slot waits for one only within its grace.
+     */
     static final Duration BACKFILL_BUSY_DELAY = Duration.ofMillis(50);
+    /** Redlock: a claim without a majority is asked again after a random wait between these. */
     static final Duration NO_QUORUM_RETRY_MIN = Duration.ofMillis(5);
     static final Duration NO_QUORUM_RETRY_MAX = Duration.ofMillis(60);
 
@@ -179,7 +183,7 @@ final class ClaimAnswers {
                 // lease is free: it can back off without missing the gap between back-to-back runs.
                 d.asks.undecided();
                 // A catch-up takes no turn (only reruns do): it keeps asking every 250 ms to catch the gaps.
-                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.BACKFILL ? BACKFILL_BUSY_DELAY
+                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.BACKFILL || d.kind() == DueSlot.Kind.CLAIM ? BACKFILL_BUSY_DELAY
                         : d.kind() == DueSlot.Kind.CATCH_UP ? Claimer.RETRY_DELAY : busyDelay(d.asks.busyAnswered())));
                 return;
             }

@@ -45,7 +45,8 @@
 -- backfill the mark names (a cancelled one has none) and only past its cursor, which each claim moves
 -- to its slot. So the backfill's slots start in order, each once, whichever worker drives it and
 -- however long ago an earlier claim's record expired. Its record says origin 'backfill', and so does
--- its history.
+-- its history. Its run never costs the schedule a slot: a scheduled claim that finds it holding the
+-- lease ('<job>:bftoken' names its token) is answered 'busy' and asks again within its grace.
 -- The last element lets every worker that races a slot know when to look for a run that died,
 -- without polling.
 --
@@ -138,7 +139,7 @@ local function claim(k, a)
   -- exist: a repeat, a race, a slot decided otherwise, or a manual run (which never moves the marks).
   local manual = a[10] == '1'
   local backfill = string.match(a[10], '^b:(.+)$') -- the id of the backfill this slot belongs to, or nil
-  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept', f .. 'turn', f .. 'bf')
+  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept', f .. 'turn', f .. 'bf', f .. 'bftoken')
   local decided, started = 0, 0
   if not manual then
     decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
@@ -248,6 +249,8 @@ local function claim(k, a)
       if backfill then
         mark[#mark + 1] = f .. 'bf'
         mark[#mark + 1] = backfill .. ':' .. slot_text .. ':' .. bf_to -- the backfill's cursor moves to this slot
+        mark[#mark + 1] = f .. 'bftoken'
+        mark[#mark + 1] = token -- the run holding the lease is a backfill's (see the busy answer above)
       end
     end
     if kept == nil or record_ttl < kept then
@@ -300,6 +303,11 @@ local function claim(k, a)
       return reply('early', 0)
     end
     if mode == 'catchup' then
+      return reply('busy', 0)
+    end
+    if holder and holder == marks[8] and not manual then
+      -- A backfill's run holds the lease ('<job>:bftoken'): the schedule's slot waits for it, within its
+      -- grace, instead of being skipped (or revoking it): a backfill never costs the schedule a slot.
       return reply('busy', 0)
     end
     if a[8] ~= '1' then

@@ -210,7 +210,12 @@ abstract class LockProviderContractTest {
         assertThat(decide(first).fencingToken()).as("repeated (its reply was lost)").isEqualTo(won.fencingToken());
         ClaimRequest second = backfillClaim(job, old.plusSeconds(1), "b", id);
         assertThat(status(second)).as("the lease is held: it waits").isEqualTo(Status.BUSY);
+        ClaimRequest due = claim(job, now.minusMillis(3), "due");
+        assertThat(status(due)).as("a scheduled slot waits for a backfill's run, within its grace: never skipped for it")
+                .isEqualTo(Status.BUSY);
         complete(first);
+        assertThat(status(due)).isEqualTo(Status.CLAIMED);
+        complete(due);
         assertThat(status(second)).isEqualTo(Status.CLAIMED);
         complete(second);
         assertThat(status(backfillClaim(job, old, "c", id))).as("decided: its record").isEqualTo(Status.TAKEN);
@@ -219,7 +224,7 @@ abstract class LockProviderContractTest {
         assertThat(view.activeId()).isEqualTo(id);
         assertThat(view.cursor()).isEqualTo(old.plusSeconds(1));
         assertThat(view.decided()).containsExactlyInAnyOrder(old, old.plusSeconds(1));
-        ClaimRequest next = claim(job, now().minusMillis(2), "n");
+        ClaimRequest next = claim(job, now.minusMillis(1), "n");
         assertThat(status(next)).as("the job's order is its schedule's, not the backfill's").isEqualTo(Status.CLAIMED);
         ClaimRequest late = backfillClaim(job, recent, "r", id);
         assertThat(status(late)).as("the job's next run holds the lease").isEqualTo(Status.BUSY);

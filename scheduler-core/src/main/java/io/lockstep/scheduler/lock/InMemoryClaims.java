@@ -118,6 +118,9 @@ abstract class InMemoryClaims extends InMemoryRecords {
             if (request.mode() == ClaimRequest.Mode.CATCH_UP) {
                 return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
             }
+            if (!manual && holder.token().equals(backfillTokens.get(lease.job()))) {
+                return new ClaimResult(ClaimResult.Status.BUSY, 0, now); // as claim.lua: the schedule waits for a backfill's run
+            }
             if (request.replace()) {
                 revoke(lease.job(), holder.token(), now);
             } else {
@@ -146,6 +149,7 @@ abstract class InMemoryClaims extends InMemoryRecords {
         }
         if (backfill != null) {
             backfillMarks.put(lease.job(), new String[] {backfill, Long.toString(slot), mark[2]});
+            backfillTokens.put(lease.job(), lease.token());
         }
         takeLease(lease, now, staged ? stagedTtl(request, now) : runTtl(lease, now));
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now, 0, "", !staged);

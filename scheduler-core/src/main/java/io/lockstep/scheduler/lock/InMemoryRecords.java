@@ -94,6 +94,9 @@ abstract class InMemoryRecords {
     /** Per job, its backfill's id, cursor and last slot (claim.lua's {@code <job>:bf}): {id, cursor ms, to ms}; absent when it has none running. */
     final Map<String, String[]> backfillMarks = new HashMap<>();
 
+    /** Per job, the token of its backfill's latest run (claim.lua's {@code <job>:bftoken}): a scheduled claim waits for it. */
+    final Map<String, String> backfillTokens = new HashMap<>();
+
     /** The paused jobs (as Redis's {@code <prefix>:{job}:paused}, without its optional ttl). */
     final java.util.Set<String> paused = new java.util.HashSet<>();
 
