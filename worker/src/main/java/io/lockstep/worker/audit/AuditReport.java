@@ -33,7 +33,7 @@ public final class AuditReport {
 
     Instant from, to;
     long lines, events, skippedLines, duplicates, unreadable;
-    long slotsChecked, startedOnce, rerunSlots, unattended, manualRuns, outsideSchedule;
+    long slotsChecked, startedOnce, rerunSlots, unattended, manualRuns, outsideSchedule, backfilledRuns;
     final Map<String, Long> reported = new TreeMap<>();
     final Map<String, Long> violationsByCheck = new LinkedHashMap<>();
     final List<Violation> violations = new ArrayList<>();
@@ -103,8 +103,9 @@ public final class AuditReport {
         if (!reported.isEmpty()) {
             out.printf("reported    %s%n", String.join(", ", reported.entrySet().stream().map(e -> e.getKey() + " " + e.getValue()).toList()));
         }
-        if (manualRuns > 0 || outsideSchedule > 0) {
-            out.printf("other       %,d manual runs; %,d slots outside the config's schedule%n", manualRuns, outsideSchedule);
+        if (manualRuns > 0 || outsideSchedule > 0 || backfilledRuns > 0) {
+            out.printf("other       %,d manual runs; %,d backfilled slots (checked wherever they lie); %,d slots outside the config's schedule%n",
+                    manualRuns, backfilledRuns, outsideSchedule);
         }
         out.println();
         out.println("CHECK          RESULT");
@@ -156,7 +157,7 @@ public final class AuditReport {
         root.putObject("input").put("lines", lines).put("events", events).put("skippedLines", skippedLines)
                 .put("repeatedEvents", duplicates).put("unreadableEvents", unreadable);
         ObjectNode slots = root.putObject("slots").put("checked", slotsChecked).put("startedOnce", startedOnce)
-                .put("rerun", rerunSlots).put("noWorkerRunning", unattended).put("unverified", unverified.size()).put("manualRuns", manualRuns)
+                .put("rerun", rerunSlots).put("noWorkerRunning", unattended).put("unverified", unverified.size()).put("manualRuns", manualRuns).put("backfilledRuns", backfilledRuns)
                 .put("outsideSchedule", outsideSchedule);
         ObjectNode rep = slots.putObject("reported");
         reported.forEach(rep::put);

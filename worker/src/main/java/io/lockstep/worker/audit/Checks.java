@@ -105,11 +105,19 @@ final class Checks {
         }
         JobDefinition any = targets.anyDef(name);
         order(name, originals);
-        order(name, backfilled);
         rerunTokens(name, originals);
         for (Map.Entry<Long, List<Ev>> e : bySlot.entrySet()) {
             long slot = e.getKey();
             if (slot < from || slot > to) {
+                // A backfill's slots are checked wherever they lie (its runs are all in the logs); the window bounds
+                // only the schedule's slots, whose silence it judges.
+                if (any != null && e.getValue().stream().anyMatch(ev -> ev.type() == Type.JOB_STARTED && ev.has(Ev.BACKFILL))) {
+                    report.slotsChecked++;
+                    Run original = slot(any, slot, e.getValue(), false, ranges);
+                    if (original != null && !original.rerun()) {
+                        backfilled.add(original);
+                    }
+                }
                 continue;
             }
             if (e.getValue().stream().anyMatch(ev -> ev.type() == Type.JOB_STARTED && ev.has(Ev.MANUAL))) {
@@ -119,6 +127,9 @@ final class Checks {
             }
             leases.leaseStops(name, slot, e.getValue());
         }
+        backfilled.sort(Comparator.comparingLong(Run::slot));
+        report.backfilledRuns += backfilled.size();
+        order(name, backfilled);
     }
 
     /**

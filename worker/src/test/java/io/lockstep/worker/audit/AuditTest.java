@@ -149,6 +149,22 @@ class AuditTest {
     }
 
     @Test
+    void aBackfillsSlotsBeforeTheWindowAreCheckedToo() throws Exception {
+        everySlotRunsOnce(Set.of());
+        backfillRun("w1", -30, 12, 6001); // slots long before the workers' events: the window starts at slot 1
+        backfillRun("w1", -29, 12.5, 6002);
+        log.workerStopped("w1", 20).workerStopped("w2", 20);
+        AuditReport holds = audit();
+        assertHolds(holds);
+        assertThat(holds.backfilledRuns).isEqualTo(2);
+
+        log.started("w2", JOB, -29, 7001, 41_700, ""); // a forged second run of a backfilled slot outside the window
+        AuditReport forged = audit();
+        assertOnly(forged, "second-run", 1);
+        assertThat(forged.violations().get(0).slot()).isEqualTo(at(-29));
+    }
+
+    @Test
     void slotsACalendarExcludesHoldWhenSkippedAndAreViolationsWhenTheyRun() throws Exception {
         withFreezeCalendar();
         everySlotRunsOnce(Set.of(3, 4)).workerStopped("w1", 20).workerStopped("w2", 20);
