@@ -90,9 +90,12 @@ final class BackfillDriver {
                 return d;
             });
         }
+        Set<String> cancelled = new HashSet<>();
+        entries.stream().filter(e -> e.backfill().cancelled()).forEach(e -> cancelled.add(e.backfill().id()));
         drives.entrySet().removeIf(d -> {
             if (!keep.contains(d.getKey())) {
-                d.getValue().stop(); // cancelled, ended, or another worker is to drive it now
+                // Cancelled (it says so), ended, or another worker is to drive it now (it goes on from the store's cursor).
+                d.getValue().stop(cancelled.contains(d.getKey()));
                 return true;
             }
             return false;
@@ -102,7 +105,7 @@ final class BackfillDriver {
     /** Stops every driver here (the worker stops); the next worker by the hash takes over. */
     synchronized void close() {
         closed = true;
-        drives.values().forEach(Drive::stop);
+        drives.values().forEach(d -> d.stop(false));
         drives.clear();
     }
 
@@ -139,6 +142,8 @@ final class BackfillDriver {
         final ScheduledJob job;
         final Thread thread;
         private volatile boolean stopped;
+        /** Stopped because the backfill was cancelled: it ends here, saying so. */
+        private volatile boolean cancelled;
         private long ran, decided, skipped;
         private Instant cursor;
         private long progressAt;
@@ -156,7 +161,8 @@ final class BackfillDriver {
             thread.setDaemon(true);
         }
 
-        void stop() {
+        void stop(boolean cancel) {
+            cancelled = cancel;
             stopped = true;
             thread.interrupt();
         }
@@ -178,6 +184,9 @@ final class BackfillDriver {
                 // The store did not answer (or refused): another heartbeat starts the drive again here or elsewhere.
                 events.warn("backfill_interrupted").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
                         .addKeyValue("error", Events.describe(e)).log("backfill paused: it resumes with a later heartbeat");
+            }
+            if (cancelled) {
+                state = "cancelled";
             }
             if (!state.equals("running")) {
                 write(state);

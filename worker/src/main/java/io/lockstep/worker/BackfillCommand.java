@@ -32,6 +32,8 @@ import picocli.CommandLine.Parameters;
 final class BackfillCommand extends AdminCommand {
 
     static final int CANCELLED = 3;
+    /** How long a follower waits for the driver's last word after it saw the backfill cancelled. */
+    private static final Duration CANCEL_WAIT = Duration.ofSeconds(5);
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "JOB", description = "the job")
     String job;
@@ -115,6 +117,7 @@ final class BackfillCommand extends AdminCommand {
         long lastTenth = -1;
         long startedNanos = System.nanoTime();
         boolean warned = false;
+        long cancelSeen = Long.MAX_VALUE;
         while (true) {
             Optional<Backfill.Entry> e = admin.backfills().stream().filter(x -> x.backfill().id().equals(b.id())).findFirst();
             Backfill.Progress p = e.map(Backfill.Entry::progress).orElse(null);
@@ -143,9 +146,16 @@ final class BackfillCommand extends AdminCommand {
                     return p.state().equals("done") ? WorkerMain.OK : CANCELLED;
                 }
             }
-            if (e.isPresent() && e.get().backfill().cancelled() && p == null) {
-                out.println(b.job() + ": backfill cancelled before a worker picked it up");
+            if (e.isPresent() && e.get().backfill().cancelled() && (p == null || System.nanoTime() - cancelSeen > CANCEL_WAIT.toNanos())) {
+                if (terminal && p != null) {
+                    out.println();
+                }
+                out.println(b.job() + ": backfill cancelled" + (p == null ? " before a worker picked it up"
+                        : ": ran " + p.ran() + ", already decided " + p.decided() + ", excluded by calendars " + p.skipped()));
                 return CANCELLED;
+            }
+            if (e.isPresent() && e.get().backfill().cancelled() && cancelSeen == Long.MAX_VALUE) {
+                cancelSeen = System.nanoTime(); // its driver says so at its next heartbeat: wait for that, a little
             }
             try {
                 Thread.sleep(500); // a person watching: no Redis load worth a push channel

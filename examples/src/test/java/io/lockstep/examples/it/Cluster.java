@@ -284,13 +284,18 @@ final class Cluster implements AutoCloseable {
      * name that slot {@code second-run}, and nothing else.
      */
     void assertAuditNamesAForgedRerun(Instant after) {
+        assertAuditNamesAForgedRerun(e -> !WorkerProcess.slot(e).isBefore(after));
+    }
+
+    /** {@link #assertAuditNamesAForgedRerun(Instant)} for the first start (by time) that {@code which} accepts. */
+    void assertAuditNamesAForgedRerun(java.util.function.Predicate<JsonNode> which) {
         com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
         try {
             List<Path> logs;
             try (java.util.stream.Stream<Path> files = Files.list(dir)) {
                 logs = files.filter(f -> f.getFileName().toString().matches(".*\\.out(\\.\\d+)?\\.jsonl")).sorted().toList();
             }
-            JsonNode original = events("job_started").stream().filter(e -> !WorkerProcess.slot(e).isBefore(after))
+            JsonNode original = events("job_started").stream().filter(which)
                     .min(java.util.Comparator.comparing(WorkerProcess::ts)).orElseThrow();
             String victim = original.path("worker").asText();
             WorkerProcess other = workers.stream().filter(w -> !w.id.equals(victim)).findFirst().orElseThrow();
