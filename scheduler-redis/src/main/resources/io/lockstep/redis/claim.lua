@@ -146,6 +146,8 @@ local function claim(k, a)
   end
   -- The shortest record ttl a claim of the job wrote (manual runs: their own), see the header.
   local kept_field, kept = f .. (manual and 'mkept' or 'kept'), tonumber(marks[manual and 5 or 4] or '')
+  -- The job's next turn: a slot waiting for the lease (a rerun, recover.lua; or a scheduled slot behind a backfill's run).
+  local turn_slot, turn_until = string.match(marks[6] or '', '^(%d+):(%d+)$')
   local r = {false}
   if manual or backfill or slot <= decided then
     r = redis.call('HMGET', record, 'token', 'state', 'fence', 'why')
@@ -200,6 +202,9 @@ local function claim(k, a)
     if redis.call('EXISTS', pause_key) == 1 then
       return reply('busy', 0) -- a backfill waits while its job is paused
     end
+    if turn_slot and tonumber(turn_until) > now then
+      return reply('busy', 0) -- a scheduled slot (or a rerun) waits for the lease: it goes first
+    end
   end
   if bf_id and not backfill and not manual and slot > tonumber(bf_cursor) and slot <= tonumber(bf_to) then
     return reply('stale', 0) -- a slot a running backfill is to decide: left to it
@@ -245,6 +250,10 @@ local function claim(k, a)
       if slot > started and not manual and not backfill then
         mark[#mark + 1] = f .. 'started'
         mark[#mark + 1] = slot_text
+      end
+      if turn_slot and tonumber(turn_slot) == slot and not manual then
+        mark[#mark + 1] = f .. 'turn'
+        mark[#mark + 1] = '' -- its turn taken: given up
       end
       if backfill then
         mark[#mark + 1] = f .. 'bf'
@@ -296,7 +305,6 @@ local function claim(k, a)
   -- A rerun of an earlier slot refused 'busy' behind the run that held the lease holds the job's
   -- next turn (recover.lua): under overlap: skip, this slot yields to it as to a run holding the
   -- lease. The turn lapses unless its rerun keeps asking, so a rerun whose worker died blocks little.
-  local turn_slot, turn_until = string.match(marks[6] or '', '^(%d+):(%d+)$')
   local turn = not manual and a[8] ~= '1' and turn_slot ~= nil and tonumber(turn_until) > now and tonumber(turn_slot) < slot
   if holder or turn then
     if ahead then
@@ -307,7 +315,12 @@ local function claim(k, a)
     end
     if holder and holder == marks[8] and not manual then
       -- A backfill's run holds the lease ('<job>:bftoken'): the schedule's slot waits for it, within its
-      -- grace, instead of being skipped (or revoking it): a backfill never costs the schedule a slot.
+      -- grace, instead of being skipped (or revoking it), and takes the job's next turn until its grace
+      -- ends, so that the backfill's next claim waits for it: a backfill never costs the schedule a slot.
+      if not (turn_slot and tonumber(turn_until) > now) or tonumber(turn_slot) > slot then
+        redis.call('HSET', marks_key, f .. 'turn', slot_text .. ':' .. string.format('%.0f', slot + tonumber(a[3])))
+        touched[marks_key] = a[9]
+      end
       return reply('busy', 0)
     end
     if a[8] ~= '1' then

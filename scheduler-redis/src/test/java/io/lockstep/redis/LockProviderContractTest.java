@@ -214,6 +214,7 @@ abstract class LockProviderContractTest {
         assertThat(status(due)).as("a scheduled slot waits for a backfill's run, within its grace: never skipped for it")
                 .isEqualTo(Status.BUSY);
         complete(first);
+        assertThat(status(second)).as("the scheduled slot waiting for the lease goes first").isEqualTo(Status.BUSY);
         assertThat(status(due)).isEqualTo(Status.CLAIMED);
         complete(due);
         assertThat(status(second)).isEqualTo(Status.CLAIMED);

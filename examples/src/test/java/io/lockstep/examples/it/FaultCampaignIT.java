@@ -135,7 +135,7 @@ class FaultCampaignIT {
                     break;
                 }
                 for (int attempt = 0; attempt < 6; attempt++) { // a draw that breaks an assumption is drawn again
-                    Kind kind = Kind.values()[rnd.nextInt(Kind.values().length)];
+                    Kind kind = DRAWN[rnd.nextInt(DRAWN.length)];
                     Fault f = kind.draw(rnd, Duration.ofMillis(t), workers);
                     if (f.end().compareTo(length.minusSeconds(3)) <= 0 && allowed(f, faults, workers)) {
                         faults.add(f);
@@ -143,8 +143,20 @@ class FaultCampaignIT {
                     }
                 }
             }
+            // One backfill, drawn apart (from a generator of its own), so that the seeds of earlier runs draw the same faults.
+            Random extra = new Random(seed * 31 + 7);
+            for (int attempt = 0; attempt < 6 && length.toMillis() > 30_000; attempt++) {
+                Fault f = Kind.BACKFILL.draw(extra, Duration.ofMillis(8_000 + extra.nextInt((int) length.toMillis() - 28_000)), workers);
+                if (allowed(f, faults, workers)) {
+                    faults.add(f);
+                    break;
+                }
+            }
             return new Schedule(seed, workers, length, List.copyOf(faults));
         }
+
+        /** The kinds drawn at each step, in the order the first campaigns drew them (a seed replays the same faults). */
+        private static final Kind[] DRAWN = java.util.Arrays.stream(Kind.values()).filter(k -> k != Kind.BACKFILL).toArray(Kind[]::new);
 
         /** Whether {@code f} can join {@code drawn} without breaking an assumption the guarantees state. */
         private static boolean allowed(Fault f, List<Fault> drawn, int workers) {
@@ -402,6 +414,27 @@ class FaultCampaignIT {
             void heal(Campaign c, Fault f) {
                 // a manual run has nothing to undo
             }
+        },
+        /**
+         * {@code lockstep backfill J --from -40 s --to -11 s} (before the cluster began: nobody decided those slots)
+         * at 20/s: its runs go on through whatever faults follow, its driver maybe killed or stopped.
+         */
+        BACKFILL {
+            @Override
+            Fault draw(Random rnd, Duration at, int workers) {
+                return new Fault(this, -1, at, Duration.ZERO, String.format("job-%02d", rnd.nextInt(JOBS)));
+            }
+
+            @Override
+            void apply(Campaign c, Fault f) {
+                c.cli("backfill", f.variant(), "--from", c.backfillFrom().toString(), "--to", c.backfillTo().toString(),
+                        "--rate", "20/s", "--detach");
+            }
+
+            @Override
+            void heal(Campaign c, Fault f) {
+                // it runs to its end; the campaign checks it did
+            }
         };
 
         abstract Fault draw(Random rnd, Duration at, int workers);
@@ -411,7 +444,7 @@ class FaultCampaignIT {
         abstract void heal(Campaign c, Fault f);
 
         boolean operatorAction() {
-            return this == PAUSE || this == TRIGGER;
+            return this == PAUSE || this == TRIGGER || this == BACKFILL;
         }
 
         boolean hurtsAWorker() {
@@ -464,6 +497,17 @@ class FaultCampaignIT {
         final List<WorkerProcess> current = new ArrayList<>();
         final Optional<Path> libfaketime = WorkerProcess.libfaketime();
         final Path clock = dir.resolve("faketime.rc");
+
+        /** When the cluster was made, before its first worker started: the slots before it nobody decided. */
+        final Instant made = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+
+        Instant backfillFrom() {
+            return made.minusSeconds(40);
+        }
+
+        Instant backfillTo() {
+            return made.minusSeconds(11);
+        }
 
         Campaign(Cluster cluster, int workers) {
             this.cluster = cluster;
@@ -641,6 +685,15 @@ class FaultCampaignIT {
         }
         // A quiet tail, every worker up, then SIGTERM for each, as an operator ends a run.
         c.awaitAllStarted();
+        Optional<Fault> backfill = done.stream().map(Done::fault).filter(f -> f.kind() == Kind.BACKFILL).findFirst();
+        if (backfill.isPresent()) {
+            // Its driver may have been killed late: a peer takes over once the dead one's heartbeat is forgotten (10 s).
+            try {
+                await().atMost(Duration.ofSeconds(90)).until(() -> backfillEnded(c, backfill.get().variant()));
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                failures.add("the backfill of " + backfill.get().variant() + " did not end within 90 s after the last fault");
+            }
+        }
         Cluster.sleepUntil(Instant.now().plus(TAIL));
         stopAt = Instant.now();
         for (WorkerProcess w : c.current) {
@@ -650,6 +703,7 @@ class FaultCampaignIT {
             }
         }
 
+        backfill.ifPresent(f -> failures.addAll(backfillRanOnce(c, f.variant())));
         List<String> silent = silentInHealthyWindows(allStarted, stopAt, done);
         long faults = done.stream().filter(d -> !d.fault().kind().operatorAction()).count();
         double minutes = Duration.between(allStarted, stopAt).toMillis() / 60_000.0;
@@ -670,6 +724,36 @@ class FaultCampaignIT {
 
 
     private long healthySlots;
+
+    /** Whether {@code lockstep status} says the job's backfill is done. */
+    private static boolean backfillEnded(Campaign c, String job) throws IOException {
+        CliRun run = CliRun.of("status", "--config", c.cluster.config.toString(), "--json");
+        for (JsonNode b : JSON.readTree(run.out()).path("backfills")) {
+            if (b.path("job").asText().equals(job)) {
+                return b.path("state").asText().equals("done");
+            }
+        }
+        return false;
+    }
+
+    /** Each slot of the backfill's range started once by it (a rerun after a lost lease aside), in slot order. */
+    private List<String> backfillRanOnce(Campaign c, String job) {
+        List<JsonNode> starts = c.cluster.events("job_started").stream().filter(e -> e.path("job").asText().equals(job)
+                && e.path("origin").asText().equals("backfill") && !e.path("rerun").asBoolean()).toList();
+        Map<Instant, Long> perSlot = starts.stream().collect(java.util.stream.Collectors.groupingBy(WorkerProcess::slot,
+                java.util.stream.Collectors.counting()));
+        List<String> wrong = new ArrayList<>();
+        for (Instant s = c.backfillFrom(); !s.isAfter(c.backfillTo()); s = s.plusSeconds(1)) {
+            long n = perSlot.getOrDefault(s, 0L);
+            if (n != 1) {
+                wrong.add("backfill of " + job + ": slot " + s + " started " + n + " times");
+            }
+        }
+        System.out.printf("backfill of %s: %d of %d slots started by it, by %s%n", job, perSlot.size(),
+                Duration.between(c.backfillFrom(), c.backfillTo()).toSeconds() + 1, starts.stream().map(e -> e.path("worker").asText())
+                        .distinct().toList());
+        return wrong;
+    }
 
     /**
      * The slots of {@link #coveredJobs} in the windows with no fault on, from {@link #SETTLE} after

@@ -76,6 +76,10 @@ abstract class InMemoryClaims extends InMemoryRecords {
             if (paused.contains(io.lockstep.scheduler.RunOn.jobOf(lease.job()))) {
                 return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
             }
+            long[] turn = turns.get(lease.job());
+            if (turn != null && turn[1] > now) {
+                return new ClaimResult(ClaimResult.Status.BUSY, 0, now); // a slot waiting for the lease goes first
+            }
         }
         boolean ahead = now < slot;
         if (ahead && now < slot - request.ahead().toMillis()) {
@@ -119,7 +123,12 @@ abstract class InMemoryClaims extends InMemoryRecords {
                 return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
             }
             if (!manual && holder.token().equals(backfillTokens.get(lease.job()))) {
-                return new ClaimResult(ClaimResult.Status.BUSY, 0, now); // as claim.lua: the schedule waits for a backfill's run
+                // As claim.lua: the schedule waits for a backfill's run, holding the job's next turn until its grace ends.
+                long[] turn = turns.get(lease.job());
+                if (turn == null || turn[1] <= now || turn[0] > slot) {
+                    turns.put(lease.job(), new long[] {slot, slot + request.misfireGrace().toMillis()});
+                }
+                return new ClaimResult(ClaimResult.Status.BUSY, 0, now);
             }
             if (request.replace()) {
                 revoke(lease.job(), holder.token(), now);
@@ -146,6 +155,7 @@ abstract class InMemoryClaims extends InMemoryRecords {
                 Math.max(slot, now) + recordTtl), manual, recordTtl); // the record lives from the slot, as in Redis
         if (!manual && backfill == null) {
             startedSlots.merge(lease.job(), slot, Math::max);
+            leaveTurn(lease.job(), slot);
         }
         if (backfill != null) {
             backfillMarks.put(lease.job(), new String[] {backfill, Long.toString(slot), mark[2]});
