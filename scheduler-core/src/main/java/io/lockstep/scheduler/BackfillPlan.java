@@ -76,7 +76,7 @@ public record BackfillPlan(JobDefinition job, Instant from, Instant to, List<Ins
         if (slots.get(0).isBefore(view.knownFrom())) {
             throw new IllegalArgumentException("--from " + from + " is older than what the store can tell of " + def.name()
                     + "'s slots (its records and history reach back to " + view.knownFrom() + "): a slot before that may have run, "
-                    + "and would run again; backfill from " + view.knownFrom() + " or later");
+                    + "and would run again; backfill from " + view.knownFrom() + " or later (a longer history.keep reaches further back)");
         }
         int excluded = 0;
         for (Instant s : slots) {

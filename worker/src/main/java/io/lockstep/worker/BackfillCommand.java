@@ -3,7 +3,6 @@ package io.lockstep.worker;
 import io.lockstep.redis.RedisAdmin;
 import io.lockstep.scheduler.BackfillPlan;
 import io.lockstep.scheduler.JobDefinition;
-import io.lockstep.scheduler.config.Durations;
 import io.lockstep.scheduler.config.LockstepConfig;
 import io.lockstep.scheduler.lock.Backfill;
 import java.io.PrintWriter;
@@ -88,8 +87,8 @@ final class BackfillCommand extends AdminCommand {
         if (dryRun) {
             out.println("dry run: " + job + " has " + slots.size() + " slot(s) from " + slots.get(0) + " to " + plan.to() + ": "
                     + plan.decided().size() + " already decided (left alone), " + plan.excluded() + " excluded by its calendars; would run "
-                    + plan.toRun() + (plan.toRun() == 0 ? "" : " at most " + format(perSecond) + "/s (about " + Durations.format(
-                            Duration.ofMillis((long) Math.ceil(plan.toRun() * 1000 / perSecond))) + ")") + leftToSchedule);
+                    + plan.toRun() + (plan.toRun() == 0 ? "" : " at most " + format(perSecond) + "/s (about " + about(plan.toRun() / perSecond) + ")")
+                    + leftToSchedule);
             return WorkerMain.OK;
         }
         Backfill b;
@@ -218,6 +217,12 @@ final class BackfillCommand extends AdminCommand {
         }
         throw new IllegalArgumentException("--rate must be a number of slots a second, more than 0 and at most "
                 + (int) Backfill.MAX_PER_SECOND + ", such as 50/s, but was \"" + text + "\"");
+    }
+
+    /** {@code seconds} as a person says a duration: "15 s", "4 min", "2 h". */
+    private static String about(double seconds) {
+        long s = (long) Math.ceil(seconds);
+        return s < 120 ? s + " s" : s < 7_200 ? Math.round(s / 60.0) + " min" : Math.round(s / 3_600.0) + " h";
     }
 
     private static String format(double perSecond) {
