@@ -13,7 +13,8 @@ import picocli.CommandLine.Option;
 /**
  * {@code history --config FILE --job NAME [--limit N] [--json]}: the job's recent slots, newest
  * first: each run's outcome, and each slot decided without a run (missed, skipped, paused,
- * abandoned, recovered) with why.
+ * abandoned, recovered) with why. For an every-worker job, the instances of the live workers merged
+ * (each entry names its worker); {@code --job JOB@WORKER} shows one worker's instance.
  */
 @Command(name = "history", mixinStandardHelpOptions = true,
         description = "Shows what became of a job's recent slots, newest first: runs, and slots missed, skipped, paused, abandoned or recovered, with why.")
@@ -30,14 +31,23 @@ final class HistoryCommand extends AdminCommand {
 
     @Override
     int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
-        if (!knows(config, job)) {
+        String base = io.lockstep.scheduler.RunOn.jobOf(job); // an every-worker job's instance: <job>@<worker id>
+        java.util.Optional<io.lockstep.scheduler.JobDefinition> def = config.jobs().stream().filter(d -> d.name().equals(base)).findFirst();
+        if (def.isEmpty() || !base.equals(job) && !def.get().runOn().everyWorker()) {
             return unknownJob(config, job, err);
         }
         if (limit < 1) {
             err.println("error: --limit must be at least 1, but was " + limit);
             return WorkerMain.BAD_INPUT;
         }
-        List<RedisAdmin.Run> runs = admin.history(job, limit);
+        List<RedisAdmin.Run> runs;
+        if (base.equals(job) && def.get().runOn().everyWorker()) {
+            // Each live worker runs its own instance: their histories, merged newest first (--job JOB@WORKER for one).
+            runs = admin.workers().stream().flatMap(w -> admin.history(io.lockstep.scheduler.RunOn.instance(job, w.id()), limit).stream())
+                    .sorted(java.util.Comparator.comparing(RedisAdmin.Run::slot).reversed()).limit(limit).toList();
+        } else {
+            runs = admin.history(job, limit);
+        }
         // A job with jitter: its slots are its cron's fire times plus this stable offset (by the config given).
         long offset = config.jobs().stream().filter(d -> d.name().equals(job)).findFirst()
                 .map(d -> d.schedule().offset().toMillis()).orElse(0L);

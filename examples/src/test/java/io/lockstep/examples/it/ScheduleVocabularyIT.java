@@ -188,6 +188,18 @@ class ScheduleVocabularyIT {
             assertThat(workers.get(1).terminate()).isZero();
             WorkerProcess again = cluster.start("w2"); // the same id: the same instance of the job
             await().atMost(Duration.ofSeconds(40)).until(() -> again.hasStarted() && again.events("job_started").size() >= 3);
+            // history: the job's instances on the live workers, merged; JOB@WORKER for one of them.
+            com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+            io.lockstep.examples.cli.CliRun merged = io.lockstep.examples.cli.CliRun.of("history", "--config", cluster.config.toString(),
+                    "--job", "refresh", "--limit", "30", "--json");
+            assertThat(merged.exit()).as(merged.err()).isZero();
+            List<String> mergedWorkers = new ArrayList<>();
+            json.readTree(merged.out()).forEach(e -> mergedWorkers.add(e.path("worker").asText()));
+            assertThat(mergedWorkers).as("entries of every live worker's instance").contains("w1", "w2", "w3");
+            io.lockstep.examples.cli.CliRun one = io.lockstep.examples.cli.CliRun.of("history", "--config", cluster.config.toString(),
+                    "--job", "refresh@w3", "--json");
+            assertThat(one.exit()).as(one.err()).isZero();
+            assertThat(json.readTree(one.out())).isNotEmpty().allSatisfy(e -> assertThat(e.path("worker").asText()).isEqualTo("w3"));
             workers.get(0).terminate();
             workers.get(2).terminate();
             again.terminate();
