@@ -57,7 +57,7 @@ final class BackfillDriver {
     private final Map<String, Drive> drives = new HashMap<>();
     /** Backfills this worker saw end here, so that a late heartbeat does not start them again. */
     private final Set<String> ended = new HashSet<>();
-    private boolean closed;
+    private volatile boolean closed;
 
     BackfillDriver(LockProvider provider, String workerId, JobSet jobs, SlotQueue queue, ClusterClock clock, Events events,
             Supplier<List<WorkerInfo>> live) {
@@ -84,14 +84,23 @@ final class BackfillDriver {
                 continue;
             }
             keep.add(b.id());
-            drives.computeIfAbsent(b.id(), id -> {
-                Drive d = new Drive(b, job, e.progress());
+            Drive running = drives.get(b.id());
+            if (running != null) {
+                running.latest = e;
+            } else {
+                Drive d = new Drive(b, job, e);
+                drives.put(b.id(), d);
                 d.thread.start();
-                return d;
-            });
+            }
         }
         Set<String> cancelled = new HashSet<>();
         entries.stream().filter(e -> e.backfill().cancelled()).forEach(e -> cancelled.add(e.backfill().id()));
+        entries.forEach(e -> {
+            Drive d = drives.get(e.backfill().id());
+            if (d != null) {
+                d.latest = e; // what the store says of it now, for a driver that finds its mark gone
+            }
+        });
         drives.entrySet().removeIf(d -> {
             if (!keep.contains(d.getKey())) {
                 // Cancelled (it says so), ended, or another worker is to drive it now (it goes on from the store's cursor).
@@ -109,16 +118,22 @@ final class BackfillDriver {
         drives.clear();
     }
 
-    /** The worker that drives {@code b}: of the live workers that may run the job, the first by a rendezvous hash. */
+    /**
+     * The worker that drives {@code b}: of the live workers that run this worker's config (so the job,
+     * as defined here) and may run the job ({@link RunOn}), the first by a rendezvous hash. During a
+     * rollout each config's workers choose one of theirs: two drivers for a while, which the store's
+     * cursor keeps apart.
+     */
     private String driver(Backfill b, RunOn runOn) {
         String best = null;
         long bestScore = Long.MIN_VALUE;
         List<WorkerInfo> workers = new ArrayList<>(live.get());
-        if (workers.stream().noneMatch(w -> w.id().equals(workerId))) {
+        WorkerInfo self = workers.stream().filter(w -> w.id().equals(workerId)).findFirst().orElse(null);
+        if (self == null) {
             return workerId; // before the first heartbeat's answer: nobody else is known
         }
         for (WorkerInfo w : workers) {
-            if (w.draining() || !runOn.allows(w.labels())) {
+            if (w.draining() || !runOn.allows(w.labels()) || !w.configHash().equals(self.configHash())) {
                 continue;
             }
             long score = Preference.mix(Preference.hash(w.id()) ^ Preference.hash(b.id()));
@@ -130,9 +145,12 @@ final class BackfillDriver {
         return best;
     }
 
-    private synchronized void finished(Backfill b) {
-        ended.add(b.id());
-        drives.remove(b.id());
+    /** {@code d}'s thread ends; {@code over}: the backfill ended (done, cancelled, interrupted), never to be driven again. */
+    private synchronized void finished(Drive d, boolean over) {
+        if (over) {
+            ended.add(d.b.id());
+        }
+        drives.remove(d.b.id(), d); // not a drive started since for the same backfill
     }
 
     /** One backfill driven here. */
@@ -147,10 +165,14 @@ final class BackfillDriver {
         private long ran, decided, skipped;
         private Instant cursor;
         private long progressAt;
+        /** What the latest heartbeat said of this backfill (its request and progress). */
+        volatile Backfill.Entry latest;
 
-        Drive(Backfill b, ScheduledJob job, Backfill.Progress before) {
+        Drive(Backfill b, ScheduledJob job, Backfill.Entry entry) {
             this.b = b;
             this.job = job;
+            this.latest = entry;
+            Backfill.Progress before = entry.progress();
             if (before != null && before.id().equals(b.id())) { // a driver before us wrote it: resume its counts
                 ran = before.ran();
                 decided = before.decided();
@@ -169,34 +191,68 @@ final class BackfillDriver {
 
         @Override
         public void run() {
-            List<Instant> slots = job.definition().slots(b.from(), b.to());
-            total = slots.size();
-            events.info("backfill_driving").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
-                    .addKeyValue("from", b.from().toString()).addKeyValue("to", b.to().toString()).addKeyValue("slots", slots.size())
-                    .addKeyValue("per_second", b.perSecond()).addKeyValue("resumed_after", cursor == null ? null : cursor.toString())
-                    .log("driving a backfill");
             String state = "running";
             try {
+                List<Instant> slots = job.definition().slots(b.from(), b.to());
+                total = slots.size();
+                events.info("backfill_driving").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
+                        .addKeyValue("from", b.from().toString()).addKeyValue("to", b.to().toString()).addKeyValue("slots", slots.size())
+                        .addKeyValue("per_second", b.perSecond()).addKeyValue("resumed_after", cursor == null ? null : cursor.toString())
+                        .log("driving a backfill");
                 state = drive(slots);
             } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (RuntimeException e) {
-                // The store did not answer (or refused): another heartbeat starts the drive again here or elsewhere.
+                // stopped: cancelled, handed to another worker, or the worker stops (the thread ends here either way)
+                if (!cancelled && !closed) {
+                    events.info("backfill_handed_on").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
+                            .log("another worker is to drive the backfill now: it goes on from the store's cursor");
+                }
+            } catch (RuntimeException | Error e) {
+                // The store did not answer (or refused), or this worker's schedule cannot list the range: a later
+                // heartbeat starts the drive again, here or on another worker, from the store's cursor.
                 events.warn("backfill_interrupted").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
-                        .addKeyValue("error", Events.describe(e)).log("backfill paused: it resumes with a later heartbeat");
+                        .addKeyValue("error", Events.describe(e)).log("backfill paused: it goes on at a later heartbeat");
             }
-            if (cancelled) {
-                state = "cancelled";
+            boolean over = false;
+            try {
+                if (cancelled) {
+                    state = "cancelled";
+                }
+                if (!state.equals("running")) {
+                    over = true;
+                    Thread.interrupted(); // a cancel's interrupt is spent: the last progress is still to be written
+                    end(state);
+                    events.info("backfill_ended").addKeyValue("job", b.job()).addKeyValue("backfill", b.id()).addKeyValue("state", state)
+                            .addKeyValue("ran", ran).addKeyValue("decided", decided).addKeyValue("skipped", skipped)
+                            .log("backfill " + state);
+                } else if (!stopped) {
+                    write("running");
+                }
+            } catch (InterruptedException e) {
+                // the worker stops while the end is being written: the next driver finds the mark gone and says why
+            } finally {
+                finished(this, over);
             }
-            if (!state.equals("running")) {
-                write(state);
-                events.info("backfill_ended").addKeyValue("job", b.job()).addKeyValue("backfill", b.id()).addKeyValue("state", state)
-                        .addKeyValue("ran", ran).addKeyValue("decided", decided).addKeyValue("skipped", skipped)
-.log("backfill " + state);
-            } else if (!stopped) {
-                write(state);
+        }
+
+        /**
+         * The store no longer names this backfill as the job's (its mark is gone): cancelled (a cancel
+         * removes the mark first, then flags the request: wait a few heartbeats to hear it), ended by
+         * another driver (then say nothing), or lost (Redis lost the mark): {@code interrupted}.
+         */
+        private String markGone() throws InterruptedException {
+            long until = System.nanoTime() + WorkerInfo.HEARTBEAT_INTERVAL.multipliedBy(3).toNanos();
+            while (System.nanoTime() < until && !stopped) {
+                Backfill.Entry e = latest;
+                if (e.backfill().cancelled()) {
+                    return "cancelled";
+                }
+                if (e.progress() != null && e.progress().ended()) {
+                    stopped = true; // another driver ended it: nothing more to say here
+                    return "running";
+                }
+                TimeUnit.MILLISECONDS.sleep(250);
             }
-            finished(b);
+            return stopped ? "running" : "interrupted";
         }
 
         /** Runs the backfill until it is done ({@code done}), cancelled ({@code cancelled}) or this driver stops ({@code running}). */
@@ -210,7 +266,7 @@ final class BackfillDriver {
                 List<Instant> part = slots.subList(i, Math.min(i + PER_VIEW, slots.size()));
                 Backfill.View view = provider.backfillView(b.job(), b.id(), part, recordTtl);
                 if (!b.id().equals(view.activeId())) {
-                    return "cancelled"; // the store claims nothing more for it: cancelled (or ended by a driver before us)
+                    return markGone(); // the store claims nothing more for it
                 }
                 for (Instant slot : part) {
                     if (stopped) {
@@ -272,6 +328,26 @@ final class BackfillDriver {
         }
 
         private int total;
+
+        /**
+         * Writes the last progress, {@code state}, which also removes the job's backfill mark; tried again
+         * for up to a minute while the store fails (a progress left running would be driven again, and
+         * find its mark gone).
+         */
+        private void end(String state) throws InterruptedException {
+            for (int attempt = 0; attempt < 60 && !closed; attempt++) {
+                progressAt = System.nanoTime();
+                try {
+                    provider.backfillProgress(b, new Backfill.Progress(b.id(), workerId, total, ran, decided, skipped, cursor,
+                            state, clock.now()));
+                    return;
+                } catch (RuntimeException e) {
+                    events.debug("backfill_progress_unwritten").addKeyValue("job", b.job()).addKeyValue("error", Events.describe(e))
+                            .log("the backfill's end not written yet; tried again in a second");
+                }
+                TimeUnit.SECONDS.sleep(1);
+            }
+        }
 
         private void write(String state) {
             progressAt = System.nanoTime();

@@ -43,6 +43,10 @@ final class ClaimAnswers {
      * are mostly short, and a scheduled slot waits for one only within its grace.
      */
     static final Duration BACKFILL_BUSY_DELAY = Duration.ofMillis(50);
+    static Duration backfillBusyDelay(int n) {
+        return Duration.ofMillis(Math.min(1_000, BACKFILL_BUSY_DELAY.toMillis() << Math.min(n, 5)));
+    }
+
     /** Redlock: a claim without a majority is asked again after a random wait between these. */
     static final Duration NO_QUORUM_RETRY_MIN = Duration.ofMillis(5);
     static final Duration NO_QUORUM_RETRY_MAX = Duration.ofMillis(60);
@@ -153,7 +157,7 @@ final class ClaimAnswers {
                 SlotRun run = new SlotRun(def, d.job.job(), lease, lockName, result.fencingToken(), workerId, sentNanos, d.manual,
                         request.mode() == ClaimRequest.Mode.RECOVER || request.mode() == ClaimRequest.Mode.ABANDON,
                         d.kind() == DueSlot.Kind.CATCH_UP, provider);
-                run.backfill = d.backfill != null;
+                run.backfill = d.backfill;
                 run.startAtNanos = receivedNanos + result.startDelayMillis(d.slot) * 1_000_000;
                 run.storeClock(result.serverTimeMillis() * 1_000, sentNanos, receivedNanos, d.asks.askedSinceNanos());
                 // Moved on before the hand-off: should anything below throw, unhandled() must not free the
@@ -183,7 +187,9 @@ final class ClaimAnswers {
                 // lease is free: it can back off without missing the gap between back-to-back runs.
                 d.asks.undecided();
                 // A catch-up takes no turn (only reruns do): it keeps asking every 250 ms to catch the gaps.
-                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.BACKFILL || d.kind() == DueSlot.Kind.CLAIM ? BACKFILL_BUSY_DELAY
+                // A backfill's slot: 50 ms doubling to 1 s (a long run, or a pause, is not polled 20 times a second).
+                d.retryAt(clock.now().plus(d.kind() == DueSlot.Kind.BACKFILL ? backfillBusyDelay(d.asks.busyAnswered())
+                        : d.kind() == DueSlot.Kind.CLAIM ? BACKFILL_BUSY_DELAY
                         : d.kind() == DueSlot.Kind.CATCH_UP ? Claimer.RETRY_DELAY : busyDelay(d.asks.busyAnswered())));
                 return;
             }

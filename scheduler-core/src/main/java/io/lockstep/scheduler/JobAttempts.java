@@ -158,7 +158,7 @@ final class JobAttempts {
             started = run.manual ? started.addKeyValue("manual", true) : started;
             started = run.recovered ? started.addKeyValue("rerun", true) : started;
             started = run.catchUp ? started.addKeyValue("catch_up", true) : started;
-            started = run.backfill ? started.addKeyValue("origin", "backfill") : started;
+            started = run.backfill != null ? started.addKeyValue("origin", "backfill").addKeyValue("backfill", run.backfill) : started;
             run.span.tag(started).log("job started");
             events.metrics().started(def.name(), Duration.ofMillis(lateness(run)));
             run.attach(Thread.currentThread());

@@ -172,7 +172,6 @@ public record JobDefinition(
                 enabled, retry, recover, catchUp, catchUpWindow, calendars, runOn);
     }
 
-    /** Whether one run at a time holds the job's single lease ({@code skip} and {@code replace}). */
     /**
      * The slots of this job's schedule in [{@code from}, {@code to}], oldest first: a backfill's
      * ({@link io.lockstep.scheduler.lock.Backfill}).
@@ -196,6 +195,7 @@ public record JobDefinition(
         }
     }
 
+    /** Whether one run at a time holds the job's single lease ({@code skip} and {@code replace}). */
     public boolean exclusive() {
         return overlap != Overlap.ALLOW;
     }

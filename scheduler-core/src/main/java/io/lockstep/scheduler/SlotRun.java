@@ -56,8 +56,8 @@ final class SlotRun implements JobContext {
     final boolean recovered;
     /** A slot caught up at start ({@code catchUp}); its {@code job_started} carries {@code catch_up: true}. */
     final boolean catchUp;
-    /** A slot of a backfill ({@code lockstep backfill}); its events carry {@code origin: backfill}. Set before its hand-off. */
-    boolean backfill;
+    /** A slot of a backfill ({@code lockstep backfill}): its id, else null; its events carry {@code origin: backfill}. Set before its hand-off. */
+    String backfill;
     /** The run's trace, from its first attempt's start ({@link RunTracer}). */
     volatile RunSpan span = RunSpan.NONE;
     /** The watchdog's view of the lease; set once, before the run is handed to a job thread. */

@@ -140,6 +140,45 @@ class BackfillTest {
         assertThat(backfilled).as("each slot once, in order, whichever worker claimed it").hasSize(56).doesNotHaveDuplicates().isSorted();
     }
 
+    /**
+     * A driver that handed the backfill over (a peer ranked first for a while: it woke from a stall,
+     * say) takes it up again when that peer is gone; a driver whose store failed goes on at a later
+     * heartbeat. Neither is left undriven.
+     */
+    @Test
+    void aDriverTakesTheBackfillUpAgainAfterAHandOverAndAfterAFailedRead() {
+        InMemoryLockProvider memory = InMemoryLockProvider.create();
+        FaultyStore store = new FaultyStore(memory);
+        Instant begun = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+        harness.start(Scheduler.builder(store).workerId("w1").jobFactory(d -> ctx -> started.add(ctx.scheduledTime()))
+                .job(everySecond("handed")));
+        await().atMost(Duration.ofSeconds(10)).until(() -> store.lastSelf != null);
+        store.backfillViewFailures.set(1); // the first read fails: backfill_interrupted, then a later heartbeat goes on
+        Backfill b = BackfillPlan.of(everySecond("handed"), begun.minusSeconds(110), begun.minusSeconds(5), memory).request(memory, 10, "test");
+        // A peer of the same config that ranks above w1 for this backfill (nobody drives while it lives).
+        io.lockstep.scheduler.lock.WorkerInfo self = store.lastSelf;
+        long w1 = Preference.mix(Preference.hash("w1") ^ Preference.hash(b.id()));
+        String peer = java.util.stream.IntStream.range(0, 1000).mapToObj(i -> "peer-" + i)
+                .filter(id -> Preference.mix(Preference.hash(id) ^ Preference.hash(b.id())) > w1).findFirst().orElseThrow();
+        await().atMost(Duration.ofSeconds(15)).until(() -> harness.events().named("backfill_interrupted", "handed").size() == 1
+                && backfilledRuns() >= 5);
+        store.peers.add(new io.lockstep.scheduler.lock.WorkerInfo(peer, "elsewhere", 1, self.version(), self.started(), 8, 0,
+                self.configHash(), self.lastSeen(), false, java.util.Set.of()));
+        await().atMost(Duration.ofSeconds(10)).until(() -> harness.events().named("backfill_handed_on", "handed").size() == 1);
+        long atHandOver = backfilledRuns();
+        // One slot in the claimer's hands as the drive stopped may still run; none after it.
+        await().during(Duration.ofSeconds(4)).atMost(Duration.ofSeconds(8)).until(() -> backfilledRuns() <= atHandOver + 1);
+        long handedAt = backfilledRuns();
+        assertThat(handedAt).as("handed over midway").isLessThan(106);
+        store.peers.clear(); // the peer is gone: w1 ranks first again
+        await().atMost(Duration.ofSeconds(30)).until(() -> ended(memory, "handed"));
+        assertThat(progress(memory, "handed").orElseThrow().state()).isEqualTo("done");
+        List<Instant> backfilled = harness.events().named("job_started", "handed").stream()
+                .filter(e -> "backfill".equals(e.get("origin"))).map(e -> Instant.parse((String) e.get("slot"))).toList();
+        assertThat(backfilled).as("every slot once, in order, across the three drives").hasSize(106).doesNotHaveDuplicates().isSorted();
+        assertThat(harness.events().named("backfill_driving", "handed")).hasSizeGreaterThanOrEqualTo(3);
+    }
+
     private long backfilledRuns() {
         return harness.events().named("job_started").stream().filter(e -> "backfill".equals(e.get("origin"))).count();
     }

@@ -314,6 +314,7 @@ final class FaultyStore implements LockProvider {
     @Override
     public io.lockstep.scheduler.lock.Heartbeat heartbeat(io.lockstep.scheduler.lock.WorkerInfo self, java.time.Duration ttl) {
         check();
+        lastSelf = self;
         io.lockstep.scheduler.lock.Heartbeat beat = store.heartbeat(self, ttl);
         if (!peers.isEmpty()) {
             List<io.lockstep.scheduler.lock.WorkerInfo> all = new java.util.ArrayList<>(beat.workers());
@@ -322,7 +323,28 @@ final class FaultyStore implements LockProvider {
         }
         java.time.Duration drain = drainAsked.getAndSet(null);
         return new io.lockstep.scheduler.lock.Heartbeat(beat.workers(), beat.triggers(),
-                heartbeatCarriesTime ? store.serverTimeMillis() : beat.serverTimeMillis(), beat.configPublished(), drain);
+                heartbeatCarriesTime ? store.serverTimeMillis() : beat.serverTimeMillis(), beat.configPublished(), drain, store.backfills());
+    }
+
+    /** The worker of the latest heartbeat (to make {@link #peers} that look like it). */
+    volatile io.lockstep.scheduler.lock.WorkerInfo lastSelf;
+
+    /** Backfill views that fail (as a Redis call does) before they go through again. */
+    final java.util.concurrent.atomic.AtomicInteger backfillViewFailures = new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public io.lockstep.scheduler.lock.Backfill.View backfillView(String job, String backfill, List<Instant> slots, java.time.Duration recordTtl) {
+        check();
+        if (backfillViewFailures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            throw new LockException("faulty in-memory", "backfill view failed", null);
+        }
+        return store.backfillView(job, backfill, slots, recordTtl);
+    }
+
+    @Override
+    public void backfillProgress(io.lockstep.scheduler.lock.Backfill backfill, io.lockstep.scheduler.lock.Backfill.Progress progress) {
+        check();
+        store.backfillProgress(backfill, progress);
     }
 
     /** An operator's drain request ({@code lockstep drain}) the next heartbeat carries, once; null: none. */

@@ -27,6 +27,8 @@ final class BackfillStore {
     private static final LuaScript BEGIN = LuaScript.load("backfill_begin.lua");
     private static final LuaScript END = LuaScript.load("backfill_end.lua");
     private static final LuaScript VIEW = LuaScript.load("backfill_view.lua");
+    private static final LuaScript PROGRESS = LuaScript.load("backfill_progress.lua");
+    private static final LuaScript CANCEL = LuaScript.load("backfill_cancel.lua");
     private static final ObjectMapper JSON = new ObjectMapper();
     /** How long the requests and their progress are kept after the last write: as long as a job's history. */
     private static final Duration KEPT = Duration.ofDays(7);
@@ -73,9 +75,10 @@ final class BackfillStore {
             jedis.del(set);
             String id = mark.substring(0, mark.indexOf(':'));
             Optional<Backfill> running = entries().stream().map(Backfill.Entry::backfill).filter(r -> r.job().equals(job) && r.id().equals(id)).findFirst();
-            throw new IllegalStateException(job + " has a backfill running" + running.map(r -> " (" + r.from() + " to " + r.to()
-                    + ", asked by " + r.by() + " at " + r.requestedAt() + ")").orElse("")
-                    + ": wait for it to end, or cancel it with lockstep backfill --cancel " + job);
+            throw new IllegalStateException(running.map(r -> job + " has a backfill running (" + r.from() + " to " + r.to()
+                    + ", asked by " + r.by() + " at " + r.requestedAt() + "): wait for it to end, or cancel it with lockstep backfill --cancel " + job)
+                    .orElse(job + " holds the mark of a backfill whose request is not in Redis (a request cut off midway): "
+                            + "lockstep backfill --cancel " + job + " clears it"));
         }
         try {
             jedis.hset(keys.backfills(), job, toJson(b));
@@ -89,20 +92,35 @@ final class BackfillStore {
 
     /**
      * Cancels the job's backfill: first its mark goes (from then on no slot is claimed for it, whatever
-     * its driver still sends), then the request says cancelled (its driver stops at its next heartbeat).
-     * Also clears a mark whose request never landed (an operator's command cut off between the two writes).
+     * its driver still sends), then its request says cancelled (its driver says so at its next
+     * heartbeat). Also clears a mark whose request never landed (a request cut off between its two
+     * writes). A backfill that already ended is left as it is.
+     *
+     * @return the backfill cancelled; empty when the job had none running
      */
     Optional<Backfill> cancel(String job) {
         try {
-            jedis.hdel(keys.marks(job), RedisKeys.markField(job) + "bf");
-            Optional<Backfill> b = entries().stream().map(Backfill.Entry::backfill).filter(r -> r.job().equals(job)).findFirst();
-            if (b.isPresent() && !b.get().cancelled()) {
-                jedis.hset(keys.backfills(), job, toJson(b.get().cancel()));
+            String mark = jedis.hget(keys.marks(job), RedisKeys.markField(job) + "bf");
+            String marked = mark == null || mark.indexOf(':') < 0 ? null : mark.substring(0, mark.indexOf(':'));
+            if (marked != null) {
+                end(job, marked);
             }
-            return b.map(Backfill::cancel);
+            Optional<Backfill.Entry> e = entries().stream().filter(r -> r.backfill().job().equals(job)).findFirst();
+            if (e.isEmpty() || !(e.get().backfill().id().equals(marked) || marked == null && e.get().running())) {
+                return Optional.empty(); // none, ended already, or a newer request than the mark removed
+            }
+            Backfill b = e.get().backfill();
+            calls.call("backfill cancel", new RedisCalls.Call(CANCEL, List.of(keys.backfills()), List.of(job, b.id())));
+            return Optional.of(b.cancel());
         } catch (JedisException e) {
             throw calls.wrap("backfill cancel", e);
         }
+    }
+
+    /** Removes the job's backfill mark if it names {@code id}, and the backfill's decided set (backfill_end.lua). */
+    private void end(String job, String id) {
+        calls.call("backfill end", new RedisCalls.Call(END, List.of(keys.marks(job), keys.backfillDecided(job, id)),
+                List.of(RedisKeys.markField(job), id)));
     }
 
     /** Every backfill stored, with its progress. */
@@ -130,17 +148,15 @@ final class BackfillStore {
         return entries;
     }
 
-    /** Writes a backfill's progress; one that ended also removes the job's backfill mark. */
+    /**
+     * Writes a backfill's progress (not over a newer request's, nor over its own that ended:
+     * backfill_progress.lua); one that ended then also removes the job's backfill mark.
+     */
     void progress(Backfill b, Backfill.Progress p) {
-        try {
-            jedis.hset(keys.backfills(), b.job() + ":progress", toJson(p));
-            jedis.pexpire(keys.backfills(), KEPT.toMillis());
-        } catch (JedisException e) {
-            throw calls.wrap("backfill progress", e);
-        }
+        calls.call("backfill progress", new RedisCalls.Call(PROGRESS, List.of(keys.backfills()),
+                List.of(b.job(), b.id(), toJson(p), Long.toString(KEPT.toMillis()))));
         if (p.ended()) {
-            calls.call("backfill end", new RedisCalls.Call(END, List.of(keys.marks(b.job())),
-                    List.of(RedisKeys.markField(b.job()) + "bf", b.id())));
+            end(b.job(), b.id());
         }
     }
 

@@ -37,7 +37,7 @@ import java.util.Map;
  *   &lt;prefix&gt;:{workers}:config:&lt;hash&gt;        the job definitions a config hash stands for (hash: job -> JSON)
  *   &lt;prefix&gt;:{workers}:manual               manual runs requested in the last minute (zset: 'job slot' -> slot ms)
  *   &lt;prefix&gt;:{workers}:backfills            backfills (hash: job -> request JSON, '&lt;job&gt;:progress' -> its progress JSON; the
- *                                           job's '&lt;job&gt;:bf' mark, '&lt;id&gt;:&lt;cursor&gt;', is in its group's marks); ttl 7 days
+ *                                           job's '&lt;job&gt;:bf' mark, '&lt;id&gt;:&lt;cursor&gt;:&lt;to&gt;', is in its group's marks); ttl 7 days past the last write
  *   &lt;prefix&gt;:{workers}:commands             Redlock: the latest pause/resume per job on this master (hash: job -> JSON); no ttl
  *   &lt;prefix&gt;:{workers}:deployment           Redlock: this master's deployment marker (hash: id, created, run, fresh); no ttl
  * </pre>

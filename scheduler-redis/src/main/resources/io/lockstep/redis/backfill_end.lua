@@ -1,10 +1,14 @@
--- Ends a job's backfill in the store: removes the job's backfill mark ('<job>:bf' in its group's
--- marks, see claim.lua) when it still names this backfill, so that no slot is claimed for it any more.
--- KEYS[1] the marks  ARGV[1] the mark's field ('<job>:bf')  ARGV[2] the backfill's id
--- Returns 1 when it removed the mark.
-local mark = redis.call('HGET', KEYS[1], ARGV[1])
+-- Ends a job's backfill in the store (its driver's last progress, or a cancel): removes the job's
+-- backfill mark ('<job>:bf' = '<id>:<cursor>:<to>' in its group's marks, see claim.lua) and its
+-- run's token ('<job>:bftoken') when the mark names this backfill, so that no slot is claimed for it
+-- any more, and the set of its range's slots decided when it was asked for.
+-- KEYS[1] the marks  KEYS[2] the backfill's decided set
+-- ARGV[1] the job's field prefix in the marks ('<job>:')  ARGV[2] the backfill's id
+-- Returns 1 when the mark named it (and is gone), else 0.
+local mark = redis.call('HGET', KEYS[1], ARGV[1] .. 'bf')
 if mark and string.match(mark, '^(.+):%d+:%d+$') == ARGV[2] then
-  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[1], ARGV[1] .. 'bf', ARGV[1] .. 'bftoken')
+  redis.call('DEL', KEYS[2])
   return 1
 end
 return 0

@@ -15,7 +15,7 @@
 -- ARGV[1] the job's field prefix in the marks ('<job>:'), ARGV[2] the earliest slot asked about (ms),
 -- ARGV[3] the margin (ms): how long before its slot an entry of it may be written,
 -- ARGV[4..] the slots asked about (ms), in the order of KEYS[5..]
--- Returns {server ms, the backfill mark ('<id>:<cursor>') or '', the job's 'kept' or '',
+-- Returns {server ms, the backfill mark ('<id>:<cursor>:<to>') or '', the job's 'kept' or '',
 -- {1-based index among KEYS[5..] of each slot with a record, or in KEYS[4]}, {slot (ms text) of each stream entry
 -- at or after ARGV[2]}, {for each stream: ms from which it is whole, 0 if from its beginning, -1 if absent}}.
 local t = redis.call('TIME')
@@ -24,6 +24,9 @@ local marks = redis.call('HMGET', KEYS[1], ARGV[1] .. 'bf', ARGV[1] .. 'kept')
 local from = tonumber(ARGV[2])
 local exists = {}
 local asked = redis.call('EXISTS', KEYS[4]) == 1
+if asked then
+  redis.call('PEXPIRE', KEYS[4], 604800000) -- kept a week past the backfill's last look at it, however slow it runs
+end
 for i = 5, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 1 or (asked and redis.call('SISMEMBER', KEYS[4], ARGV[i - 1]) == 1) then
     exists[#exists + 1] = i - 4
@@ -40,7 +43,8 @@ for s = 2, 3 do
       f[info[i]] = info[i + 1]
     end
     local since = 0
-    if tonumber(f['entries-added']) > tonumber(f['length']) then -- trimmed: whole from its first entry on
+    local added = tonumber(f['entries-added'] or '') -- Redis 7 and later; before, trimming cannot be told apart
+    if added == nil or added > tonumber(f['length']) then -- (maybe) trimmed: whole from its first entry on
       local first = f['first-entry'] and f['first-entry'][1] or f['last-generated-id']
       since = tonumber(string.match(first, '^(%d+)')) + 1
     end

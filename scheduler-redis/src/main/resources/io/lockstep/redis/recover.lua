@@ -82,7 +82,7 @@ if not score or tonumber(score) > now - 2 then -- expired 2 ms past its score, a
   leave_turn()
   return reply('taken', 0) -- renewed, finished, or already dealt with
 end
-local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'worker', 'handed', 'outcome')
+local record = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'worker', 'handed', 'outcome', 'origin')
 if record[1] ~= 'running' and record[1] ~= 'claimed' then
   redis.call('ZREM', KEYS[3], ARGV[2])
   leave_turn()
@@ -102,7 +102,8 @@ end
 if unstarted and now < tonumber(ARGV[2]) then
   return reply('early', 0) -- handed back before its slot: it may run, but never before the slot
 end
-if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) then
+-- (A backfill's slot is past its grace by design: handed back unstarted, it is run again whenever.)
+if unstarted and now > tonumber(ARGV[2]) + tonumber(ARGV[8]) and record[7] ~= 'backfill' then
   keep_undo()
   redis.call('HSET', KEYS[1], 'state', 'missed', 'why', 'not_started', 'token', ARGV[1], 'at', now)
   redis.call('HSET', KEYS[4], ARGV[10] .. 'closed', ARGV[2]) -- nothing of it in flight

@@ -142,7 +142,7 @@ final class BackfillCommand extends AdminCommand {
                     }
                     out.println(b.job() + ": backfill " + p.state() + ": ran " + p.ran() + ", already decided " + p.decided()
                             + ", excluded by calendars " + p.skipped());
-                    return p.state().equals("done") ? WorkerMain.OK : CANCELLED;
+                    return p.state().equals("done") ? WorkerMain.OK : CANCELLED; // cancelled, or interrupted (its mark lost)
                 }
             }
             if (e.isPresent() && e.get().backfill().cancelled() && (p == null || System.nanoTime() - cancelSeen > CANCEL_WAIT.toNanos())) {
@@ -152,6 +152,12 @@ final class BackfillCommand extends AdminCommand {
                 out.println(b.job() + ": backfill cancelled" + (p == null ? " before a worker picked it up"
                         : ": ran " + p.ran() + ", already decided " + p.decided() + ", excluded by calendars " + p.skipped()));
                 return CANCELLED;
+            }
+            if (e.isEmpty() && System.nanoTime() - startedNanos > Duration.ofSeconds(5).toNanos()) {
+                // Gone from Redis: a newer request replaced it (after a cancel), or Redis lost it (a restart).
+                out.println(b.job() + ": the backfill's request is no longer in Redis (replaced by a newer one, or lost by a restart);"
+                        + " lockstep status shows what there is");
+                return WorkerMain.RUNTIME_FAILURE;
             }
             if (e.isPresent() && e.get().backfill().cancelled() && cancelSeen == Long.MAX_VALUE) {
                 cancelSeen = System.nanoTime(); // its driver says so at its next heartbeat: wait for that, a little
@@ -185,7 +191,7 @@ final class BackfillCommand extends AdminCommand {
             return WorkerMain.BAD_INPUT;
         }
         if (b.isEmpty()) {
-            out.println(cancel + " has no backfill");
+            out.println(cancel + " has no backfill running");
         } else {
             out.println("cancelled the backfill " + b.get().id() + " of " + cancel + " (" + b.get().from() + " to " + b.get().to()
                     + "): no slot is claimed for it any more");

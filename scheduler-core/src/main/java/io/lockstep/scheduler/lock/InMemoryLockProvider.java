@@ -255,8 +255,15 @@ public final class InMemoryLockProvider extends InMemoryClaims implements LockPr
 
     @Override
     public synchronized Optional<Backfill> cancelBackfill(String job) {
-        backfillMarks.remove(job);
-        return Optional.ofNullable(backfills.computeIfPresent(job, (j, b) -> b.cancel()));
+        String[] mark = backfillMarks.remove(job); // as BackfillStore: the mark first, then the request it named (or a running one)
+        Backfill b = backfills.get(job);
+        Backfill.Progress p = backfillProgress.get(job);
+        boolean running = b != null && !b.cancelled() && (p == null || !p.id().equals(b.id()) || !p.ended());
+        if (b == null || !(mark != null && mark[0].equals(b.id()) || mark == null && running)) {
+            return Optional.empty();
+        }
+        backfills.put(job, b.cancel());
+        return Optional.of(b.cancel());
     }
 
     @Override
@@ -290,7 +297,14 @@ public final class InMemoryLockProvider extends InMemoryClaims implements LockPr
 
     @Override
     public synchronized void backfillProgress(Backfill backfill, Backfill.Progress progress) {
-        backfillProgress.put(backfill.job(), progress);
+        Backfill request = backfills.get(backfill.job());
+        Backfill.Progress current = backfillProgress.get(backfill.job());
+        if (request == null || !request.id().equals(backfill.id())) {
+            return; // a newer request's (as backfill_progress.lua)
+        }
+        if (current == null || !current.id().equals(backfill.id()) || !current.ended()) {
+            backfillProgress.put(backfill.job(), progress);
+        }
         String[] mark = backfillMarks.get(backfill.job());
         if (progress.ended() && mark != null && mark[0].equals(backfill.id())) {
             backfillMarks.remove(backfill.job());

@@ -129,7 +129,10 @@ final class Checks {
         }
         backfilled.sort(Comparator.comparingLong(Run::slot));
         report.backfilledRuns += backfilled.size();
-        order(name, backfilled);
+        // Each backfill in its own order: a later backfill may run older slots than an earlier one did.
+        Map<String, List<Run>> byBackfill = new java.util.TreeMap<>();
+        backfilled.forEach(r -> byBackfill.computeIfAbsent(String.valueOf(r.started().text()), k -> new ArrayList<>()).add(r));
+        byBackfill.values().forEach(runs -> order(name, runs));
     }
 
     /**

@@ -111,7 +111,7 @@ record Ev(Type type, String worker, long ts, long token, int attempt, long laten
             s.append(" success=").append(has(SUCCESS));
         }
         if (text != null) {
-            s.append(type == Type.SLOT_RELEASED ? " outcome=" : " reason=").append(text);
+            s.append(type == Type.SLOT_RELEASED ? " outcome=" : type == Type.JOB_STARTED && has(BACKFILL) ? " backfill=" : " reason=").append(text);
         }
         return s.toString();
     }

@@ -50,14 +50,14 @@ final class EventReader {
 
     /** The fields of one event line; reused from line to line. */
     static final class Fields {
-        String event, worker, job, slot, reason, outcome, code, from, to, configHash, effectiveAt;
+        String event, worker, job, slot, reason, outcome, code, from, to, configHash, effectiveAt, backfillId;
         /** {@code config_loaded}'s {@code labels}, joined by commas (null: not logged, an older worker or an embedded one). */
         String labels;
         long ts, token, attempt, lateness, clockOffset, count, threads, deadlinePassed;
         boolean manual, catchUp, rerun, success, lockName, backfill;
 
         void clear() {
-            event = worker = job = slot = reason = outcome = code = from = to = configHash = effectiveAt = labels = null;
+            event = worker = job = slot = reason = outcome = code = from = to = configHash = effectiveAt = labels = backfillId = null;
             ts = token = lateness = clockOffset = deadlinePassed = Ev.NONE;
             attempt = count = threads = 0;
             manual = catchUp = rerun = success = lockName = backfill = false;
@@ -277,6 +277,7 @@ final class EventReader {
             case "manual" -> f.manual = p.getValueAsBoolean();
             case "catch_up" -> f.catchUp = p.getValueAsBoolean();
             case "origin" -> f.backfill = "backfill".equals(p.getText());
+            case "backfill" -> f.backfillId = intern(p.getText());
             case "rerun" -> f.rerun = p.getValueAsBoolean();
             case "success" -> f.success = p.getValueAsBoolean();
             case "lock_name" -> f.lockName = true;

@@ -199,6 +199,7 @@ final class Ledger implements Consumer<EventReader.Fields> {
             case SLOT_RELEASED, OUTCOME_LATE -> f.outcome;
             case SLOT_MISSED -> missCode(f);
             case SLOT_SKIPPED -> f.reason != null && f.reason.startsWith("overlap") ? "overlap" : CALENDAR.equals(f.code) ? CALENDAR : f.reason;
+            case JOB_STARTED -> f.backfill ? f.backfillId : f.reason; // a backfill's run: the backfill's id (its order is its own)
             default -> f.reason;
         };
         if (type == Type.SLOT_MISSED && (UNILATERAL_MISSES.contains(text) || unilateral(f.reason))) {

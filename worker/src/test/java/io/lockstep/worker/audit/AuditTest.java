@@ -117,10 +117,16 @@ class AuditTest {
 
     /** A backfill's run of slot {@code slot}, {@code at} seconds, under {@code token}: claimed and started long after its slot. */
     private void backfillRun(String worker, int slot, double at, long token) {
+        backfillRun(worker, slot, at, token, "b1");
+    }
+
+    private void backfillRun(String worker, int slot, double at, long token, String backfill) {
         String fields = "\"job\":\"" + JOB + "\",\"slot\":\"" + EventLog.iso(slot) + "\",\"lock_name\":\"k\",\"fencing_token\":" + token;
         long lateness = Math.round((at - slot) * 1000);
-        log.event(at, "slot_claimed", worker, fields + ",\"success\":true,\"lateness_ms\":" + lateness + ",\"origin\":\"backfill\",\"backfill\":\"b1\"");
-        log.event(at + 0.001, "job_started", worker, fields + ",\"attempt\":1,\"lateness_ms\":" + lateness + ",\"origin\":\"backfill\"");
+        log.event(at, "slot_claimed", worker, fields + ",\"success\":true,\"lateness_ms\":" + lateness + ",\"origin\":\"backfill\",\"backfill\":\""
+                + backfill + "\"");
+        log.event(at + 0.001, "job_started", worker, fields + ",\"attempt\":1,\"lateness_ms\":" + lateness + ",\"origin\":\"backfill\",\"backfill\":\""
+                + backfill + "\"");
         log.succeeded(worker, JOB, slot, token, at + 0.01);
         log.released(worker, JOB, slot, token, at + 0.012, true, "succeeded");
     }
@@ -154,9 +160,11 @@ class AuditTest {
         backfillRun("w1", -30, 12, 6001); // slots long before the workers' events: the window starts at slot 1
         backfillRun("w1", -29, 12.5, 6002);
         log.workerStopped("w1", 20).workerStopped("w2", 20);
+        backfillRun("w2", -40, 14, 6101, "b2"); // a later backfill of older slots: its own order, not b1's
+        backfillRun("w2", -39, 14.5, 6102, "b2");
         AuditReport holds = audit();
         assertHolds(holds);
-        assertThat(holds.backfilledRuns).isEqualTo(2);
+        assertThat(holds.backfilledRuns).isEqualTo(4);
 
         log.started("w2", JOB, -29, 7001, 41_700, ""); // a forged second run of a backfilled slot outside the window
         AuditReport forged = audit();
