@@ -43,8 +43,13 @@ final class ClaimAnswers {
      * are mostly short, and a scheduled slot waits for one only within its grace.
      */
     static final Duration BACKFILL_BUSY_DELAY = Duration.ofMillis(50);
+    /**
+     * A backfill's slot asks again after a random wait in the upper half of 50 ms doubling to 1 s: a
+     * fixed wait would lock in step with a per-second job's own runs and find the lease held every time.
+     */
     static Duration backfillBusyDelay(int n) {
-        return Duration.ofMillis(Math.min(1_000, BACKFILL_BUSY_DELAY.toMillis() << Math.min(n, 5)));
+        long cap = Math.min(1_000, BACKFILL_BUSY_DELAY.toMillis() << Math.min(n, 5));
+        return Duration.ofMillis(cap / 2 + ThreadLocalRandom.current().nextLong(cap / 2 + 1));
     }
 
     /** Redlock: a claim without a majority is asked again after a random wait between these. */

@@ -513,7 +513,8 @@ final class DueSlot implements Comparable<DueSlot> {
     Instant startDeadline() {
         return switch (mode()) {
             case CLAIM -> slot.plus(grace());
-            case CATCH_UP -> kind == Kind.BACKFILL ? Instant.MAX : deadline; // a backfill waits for as long as it runs
+            // A backfill's slot waits for as long as the backfill runs, a week at most (a finite bound: Waiting does arithmetic on it).
+            case CATCH_UP -> kind == Kind.BACKFILL ? deadline.plus(ClaimRequest.LAST_SLOT_TTL) : deadline;
             default -> Instant.MAX;
         };
     }

@@ -23,7 +23,8 @@ public class AclTest {
     public static final List<String> WORKER_RULES = List.of("~lockstep:*", "resetchannels", "-@all",
             "+evalsha", "+eval", "+ping", "+hello", "+auth", "+client|setname", "+info",
             "+del", "+exists", "+get", "+hdel", "+hget", "+hgetall", "+hincrby", "+hmget", "+hset", "+hsetnx", "+mget", "+pexpire", "+pttl", "+set",
-            "+time", "+xadd", "+zadd", "+zrange", "+zrangebyscore", "+zrem", "+zremrangebyscore", "+zscore", "+xrevrange", "+persist");
+            "+time", "+xadd", "+zadd", "+zrange", "+zrangebyscore", "+zrem", "+zremrangebyscore", "+zscore", "+xrevrange", "+persist",
+            "+sadd", "+sismember", "+xinfo", "+xrange");
 
     private static LocalRedisServer server;
     private static RedisClient admin;

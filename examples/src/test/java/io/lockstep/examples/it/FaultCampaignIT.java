@@ -738,22 +738,28 @@ class FaultCampaignIT {
         return false;
     }
 
-    /** Each slot of the backfill's range started once by it (a rerun after a lost lease aside), in slot order. */
-    private List<String> backfillRanOnce(Campaign c, String job) throws IOException {
-        List<JsonNode> starts = new ArrayList<>(); // from every life of every worker (a restarted worker's earlier file too)
+    /** The events of these names in every life of every worker (a restarted worker's earlier file too). */
+    private List<JsonNode> logged(Set<String> events) throws IOException {
+        List<JsonNode> found = new ArrayList<>();
         try (Stream<Path> files = Files.list(dir)) {
             for (Path f : files.filter(f -> f.getFileName().toString().matches(".*\\.out(\\.\\d+)?\\.jsonl")).toList()) {
                 for (String line : Files.readAllLines(f)) {
                     if (line.startsWith("{") && line.endsWith("}")) {
                         JsonNode e = JSON.readTree(line);
-                        if (e.path("event").asText().equals("job_started") && e.path("job").asText().equals(job)
-                                && e.path("origin").asText().equals("backfill") && !e.path("rerun").asBoolean()) {
-                            starts.add(e);
+                        if (events.contains(e.path("event").asText())) {
+                            found.add(e);
                         }
                     }
                 }
             }
         }
+        return found;
+    }
+
+    /** Each slot of the backfill's range started once by it (a rerun after a lost lease aside), in slot order. */
+    private List<String> backfillRanOnce(Campaign c, String job) throws IOException {
+        List<JsonNode> starts = logged(Set.of("job_started")).stream().filter(e -> e.path("job").asText().equals(job)
+                && e.path("origin").asText().equals("backfill") && !e.path("rerun").asBoolean()).toList();
         Map<Instant, Long> perSlot = starts.stream().collect(java.util.stream.Collectors.groupingBy(WorkerProcess::slot,
                 java.util.stream.Collectors.counting()));
         List<String> wrong = new ArrayList<>();
@@ -777,18 +783,7 @@ class FaultCampaignIT {
      */
     private List<String> silentInHealthyWindows(Instant allStarted, Instant stopAt, List<Done> done) throws IOException {
         Set<String> handled = new HashSet<>();
-        try (Stream<Path> files = Files.list(dir)) {
-            for (Path f : files.filter(f -> f.getFileName().toString().matches(".*\\.out(\\.\\d+)?\\.jsonl")).toList()) {
-                for (String line : Files.readAllLines(f)) {
-                    if (line.startsWith("{") && line.endsWith("}")) {
-                        JsonNode e = JSON.readTree(line);
-                        if (Set.of("job_started", "slot_missed", "slot_skipped", "slot_abandoned").contains(e.path("event").asText())) {
-                            handled.add(WorkerProcess.key(e));
-                        }
-                    }
-                }
-            }
-        }
+        logged(Set.of("job_started", "slot_missed", "slot_skipped", "slot_abandoned")).forEach(e -> handled.add(WorkerProcess.key(e)));
         List<Done> faults = done.stream().filter(d -> !d.fault().kind().operatorAction())
                 .sorted(Comparator.comparing(Done::applied)).toList();
         List<String> silent = new ArrayList<>();
