@@ -218,12 +218,17 @@ final class BackfillDriver {
                     state = "cancelled";
                 }
                 if (!state.equals("running")) {
-                    over = true;
                     Thread.interrupted(); // a cancel's interrupt is spent: the last progress is still to be written
-                    end(state);
-                    events.info("backfill_ended").addKeyValue("job", b.job()).addKeyValue("backfill", b.id()).addKeyValue("state", state)
-                            .addKeyValue("ran", ran).addKeyValue("decided", decided).addKeyValue("skipped", skipped)
-                            .log("backfill " + state);
+                    over = end(state); // not written: a later heartbeat drives it again, here or elsewhere, and ends it then
+                    if (over) {
+                        events.info("backfill_ended").addKeyValue("job", b.job()).addKeyValue("backfill", b.id()).addKeyValue("state", state)
+                                .addKeyValue("ran", ran).addKeyValue("decided", decided).addKeyValue("skipped", skipped)
+                                .log("backfill " + state);
+                    } else {
+                        events.warn("backfill_interrupted").addKeyValue("job", b.job()).addKeyValue("backfill", b.id())
+                                .addKeyValue("error", "its end (" + state + ") could not be written")
+                                .log("backfill paused: it goes on at a later heartbeat");
+                    }
                 } else if (!stopped) {
                     write("running");
                 }
@@ -262,7 +267,13 @@ final class BackfillDriver {
             long gapNanos = (long) (1e9 / b.perSecond());
             long nextAt = System.nanoTime();
             int i = cursor == null ? 0 : firstAfter(slots, cursor);
-            while (i < slots.size()) {
+            boolean refused = false; // a claim was answered stale: the next view says whether the backfill still runs
+            while (i < slots.size() || refused) {
+                if (i >= slots.size()) {
+                    Backfill.View last = provider.backfillView(b.job(), b.id(), List.of(), recordTtl);
+                    return b.id().equals(last.activeId()) ? "done" : markGone();
+                }
+                refused = false;
                 List<Instant> part = slots.subList(i, Math.min(i + PER_VIEW, slots.size()));
                 Backfill.View view = provider.backfillView(b.job(), b.id(), part, recordTtl);
                 if (!b.id().equals(view.activeId())) {
@@ -291,6 +302,7 @@ final class BackfillDriver {
                         } else if (status == ClaimResult.Status.STALE) {
                             cursor = slot;
                             decided++;
+                            refused = true;
                             break; // cancelled, or another driver passed it: the next view tells
                         } else {
                             decided++; // decided otherwise (taken: decided before the backfill's mark; or given up unanswered)
@@ -334,19 +346,20 @@ final class BackfillDriver {
          * for up to a minute while the store fails (a progress left running would be driven again, and
          * find its mark gone).
          */
-        private void end(String state) throws InterruptedException {
+        private boolean end(String state) throws InterruptedException {
             for (int attempt = 0; attempt < 60 && !closed; attempt++) {
                 progressAt = System.nanoTime();
                 try {
                     provider.backfillProgress(b, new Backfill.Progress(b.id(), workerId, total, ran, decided, skipped, cursor,
                             state, clock.now()));
-                    return;
+                    return true;
                 } catch (RuntimeException e) {
                     events.debug("backfill_progress_unwritten").addKeyValue("job", b.job()).addKeyValue("error", Events.describe(e))
                             .log("the backfill's end not written yet; tried again in a second");
                 }
                 TimeUnit.SECONDS.sleep(1);
             }
+            return false;
         }
 
         private void write(String state) {

@@ -67,10 +67,15 @@ final class BackfillStore {
         } catch (JedisException e) {
             throw calls.wrap("backfill", e);
         }
-        Object held = calls.call("backfill", new RedisCalls.Call(BEGIN, List.of(keys.marks(job)),
-                List.of(RedisKeys.markField(job) + "bf", b.id(), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
-                        Long.toString(to.toEpochMilli()))));
-        String mark = RedisMembers.text(held);
+        String mark = begin(job, b);
+        if (!mark.isEmpty()) {
+            // A mark whose backfill ended or was cancelled, left by an end cut off between its two writes: cleared, then asked again.
+            String id = mark.substring(0, mark.indexOf(':'));
+            if (entries().stream().anyMatch(e -> e.backfill().id().equals(id) && !e.running())) {
+                end(job, id);
+                mark = begin(job, b);
+            }
+        }
         if (!mark.isEmpty()) {
             jedis.del(set);
             String id = mark.substring(0, mark.indexOf(':'));
@@ -90,6 +95,13 @@ final class BackfillStore {
         return b;
     }
 
+    /** Sets the job's backfill mark for {@code b} (backfill_begin.lua); answers '' or the mark that holds the job. */
+    private String begin(String job, Backfill b) {
+        return RedisMembers.text(calls.call("backfill", new RedisCalls.Call(BEGIN, List.of(keys.marks(job)),
+                List.of(RedisKeys.markField(job) + "bf", b.id(), Long.toString(ClaimRequest.LAST_SLOT_TTL.toMillis()),
+                        Long.toString(b.to().toEpochMilli())))));
+    }
+
     /**
      * Cancels the job's backfill: first its mark goes (from then on no slot is claimed for it, whatever
      * its driver still sends), then its request says cancelled (its driver says so at its next
@@ -106,8 +118,11 @@ final class BackfillStore {
                 end(job, marked);
             }
             Optional<Backfill.Entry> e = entries().stream().filter(r -> r.backfill().job().equals(job)).findFirst();
-            if (e.isEmpty() || !(e.get().backfill().id().equals(marked) || marked == null && e.get().running())) {
+            if (e.isEmpty() || !e.get().running() || marked != null && !e.get().backfill().id().equals(marked)) {
                 return Optional.empty(); // none, ended already, or a newer request than the mark removed
+            }
+            if (marked == null && jedis.hexists(keys.marks(job), RedisKeys.markField(job) + "bf")) {
+                return Optional.empty(); // a new request set its mark meanwhile: it is not the one this cancel saw
             }
             Backfill b = e.get().backfill();
             calls.call("backfill cancel", new RedisCalls.Call(CANCEL, List.of(keys.backfills()), List.of(job, b.id())));

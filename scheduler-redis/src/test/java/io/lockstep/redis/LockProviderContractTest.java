@@ -233,8 +233,15 @@ abstract class LockProviderContractTest {
         assertThat(status(late)).as("a slot of the range nobody else could decide").isEqualTo(Status.CLAIMED);
         complete(late);
 
-        cancelBackfill(job);
-        assertThat(status(backfillClaim(job, old.plusSeconds(2), "e", id))).as("cancelled").isEqualTo(Status.STALE);
+        ClaimRequest lastRun = backfillClaim(job, old.plusSeconds(2), "e", id);
+        assertThat(status(lastRun)).isEqualTo(Status.CLAIMED);
+        cancelBackfill(job); // its run still holds the lease
+        ClaimRequest afterCancel = claim(job, now(), "s2");
+        assertThat(status(afterCancel)).as("a scheduled slot still waits for the backfill's last run").isEqualTo(Status.BUSY);
+        complete(lastRun);
+        assertThat(status(afterCancel)).isEqualTo(Status.CLAIMED);
+        complete(afterCancel);
+        assertThat(status(backfillClaim(job, old.plusSeconds(3), "f", id))).as("cancelled").isEqualTo(Status.STALE);
         assertThat(store().backfillView(job, null, List.of(old), LEASE).activeId()).isNull();
         assertThat(status(request(job, recent.plusSeconds(1), "m2", LEASE, Mode.MISS_ONLY, false, Duration.ZERO)))
                 .as("cancelled: the range is the schedule's again").isEqualTo(Status.MISSED);

@@ -83,7 +83,8 @@ public record Backfill(String id, String job, Instant from, Instant to, double p
      *     worker's claim while the backfill ran
      * @param skipped slots the job's calendars exclude: left alone, not run
      * @param cursor the latest slot it has passed (null before the first)
-     * @param state {@code running}, {@code done} or {@code cancelled}
+     * @param state {@code running}, {@code done}, {@code cancelled}, or {@code interrupted} (its mark in
+     *     the store was lost, as by a Redis restart without it: it claims nothing more)
      * @param updatedAt when the driver wrote this (its clock)
      */
     public record Progress(String id, String driver, long total, long ran, long decided, long skipped,

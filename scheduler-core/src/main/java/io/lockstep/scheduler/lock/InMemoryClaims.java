@@ -160,6 +160,7 @@ abstract class InMemoryClaims extends InMemoryRecords {
         if (backfill != null) {
             backfillMarks.put(lease.job(), new String[] {backfill, Long.toString(slot), mark[2]});
             backfillTokens.put(lease.job(), lease.token());
+            backfilledSlots.add(slotKey);
         }
         takeLease(lease, now, staged ? stagedTtl(request, now) : runTtl(lease, now));
         return new ClaimResult(ClaimResult.Status.CLAIMED, fence, now, 0, "", !staged);
@@ -252,7 +253,7 @@ abstract class InMemoryClaims extends InMemoryRecords {
         if (unstarted && now < slot) {
             return new ClaimResult(ClaimResult.Status.EARLY, 0, now); // never before the slot
         }
-        if (unstarted && now > slot + request.misfireGrace().toMillis()) {
+        if (unstarted && now > slot + request.misfireGrace().toMillis() && !backfilledSlots.contains(slotKey)) {
             slots.put(slotKey, new SlotRecord("missed", lease.token(), 0, record.expiresAt(), "not_started"));
             runs.remove(slot);
             leaveTurn(lease.job(), slot);

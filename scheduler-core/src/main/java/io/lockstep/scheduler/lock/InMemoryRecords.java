@@ -94,6 +94,9 @@ abstract class InMemoryRecords {
     /** Per job, its backfill's id, cursor and last slot (claim.lua's {@code <job>:bf}): {id, cursor ms, to ms}; absent when it has none running. */
     final Map<String, String[]> backfillMarks = new HashMap<>();
 
+    /** The slot keys a backfill claimed (claim.lua's record field {@code origin: backfill}): recovered past their grace. */
+    final java.util.Set<String> backfilledSlots = new java.util.HashSet<>();
+
     /** Per job, the token of its backfill's latest run (claim.lua's {@code <job>:bftoken}): a scheduled claim waits for it. */
     final Map<String, String> backfillTokens = new HashMap<>();
 
