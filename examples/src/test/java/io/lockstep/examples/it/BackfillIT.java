@@ -110,20 +110,33 @@ class BackfillIT {
             assertThat(runs.stream().map(WorkerProcess::slot).toList()).as("in slot order, across both drivers").isSorted();
             assertThat(runs.stream().map(e -> e.path("worker").asText()).distinct().count()).as("two drivers ran it").isGreaterThanOrEqualTo(2);
 
-            // The cluster kept its schedule: every slot of both jobs from the start to the end ran once, none skipped or missed
-            // for the backfill (a slot only the killed worker had claimed may be rerun by a peer: once more, as a rerun).
+            // The cluster kept its schedule: every slot of both jobs from the start to the end ran once, none skipped for the
+            // backfill. Around the kill: a slot claimed ahead by the killed worker is recovered or missed, as any kill leaves it;
+            // and a run the kill cut off (the backfill's, or one of either job's own) holds its job's lease until it runs out
+            // (lease 5 s), so that job's slots
+            // until then wait for it past their grace (2 s) and are missed, or skipped for overlap behind the first of them to
+            // get the lease, as behind any run a kill cut off.
             Instant firstLive = cluster.workers.stream().map(w -> w.events("worker_started").get(0)).map(WorkerProcess::ts)
                     .max(Comparator.naturalOrder()).orElseThrow().plusSeconds(2).truncatedTo(ChronoUnit.SECONDS);
             Map<String, List<String>> live = cluster.startsBySlot();
-            for (String job : List.of("tick", "report")) {
-                for (Instant s = firstLive; s.isBefore(ended); s = s.plusSeconds(1)) {
-                    if (Math.abs(Duration.between(s, killedAt).toMillis()) < 3_000) {
-                        continue; // the kill: a slot claimed ahead by the killed worker is recovered or missed, as any kill leaves it
+            try {
+                for (String job : List.of("tick", "report")) {
+                    long after = 5_000 + 2_000 + 1_000; // either job's run the kill cut off holds its lease 5 s
+                    for (Instant s = firstLive; s.isBefore(ended); s = s.plusSeconds(1)) {
+                        long fromKill = Duration.between(killedAt, s).toMillis();
+                        if (fromKill > -3_000 && fromKill < after) {
+                            continue;
+                        }
+                        assertThat(live.get(job + "@" + s)).as("%s at %s ran once", job, s).hasSize(1);
                     }
-                    assertThat(live.get(job + "@" + s)).as("%s at %s ran once", job, s).hasSize(1);
                 }
+                // (Behind the cut-off run, the first of the waiting slots to get the lease makes the next one skip for overlap.)
+                assertThat(cluster.events("slot_skipped")).as("no slot skipped for the backfill, the kill's aftermath aside")
+                        .allSatisfy(e -> assertThat(Duration.between(killedAt, WorkerProcess.slot(e)).toMillis()).isBetween(-3_000L, 8_000L));
+            } catch (AssertionError e) {
+                cluster.keepLogs(Path.of("target", "audit-failures", dir.getFileName().toString()));
+                throw e;
             }
-            assertThat(cluster.events("slot_skipped")).as("no slot skipped for the backfill").isEmpty();
             cluster.assertAuditHolds();
             cluster.assertAuditNamesAForgedRerun(e -> e.path("origin").asText().equals("backfill") && WorkerProcess.slot(e).equals(expected.get(150)));
         }
