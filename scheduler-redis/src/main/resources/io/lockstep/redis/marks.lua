@@ -35,13 +35,18 @@ local function marks_load()
   end
 end
 
--- The field's value (a string), or false when absent. A field not wanted up front is read now.
-local function mark(key, field)
+local function values_of(key)
   local values = marks_values[key]
   if not values then
     values = {}
     marks_values[key] = values
   end
+  return values
+end
+
+-- The field's value (a string), or false when absent. A field not wanted up front is read now.
+local function mark(key, field)
+  local values = values_of(key)
   local v = values[field]
   if v == nil then
     v = redis.call('HGET', key, field)
@@ -51,12 +56,7 @@ local function mark(key, field)
 end
 
 local function mark_set(key, field, value)
-  local values = marks_values[key]
-  if not values then
-    values = {}
-    marks_values[key] = values
-  end
-  values[field] = value
+  values_of(key)[field] = value
   local d = marks_dirty[key]
   if not d then
     d = {}
