@@ -24,10 +24,8 @@ import java.util.Map;
  *                                           slot of its last run that ended, '&lt;job&gt;:fence', the fence counter
  *                                           (max(counter + 1, Redis TIME in us) per claim), and '&lt;job&gt;:kept' /
  *                                           '&lt;job&gt;:mkept', the shortest record ttl a claim of a scheduled / manual
- *                                           slot wrote (stale claims across configs, see claim.lua), '&lt;job&gt;:hx', when
- *                                           the ttl last given to its history ends (complete.lua); ttl 7 days, refreshed
- *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:history         the job's last runs (stream, capped at history.keep); ttl at least a week
- *                                           past the last run (given again once an hour, see '&lt;job&gt;:hx')
+ *                                           slot wrote (stale claims across configs, see claim.lua); ttl 7 days, refreshed
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:history         the job's last runs (stream, capped at history.keep); ttl a week
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:decisions       its last slots decided without a run (stream, the same cap and ttl)
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:paused          the job is paused (hash: note, by, at); ttl = the pause's --for
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:backfill:&lt;id&gt;   the slots of a backfill's range decided when it was asked for (set); ttl 7 days

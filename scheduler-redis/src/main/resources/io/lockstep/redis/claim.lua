@@ -82,7 +82,6 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 --! include fence.lua
---! include marks.lua
 
 -- A decision without a run, in the job's decisions stream (as complete.lua adds a run's outcome to its history).
 local function remember(stream, keep, slot_text, worker, outcome, reason, manual)
@@ -95,8 +94,6 @@ end
 
 -- The marks keys this call wrote, each given its ttl once at the end (not once per slot).
 local touched = {}
--- The job's fields a claim reads first, in this order (claim's 'marks'); each group's are read once per call.
-local MARK_FIELDS = {'decided', 'started', 'fence', 'kept', 'mkept', 'turn', 'bf', 'bftoken'}
 
 local function claim(k, a)
   local record, lease_key, running, marks_key, pause_key, decisions = k[1], k[2], k[3], k[4], k[5], k[6]
@@ -142,10 +139,7 @@ local function claim(k, a)
   -- exist: a repeat, a race, a slot decided otherwise, or a manual run (which never moves the marks).
   local manual = a[10] == '1'
   local backfill = string.match(a[10], '^b:(.+)$') -- the id of the backfill this slot belongs to, or nil
-  local marks = {}
-  for i, name in ipairs(MARK_FIELDS) do
-    marks[i] = mark(marks_key, f .. name)
-  end
+  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept', f .. 'turn', f .. 'bf', f .. 'bftoken')
   local decided, started = 0, 0
   if not manual then
     decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
@@ -179,8 +173,7 @@ local function claim(k, a)
       end
       if lease == false or lease == token then
         take_lease()
-        mark_set(marks_key, f .. 'holder', slot_text)
-        mark_set(marks_key, f .. 'until', string.format('%.0f', now + lease_ttl()))
+        redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', now + lease_ttl()))
         touched[marks_key] = a[9]
         return reply('claimed', tonumber(r[3]))
       end
@@ -239,44 +232,42 @@ local function claim(k, a)
     end
     redis.call('HSET', record, unpack(fields))
     redis.call('PEXPIRE', record, record_ttl + math.max(slot - now, 0)) -- from the slot, not from a claim made ahead
-    local moved = {}
+    local mark = {}
     if slot > decided and not manual then
-      moved = {f .. 'decided', slot_text}
+      mark = {f .. 'decided', slot_text}
       if state == 'missed' or state == 'skipped' then
-        moved[3] = f .. 'closed' -- decided without a run: nothing of it is in flight
-        moved[4] = slot_text
+        mark[3] = f .. 'closed' -- decided without a run: nothing of it is in flight
+        mark[4] = slot_text
       end
     end
     if state == 'running' or state == 'claimed' then
-      moved[#moved + 1] = f .. 'fence'
-      moved[#moved + 1] = string.format('%.0f', fence)
-      moved[#moved + 1] = f .. 'holder'
-      moved[#moved + 1] = slot_text
-      moved[#moved + 1] = f .. 'until'
-      moved[#moved + 1] = string.format('%.0f', now + lease_ttl())
+      mark[#mark + 1] = f .. 'fence'
+      mark[#mark + 1] = string.format('%.0f', fence)
+      mark[#mark + 1] = f .. 'holder'
+      mark[#mark + 1] = slot_text
+      mark[#mark + 1] = f .. 'until'
+      mark[#mark + 1] = string.format('%.0f', now + lease_ttl())
       if slot > started and not manual and not backfill then
-        moved[#moved + 1] = f .. 'started'
-        moved[#moved + 1] = slot_text
+        mark[#mark + 1] = f .. 'started'
+        mark[#mark + 1] = slot_text
       end
       if turn_slot and tonumber(turn_slot) == slot and not manual then
-        moved[#moved + 1] = f .. 'turn'
-        moved[#moved + 1] = '' -- its turn taken: given up
+        mark[#mark + 1] = f .. 'turn'
+        mark[#mark + 1] = '' -- its turn taken: given up
       end
       if backfill then
-        moved[#moved + 1] = f .. 'bf'
-        moved[#moved + 1] = backfill .. ':' .. slot_text .. ':' .. bf_to -- the backfill's cursor moves to this slot
-        moved[#moved + 1] = f .. 'bftoken'
-        moved[#moved + 1] = token -- the run holding the lease is a backfill's (see the busy answer above)
+        mark[#mark + 1] = f .. 'bf'
+        mark[#mark + 1] = backfill .. ':' .. slot_text .. ':' .. bf_to -- the backfill's cursor moves to this slot
+        mark[#mark + 1] = f .. 'bftoken'
+        mark[#mark + 1] = token -- the run holding the lease is a backfill's (see the busy answer above)
       end
     end
     if kept == nil or record_ttl < kept then
-      moved[#moved + 1] = kept_field
-      moved[#moved + 1] = string.format('%.0f', record_ttl)
+      mark[#mark + 1] = kept_field
+      mark[#mark + 1] = string.format('%.0f', record_ttl)
     end
-    if #moved > 0 then
-      for m = 1, #moved, 2 do
-        mark_set(marks_key, moved[m], moved[m + 1])
-      end
+    if #mark > 0 then
+      redis.call('HSET', marks_key, unpack(mark))
       touched[marks_key] = a[9]
     end
     if state == 'missed' then
@@ -327,7 +318,7 @@ local function claim(k, a)
       -- grace, instead of being skipped (or revoking it), and takes the job's next turn until its grace
       -- ends, so that the backfill's next claim waits for it: a backfill never costs the schedule a slot.
       if not (turn_slot and tonumber(turn_until) > now) or tonumber(turn_slot) > slot then
-        mark_set(marks_key, f .. 'turn', slot_text .. ':' .. string.format('%.0f', slot + tonumber(a[3])))
+        redis.call('HSET', marks_key, f .. 'turn', slot_text .. ':' .. string.format('%.0f', slot + tonumber(a[3])))
         touched[marks_key] = a[9]
       end
       return reply('busy', 0)
@@ -343,7 +334,7 @@ local function claim(k, a)
     -- What it revoked is kept on the new record ('revoked': the run's slot, token, lease end and
     -- running entry's score), so that Redlock can give it back should this claim win no majority
     -- (unclaim.lua).
-    local held = mark(marks_key, f .. 'holder')
+    local held = redis.call('HGET', marks_key, f .. 'holder')
     local score = held and redis.call('ZSCORE', running, held)
     if score then
       revoked = cjson.encode({held, holder, now + redis.call('PTTL', lease_key), tonumber(score)})
@@ -359,15 +350,6 @@ local function claim(k, a)
   return reply('claimed', fence)
 end
 
--- Every field the claims read, each group's read in one HMGET before the first decision (marks.lua).
-for i = 0, #KEYS / 6 - 1 do
-  for _, name in ipairs(MARK_FIELDS) do
-    marks_want(KEYS[6 * i + 4], ARGV[15 * i + 14] .. name)
-  end
-  marks_want(KEYS[6 * i + 4], ARGV[15 * i + 14] .. 'holder')
-end
-marks_load()
-
 local replies = {}
 for i = 0, #KEYS / 6 - 1 do
   local a = {}
@@ -380,7 +362,6 @@ for i = 0, #KEYS / 6 - 1 do
   end
   replies[i + 1] = claim(k, a)
 end
-marks_flush()
 for key, ttl in pairs(touched) do
   redis.call('PEXPIRE', key, ttl) -- the marks live 7 days past the last decision of any job of the group
 end

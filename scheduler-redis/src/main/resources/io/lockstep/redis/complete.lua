@@ -21,18 +21,9 @@
 -- Returns per run 1 when the token still owned the slot, 0 otherwise. Retry-safe: a completion
 -- repeated after its reply was lost finds its own done marker (or hand-over) and answers 1 again
 -- (and adds no second history entry).
---! include marks.lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
--- The history's ttl: a week past the job's last run, given again only when the marks say less than a week
--- is left ('<job>:hx', when the ttl last given ends; nothing shortens or deletes a history, so the
--- stream lives at least that long), and then a week and an hour: one PEXPIRE an hour per job, not one a run.
-local WEEK, HOUR = 604800000, 3600000
-for i = 0, #KEYS / 5 - 1 do
-  marks_want(KEYS[5 * i + 5], ARGV[10 * i + 10] .. 'hx')
-end
-marks_load()
 for i = 0, #KEYS / 5 - 1 do
   local record, lease, running, history = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 3], KEYS[5 * i + 4]
   local a = 10 * i
@@ -55,7 +46,7 @@ for i = 0, #KEYS / 5 - 1 do
   else
     if hand == '' then
       redis.call('HSET', record, 'state', 'done', 'outcome', outcome)
-      mark_set(KEYS[5 * i + 5], ARGV[a + 10] .. 'closed', slot) -- each group's written once per call (marks.lua)
+      redis.call('HSET', KEYS[5 * i + 5], ARGV[a + 10] .. 'closed', slot)
     else
       redis.call('ZADD', running, now - 2, slot) -- expired now (runs.lua's 2 ms margin): the next look hands it to a peer
       redis.call('HSET', record, 'state', hand == 'unstarted' and 'claimed' or 'running', 'handed', token,
@@ -72,14 +63,9 @@ for i = 0, #KEYS / 5 - 1 do
         entry[#entry + 1] = r[7]
       end
       redis.call('XADD', history, 'MAXLEN', '~', keep, '*', unpack(entry))
-      local hx = ARGV[a + 10] .. 'hx'
-      if (tonumber(mark(KEYS[5 * i + 5], hx) or '0') or 0) < now + WEEK then
-        redis.call('PEXPIRE', history, WEEK + HOUR) -- at least a week after the job's last run
-        mark_set(KEYS[5 * i + 5], hx, string.format('%.0f', now + WEEK + HOUR))
-      end
+      redis.call('PEXPIRE', history, 604800000) -- a week after the job's last run
     end
     replies[i + 1] = 1
   end
 end
-marks_flush()
 return replies

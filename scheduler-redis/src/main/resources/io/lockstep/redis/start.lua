@@ -26,7 +26,6 @@
 -- decision without a run: the lease and the running entry go, the marks close the slot. A record
 -- already decided here (late, paused) stays as it is. Per run: 'missed' when the record is (now) so,
 -- 'lost' when nothing here is the token's; then the clock, as above. Retry-safe.
---! include marks.lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
@@ -56,7 +55,7 @@ for i = 0, #KEYS / 6 - 1 do
         redis.call('DEL', lease)
       end
       redis.call('ZREM', running, slot_text)
-      mark_set(marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
+      redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
       remember(decisions, keep, record, slot_text, 'missed', 'no_quorum')
       status = 'missed'
     else
@@ -76,14 +75,14 @@ for i = 0, #KEYS / 6 - 1 do
     redis.call('HSET', record, 'state', 'missed', 'why', 'late', 'at', now)
     redis.call('DEL', lease)
     redis.call('ZREM', running, slot_text)
-    mark_set(marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
+    redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
     remember(decisions, keep, record, slot_text, 'missed', 'late')
     status = 'late'
   elseif redis.call('EXISTS', pause) == 1 then
     redis.call('HSET', record, 'state', 'skipped', 'why', 'paused', 'at', now)
     redis.call('DEL', lease)
     redis.call('ZREM', running, slot_text)
-    mark_set(marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
+    redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
     remember(decisions, keep, record, slot_text, 'paused', 'paused')
     status = 'paused'
   else
@@ -91,7 +90,7 @@ for i = 0, #KEYS / 6 - 1 do
     redis.call('PEXPIRE', lease, ttl)
     redis.call('ZADD', running, 'XX', now + ttl, slot_text)
     -- The marks hash exists (the claim wrote it moments ago), so this never creates it without a ttl.
-    mark_set(marks, f .. 'until', string.format('%.0f', now + ttl)) -- each group's written once per call (marks.lua)
+    redis.call('HSET', marks, f .. 'until', string.format('%.0f', now + ttl))
     -- The record needs no longer ttl: claim.lua gave it the slot's record ttl (misfire grace plus at
     -- least two leases) counted from the slot, and a start comes within the grace of it, so it
     -- still has two leases ahead; the watchdog's renewals extend it from there (renew.lua).
@@ -99,7 +98,6 @@ for i = 0, #KEYS / 6 - 1 do
   end
   replies[i + 1] = status
 end
-marks_flush()
 local last = redis.call('TIME')
 replies[#replies + 1] = tonumber(last[1]) * 1000000 + tonumber(last[2])
 return replies

@@ -63,39 +63,6 @@ class RedisDecisionsTest {
     }
 
     /**
-     * A job's history lives at least a week past its last run, though a completion gives it that ttl
-     * only when the marks say less than a week is left ({@code <job>:hx}): once an hour, not once a
-     * run. Fails if a completion stops giving the ttl when it is due, or gives it every time.
-     */
-    @Test
-    void aJobsHistoryLivesAWeekPastItsLastRunWithItsTtlGivenOnceAnHour() {
-        String job = RedisFixture.job();
-        Instant now = redis.serverNow();
-        long week = Duration.ofDays(7).toMillis();
-        RedisKeys keys = redis.provider().keys();
-        ClaimRequest first = request(job, now.minusSeconds(3), "a", true, Mode.CLAIM);
-        assertThat(claim(first)).isEqualTo(Status.CLAIMED);
-        assertThat(redis.provider().complete(first.lease(), Outcome.SUCCEEDED)).isTrue();
-        assertThat(redis.raw().pttl(keys.history(job))).as("a new history's ttl").isGreaterThan(week);
-
-        // Within the hour: the ttl is not given again (a shorter one set by hand stays).
-        redis.raw().pexpire(keys.history(job), week + 60_000);
-        ClaimRequest second = request(job, now.minusSeconds(2), "b", true, Mode.CLAIM);
-        assertThat(claim(second)).isEqualTo(Status.CLAIMED);
-        assertThat(redis.provider().complete(second.lease(), Outcome.SUCCEEDED)).isTrue();
-        assertThat(redis.raw().pttl(keys.history(job))).as("not given again within the hour").isLessThanOrEqualTo(week + 60_000);
-
-        // The marks say less than a week is left (the hour passed): the next run gives it again.
-        redis.raw().hset(keys.marks(job), RedisKeys.markField(job) + "hx", Long.toString(now.toEpochMilli() + week - 1));
-        redis.raw().pexpire(keys.history(job), week - 60_000);
-        ClaimRequest third = request(job, now.minusSeconds(1), "c", true, Mode.CLAIM);
-        assertThat(claim(third)).isEqualTo(Status.CLAIMED);
-        assertThat(redis.provider().complete(third.lease(), Outcome.SUCCEEDED)).isTrue();
-        assertThat(redis.raw().pttl(keys.history(job))).as("given again once due").isGreaterThan(week);
-        assertThat(redis.raw().xlen(keys.history(job))).as("every run in it").isEqualTo(3);
-    }
-
-    /**
      * A slot decided without a run is in the job's history beside the runs (what {@code history}
      * and the status page show), once, with why: missed late, missed as reported, skipped for an
      * overlap, paused, abandoned, and a recovery naming the run it replaced.
