@@ -45,7 +45,7 @@ public final class RunAll {
                 quick = true;
             } else if (args[i].equals("--out") && i + 1 < args.length) {
                 out = Path.of(args[++i]);
-            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "redlock-faults", "scale", "load", "steady", "idle", "memory", "audit").contains(args[i + 1])) {
+            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "redlock-faults", "scale", "load", "steady", "idle", "memory", "audit", "scripts").contains(args[i + 1])) {
                 only = args[++i];
             } else if (args[i].equals("--jobs") && i + 1 < args.length && args[i + 1].matches("[1-9][0-9]{0,5}")) {
                 jobs = Integer.parseInt(args[++i]);
@@ -57,7 +57,7 @@ public final class RunAll {
                 onCluster = true;
             } else {
                 System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR] "
-                        + "[--only lock|redlock-faults|scale|load|idle|memory|audit] [--jobs N] [--workers N] [--threads N] [--cluster]");
+                        + "[--only lock|redlock-faults|scale|load|idle|memory|audit|scripts] [--jobs N] [--workers N] [--threads N] [--cluster]");
                 System.exit(2);
             }
         }
@@ -170,6 +170,13 @@ public final class RunAll {
                 case "steady" -> steady(redis, work, quick);
                 case "idle" -> log("  " + ScaleRun.run("idle", ScaleRun.Target.of(redis), work.resolve("idle"), WORKERS, 1_000, THREADS,
                         Duration.ofSeconds(quick ? 2 : 5), Duration.ofSeconds(quick ? 10 : 30), "0 0 0 1 1 *"));
+                case "scripts" -> {
+                    for (int run = 1; run <= (quick ? 1 : 5); run++) {
+                        ScriptCost.Result r = ScriptCost.run(redis, jobs, quick ? 5 : 20);
+                        log(String.format(java.util.Locale.ROOT, "  run %d: claim.lua %.1f µs a slot, complete.lua %.1f µs a slot, "
+                                + "%.1f commands executed a slot", run, r.claimMicros(), r.completeMicros(), r.commandsPerSlot()));
+                    }
+                }
                 case "audit" -> {
                     AuditBench.Result audit = AuditBench.run(work.resolve("audit"), AUDIT_EVENTS, quick ? 1 : 5);
                     log(AuditBench.describe(audit));
