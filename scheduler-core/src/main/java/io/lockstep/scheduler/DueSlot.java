@@ -23,7 +23,7 @@ import java.util.Set;
  * from                           transition        to                    called by
  * (birth)                        scheduled         UNSHARED              Scheduler.start, Ticker
  * (birth)                        manual            QUEUED                Scheduler (a trigger)
- * (birth)                        backfill          QUEUED                BackfillDriver
+ * (birth)                        backfill          QUEUED                BackfillDrive
  * (birth)                        claim, catchUp,   QUEUED                CatchUpPlan, Recovery
  *                                recovery
  * (birth)                        missed            MISS_ONLY             CatchUpPlan, Ticker (fell behind)
