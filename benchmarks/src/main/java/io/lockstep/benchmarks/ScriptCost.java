@@ -27,7 +27,7 @@ import redis.clients.jedis.Jedis;
 final class ScriptCost {
 
     /** One run: Redis microseconds per slot of the claims and of the outcomes, and commands executed per slot. */
-    record Result(double claimMicros, double completeMicros, double commandsPerSlot) {}
+    record Result(double claimMicros, double completeMicros, double commandsPerSlot, double cpuMicros) {}
 
     private ScriptCost() {}
 
@@ -38,6 +38,7 @@ final class ScriptCost {
             long claimUs = 0;
             long completeUs = 0;
             long commands = 0;
+            double cpu = 0;
             int counted = 0;
             for (int r = 0; r < rounds; r++) {
                 boolean warm = r >= 2; // the first rounds load the scripts and create the keys
@@ -47,6 +48,7 @@ final class ScriptCost {
                     claims.add(new ClaimRequest(new Lease("job-" + i, slot, UUID.randomUUID().toString(), Duration.ofSeconds(30), true), "w1",
                             Duration.ofSeconds(60), ClaimRequest.Mode.CLAIM, false));
                 }
+                double cpuBefore = usedCpu(raw);
                 long[] before = evalsha(raw);
                 List<ClaimResult> answers = provider.claim(claims);
                 long[] claimed = evalsha(raw);
@@ -59,15 +61,31 @@ final class ScriptCost {
                 }
                 provider.complete(outcomes);
                 long[] after = evalsha(raw);
+                double cpuAfter = usedCpu(raw);
                 if (warm) {
                     claimUs += claimed[0] - before[0];
                     completeUs += after[0] - claimed[0];
-                    commands += after[1] - before[1] - 3; // the three INFO calls of this round's accounting
+                    commands += after[1] - before[1] - 2; // the accounting's own INFO calls between the two snapshots
+                    cpu += cpuAfter - cpuBefore;
                     counted += jobs;
                 }
             }
-            return new Result((double) claimUs / counted, (double) completeUs / counted, (double) commands / counted);
+            return new Result((double) claimUs / counted, (double) completeUs / counted, (double) commands / counted, cpu * 1e6 / counted);
         }
+    }
+
+    /**
+     * The server's CPU time so far (used_cpu_sys + used_cpu_user, seconds): the scripts, and also
+     * what {@code commandstats} leaves out, reading and parsing each call's arguments and writing its reply.
+     */
+    private static double usedCpu(Jedis raw) {
+        double cpu = 0;
+        for (String line : raw.info("cpu").split("\r\n")) {
+            if (line.startsWith("used_cpu_sys:") || line.startsWith("used_cpu_user:")) {
+                cpu += Double.parseDouble(line.substring(line.indexOf(':') + 1));
+            }
+        }
+        return cpu;
     }
 
     /** {microseconds spent in EVALSHA, commands executed in all} so far. */

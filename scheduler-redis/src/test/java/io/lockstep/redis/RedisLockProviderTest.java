@@ -31,6 +31,23 @@ class RedisLockProviderTest {
         return new ClaimRequest(new Lease(job, slot, token, LEASE, exclusive), "w-" + token, GRACE, false);
     }
 
+    /**
+     * A group's marks are a hashtable whatever the server's hash-max-listpack-entries: as a listpack
+     * (Redis's encoding for a hash within that many fields, 512 on this server), each claim's read and
+     * write of its job's fields scanned every field of the group's jobs. Fails without the long
+     * {@code ~encoding} field claim.lua writes.
+     */
+    @Test
+    void aGroupsMarksAreAHashtableHoweverFewTheirFields() {
+        redis.raw().configSet("hash-max-listpack-entries", "512");
+        String job = RedisFixture.job();
+        assertThat(redis.provider().claim(List.of(request(job, redis.serverNow().minusSeconds(1), "a", true))).get(0).status())
+                .isEqualTo(Status.CLAIMED);
+        String marks = redis.provider().keys().marks(job);
+        assertThat(redis.raw().hlen(marks)).as("a few fields, far within the listpack's limit").isLessThan(64);
+        assertThat(redis.raw().objectEncoding(marks)).isEqualTo("hashtable");
+    }
+
     @Test
     void exactlyOneOfTwoClaimsOfTheSameSlotWins() {
         String job = RedisFixture.job();
