@@ -7,17 +7,16 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import redis.clients.jedis.StreamEntryID;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisException;
-import redis.clients.jedis.resps.StreamEntry;
 import redis.clients.jedis.resps.Tuple;
 
 /**
  * The cluster as Redis knows it, for operators: live workers, each job's pause, last run and runs
  * in flight, its run history; and the three things an operator may change: pause, resume, and a
- * manual run. What the {@code status}, {@code history}, {@code trigger}, {@code pause} and
- * {@code resume} commands and the status page use. Reads need no worker; nothing here runs a job
+ * manual run (reading a job's history streams is {@link HistoryStreams}'s). What the
+ * {@code status}, {@code history}, {@code trigger}, {@code pause} and {@code resume} commands and
+ * the status page use. Reads need no worker; nothing here runs a job
  * (a manual run is requested, and a worker claims it). Thread-safe.
  */
 public final class RedisAdmin {
@@ -108,30 +107,6 @@ public final class RedisAdmin {
         return answers;
     }
 
-    /**
-     * Histories from several masters as one, newest slot first: each run once (by slot, token,
-     * attempt and outcome); each decision without a run once (by slot and outcome: every master
-     * records its own token), and only when more than half of the masters that answered have it (a
-     * minority's decision was given back, or never won).
-     */
-    private static List<Run> merge(List<List<Run>> histories, int limit) {
-        Map<String, Run> entries = new java.util.LinkedHashMap<>();
-        Map<String, Integer> masters = new java.util.HashMap<>();
-        for (List<Run> history : histories) {
-            java.util.Set<String> seen = new java.util.HashSet<>();
-            for (Run r : history) {
-                String key = r.isRun() ? r.slot().toEpochMilli() + "/" + r.fencingToken() + "/" + r.attempt() + "/" + r.outcome()
-                        : r.slot().toEpochMilli() + "/" + r.outcome();
-                if (seen.add(key)) {
-                    masters.merge(key, 1, Integer::sum);
-                }
-                entries.putIfAbsent(key, r);
-            }
-        }
-        return entries.entrySet().stream().filter(e -> e.getValue().isRun() || masters.get(e.getKey()) * 2 > histories.size())
-                .map(Map.Entry::getValue).sorted(java.util.Comparator.comparing(Run::slot).reversed()).limit(limit).toList();
-    }
-
     /** On Redlock, each master asked from this process now ({@link RedisLockProvider#redlockMastersNow}); empty otherwise. */
     public Map<String, String> redlockMasters() {
         return provider.redlockMastersNow();
@@ -161,42 +136,14 @@ public final class RedisAdmin {
     public List<Run> history(String job, int limit) {
         if (redlock != null) {
             // Twice as many from each master: entries only a minority has are dropped after the count.
-            return merge(onMasters("history", a -> a.history(job, 2 * limit)), limit);
+            return HistoryStreams.merge(onMasters("history", a -> a.history(job, 2 * limit)), limit);
         }
         try {
-            return merged(read(keys.history(job), limit), read(keys.decisions(job), limit), limit);
+            return HistoryStreams.merged(HistoryStreams.read(jedis, keys.history(job), limit),
+                    HistoryStreams.read(jedis, keys.decisions(job), limit), limit);
         } catch (JedisException e) {
             throw calls.wrap("history", e);
         }
-    }
-
-    /** One stream entry of a history: the run or decision, and its id (when it was written). */
-    private record Entry(Run run, StreamEntryID id) {}
-
-    /** The last {@code limit} entries of a history stream (runs, or decisions), newest first. */
-    private List<Entry> read(String stream, int limit) {
-        List<StreamEntry> entries = jedis.xrevrange(stream, (StreamEntryID) null, (StreamEntryID) null, limit);
-        List<Entry> read = new ArrayList<>(entries.size());
-        for (StreamEntry e : entries) {
-            Map<String, String> f = e.getFields();
-            read.add(new Entry(new Run(Instant.ofEpochMilli(Long.parseLong(f.getOrDefault("slot", "0"))), f.getOrDefault("worker", ""),
-                    f.getOrDefault("outcome", ""), Integer.parseInt(f.getOrDefault("attempt", "1")),
-                    Long.parseLong(f.getOrDefault("token", "0")), Long.parseLong(f.getOrDefault("durationMs", "0")),
-                    f.getOrDefault("error", ""), "1".equals(f.get("manual")), f.getOrDefault("reason", ""),
-                    f.getOrDefault("origin", "")), e.getID()));
-        }
-        return read;
-    }
-
-    /**
-     * Runs and decisions as one history, newest slot first (a recovery is written after later slots
-     * were decided); one slot's entries newest first (a rerun's outcome after its recovery).
-     */
-    private static List<Run> merged(List<Entry> runs, List<Entry> decisions, int limit) {
-        List<Entry> all = new ArrayList<>(runs);
-        all.addAll(decisions);
-        all.sort(java.util.Comparator.comparing((Entry e) -> e.run().slot()).thenComparing(Entry::id).reversed());
-        return all.stream().limit(limit).map(Entry::run).toList();
     }
 
     /** The job's pause, last {@code recentRuns} runs (at least the last one) and runs in flight. */
@@ -219,7 +166,7 @@ public final class RedisAdmin {
                 answers.forEach(a -> a.get(index).running().forEach(f -> running.putIfAbsent(f.slot(), f)));
                 Optional<Run> lastRun = answers.stream().map(a -> a.get(index).lastRun()).flatMap(Optional::stream)
                         .max(java.util.Comparator.comparing(Run::slot));
-                merged.add(new JobState(jobs.get(i), pause, merge(answers.stream().map(a -> a.get(index).recent()).toList(),
+                merged.add(new JobState(jobs.get(i), pause, HistoryStreams.merge(answers.stream().map(a -> a.get(index).recent()).toList(),
                         Math.max(1, recentRuns)), lastRun, List.copyOf(running.values()), disagree));
             }
             return merged;
@@ -243,9 +190,10 @@ public final class RedisAdmin {
                         r.get(1) == null ? 0 : Long.parseLong(r.get(1)), Duration.ofMillis((long) t.getScore() - now), "1".equals(r.get(2))));
             }
             int limit = Math.max(1, recentRuns);
-            List<Entry> runs = read(keys.history(job), limit);
-            Optional<Run> lastRun = runs.stream().map(Entry::run).max(java.util.Comparator.comparing(Run::slot));
-            return new JobState(job, pause, merged(runs, read(keys.decisions(job), limit), limit), lastRun, running);
+            List<HistoryStreams.Entry> runs = HistoryStreams.read(jedis, keys.history(job), limit);
+            Optional<Run> lastRun = runs.stream().map(HistoryStreams.Entry::run).max(java.util.Comparator.comparing(Run::slot));
+            return new JobState(job, pause, HistoryStreams.merged(runs, HistoryStreams.read(jedis, keys.decisions(job), limit), limit),
+                    lastRun, running);
         } catch (JedisException e) {
             throw calls.wrap("status", e);
         }
