@@ -33,8 +33,15 @@ final class SchedulerMetrics {
      * The meters recorded for every slot, by name and tags: building a meter's id (sorting its
      * tags) and looking it up in the registry costs more than recording, thousands of times a second.
      */
-    private final java.util.concurrent.ConcurrentHashMap<String, io.micrometer.core.instrument.Meter> hot =
+    private final java.util.concurrent.ConcurrentHashMap<Key, io.micrometer.core.instrument.Meter> hot =
             new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * A meter of {@link #hot}: its kind, job and one tag's value. Its parts keep their hash codes (a
+     * job's name, a constant), where a key built as one string was built and hashed anew on every
+     * record (a share of a worker's CPU per slot, by JFR).
+     */
+    private record Key(String kind, String job, String detail) {}
 
     SchedulerMetrics(MeterRegistry registry) {
         this(registry, true);
@@ -82,7 +89,7 @@ final class SchedulerMetrics {
             Counter.builder("lockstep.leases.lost").description("leases lost while their run was alive").tags("job", job, "reason", "expired")
                     .register(registry);
             for (Outcome o : java.util.List.of(Outcome.SUCCEEDED, Outcome.FAILED)) {
-                hot.computeIfAbsent("runs\0" + job + "\0" + o.label(), k -> Counter.builder("lockstep.runs").description("runs by outcome")
+                hot.computeIfAbsent(new Key("runs", job, o.label()), k -> Counter.builder("lockstep.runs").description("runs by outcome")
                         .tags("job", job, "outcome", o.label()).register(registry));
             }
         }
@@ -95,7 +102,7 @@ final class SchedulerMetrics {
 
     /** One claim attempt's result (won, contended, done, skipped, missed, error). */
     void claim(String job, String result) {
-        ((Counter) hot.computeIfAbsent("claims\0" + job + "\0" + result, k -> Counter.builder("lockstep.claims")
+        ((Counter) hot.computeIfAbsent(new Key("claims", job, result), k -> Counter.builder("lockstep.claims")
                 .description("claim attempts by result").tags("job", job, "result", result).register(registry))).increment();
     }
 
@@ -113,7 +120,7 @@ final class SchedulerMetrics {
 
     /** A job started this late after its slot (the cluster's clock). */
     void started(String job, Duration lateness) {
-        ((Timer) hot.computeIfAbsent("lateness\0" + job, k -> Timer.builder("lockstep.start.lateness")
+        ((Timer) hot.computeIfAbsent(new Key("lateness", job, ""), k -> Timer.builder("lockstep.start.lateness")
                 .description("from a slot's time to its job's start").tags("job", job)
                 // A few fixed buckets (not Micrometer's ~70 percentile buckets): one series each per job.
                 .serviceLevelObjectives(Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50), Duration.ofMillis(100),
@@ -124,9 +131,9 @@ final class SchedulerMetrics {
     /** A run ended: its outcome (succeeded, failed, timed_out, lost, interrupted) and how long it ran. */
     void ran(String job, Outcome outcome, long durationNanos) {
         String o = outcome == Outcome.LEASE_LOST ? "lost" : outcome.label();
-        ((Counter) hot.computeIfAbsent("runs\0" + job + "\0" + o, k -> Counter.builder("lockstep.runs").description("runs by outcome")
+        ((Counter) hot.computeIfAbsent(new Key("runs", job, o), k -> Counter.builder("lockstep.runs").description("runs by outcome")
                 .tags("job", job, "outcome", o).register(registry))).increment();
-        ((Timer) hot.computeIfAbsent("duration\0" + job + "\0" + o, k -> Timer.builder("lockstep.run.duration")
+        ((Timer) hot.computeIfAbsent(new Key("duration", job, o), k -> Timer.builder("lockstep.run.duration")
                 .description("from a run's first attempt to its end").tags("job", job, "outcome", o).register(registry)))
                 .record(durationNanos, TimeUnit.NANOSECONDS);
     }
@@ -139,7 +146,7 @@ final class SchedulerMetrics {
     }
 
     void leaseHeld(String job, long nanos) {
-        ((Timer) hot.computeIfAbsent("held\0" + job, k -> Timer.builder("lockstep.lease.held")
+        ((Timer) hot.computeIfAbsent(new Key("held", job, ""), k -> Timer.builder("lockstep.lease.held")
                 .description("from a claim won to its lease given back").tags("job", job).register(registry)))
                 .record(nanos, TimeUnit.NANOSECONDS);
     }

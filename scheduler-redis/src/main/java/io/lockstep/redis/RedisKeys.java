@@ -125,14 +125,16 @@ public record RedisKeys(String prefix, boolean cluster) {
      */
     List<List<Integer>> groups(List<Integer> items, java.util.function.IntFunction<String> job) {
         Map<Integer, List<Integer>> bySlot = new java.util.LinkedHashMap<>();
+        Map<Integer, Integer> groupOf = new java.util.HashMap<>(); // each item's group, its CRC computed once, not per comparison
         for (int i : items) {
-            int slot = cluster ? group(job.apply(i)) : 0;
-            bySlot.computeIfAbsent(slot, k -> new ArrayList<>()).add(i);
+            int group = group(job.apply(i));
+            groupOf.put(i, group);
+            bySlot.computeIfAbsent(cluster ? group : 0, k -> new ArrayList<>()).add(i);
         }
         if (!cluster && !items.isEmpty()) {
             // One server takes any mix, but a call whose slots are of few groups writes few marks
             // keys (each gets its ttl once per call): the items in group order (stable: a job's in its order).
-            bySlot.get(0).sort(java.util.Comparator.comparingInt(i -> group(job.apply(i))));
+            bySlot.get(0).sort(java.util.Comparator.comparingInt(groupOf::get));
         }
         List<List<Integer>> chunks = new ArrayList<>();
         for (List<Integer> same : bySlot.values()) {
