@@ -367,7 +367,7 @@ for i = 0, #KEYS / 6 - 1 do
 end
 for key, ttl in pairs(touched) do
   -- A group's marks hold a few fields for each of its jobs: 200 and more at 1,000 jobs. Within
-  -- hash-max-listpack-entries (128 by default, often 512) Redis keeps such a hash as one listpack,
+  -- hash-max-listpack-entries (512 by default) Redis keeps such a hash as one listpack,
   -- which every HMGET and HSET here scans from the start: at 200 fields a claim cost 24 us, as a
   -- hashtable 17. A value longer than hash-max-listpack-value (64 bytes by default) makes it a
   -- hashtable for good (RDB loads keep it so); written once per call and group, a no-op once there.
