@@ -106,7 +106,12 @@ class BackfillIT {
             for (Instant s = from; !s.isAfter(to); s = s.plusSeconds(1)) {
                 expected.add(s);
             }
-            assertThat(perSlot.keySet()).as("every slot of the range ran").containsExactlyInAnyOrderElementsOf(expected);
+            // The one slot the killed driver had claimed when the kill came may not run: a claim made within its start window is
+            // the run's start, and a started run whose worker dies is not run again under recover: none (GUARANTEES 14).
+            Instant afterKilled = backfilled(cluster, "report").stream().filter(e -> e.path("worker").asText().equals(driver.id))
+                    .map(WorkerProcess::slot).max(Instant::compareTo).orElseThrow().plusSeconds(1);
+            List<Instant> notRun = expected.stream().filter(s -> !perSlot.containsKey(s)).toList();
+            assertThat(notRun).as("every slot of the range ran but the one the kill cut off").isSubsetOf(List.of(afterKilled));
             assertThat(runs.stream().map(WorkerProcess::slot).toList()).as("in slot order, across both drivers").isSorted();
             assertThat(runs.stream().map(e -> e.path("worker").asText()).distinct().count()).as("two drivers ran it").isGreaterThanOrEqualTo(2);
 
