@@ -148,7 +148,7 @@ public final class AuditBench {
         String job = String.format(Locale.ROOT, "job-%03d", j);
         String winner = WORKERS[(int) ((k + j) % 3)];
         String s = ",\"job\":\"" + job + "\",\"slot\":\"" + slot + "\"";
-        String lock = ",\"lock_name\":\"lockstep:{7.1}:" + job + ":lease\",\"identifier\":\"" + Long.toHexString(k * 7919 + j) + "5413e648e305f7\"";
+        String lock = ",\"lock_name\":\"lockstep:{7.1}:marks[" + job + ":owner]\",\"identifier\":\"" + Long.toHexString(k * 7919 + j) + "5413e648e305f7\"";
         long token = 1_796_000_000_000_000L + k * 1_000_000 + j;
         long index = k * JOBS + j;
         int n = 0;
@@ -172,6 +172,10 @@ public final class AuditBench {
                     + ",\"reason\":\"renewal deadline passed\"");
             n += line(w, slot.plusMillis(410), "job_failed", winner, s + ",\"fencing_token\":" + token + ",\"attempt\":1,\"duration_ms\":407"
                     + ",\"error\":\"java.lang.InterruptedException\",\"reason\":\"lease lost\"");
+            // Its worker hands the slot over (complete.lua's 'rerun'): the lease ends there, so the rerun
+            // 0.4 s later is no second run. (Without the hand-over the 30 s lease would still be held.)
+            n += line(w, slot.plusMillis(412), "slot_released", winner, s + lock + ",\"action\":\"release\",\"duration_ms\":1,\"success\":true"
+                    + ",\"fencing_token\":" + token + ",\"outcome\":\"lease_lost\"");
             n += line(w, slot.plusMillis(800), "slot_recovered", peer, s + lock + ",\"fencing_token\":" + (token + 500_000) + ",\"reason\":\"rerun\"");
             n += line(w, slot.plusMillis(801), "job_started", peer, s + ",\"fencing_token\":" + (token + 500_000)
                     + ",\"attempt\":1,\"lateness_ms\":801,\"rerun\":true");

@@ -278,6 +278,7 @@ final class ClaimScripts {
                     keys.lease(new Lease(job, slot, "-", age, false))));
             args.add(Long.toString(slot.toEpochMilli()));
         }
+        args.add(RedisKeys.markField(job));
         args.add(Long.toString(age.toMillis()));
         calls.call("prune", new RedisCalls.Call(PRUNE, callKeys, args));
     }

@@ -150,7 +150,7 @@ final class LeaseScripts {
         RedisCalls.Replies answered = calls.batch("renew", leases, lease -> {
             long slot = lease.slot().toEpochMilli();
             return new RedisCalls.Call(RENEW, List.of(keys.lease(lease), keys.slot(lease.job(), slot), keys.running(lease.job())),
-                    List.of(lease.token(), Long.toString(lease.ttl().toMillis()), Long.toString(slot)));
+                    List.of(lease.token(), Long.toString(lease.ttl().toMillis()), Long.toString(slot), RedisKeys.leaseField(lease)));
         }, replicas);
         List<Object> replies = answered.replies();
         List<Boolean> owned = new ArrayList<>(replies.size());

@@ -13,14 +13,15 @@ import java.util.Map;
  * starts and outcomes of every job of a group, not of one job:
  * <pre>
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:slot:&lt;epochMillis&gt;  slot record (hash): running, then done / missed / skipped; has a ttl
- *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:lease           lease of an {@code overlap: skip} job (one run at a time)
- *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:lease:&lt;epochMillis&gt;  lease of an {@code overlap: allow} run (an exclusive job's is in the marks)
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:running         runs in flight (zset: slot -> lease end, server ms), for recovery
  *   &lt;prefix&gt;:{&lt;tag&gt;}:marks                 the group's marks (hash), per job: '&lt;job&gt;:decided', the latest slot the
  *                                           cluster decided (for catch-up and stale claims, and what a worker that
  *                                           stepped aside reads: one HMGET per group), '&lt;job&gt;:started', the latest
  *                                           that started (slot order), '&lt;job&gt;:holder', the slot whose run took the
- *                                           lease, '&lt;job&gt;:until', when that claim's lease ends, '&lt;job&gt;:closed', the
+ *                                           lease, '&lt;job&gt;:until', when that claim's lease ends, '&lt;job&gt;:owner', the
+ *                                           token holding an exclusive job's lease (with 'until', its lease: layout 3
+ *                                           moved it here from a key of its own, lease.lua), '&lt;job&gt;:closed', the
  *                                           slot of its last run that ended, '&lt;job&gt;:fence', the fence counter
  *                                           (max(counter + 1, Redis TIME in us) per claim), and '&lt;job&gt;:kept' /
  *                                           '&lt;job&gt;:mkept', the shortest record ttl a claim of a scheduled / manual
@@ -42,7 +43,8 @@ import java.util.Map;
  *   &lt;prefix&gt;:{workers}:deployment           Redlock: this master's deployment marker (hash: id, created, run, fresh); no ttl
  * </pre>
  * Layout 1 (before 0.2) tagged each job's keys with the job's own name ({@code {<job>}}) and kept
- * the marks per job; see {@link LegacyLayout} for how a cluster moves from it.
+ * the marks per job; layout 2 (0.2 to 0.4) kept an exclusive job's lease in a key of its own
+ * ({@code <prefix>:{<tag>}:<job>:lease}); see {@link LegacyLayout} for how a cluster moves from them.
  *
  * @param prefix the key prefix
  * @param cluster whether the keys live on Redis Cluster (a script call may then touch one hash slot only)
@@ -53,7 +55,7 @@ public record RedisKeys(String prefix, boolean cluster) {
     static final int PER_CALL = 64;
 
     /** The key layout these keys follow, written in every worker's heartbeat entry. */
-    static final int LAYOUT = 2;
+    static final int LAYOUT = 3;
 
     /**
      * How many groups the jobs' keys fall into. A few times the masters of any Redis Cluster
@@ -156,9 +158,17 @@ public record RedisKeys(String prefix, boolean cluster) {
         return prefix + ":{*}:" + jobGlob + ":slot:*";
     }
 
+    /**
+     * The key a lease is held in: an {@code overlap: allow} run's own string key, or, for an exclusive
+     * job, its group's marks (fields {@link #leaseField} {@code owner} and {@code until}; lease.lua).
+     */
     String lease(Lease lease) {
-        String base = base(lease.job()) + "lease";
-        return lease.exclusive() ? base : base + ":" + lease.slot().toEpochMilli();
+        return lease.exclusive() ? marks(lease.job()) : base(lease.job()) + "lease:" + lease.slot().toEpochMilli();
+    }
+
+    /** What the lease scripts take beside {@link #lease}: the job's field prefix for an exclusive job's lease, else "". */
+    static String leaseField(Lease lease) {
+        return lease.exclusive() ? markField(lease.job()) : "";
     }
 
     String running(String job) {

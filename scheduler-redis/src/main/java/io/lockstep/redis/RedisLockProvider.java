@@ -146,7 +146,8 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public String lockName(Lease lease) {
-        return keys.lease(lease);
+        // An exclusive job's lease is two fields of its group's marks (RedisKeys.lease): named by the field.
+        return lease.exclusive() ? keys.lease(lease) + "[" + RedisKeys.markField(lease.job()) + "owner]" : keys.lease(lease);
     }
 
     // ---------------------------------------------------------------- operations

@@ -2,9 +2,11 @@
 -- many slots (of jobs in the same hash slot on Redis Cluster; of any jobs on a standalone server):
 -- the script's own cost is then paid once per batch instead of once per slot.
 -- Per slot i (0-based), 6 keys from KEYS[6i+1]:
---   slot record (hash), lease, running index (zset), the marks of the job's group (hash; the job's
+--   slot record (hash), lease (an exclusive job's: the marks of its group, see lease.lua), running
+--   index (zset), the marks of the job's group (hash; the job's
 --   fields are '<job>:' then decided, started, holder = the slot whose run last took the lease,
---   until = when that claim's lease ends, fence = the job's fence counter, see fence.lua,
+--   until = when that claim's lease ends, owner = the token holding an exclusive job's lease (with
+--   until, the lease itself: lease.lua), fence = the job's fence counter, see fence.lua,
 --   kept / mkept = the shortest record ttl a claim of a scheduled / manual slot wrote, see below,
 --   turn = '<slot>:<until>', a rerun of an earlier slot waiting for the lease, see recover.lua),
 --   pause (hash; exists while the job is paused),
@@ -82,6 +84,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 --! include fence.lua
+--! include lease.lua
 
 -- A decision without a run, in the job's decisions stream (as complete.lua adds a run's outcome to its history).
 local function remember(stream, keep, slot_text, worker, outcome, reason, manual)
@@ -111,6 +114,7 @@ local function claim(k, a)
   end
   local slot = tonumber(slot_text)
   local f = a[14]
+  local lf = lease_key == marks_key and f or '' -- an exclusive job's lease is in its marks (lease.lua)
 
   -- A claim made ahead before the start window is staged: a short lease until its start; see the header.
   -- (A window of 0 stages every claim made ahead, whenever it is decided: Redlock's masters.)
@@ -128,9 +132,13 @@ local function claim(k, a)
     end
     return ttl + math.max(slot - now, 0) -- the run's lease, from its slot
   end
+  -- The run's lease and its running entry. An exclusive job's lease is written with its marks, by
+  -- the caller ('owner' and 'until' in the same HSET as the other marks: no command of its own).
   local function take_lease()
     local lease_ttl = lease_ttl()
-    redis.call('SET', lease_key, token, 'PX', lease_ttl)
+    if lf == '' then
+      redis.call('SET', lease_key, token, 'PX', lease_ttl)
+    end
     redis.call('ZADD', running, now + lease_ttl, slot_text)
     if redis.call('PTTL', running) < record_ttl then
       redis.call('PEXPIRE', running, record_ttl)
@@ -142,7 +150,18 @@ local function claim(k, a)
   -- exist: a repeat, a race, a slot decided otherwise, or a manual run (which never moves the marks).
   local manual = a[10] == '1'
   local backfill = string.match(a[10], '^b:(.+)$') -- the id of the backfill this slot belongs to, or nil
-  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept', f .. 'turn', f .. 'bf', f .. 'bftoken')
+  local marks = redis.call('HMGET', marks_key, f .. 'decided', f .. 'started', f .. 'fence', f .. 'kept', f .. 'mkept', f .. 'turn', f .. 'bf', f .. 'bftoken',
+      f .. 'owner', f .. 'until')
+  -- Who holds the job's lease now: an exclusive job's read with its marks (lease.lua's rule), a run's own by its key.
+  local function holder_now()
+    if lf == '' then
+      return redis.call('GET', lease_key)
+    end
+    if marks[9] and marks[9] ~= '' and tonumber(marks[10] or '0') > now then
+      return marks[9]
+    end
+    return false
+  end
   local decided, started = 0, 0
   if not manual then
     decided, started = tonumber(marks[1] or '0'), tonumber(marks[2] or '0')
@@ -162,12 +181,12 @@ local function claim(k, a)
     -- A repeat of our own request (its reply was lost): the same decision again.
     if r[2] == 'running' or r[2] == 'claimed' then
       staged = r[2] == 'claimed' -- a started run keeps its full lease
-      local lease = redis.call('GET', lease_key)
+      local lease = holder_now()
       if mode == 'miss' then
         -- We gave up on a claim whose reply never came and never started it: disown it, so that
         -- the record says what our events say.
         if lease == token then
-          redis.call('DEL', lease_key)
+          lease_drop(lease_key, lf)
         end
         redis.call('ZREM', running, slot_text)
         redis.call('HSET', record, 'state', 'missed', 'why', 'disowned')
@@ -176,7 +195,11 @@ local function claim(k, a)
       end
       if lease == false or lease == token then
         take_lease()
-        redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', now + lease_ttl()))
+        if lf ~= '' then
+          redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', now + lease_ttl()), f .. 'owner', token)
+        else
+          redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', now + lease_ttl()))
+        end
         touched[marks_key] = a[9]
         return reply('claimed', tonumber(r[3]))
       end
@@ -250,6 +273,10 @@ local function claim(k, a)
       mark[#mark + 1] = slot_text
       mark[#mark + 1] = f .. 'until'
       mark[#mark + 1] = string.format('%.0f', now + lease_ttl())
+      if lf ~= '' then
+        mark[#mark + 1] = f .. 'owner' -- with 'until', the job's lease (lease.lua)
+        mark[#mark + 1] = token
+      end
       if slot > started and not manual and not backfill then
         mark[#mark + 1] = f .. 'started'
         mark[#mark + 1] = slot_text
@@ -303,7 +330,7 @@ local function claim(k, a)
     decide('missed', 0, 'order') -- a later slot of the job already started: slots start in order
     return reply('superseded', 0)
   end
-  local holder = redis.call('GET', lease_key)
+  local holder = holder_now()
   local revoked
   -- A rerun of an earlier slot refused 'busy' behind the run that held the lease holds the job's
   -- next turn (recover.lua): under overlap: skip, this slot yields to it as to a run holding the
@@ -340,7 +367,7 @@ local function claim(k, a)
     local held = redis.call('HGET', marks_key, f .. 'holder')
     local score = held and redis.call('ZSCORE', running, held)
     if score then
-      revoked = cjson.encode({held, holder, now + redis.call('PTTL', lease_key), tonumber(score)})
+      revoked = cjson.encode({held, holder, lease_end(lease_key, lf, now), tonumber(score)})
       redis.call('ZREM', running, held)
     end
   end

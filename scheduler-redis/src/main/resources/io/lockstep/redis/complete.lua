@@ -4,8 +4,8 @@
 -- run that was replaced, recovered by another worker or abandoned no longer owns its record, so
 -- its outcome never overwrites a newer one; a run counts only while it is in the running index.
 -- One call may carry many runs (see claim.lua).
--- Per run i (0-based): KEYS[5i+1..5i+5] slot record, lease, running index, history (stream), the marks
--- of the job's group; ARGV[10i+1..10i+10] owner token, outcome, slot (epoch ms), attempts, duration (ms), error, keep,
+-- Per run i (0-based): KEYS[5i+1..5i+5] slot record, lease (an exclusive job's: the marks of its
+-- group, see lease.lua), running index, history (stream), the marks of the job's group; ARGV[10i+1..10i+10] owner token, outcome, slot (epoch ms), attempts, duration (ms), error, keep,
 -- hand-over ('' | 'rerun' | 'unstarted'), the run's fencing token for the history ('0': the record's;
 -- on Redlock a master that missed the token's raise holds its own, so every master is told the one
 -- the run had, and the run shows once in a merged history), the job's field prefix in the marks ('<job>:').
@@ -21,6 +21,7 @@
 -- Returns per run 1 when the token still owned the slot, 0 otherwise. Retry-safe: a completion
 -- repeated after its reply was lost finds its own done marker (or hand-over) and answers 1 again
 -- (and adds no second history entry).
+--! include lease.lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
@@ -28,8 +29,14 @@ for i = 0, #KEYS / 5 - 1 do
   local record, lease, running, history = KEYS[5 * i + 1], KEYS[5 * i + 2], KEYS[5 * i + 3], KEYS[5 * i + 4]
   local a = 10 * i
   local token, outcome, slot, hand = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 8]
-  if redis.call('GET', lease) == token then
-    redis.call('DEL', lease)
+  local marks, f = KEYS[5 * i + 5], ARGV[a + 10]
+  -- The lease goes back if this token holds it. An exclusive job's, in the marks, goes in the HSET
+  -- that closes the slot when the run ended (below), else here.
+  local owned = false
+  if lease ~= marks then
+    lease_release(lease, '', token)
+  else
+    owned = redis.call('HGET', marks, f .. 'owner') == token
   end
   local r = redis.call('HMGET', record, 'token', 'state', 'worker', 'fence', 'manual', 'handed', 'origin')
   if r[1] == token and (r[2] == 'done' or r[6] == token) then
@@ -46,7 +53,12 @@ for i = 0, #KEYS / 5 - 1 do
   else
     if hand == '' then
       redis.call('HSET', record, 'state', 'done', 'outcome', outcome)
-      redis.call('HSET', KEYS[5 * i + 5], ARGV[a + 10] .. 'closed', slot)
+      if owned then
+        redis.call('HSET', marks, f .. 'closed', slot, f .. 'owner', '') -- closed, and the lease given back
+        owned = false
+      else
+        redis.call('HSET', marks, f .. 'closed', slot)
+      end
     else
       redis.call('ZADD', running, now - 2, slot) -- expired now (runs.lua's 2 ms margin): the next look hands it to a peer
       redis.call('HSET', record, 'state', hand == 'unstarted' and 'claimed' or 'running', 'handed', token,
@@ -66,6 +78,9 @@ for i = 0, #KEYS / 5 - 1 do
       redis.call('PEXPIRE', history, 604800000) -- a week after the job's last run
     end
     replies[i + 1] = 1
+  end
+  if owned then
+    lease_drop(marks, f)
   end
 end
 return replies

@@ -7,7 +7,7 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local keep = tonumber(ARGV[1])
-local names = {'decided', 'started', 'holder', 'until', 'closed', 'fence', 'kept', 'mkept', 'turn', 'bf', 'bftoken'}
+local names = {'decided', 'started', 'holder', 'until', 'owner', 'closed', 'fence', 'kept', 'mkept', 'turn', 'bf', 'bftoken'}
 local dropped = 0
 for i = 2, #ARGV do
   local f = ARGV[i]

@@ -1,6 +1,6 @@
 -- Deals with one slot whose run lost its lease without an outcome: runs it again under a new token
 -- and the next fencing token (rerun), or records it as abandoned. Exactly one caller wins.
--- KEYS[1] slot record  KEYS[2] lease  KEYS[3] running index (zset)
+-- KEYS[1] slot record  KEYS[2] lease (an exclusive job's: the marks, KEYS[4], see lease.lua)  KEYS[3] running index (zset)
 -- KEYS[4] the marks of the job's group (hash; '<job>:holder' names the slot whose run took the lease,
 -- '<job>:fence' is the job's fence counter, '<job>:turn' the rerun waiting for the lease, see below)  KEYS[5] the job's decisions (stream, see claim.lua)
 -- ARGV[1] new owner token  ARGV[2] slot (epoch ms)  ARGV[3] lease ttl (ms)  ARGV[4] slot record ttl (ms)
@@ -37,6 +37,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 --! include fence.lua
+--! include lease.lua
+local lf = KEYS[2] == KEYS[4] and ARGV[10] or '' -- an exclusive job's lease is in its marks
 
 local function remember(worker, outcome, token, reason, replaced)
   if tonumber(ARGV[9]) > 0 then
@@ -64,9 +66,9 @@ local function leave_turn()
 end
 local mine = redis.call('HMGET', KEYS[1], 'state', 'token', 'fence', 'abandoned_token')
 if mine[1] == 'running' and mine[2] == ARGV[1] then
-  local lease = redis.call('GET', KEYS[2])
+  local lease = lease_owner(KEYS[2], lf, now)
   if lease == false or lease == ARGV[1] then
-    redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+    lease_take(KEYS[2], lf, ARGV[1], tonumber(ARGV[3]), now)
     redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
     redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2], ARGV[10] .. 'until', string.format('%.0f', now + tonumber(ARGV[3])))
     return reply('claimed', tonumber(mine[3]))
@@ -88,7 +90,7 @@ if record[1] ~= 'running' and record[1] ~= 'claimed' then
   leave_turn()
   return reply('taken', 0)
 end
-local holder = redis.call('GET', KEYS[2])
+local holder = lease_owner(KEYS[2], lf, now)
 if holder == record[2] then
   leave_turn()
   return reply('taken', 0) -- the run's lease is still alive
@@ -148,7 +150,7 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
 local ttl = tonumber(ARGV[3])
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
+lease_take(KEYS[2], lf, ARGV[1], ttl, now)
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2], ARGV[10] .. 'until', string.format('%.0f', now + ttl))
 if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[7]) then

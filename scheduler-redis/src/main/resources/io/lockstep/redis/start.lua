@@ -7,7 +7,7 @@
 --   paused  the job was paused since the claim: recorded as skipped, as a claim at the slot would be;
 --   started the run may start at its slot.
 -- One call may carry many runs (see claim.lua). Per run i (0-based): KEYS[6i+1..6i+6] slot record,
--- lease, running index, pause, decisions (stream, see claim.lua), the marks of the job's group;
+-- lease (an exclusive job's: the marks, KEYS[6i+6], see lease.lua), running index, pause, decisions (stream, see claim.lua), the marks of the job's group;
 -- ARGV[6i+1..6i+6] owner token, slot (epoch ms), lease ttl (ms), misfire grace (ms), how many
 -- entries the decisions keep, the job's field prefix in the marks ('<job>:'). A started run's
 -- lease end goes to the marks ('<job>:until'), where a worker that stepped aside for the slot reads
@@ -26,6 +26,7 @@
 -- decision without a run: the lease and the running entry go, the marks close the slot. A record
 -- already decided here (late, paused) stays as it is. Per run: 'missed' when the record is (now) so,
 -- 'lost' when nothing here is the token's; then the clock, as above. Retry-safe.
+--! include lease.lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local replies = {}
@@ -44,6 +45,7 @@ for i = 0, #KEYS / 6 - 1 do
   local keep = ARGV[6 * i + 5]
   local marks, f = KEYS[6 * i + 6], ARGV[6 * i + 6]
   local slot = tonumber(slot_text)
+  local lf = lease == marks and f or '' -- an exclusive job's lease is in its marks
   local r = redis.call('HMGET', record, 'token', 'state', 'why')
   local status
   if split then
@@ -51,8 +53,8 @@ for i = 0, #KEYS / 6 - 1 do
       status = 'missed' -- a repeat
     elseif r[1] == token and (r[2] == 'claimed' or r[2] == 'running') then
       redis.call('HSET', record, 'state', 'missed', 'why', 'no_quorum', 'at', now)
-      if redis.call('GET', lease) == token then
-        redis.call('DEL', lease)
+      if lease_owner(lease, lf, now) == token then
+        lease_drop(lease, lf)
       end
       redis.call('ZREM', running, slot_text)
       redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
@@ -64,32 +66,35 @@ for i = 0, #KEYS / 6 - 1 do
   elseif r[1] ~= token then
     status = 'lost'
   elseif r[2] == 'running' then
-    status = redis.call('GET', lease) == token and 'started' or 'lost' -- a repeat
+    status = lease_owner(lease, lf, now) == token and 'started' or 'lost' -- a repeat
   elseif r[2] == 'missed' and r[3] == 'late' then
     status = 'late'
   elseif r[2] == 'skipped' and r[3] == 'paused' then
     status = 'paused'
-  elseif r[2] ~= 'claimed' or redis.call('GET', lease) ~= token then
+  elseif r[2] ~= 'claimed' or lease_owner(lease, lf, now) ~= token then
     status = 'lost'
   elseif now > slot + grace then
     redis.call('HSET', record, 'state', 'missed', 'why', 'late', 'at', now)
-    redis.call('DEL', lease)
+    lease_drop(lease, lf)
     redis.call('ZREM', running, slot_text)
     redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
     remember(decisions, keep, record, slot_text, 'missed', 'late')
     status = 'late'
   elseif redis.call('EXISTS', pause) == 1 then
     redis.call('HSET', record, 'state', 'skipped', 'why', 'paused', 'at', now)
-    redis.call('DEL', lease)
+    lease_drop(lease, lf)
     redis.call('ZREM', running, slot_text)
     redis.call('HSET', marks, f .. 'closed', slot_text) -- decided without a run: a peer that stepped aside need not look
     remember(decisions, keep, record, slot_text, 'paused', 'paused')
     status = 'paused'
   else
     redis.call('HSET', record, 'state', 'running')
-    redis.call('PEXPIRE', lease, ttl)
+    if lf == '' then
+      redis.call('PEXPIRE', lease, ttl)
+    end
     redis.call('ZADD', running, 'XX', now + ttl, slot_text)
     -- The marks hash exists (the claim wrote it moments ago), so this never creates it without a ttl.
+    -- (An exclusive job's 'until' is its lease: this extends it, lease.lua.)
     redis.call('HSET', marks, f .. 'until', string.format('%.0f', now + ttl))
     -- The record needs no longer ttl: claim.lua gave it the slot's record ttl (misfire grace plus at
     -- least two leases) counted from the slot, and a start comes within the grace of it, so it

@@ -1,6 +1,6 @@
 -- Redlock: gives back what a request that did not reach a quorum wrote on one node, so that the
 -- slot can be decided again. The marks (watermarks) stay; they only ever move forward.
--- KEYS[1] slot record  KEYS[2] the job's lease  KEYS[3] running index  KEYS[4] the marks of the job's group
+-- KEYS[1] slot record  KEYS[2] the job's lease (an exclusive job's: the marks, KEYS[4], see lease.lua)  KEYS[3] running index  KEYS[4] the marks of the job's group
 -- ARGV[1] owner token  ARGV[2] slot (epoch ms)  ARGV[3] all | running | recovery | recovery-taken | recovery:<state>
 -- ARGV[4] the job's field prefix in the marks ('<job>:')
 --
@@ -17,9 +17,11 @@
 -- 'recovery:<state>' a record this token left in <state> stays (that decision had its majority);
 -- with 'recovery-taken' (another recoverer won the slot) the entry goes instead.
 -- Returns 1 when something of this token's was given back, 0 otherwise.
+--! include lease.lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local mode = ARGV[3]
+local lf = KEYS[2] == KEYS[4] and ARGV[4] or '' -- an exclusive job's lease is in its marks
 local released = 0
 
 if mode:sub(1, 8) == 'recovery' then
@@ -38,8 +40,8 @@ if mode:sub(1, 8) == 'recovery' then
     end
     released = 1
   end
-  if redis.call('GET', KEYS[2]) == ARGV[1] then
-    redis.call('DEL', KEYS[2])
+  if lease_owner(KEYS[2], lf, now) == ARGV[1] then
+    lease_drop(KEYS[2], lf)
     released = 1
   end
   return released
@@ -47,7 +49,7 @@ end
 
 local r = redis.call('HMGET', KEYS[1], 'token', 'state', 'revoked')
 local ours = r[1] == ARGV[1] and r[2] ~= 'done' and (mode == 'all' or r[2] == 'running' or r[2] == 'claimed')
-if ours and r[3] and redis.call('GET', KEYS[2]) == ARGV[1] then
+if ours and r[3] and lease_owner(KEYS[2], lf, now) == ARGV[1] then
   -- {slot of the revoked run, its token, its lease end (server ms), its running entry's score}
   local v = cjson.decode(r[3])
   redis.call('ZREM', KEYS[3], ARGV[2])
@@ -56,9 +58,9 @@ if ours and r[3] and redis.call('GET', KEYS[2]) == ARGV[1] then
     redis.call('HSET', KEYS[4], ARGV[4] .. 'holder', v[1])
   end
   if v[3] > now then
-    redis.call('SET', KEYS[2], v[2], 'PX', v[3] - now)
+    lease_take(KEYS[2], lf, v[2], v[3] - now, now)
   else
-    redis.call('DEL', KEYS[2])
+    lease_drop(KEYS[2], lf)
   end
   redis.call('DEL', KEYS[1])
   return 1
@@ -67,8 +69,8 @@ if ours then
   redis.call('DEL', KEYS[1])
   released = 1
 end
-if redis.call('GET', KEYS[2]) == ARGV[1] then
-  redis.call('DEL', KEYS[2])
+if lease_owner(KEYS[2], lf, now) == ARGV[1] then
+  lease_drop(KEYS[2], lf)
   redis.call('ZREM', KEYS[3], ARGV[2])
   released = 1
 elseif released == 1 then

@@ -52,7 +52,7 @@ class RedisDecisionsTest {
         assertThat(claim(skipped)).isEqualTo(Status.SKIPPED);
         assertThat(claim(skipped)).as("repeated after a lost reply").isEqualTo(Status.SKIPPED);
 
-        redis.raw().del(redis.provider().keys().lease(running.lease())); // the run's worker died: its lease ran out
+        RedisFixture.dropLease(redis.raw(), redis.provider().keys(), running.lease()); // the run's worker died: its lease ran out
         redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
         ClaimRequest abandon = request(job, running.lease().slot(), "a", true, Mode.ABANDON);
         ClaimResult first = redis.provider().claim(List.of(abandon)).get(0);
@@ -103,14 +103,14 @@ class RedisDecisionsTest {
         ClaimRequest running = request(job, now.minusSeconds(7), "r", true, Mode.CLAIM);
         assertThat(claim(running)).isEqualTo(Status.CLAIMED);
         assertThat(claim(request(job, now.minusSeconds(6), "s", true, Mode.CLAIM))).isEqualTo(Status.SKIPPED);
-        redis.raw().del(redis.provider().keys().lease(running.lease())); // its worker died
+        RedisFixture.dropLease(redis.raw(), redis.provider().keys(), running.lease()); // its worker died
         redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(running.lease().slot().toEpochMilli()));
         ClaimRequest rescue = request(job, running.lease().slot(), "rescuer", true, Mode.RECOVER);
         ClaimResult recovered = redis.provider().claim(List.of(rescue)).get(0);
         assertThat(recovered.status()).isEqualTo(Status.CLAIMED);
         assertThat(redis.provider().claim(List.of(rescue)).get(0).status()).as("repeated after a lost reply").isEqualTo(Status.CLAIMED);
         admin.pause(job, "deploy", java.util.Optional.empty(), "test");
-        redis.raw().del(redis.provider().keys().lease(new Lease(job, running.lease().slot(), "rescuer", LEASE, true)));
+        RedisFixture.dropLease(redis.raw(), redis.provider().keys(), new Lease(job, running.lease().slot(), "rescuer", LEASE, true));
         assertThat(claim(request(job, now.minusSeconds(5), "p", true, Mode.CLAIM))).isEqualTo(Status.PAUSED);
 
         List<RedisAdmin.Run> history = admin.history(job, 50);
@@ -129,7 +129,7 @@ class RedisDecisionsTest {
         String other = RedisFixture.job();
         ClaimRequest dead = request(other, now.minusSeconds(3), "dead", true, Mode.CLAIM);
         ClaimResult deadClaim = redis.provider().claim(List.of(dead)).get(0);
-        redis.raw().del(redis.provider().keys().lease(dead.lease()));
+        RedisFixture.dropLease(redis.raw(), redis.provider().keys(), dead.lease());
         redis.raw().zadd(redis.provider().keys().running(other), 1, Long.toString(dead.lease().slot().toEpochMilli()));
         ClaimRequest abandon = request(other, dead.lease().slot(), "a", true, Mode.ABANDON);
         assertThat(claim(abandon)).isEqualTo(Status.ABANDONED);
@@ -201,7 +201,7 @@ class RedisDecisionsTest {
         Instant slot = redis.serverNow().minusSeconds(1);
         ClaimRequest dead = request(job, slot, "dead", true, Mode.CLAIM);
         claim(dead);
-        redis.raw().del(redis.provider().keys().lease(dead.lease()));
+        RedisFixture.dropLease(redis.raw(), redis.provider().keys(), dead.lease());
         redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(slot.toEpochMilli()));
         ClaimRequest recover = request(job, slot, "rescuer", true, Mode.RECOVER);
         ClaimResult first = redis.provider().claim(List.of(recover)).get(0);
@@ -224,7 +224,7 @@ class RedisDecisionsTest {
         Instant slot = redis.serverNow().minusSeconds(1);
         ClaimRequest cutOff = request(job, slot, "cut-off", true, Mode.CLAIM);
         ClaimResult ran = redis.provider().claim(List.of(cutOff)).get(0);
-        redis.raw().del(redis.provider().keys().lease(cutOff.lease())); // its lease ran out while it was cut off
+        RedisFixture.dropLease(redis.raw(), redis.provider().keys(), cutOff.lease()); // its lease ran out while it was cut off
         redis.raw().zadd(redis.provider().keys().running(job), 1, Long.toString(slot.toEpochMilli()));
         ClaimResult rerun = redis.provider().claim(List.of(request(job, slot, "rescuer", true, Mode.RECOVER))).get(0);
         assertThat(rerun.status()).isEqualTo(Status.CLAIMED);
@@ -290,7 +290,7 @@ class RedisDecisionsTest {
         assertThat(claim(giveUp)).isEqualTo(Status.MISSED);
         String record = redis.provider().keys().slot(job, slot.toEpochMilli());
         assertThat(redis.raw().hget(record, "state")).isEqualTo("missed");
-        assertThat(redis.raw().exists(redis.provider().keys().lease(claimed.lease()))).isFalse();
+        assertThat(RedisFixture.leaseOwner(redis.raw(), redis.provider().keys(), claimed.lease())).isNull();
         assertThat(redis.raw().zcard(redis.provider().keys().running(job))).isZero();
         assertThat(claim(giveUp)).as("repeated").isEqualTo(Status.MISSED);
         assertThat(claim(claimed)).as("the old claim, repeated late, does not come back").isEqualTo(Status.MISSED);
@@ -343,7 +343,7 @@ class RedisDecisionsTest {
             Instant slot = Instant.ofEpochMilli(p.serverTimeMillis()).minusMillis(5);
             ClaimRequest dead = request(job, slot, "dead", true, Mode.CLAIM);
             p.claim(List.of(dead));
-            admin.del(p.keys().lease(dead.lease()));
+            RedisFixture.dropLease(admin, p.keys(), dead.lease());
             admin.zadd(p.keys().running(job), 1, Long.toString(slot.toEpochMilli()));
             // The claim script is known, the recovery script is not (as after a restart and one claim).
             admin.scriptFlush();

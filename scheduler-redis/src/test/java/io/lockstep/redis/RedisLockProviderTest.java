@@ -118,7 +118,7 @@ class RedisLockProviderTest {
         assertThat(redis.raw().hget(record, "state")).isEqualTo("done");
         assertThat(redis.raw().hget(record, "outcome")).isEqualTo("succeeded");
         assertThat(redis.raw().pttl(record)).isPositive();
-        assertThat(redis.raw().exists(redis.provider().keys().lease(first.lease()))).isFalse();
+        assertThat(RedisFixture.leaseOwner(redis.raw(), redis.provider().keys(), first.lease())).isNull();
         assertThat(redis.provider().claim(List.of(request(job, slot, "late", false))).get(0).status()).isEqualTo(Status.TAKEN);
     }
 
@@ -144,25 +144,29 @@ class RedisLockProviderTest {
     }
 
     @Test
-    void aForeignTokenCanNeitherRenewNorReleaseAndLeavesKeyAndTtlUntouched() {
-        String job = RedisFixture.job();
-        Instant slot = redis.serverNow().minusMillis(5);
-        ClaimRequest mine = request(job, slot, "owner-token", false);
-        redis.provider().claim(List.of(mine));
-        String leaseKey = redis.provider().keys().lease(mine.lease());
-        redis.raw().pexpire(leaseKey, 5_000); // so that a foreign renewal to LEASE (10 s) would be visible
-        long ttlBefore = redis.raw().pttl(leaseKey);
+    void aForeignTokenCanNeitherRenewNorReleaseAndLeavesTheLeaseUntouched() {
+        for (boolean exclusive : List.of(true, false)) { // an exclusive job's lease in its marks, an allow run's own key
+            String job = RedisFixture.job();
+            Instant slot = redis.serverNow().minusMillis(5);
+            ClaimRequest mine = request(job, slot, "owner-token", exclusive);
+            redis.provider().claim(List.of(mine));
+            RedisKeys keys = redis.provider().keys();
+            // Shortened to 5 s, so that a foreign renewal to LEASE (10 s) would be visible.
+            RedisFixture.giveLease(redis.raw(), keys, mine.lease(), "owner-token", 5_000);
+            long before = RedisFixture.leaseEnd(redis.raw(), keys, mine.lease());
 
-        Lease foreign = new Lease(job, slot, "foreign-token", LEASE, false);
-        assertThat(redis.provider().renew(List.of(foreign))).containsExactly(false);
-        assertThat(redis.provider().complete(foreign, Outcome.SUCCEEDED)).isFalse();
+            Lease foreign = new Lease(job, slot, "foreign-token", LEASE, exclusive);
+            assertThat(redis.provider().renew(List.of(foreign))).containsExactly(false);
+            assertThat(redis.provider().complete(foreign, Outcome.SUCCEEDED)).isFalse();
 
-        assertThat(redis.raw().get(leaseKey)).isEqualTo("owner-token");
-        assertThat(redis.raw().pttl(leaseKey)).isBetween(1L, ttlBefore);
-        assertThat(redis.raw().hget(redis.provider().keys().slot(job, slot.toEpochMilli()), "state")).isEqualTo("running");
+            assertThat(RedisFixture.leaseOwner(redis.raw(), keys, mine.lease())).as("exclusive: %s", exclusive).isEqualTo("owner-token");
+            assertThat(RedisFixture.leaseEnd(redis.raw(), keys, mine.lease())).as("exclusive: %s", exclusive)
+                    .isCloseTo(before, org.assertj.core.data.Offset.offset(2L));
+            assertThat(redis.raw().hget(keys.slot(job, slot.toEpochMilli()), "state")).isEqualTo("running");
 
-        assertThat(redis.provider().renew(List.of(mine.lease()))).containsExactly(true);
-        assertThat(redis.raw().pttl(leaseKey)).isGreaterThan(ttlBefore);
+            assertThat(redis.provider().renew(List.of(mine.lease()))).containsExactly(true);
+            assertThat(RedisFixture.leaseEnd(redis.raw(), keys, mine.lease())).as("exclusive: %s", exclusive).isGreaterThan(before + 1_000);
+        }
     }
 
     @Test
@@ -209,7 +213,7 @@ class RedisLockProviderTest {
         ClaimRequest a = request(job, now.minusMillis(30), "a", false);
         ClaimRequest b = request(job, now.minusMillis(20), "b", false);
         redis.provider().claim(List.of(a, b));
-        redis.raw().del(redis.provider().keys().lease(b.lease())); // b's lease expired
+        RedisFixture.dropLease(redis.raw(), redis.provider().keys(), b.lease()); // b's lease expired
         assertThat(redis.provider().renew(List.of(a.lease(), b.lease()))).containsExactly(true, false);
     }
 
@@ -227,8 +231,9 @@ class RedisLockProviderTest {
             keys.addAll(page.getResult());
             cursor = page.getCursor();
         } while (!cursor.equals("0"));
+        // (The job's lease is in its group's marks: layout 3 has no lease key for an exclusive job.)
         assertThat(keys).containsExactlyInAnyOrder(redis.provider().keys().slot(job, slot.toEpochMilli()),
-                redis.provider().keys().lease(r.lease()), redis.provider().keys().running(job));
+                redis.provider().keys().running(job));
         keys.add(redis.provider().keys().marks(job)); // the group's marks: the job's fields in a hash of its group
         for (String key : keys) {
             assertThat(redis.raw().pttl(key)).as(key).isPositive();
@@ -295,7 +300,7 @@ class RedisLockProviderTest {
         assertThat(redis.provider().complete(mine.lease(), Outcome.SUCCEEDED)).isTrue();
         // The watchdog sent this before the outcome landed; Redis ran it after.
         assertThat(redis.provider().renew(List.of(mine.lease()))).containsExactly(true);
-        assertThat(redis.raw().get(redis.provider().keys().lease(mine.lease()))).isNull(); // and it extended nothing
+        assertThat(RedisFixture.leaseOwner(redis.raw(), redis.provider().keys(), mine.lease())).isNull(); // and it extended nothing
         // Another token is still refused.
         assertThat(redis.provider().renew(List.of(new Lease(job, mine.lease().slot(), "other", LEASE, true)))).containsExactly(false);
     }
@@ -311,7 +316,7 @@ class RedisLockProviderTest {
 
         assertThat(second.status()).isEqualTo(Status.CLAIMED);
         assertThat(second.fencingToken()).isGreaterThan(first.fencingToken());
-        assertThat(redis.raw().get(redis.provider().keys().lease(next.lease()))).isEqualTo("new");
+        assertThat(RedisFixture.leaseOwner(redis.raw(), redis.provider().keys(), next.lease())).isEqualTo("new");
         // The replaced run left the running index at once: no peer will ever recover it.
         assertThat(redis.raw().zscore(redis.provider().keys().running(job), Long.toString(now.minusSeconds(2).toEpochMilli()))).isNull();
         assertThat(redis.raw().zscore(redis.provider().keys().running(job), Long.toString(now.minusSeconds(1).toEpochMilli()))).isNotNull();

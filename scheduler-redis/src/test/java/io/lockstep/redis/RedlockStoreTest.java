@@ -139,7 +139,7 @@ class RedlockStoreTest {
         // Ours wins only the fifth: no token has a majority, so ours is given back there.
         assertThat(status(p, claim(job, slot, "z"))).isEqualTo(ClaimResult.Status.NO_QUORUM);
         assertThat(nodes.clients.get(4).exists(p.keys().slot(job, slot.toEpochMilli()))).isFalse();
-        assertThat(nodes.clients.get(4).exists(p.keys().lease(claim(job, slot, "z").lease()))).isFalse();
+        assertThat(RedisFixture.leaseOwner(nodes.clients.get(4), p.keys(), claim(job, slot, "z").lease())).isNull();
         // Once x holds three masters, the slot is x's: z steps aside.
         assertThat(status(single(4), claim(job, slot, "x"))).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(p, claim(job, slot, "z"))).isEqualTo(ClaimResult.Status.TAKEN);
@@ -177,7 +177,7 @@ class RedlockStoreTest {
                 .containsExactly("missed", "no_quorum");
         assertThat(reply.answer()).as("the start's answer").isEqualTo(io.lockstep.scheduler.lock.StartAnswer.SPLIT);
         for (int i : List.of(0, 1)) {
-            assertThat(nodes.clients.get(i).exists(p.keys().lease(staged.lease()))).as("master %d: the job's lease is free", i).isFalse();
+            assertThat(RedisFixture.leaseOwner(nodes.clients.get(i), p.keys(), staged.lease())).as("master %d: the job's lease is free", i).isNull();
             assertThat(nodes.clients.get(i).zscore(p.keys().running(job), Long.toString(slot.toEpochMilli())))
                     .as("master %d: no entry left for a recovery to find", i).isNull();
         }
@@ -278,10 +278,10 @@ class RedlockStoreTest {
             }
             assertThat(status(b, recover(job, slot, "b"))).isEqualTo(ClaimResult.Status.NO_QUORUM);
             String record = b.keys().slot(job, slot.toEpochMilli());
-            String lease = b.keys().lease(recover(job, slot, "b").lease());
+            io.lockstep.scheduler.lock.Lease lease = recover(job, slot, "b").lease();
             for (int i : List.of(0, 1)) {
                 assertThat(nodes.clients.get(i).hget(record, "token")).as("master %d: the dead run's record, as it was", i).isEqualTo("dead");
-                assertThat(nodes.clients.get(i).exists(lease)).as("master %d: the job's lease is free", i).isFalse();
+                assertThat(RedisFixture.leaseOwner(nodes.clients.get(i), b.keys(), lease)).as("master %d: the job's lease is free", i).isNull();
                 assertThat(nodes.clients.get(i).zscore(b.keys().running(job), Long.toString(slot.toEpochMilli())))
                         .as("master %d: the dead run is in the running index, expired", i).isLessThanOrEqualTo((double) b.serverTimeMillis());
             }
@@ -321,7 +321,7 @@ class RedlockStoreTest {
         assertThat(status(single(4), recover(job, slot, "c"))).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(b, recover(job, slot, "b"))).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(c, recover(job, slot, "c"))).isEqualTo(ClaimResult.Status.TAKEN);
-        assertThat(nodes.clients.get(4).exists(b.keys().lease(recover(job, slot, "c").lease()))).as("C's lease on master 4").isFalse();
+        assertThat(RedisFixture.leaseOwner(nodes.clients.get(4), b.keys(), recover(job, slot, "c").lease())).as("C's lease on master 4").isNull();
         // B won the slot: master 4 has the dead run's record back, but no entry that anyone could take for a dead run.
         assertThat(nodes.clients.get(4).hget(b.keys().slot(job, slot.toEpochMilli()), "token")).isEqualTo("dead");
         assertThat(single(4).runsInFlight(List.of(job)).get(0).expired()).isEmpty();
@@ -336,7 +336,7 @@ class RedlockStoreTest {
         String live = job();
         Instant liveSlot = slotNow(b);
         assertThat(status(b, claim(live, liveSlot, "live"))).isEqualTo(ClaimResult.Status.CLAIMED);
-        nodes.clients.get(4).del(b.keys().lease(claim(live, liveSlot, "live").lease()));
+        RedisFixture.dropLease(nodes.clients.get(4), b.keys(), claim(live, liveSlot, "live").lease());
         nodes.clients.get(4).zadd(b.keys().running(live), 1, Long.toString(liveSlot.toEpochMilli()));
         assertThat(b.runsInFlight(List.of(live)).get(0).expired()).isEmpty();
         assertThat(nodes.clients.get(4).zscore(b.keys().running(live), Long.toString(liveSlot.toEpochMilli()))).as("kept").isNotNull();
@@ -393,7 +393,7 @@ class RedlockStoreTest {
         assertThat(status(single(2), replace(job, second, "y"))).isEqualTo(ClaimResult.Status.CLAIMED);
         assertThat(status(p, replace(job, second, "z"))).isEqualTo(ClaimResult.Status.NO_QUORUM);
         for (int i : List.of(3, 4)) {
-            assertThat(nodes.clients.get(i).get(p.keys().lease(old))).as("master %d: the old run's lease is back", i).isEqualTo("a");
+            assertThat(RedisFixture.leaseOwner(nodes.clients.get(i), p.keys(), old)).as("master %d: the old run's lease is back", i).isEqualTo("a");
             assertThat(nodes.clients.get(i).zscore(p.keys().running(job), Long.toString(first.toEpochMilli())))
                     .as("master %d: the old run is in the running index again", i).isGreaterThan((double) p.serverTimeMillis());
         }

@@ -53,14 +53,14 @@ class SchedulerOnRedisTest {
                     .shutdownTimeout(Duration.ofSeconds(1)).build()) {
                 scheduler.start();
                 await().atMost(Duration.ofSeconds(5)).until(() -> !started.isEmpty());
-                String leaseKey = provider.keys().lease(new Lease(job, started.get(0), "any", Duration.ofSeconds(1), true));
-                raw.psetex(leaseKey, 60_000, "someone-else"); // another owner took the lease
+                Lease lease = new Lease(job, started.get(0), "any", Duration.ofSeconds(1), true);
+                RedisFixture.giveLease(raw, provider.keys(), lease, "someone-else", 60_000); // another owner took the lease
                 await().atMost(Duration.ofSeconds(3)).until(() -> !sawLost.isEmpty());
                 assertThat(sawLost.get(0)).isTrue();
                 String record = provider.keys().slot(job, started.get(0).toEpochMilli());
                 await().until(() -> "done".equals(raw.hget(record, "state")));
                 assertThat(raw.hget(record, "outcome")).isEqualTo("lease_lost");
-                assertThat(raw.get(leaseKey)).isEqualTo("someone-else");
+                assertThat(RedisFixture.leaseOwner(raw, provider.keys(), lease)).isEqualTo("someone-else");
             }
         }
     }

@@ -43,7 +43,7 @@ class WaitReplicasTest {
                 String record = provider.keys().slot(lonely.lease().job(), lonely.lease().slot().toEpochMilli());
                 assertThat(raw.hget(record, "state")).isEqualTo("missed");
                 assertThat(raw.hget(record, "why")).isEqualTo("disowned");
-                assertThat(raw.exists(provider.keys().lease(lonely.lease()))).isFalse();
+                assertThat(RedisFixture.leaseOwner(raw, provider.keys(), lonely.lease())).isNull();
 
                 ClaimRequest run = request(provider, "c");
                 RedisLockProvider plain = RedisLockProvider.builder().uri(master.uri()).build();

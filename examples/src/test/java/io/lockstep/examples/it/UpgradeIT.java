@@ -14,9 +14,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The upgrade across key layouts (README, "Upgrading"), with the real older worker: the last
- * commit of key layout 1, built from this repository's history ({@link LayoutOneWorker}). Workers
- * of two layouts never see each other's slot records, so they must never run side by side: a new
+ * The upgrades across key layouts (README, "Upgrading"), with the real older workers: the last
+ * commits of key layouts 1 and 2, built from this repository's history ({@link OlderWorkers}).
+ * Workers of layout 1 never see a newer layout's slot records, and those of layout 2 keep an
+ * exclusive job's lease where layout 3 does not look, so workers of two layouts must never run
+ * side by side. From layout 1: a new
  * worker refuses to start while an old one lives (one line, exit 1, nothing run); once the old ones
  * are stopped the new ones run every slot; an old worker started beside them (a host rolled back)
  * runs nothing, since the new workers hold every job paused in the old layout's keys (a manual run
@@ -32,7 +34,7 @@ class UpgradeIT {
 
     @Test
     void workersOfTwoKeyLayoutsNeverRunSideBySide() throws Exception {
-        Path layoutOne = LayoutOneWorker.jar();
+        Path layoutOne = OlderWorkers.layoutOne();
         // "manual" never falls due by itself: a manual run of it never meets a scheduled run's lease.
         String jobs = Cluster.perSecondJobs(JOBS, 0, "5s", "5s")
                 + "  - name: manual\n    cron: \"0 0 0 1 1 *\"\n    class: io.lockstep.examples.HeartbeatJob\n";
@@ -67,7 +69,7 @@ class UpgradeIT {
             Instant to = from.plusSeconds(4);
             await().atMost(Duration.ofSeconds(30)).until(() -> cluster.slotsNeverStarted(JOBS, from, to).isEmpty());
             assertThat(old2.isAlive()).isTrue();
-            assertThat(old2.events("job_started")).as("runs of the layout 1 worker beside layout 2 ones").isEmpty();
+            assertThat(old2.events("job_started")).as("runs of the layout 1 worker beside newer ones").isEmpty();
             assertThat(paused(old2).get(0).path("reason").asText()).isEqualTo("paused");
             assertThat(cluster.events("job_started").stream().filter(e -> e.path("job").asText().equals("manual")).toList())
                     .as("the manual run").hasSize(1).allMatch(e -> e.path("manual").asBoolean() && e.path("worker").asText().startsWith("new-"));
@@ -75,8 +77,53 @@ class UpgradeIT {
             Map<String, List<String>> starts = cluster.startsBySlot();
             assertThat(starts.entrySet().stream().filter(e -> e.getValue().size() > 1).map(Map.Entry::getKey).toList())
                     .as("slots started twice").isEmpty();
-            System.out.printf("upgrade: layout 1 worker beside layout 2 ones: %d slots skipped as paused, 0 run; "
+            System.out.printf("upgrade: layout 1 worker beside layout 3 ones: %d slots skipped as paused, 0 run; "
                     + "%d slots run by the new workers%n", paused(old2).size(), starts.size());
+        }
+    }
+
+    /**
+     * From layout 2, whose workers look for other layouts too: a layout 3 worker refuses to start
+     * beside a live layout 2 one, and a layout 2 worker beside layout 3 ones (its own refusal); after
+     * stop all, start all, every slot runs once across the switch, including the claims the old
+     * worker made ahead and handed back when it stopped (in the running index both layouts share).
+     */
+    @Test
+    void layoutTwoWorkersAndLayoutThreeOnesNeverRunSideBySide() throws Exception {
+        Path layoutTwo = OlderWorkers.layoutTwo();
+        try (Cluster cluster = new Cluster(dir, Cluster.perSecondJobs(JOBS, 200, "5s", "5s"))) {
+            WorkerProcess two1 = old(cluster, layoutTwo, "two-1");
+            await().atMost(Duration.ofSeconds(30)).until(() -> two1.events("job_started").size() >= 3 * JOBS);
+
+            WorkerProcess refused = cluster.start("new-0");
+            assertThat(refused.waitForExit()).isEqualTo(1);
+            List<String> errors = refused.stderr().lines().filter(l -> !l.isBlank()).toList();
+            assertThat(errors).hasSize(1);
+            assertThat(errors.get(0)).startsWith("error: ").contains("older key layout").contains("two-1").contains("Upgrading");
+            assertThat(refused.events("job_started")).isEmpty();
+
+            // Stop all (runs in flight, claims made ahead handed back), then start all.
+            assertThat(two1.terminate()).isZero();
+            WorkerProcess new1 = cluster.start("new-1");
+            WorkerProcess new2 = cluster.start("new-2");
+            await().atMost(Duration.ofSeconds(30)).until(() -> !new1.events("job_started").isEmpty()
+                    && !new2.events("job_started").isEmpty());
+
+            // A layout 2 worker started beside them refuses by its own look, and runs nothing.
+            WorkerProcess two2 = old(cluster, layoutTwo, "two-2");
+            assertThat(two2.waitForExit()).isEqualTo(1);
+            assertThat(two2.stderr()).contains("new-");
+            assertThat(two2.events("job_started")).isEmpty();
+
+            // Every slot from the first new worker's start on (before it, no worker of either layout ran).
+            Instant from = WorkerProcess.ts(new1.events("worker_started").get(0)).truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);
+            Instant to = from.plusSeconds(5);
+            await().atMost(Duration.ofSeconds(30)).until(() -> cluster.slotsNeverStarted(JOBS, from, to).isEmpty());
+            Map<String, List<String>> starts = cluster.startsBySlot();
+            assertThat(starts.entrySet().stream().filter(e -> e.getValue().size() > 1).map(Map.Entry::getKey).toList())
+                    .as("slots started twice, across the switch").isEmpty();
+            System.out.printf("upgrade: layout 2 to 3: %d slots run, none twice; the layout 2 worker beside layout 3 ones refused%n",
+                    starts.size());
         }
     }
 

@@ -1,0 +1,73 @@
+-- (Included where a script says '--! include lease.lua'.) A run's lease: who holds it and until when.
+-- An overlap: allow run's lease is a string key of its own (the owner token, PX its ttl). An
+-- exclusive job's (overlap: skip, replace: one run at a time) is two fields of its group's marks
+-- (key layout 3): '<job>:owner', the token, and '<job>:until', when it ends (server ms), held while
+-- 'until' is ahead of the script's clock. The marks are read and written by every claim and outcome
+-- anyway, so the lease costs them no command of its own, and the lease end a peer reads to know
+-- when to look for a dead run is the lease itself, not a copy of it.
+-- Each function takes the lease's key and 'f': the job's field prefix in the marks ('<job>:') for an
+-- exclusive job, whose lease key is then its group's marks, or '' for a run's own string key.
+-- 'now' is the caller's server clock (ms). The caller gives the marks their ttl, as it does anyway.
+local function lease_owner(key, f, now)
+  if f == '' then
+    return redis.call('GET', key)
+  end
+  local v = redis.call('HMGET', key, f .. 'owner', f .. 'until')
+  if v[1] and v[1] ~= '' and tonumber(v[2] or '0') > now then
+    return v[1]
+  end
+  return false
+end
+
+-- When the lease ends (server ms), whoever holds it; 0 when nobody does.
+local function lease_end(key, f, now)
+  if f == '' then
+    local ttl = redis.call('PTTL', key)
+    return ttl > 0 and now + ttl or 0
+  end
+  local v = redis.call('HMGET', key, f .. 'owner', f .. 'until')
+  local ends = tonumber(v[2] or '0')
+  if v[1] and v[1] ~= '' and ends > now then
+    return ends
+  end
+  return 0
+end
+
+-- The lease taken (or kept) by 'token' for 'ttl' ms from now.
+local function lease_take(key, f, token, ttl, now)
+  if f == '' then
+    redis.call('SET', key, token, 'PX', ttl)
+  else
+    redis.call('HSET', key, f .. 'owner', token, f .. 'until', string.format('%.0f', now + ttl))
+  end
+end
+
+-- The lease's end moved to 'ttl' ms from now (its owner checked by the caller).
+local function lease_extend(key, f, ttl, now)
+  if f == '' then
+    redis.call('PEXPIRE', key, ttl)
+  else
+    redis.call('HSET', key, f .. 'until', string.format('%.0f', now + ttl))
+  end
+end
+
+-- The lease given up (its owner checked by the caller). In the marks, 'until' stays: peers read it
+-- as the end of the job's last claim (it is over either way).
+local function lease_drop(key, f)
+  if f == '' then
+    redis.call('DEL', key)
+  else
+    redis.call('HDEL', key, f .. 'owner')
+  end
+end
+
+-- The lease given up if 'token' holds it (expired or not): what a run's outcome does.
+local function lease_release(key, f, token)
+  if f == '' then
+    if redis.call('GET', key) == token then
+      redis.call('DEL', key)
+    end
+  elseif redis.call('HGET', key, f .. 'owner') == token then
+    redis.call('HDEL', key, f .. 'owner')
+  end
+end
