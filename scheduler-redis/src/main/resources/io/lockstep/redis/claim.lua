@@ -198,7 +198,7 @@ local function claim(k, a)
         if lf ~= '' then
           redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', now + lease_ttl()), f .. 'owner', token)
         else
-          redis.call('HSET', marks_key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', now + lease_ttl()))
+          allow_marks(marks_key, f, slot_text, now + lease_ttl(), now, marks[9] or false, marks[10])
         end
         touched[marks_key] = a[9]
         return reply('claimed', tonumber(r[3]))
@@ -269,13 +269,20 @@ local function claim(k, a)
     if state == 'running' or state == 'claimed' then
       mark[#mark + 1] = f .. 'fence'
       mark[#mark + 1] = string.format('%.0f', fence)
-      mark[#mark + 1] = f .. 'holder'
-      mark[#mark + 1] = slot_text
-      mark[#mark + 1] = f .. 'until'
-      mark[#mark + 1] = string.format('%.0f', now + lease_ttl())
-      if lf ~= '' then
-        mark[#mark + 1] = f .. 'owner' -- with 'until', the job's lease (lease.lua)
-        mark[#mark + 1] = token
+      -- An allow run's 'holder' and 'until' never move an exclusive lease another token holds (lease.lua's allow_marks).
+      local foreign = lf == '' and marks[9] and marks[9] ~= '' and tonumber(marks[10] or '0') > now
+      if not foreign then
+        mark[#mark + 1] = f .. 'holder'
+        mark[#mark + 1] = slot_text
+        mark[#mark + 1] = f .. 'until'
+        mark[#mark + 1] = string.format('%.0f', now + lease_ttl())
+        if lf ~= '' then
+          mark[#mark + 1] = f .. 'owner' -- with 'until', the job's lease (lease.lua)
+          mark[#mark + 1] = token
+        elseif marks[9] and marks[9] ~= '' then
+          mark[#mark + 1] = f .. 'owner' -- an exclusive lease that is over: dropped, so that this 'until' cannot revive it
+          mark[#mark + 1] = ''
+        end
       end
       if slot > started and not manual and not backfill then
         mark[#mark + 1] = f .. 'started'

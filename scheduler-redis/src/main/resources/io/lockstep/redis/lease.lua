@@ -71,3 +71,25 @@ local function lease_release(key, f, token)
     redis.call('HDEL', key, f .. 'owner')
   end
 end
+
+-- The job's 'holder' and 'until' marks (what peers read to know when to look for a dead run), written
+-- for a run whose lease is NOT in the marks (overlap: allow). A rollout that changes a job's overlap
+-- runs both kinds side by side, so this never writes over an exclusive lease that another token
+-- holds ('owner' with 'until' ahead: it would move that lease), and drops an exclusive owner whose
+-- lease is over in the same HSET (so that this 'until' cannot revive it). 'owner' and 'ends' as
+-- read by the caller if it has them (else nil: read here). Returns whether it wrote.
+local function allow_marks(key, f, slot_text, ends, now, owner, owner_until)
+  if owner == nil then
+    local v = redis.call('HMGET', key, f .. 'owner', f .. 'until')
+    owner, owner_until = v[1], v[2]
+  end
+  if owner and owner ~= '' then
+    if tonumber(owner_until or '0') > now then
+      return false
+    end
+    redis.call('HSET', key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', ends), f .. 'owner', '')
+  else
+    redis.call('HSET', key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', ends))
+  end
+  return true
+end

@@ -39,6 +39,14 @@ local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 --! include fence.lua
 --! include lease.lua
 local lf = KEYS[2] == KEYS[4] and ARGV[10] or '' -- an exclusive job's lease is in its marks
+-- The marks' 'holder' and 'until' for this rerun (an exclusive one's 'until' was written with its lease by lease_take).
+local function set_holder(ends)
+  if lf ~= '' then
+    redis.call('HSET', KEYS[4], lf .. 'holder', ARGV[2])
+  else
+    allow_marks(KEYS[4], ARGV[10], ARGV[2], ends, now)
+  end
+end
 
 local function remember(worker, outcome, token, reason, replaced)
   if tonumber(ARGV[9]) > 0 then
@@ -70,7 +78,7 @@ if mine[1] == 'running' and mine[2] == ARGV[1] then
   if lease == false or lease == ARGV[1] then
     lease_take(KEYS[2], lf, ARGV[1], tonumber(ARGV[3]), now)
     redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
-    redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2], ARGV[10] .. 'until', string.format('%.0f', now + tonumber(ARGV[3])))
+    set_holder(now + tonumber(ARGV[3]))
     return reply('claimed', tonumber(mine[3]))
   end
   return reply('taken', 0)
@@ -152,7 +160,7 @@ end
 local ttl = tonumber(ARGV[3])
 lease_take(KEYS[2], lf, ARGV[1], ttl, now)
 redis.call('ZADD', KEYS[3], now + ttl, ARGV[2])
-redis.call('HSET', KEYS[4], ARGV[10] .. 'holder', ARGV[2], ARGV[10] .. 'until', string.format('%.0f', now + ttl))
+set_holder(now + ttl)
 if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[7]) then
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
 end

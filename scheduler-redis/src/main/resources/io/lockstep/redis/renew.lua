@@ -20,6 +20,11 @@ end
 local ttl = tonumber(ARGV[2])
 lease_extend(KEYS[1], f, ttl, now)
 local keep = 2 * ttl
+-- An exclusive job's lease lives in its group's marks, whose ttl (7 days) only decisions refresh: a
+-- run longer than that, in a group that decides nothing meanwhile, must not lose its lease with them.
+if f ~= '' and redis.call('PTTL', KEYS[1]) < keep then
+  redis.call('PEXPIRE', KEYS[1], keep)
+end
 if redis.call('PTTL', KEYS[2]) < keep then
   redis.call('PEXPIRE', KEYS[2], keep)
 end

@@ -4,9 +4,10 @@
 -- Returns {earliest lease end still ahead (server ms, 0 if none), expired slot, expired slot, ...}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- An entry is expired 2 ms past its score, as recover.lua counts it: the lease key written beside it
--- (PX ttl, in the same call) can outlive the score by a millisecond, since Redis expires a key only
--- once the millisecond clock frozen at a script's start is past it, while 'now' here is read from TIME.
+-- An entry is expired 2 ms past its score, as recover.lua counts it: an allow run's lease key written
+-- beside it (PX ttl, in the same call) can outlive the score by a millisecond, since Redis expires a
+-- key only once the millisecond clock frozen at a script's start is past it, while 'now' here is read
+-- from TIME. (An exclusive job's lease, in the marks, ends at the score itself: lease.lua.)
 local dead = now - 2
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', dead, 'LIMIT', 0, tonumber(ARGV[1]))
 local ahead = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. dead, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)

@@ -95,7 +95,11 @@ for i = 0, #KEYS / 6 - 1 do
     redis.call('ZADD', running, 'XX', now + ttl, slot_text)
     -- The marks hash exists (the claim wrote it moments ago), so this never creates it without a ttl.
     -- (An exclusive job's 'until' is its lease: this extends it, lease.lua.)
-    redis.call('HSET', marks, f .. 'until', string.format('%.0f', now + ttl))
+    if lf ~= '' then
+      redis.call('HSET', marks, f .. 'until', string.format('%.0f', now + ttl))
+    else
+      allow_marks(marks, f, slot_text, now + ttl, now)
+    end
     -- The record needs no longer ttl: claim.lua gave it the slot's record ttl (misfire grace plus at
     -- least two leases) counted from the slot, and a start comes within the grace of it, so it
     -- still has two leases ahead; the watchdog's renewals extend it from there (renew.lua).

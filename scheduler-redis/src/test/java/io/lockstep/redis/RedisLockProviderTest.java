@@ -292,6 +292,48 @@ class RedisLockProviderTest {
         return new ClaimRequest(new Lease(job, slot, token, lease, true), "w-" + token, GRACE, mode, replace);
     }
 
+    /**
+     * A rollout that changes a job's overlap runs exclusive and allow claims of it side by side. An
+     * exclusive job's lease is its marks' owner and until (lease.lua), which an allow run's claim
+     * also writes for peers: it must neither move a lease another token holds (cutting it short, or
+     * stretching it) nor revive one that is over.
+     */
+    @Test
+    void anAllowRunsClaimNeitherMovesNorRevivesAnExclusiveLease() {
+        String job = RedisFixture.job();
+        RedisKeys keys = redis.provider().keys();
+        Instant now = redis.serverNow();
+        ClaimRequest skip = request(job, now.minusSeconds(3), "skip-run", true);
+        assertThat(redis.provider().claim(List.of(skip)).get(0).status()).isEqualTo(Status.CLAIMED);
+        long held = RedisFixture.leaseEnd(redis.raw(), keys, skip.lease());
+
+        ClaimRequest allow = new ClaimRequest(new Lease(job, now.minusSeconds(2), "allow-run", Duration.ofSeconds(1), false),
+                "w-allow", GRACE, false);
+        assertThat(redis.provider().claim(List.of(allow)).get(0).status()).isEqualTo(Status.CLAIMED);
+        assertThat(RedisFixture.leaseOwner(redis.raw(), keys, skip.lease())).isEqualTo("skip-run");
+        assertThat(RedisFixture.leaseEnd(redis.raw(), keys, skip.lease())).as("not cut short to the allow run's 1 s").isEqualTo(held);
+
+        // The exclusive run's worker died: its lease runs out. An allow claim after that must not bring it back.
+        RedisFixture.giveLease(redis.raw(), keys, skip.lease(), "skip-run", 1);
+        await().until(() -> RedisFixture.leaseOwner(redis.raw(), keys, skip.lease()) == null);
+        ClaimRequest later = new ClaimRequest(new Lease(job, now.minusSeconds(1), "allow-later", LEASE, false), "w-allow", GRACE, false);
+        assertThat(redis.provider().claim(List.of(later)).get(0).status()).isEqualTo(Status.CLAIMED);
+        assertThat(RedisFixture.leaseOwner(redis.raw(), keys, skip.lease())).as("the dead run's lease, revived").isNull();
+        assertThat(redis.provider().renew(List.of(skip.lease()))).as("the dead run's renewal").containsExactly(false);
+    }
+
+    /** An exclusive run outliving a week in a group that decides nothing keeps its lease: its renewals keep the marks. */
+    @Test
+    void anExclusiveRunsRenewalKeepsItsGroupsMarksAlive() {
+        String job = RedisFixture.job();
+        ClaimRequest run = request(job, redis.serverNow().minusMillis(5), "long-run", true);
+        assertThat(redis.provider().claim(List.of(run)).get(0).status()).isEqualTo(Status.CLAIMED);
+        String marks = redis.provider().keys().marks(job);
+        redis.raw().pexpire(marks, 1_000); // the marks' 7 days nearly over, nothing else decided in the group
+        assertThat(redis.provider().renew(List.of(run.lease()))).containsExactly(true);
+        assertThat(redis.raw().pttl(marks)).isGreaterThanOrEqualTo(LEASE.toMillis());
+    }
+
     @Test
     void aRenewalThatCrossesItsOwnRunsCompletionIsNotALoss() {
         String job = RedisFixture.job();
