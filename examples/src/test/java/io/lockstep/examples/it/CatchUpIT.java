@@ -67,7 +67,10 @@ class CatchUpIT {
                 assertThat(slots).as(job + ": slots passed while no worker ran").hasSizeGreaterThanOrEqualTo(5);
                 down.put(job, slots);
             }
-            await().atMost(Duration.ofSeconds(20)).until(() -> down.get("catchup-all").stream()
+            // An exclusive job's catch-up slots run one at a time: each refused busy while another
+            // holds the lease asks again after 250 ms doubling to 2 s (ClaimAnswers.busyDelay), so
+            // the 5-10 slots of a slow machine's down time can take 2 s each.
+            await().atMost(Duration.ofSeconds(60)).until(() -> down.get("catchup-all").stream()
                     .allMatch(slot -> startedOnce(cluster, "catchup-all", slot)));
             // ... and every slot the cluster was down for is handled, by some job's policy, before the workers stop.
             await().atMost(Duration.ofSeconds(10)).until(() -> JOBS.stream().allMatch(job -> down.get(job).stream()
