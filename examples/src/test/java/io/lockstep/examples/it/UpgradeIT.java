@@ -43,19 +43,12 @@ class UpgradeIT {
             await().atMost(Duration.ofSeconds(30)).until(() -> !old1.events("job_started").isEmpty());
 
             // A new worker beside a live layout 1 worker: refused, with one line naming it; nothing ran.
-            WorkerProcess refused = cluster.start("new-0");
-            assertThat(refused.waitForExit()).isEqualTo(1);
-            List<String> errors = refused.stderr().lines().filter(l -> !l.isBlank()).toList();
-            assertThat(errors).hasSize(1);
-            assertThat(errors.get(0)).startsWith("error: ").contains("older key layout").contains("old-1").contains("Upgrading");
-            assertThat(refused.events("job_started")).isEmpty();
+            refusedBeside(cluster, "old-1");
 
             // Stop all, then start all: the new workers run.
-            assertThat(old1.terminate()).isZero();
-            WorkerProcess new1 = cluster.start("new-1");
-            WorkerProcess new2 = cluster.start("new-2");
-            await().atMost(Duration.ofSeconds(30)).until(() -> !new1.events("job_started").isEmpty()
-                    && !new2.events("job_started").isEmpty());
+            List<WorkerProcess> news = stopAllStartAll(cluster, old1);
+            WorkerProcess new1 = news.get(0);
+            WorkerProcess new2 = news.get(1);
 
             // A layout 1 worker started beside them runs nothing: every job is held paused for it.
             WorkerProcess old2 = old(cluster, layoutOne, "old-2");
@@ -95,19 +88,12 @@ class UpgradeIT {
             WorkerProcess two1 = old(cluster, layoutTwo, "two-1");
             await().atMost(Duration.ofSeconds(30)).until(() -> two1.events("job_started").size() >= 3 * JOBS);
 
-            WorkerProcess refused = cluster.start("new-0");
-            assertThat(refused.waitForExit()).isEqualTo(1);
-            List<String> errors = refused.stderr().lines().filter(l -> !l.isBlank()).toList();
-            assertThat(errors).hasSize(1);
-            assertThat(errors.get(0)).startsWith("error: ").contains("older key layout").contains("two-1").contains("Upgrading");
-            assertThat(refused.events("job_started")).isEmpty();
+            refusedBeside(cluster, "two-1");
 
             // Stop all (runs in flight, claims made ahead handed back), then start all.
-            assertThat(two1.terminate()).isZero();
-            WorkerProcess new1 = cluster.start("new-1");
-            WorkerProcess new2 = cluster.start("new-2");
-            await().atMost(Duration.ofSeconds(30)).until(() -> !new1.events("job_started").isEmpty()
-                    && !new2.events("job_started").isEmpty());
+            List<WorkerProcess> news = stopAllStartAll(cluster, two1);
+            WorkerProcess new1 = news.get(0);
+            WorkerProcess new2 = news.get(1);
 
             // A layout 2 worker started beside them refuses by its own look, and runs nothing.
             WorkerProcess two2 = old(cluster, layoutTwo, "two-2");
@@ -125,6 +111,24 @@ class UpgradeIT {
             System.out.printf("upgrade: layout 2 to 3: %d slots run, none twice; the layout 2 worker beside layout 3 ones refused%n",
                     starts.size());
         }
+    }
+
+    /** A new worker started beside a live older one ({@code other}): refused, with one line naming it; nothing ran. */
+    private static void refusedBeside(Cluster cluster, String other) {
+        WorkerProcess refused = cluster.start("new-0");
+        assertThat(refused.waitForExit()).isEqualTo(1);
+        List<String> errors = refused.stderr().lines().filter(l -> !l.isBlank()).toList();
+        assertThat(errors).hasSize(1);
+        assertThat(errors.get(0)).startsWith("error: ").contains("older key layout").contains(other).contains("Upgrading");
+        assertThat(refused.events("job_started")).isEmpty();
+    }
+
+    /** The upgrade itself: the old worker stopped (SIGTERM), then two new ones started; returns them once both run. */
+    private static List<WorkerProcess> stopAllStartAll(Cluster cluster, WorkerProcess old) {
+        assertThat(old.terminate()).isZero();
+        List<WorkerProcess> news = List.of(cluster.start("new-1"), cluster.start("new-2"));
+        await().atMost(Duration.ofSeconds(30)).until(() -> news.stream().noneMatch(w -> w.events("job_started").isEmpty()));
+        return news;
     }
 
     private static WorkerProcess old(Cluster cluster, Path jar, String id) {
