@@ -7,8 +7,9 @@ import java.util.List;
 
 /**
  * How workers of key layout {@value RedisKeys#LAYOUT} keep away from workers of an older one on the
- * same Redis. The two never see each other's slot records, so side by side both would run every
- * slot. So they never run side by side:
+ * same Redis. Layout 1's never see a newer layout's slot records, so side by side both would run
+ * every slot; layout 2's keep an exclusive job's lease where layout 3's do not look, so side by side
+ * two runs of it could overlap. So they never run side by side:
  * <ul>
  *   <li>a worker refuses to start while a live worker of another layout is in the workers' list
  *       (its heartbeat entry has no {@code layout}, or another): one line naming each, and a
@@ -25,8 +26,9 @@ import java.util.List;
  *       cluster of 1,000 jobs sends about 4 calls a second for it. The same write drops layout 1's running index of
  *       each job ({@code <prefix>:{<job>}:running}): the claims its stopped workers handed back
  *       unstarted (a layout 1 worker runs those whatever the pause) and the runs its killed
- *       workers left are not run by a layout 1 worker again (a layout 2 worker never knew of
- *       them: stop the old workers gracefully). Manual runs and operators' commands have keys of
+ *       workers left are not run by a layout 1 worker again (a newer worker never knew of
+ *       them: stop the old workers gracefully). A layout 2 worker needs no hold: it looks for
+ *       other layouts itself and refuses to start beside this one. Manual runs and operators' commands have keys of
  *       their own per layout, so a layout 1 worker never sees layout 2's;</li>
  *   <li>such a worker is left out of the view slots are shared over, and reported (event
  *       {@code layout_mixed}) each time the set of them changes.</li>

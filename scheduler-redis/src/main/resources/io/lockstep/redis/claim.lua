@@ -157,10 +157,7 @@ local function claim(k, a)
     if lf == '' then
       return redis.call('GET', lease_key)
     end
-    if marks[9] and marks[9] ~= '' and tonumber(marks[10] or '0') > now then
-      return marks[9]
-    end
-    return false
+    return held_by(marks[9], marks[10], now)
   end
   local decided, started = 0, 0
   if not manual then
@@ -270,7 +267,7 @@ local function claim(k, a)
       mark[#mark + 1] = f .. 'fence'
       mark[#mark + 1] = string.format('%.0f', fence)
       -- An allow run's 'holder' and 'until' never move an exclusive lease another token holds (lease.lua's allow_marks).
-      local foreign = lf == '' and marks[9] and marks[9] ~= '' and tonumber(marks[10] or '0') > now
+      local foreign = lf == '' and held_by(marks[9], marks[10], now)
       if not foreign then
         mark[#mark + 1] = f .. 'holder'
         mark[#mark + 1] = slot_text

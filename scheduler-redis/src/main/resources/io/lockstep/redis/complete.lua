@@ -34,7 +34,9 @@ for i = 0, #KEYS / 5 - 1 do
   -- that closes the slot when the run ended (below), else here.
   local owned = false
   if lease ~= marks then
-    lease_release(lease, '', token)
+    if redis.call('GET', lease) == token then
+      redis.call('DEL', lease)
+    end
   else
     owned = redis.call('HGET', marks, f .. 'owner') == token
   end

@@ -8,15 +8,22 @@
 -- Each function takes the lease's key and 'f': the job's field prefix in the marks ('<job>:') for an
 -- exclusive job, whose lease key is then its group's marks, or '' for a run's own string key.
 -- 'now' is the caller's server clock (ms). The caller gives the marks their ttl, as it does anyway.
+
+-- The rule, for an owner and an end read from the marks (by a caller that read them with others):
+-- the owner holds the lease while its end is ahead of now. Returns the owner, or false.
+local function held_by(owner, ends, now)
+  if owner and owner ~= '' and tonumber(ends or '0') > now then
+    return owner
+  end
+  return false
+end
+
 local function lease_owner(key, f, now)
   if f == '' then
     return redis.call('GET', key)
   end
   local v = redis.call('HMGET', key, f .. 'owner', f .. 'until')
-  if v[1] and v[1] ~= '' and tonumber(v[2] or '0') > now then
-    return v[1]
-  end
-  return false
+  return held_by(v[1], v[2], now)
 end
 
 -- When the lease ends (server ms), whoever holds it; 0 when nobody does.
@@ -26,11 +33,7 @@ local function lease_end(key, f, now)
     return ttl > 0 and now + ttl or 0
   end
   local v = redis.call('HMGET', key, f .. 'owner', f .. 'until')
-  local ends = tonumber(v[2] or '0')
-  if v[1] and v[1] ~= '' and ends > now then
-    return ends
-  end
-  return 0
+  return held_by(v[1], v[2], now) and tonumber(v[2]) or 0
 end
 
 -- The lease taken (or kept) by 'token' for 'ttl' ms from now.
@@ -61,17 +64,6 @@ local function lease_drop(key, f)
   end
 end
 
--- The lease given up if 'token' holds it (expired or not): what a run's outcome does.
-local function lease_release(key, f, token)
-  if f == '' then
-    if redis.call('GET', key) == token then
-      redis.call('DEL', key)
-    end
-  elseif redis.call('HGET', key, f .. 'owner') == token then
-    redis.call('HDEL', key, f .. 'owner')
-  end
-end
-
 -- The job's 'holder' and 'until' marks (what peers read to know when to look for a dead run), written
 -- for a run whose lease is NOT in the marks (overlap: allow). A rollout that changes a job's overlap
 -- runs both kinds side by side, so this never writes over an exclusive lease that another token
@@ -84,7 +76,7 @@ local function allow_marks(key, f, slot_text, ends, now, owner, owner_until)
     owner, owner_until = v[1], v[2]
   end
   if owner and owner ~= '' then
-    if tonumber(owner_until or '0') > now then
+    if held_by(owner, owner_until, now) then
       return false
     end
     redis.call('HSET', key, f .. 'holder', slot_text, f .. 'until', string.format('%.0f', ends), f .. 'owner', '')

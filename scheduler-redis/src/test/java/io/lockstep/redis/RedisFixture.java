@@ -72,53 +72,40 @@ public final class RedisFixture implements BeforeAllCallback, AfterAllCallback {
     }
 
     /**
-     * Who holds {@code lease} now, read as lease.lua reads it: an exclusive job's lease from its
+     * Who holds {@code lease} now, read by lease.lua itself: an exclusive job's lease from its
      * group's marks ({@code <job>:owner} while {@code <job>:until} is ahead of the server's clock),
      * a run's own from its key; null when nobody does.
      */
     static String leaseOwner(redis.clients.jedis.UnifiedJedis jedis, RedisKeys keys, io.lockstep.scheduler.lock.Lease lease) {
-        return (String) jedis.eval("""
-                local t = redis.call('TIME')
-                local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-                if ARGV[1] == '' then return redis.call('GET', KEYS[1]) end
-                local v = redis.call('HMGET', KEYS[1], ARGV[1] .. 'owner', ARGV[1] .. 'until')
-                if v[1] and v[1] ~= '' and tonumber(v[2] or '0') > now then return v[1] end
-                return false""", List.of(keys.lease(lease)), List.of(RedisKeys.leaseField(lease)));
+        return (String) lease(jedis, keys, lease, "return lease_owner(KEYS[1], ARGV[1], now)");
     }
 
-    /** When {@code lease} ends (server ms), read as lease.lua's lease_end reads it; 0 when nobody holds it. */
+    /** When {@code lease} ends (server ms), by lease.lua's lease_end; 0 when nobody holds it. */
     static long leaseEnd(redis.clients.jedis.UnifiedJedis jedis, RedisKeys keys, io.lockstep.scheduler.lock.Lease lease) {
-        return (Long) jedis.eval("""
-                local t = redis.call('TIME')
-                local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-                if ARGV[1] == '' then
-                  local ttl = redis.call('PTTL', KEYS[1])
-                  return ttl > 0 and now + ttl or 0
-                end
-                local v = redis.call('HMGET', KEYS[1], ARGV[1] .. 'owner', ARGV[1] .. 'until')
-                local ends = tonumber(v[2] or '0')
-                if v[1] and v[1] ~= '' and ends > now then return ends end
-                return 0""", List.of(keys.lease(lease)), List.of(RedisKeys.leaseField(lease)));
+        return (Long) lease(jedis, keys, lease, "return lease_end(KEYS[1], ARGV[1], now)");
     }
 
-    /** Gives {@code lease} to {@code token} for {@code ttlMillis} from the server's now, as lease.lua's lease_take does (a test's "someone else took it"). */
+    /** Gives {@code lease} to {@code token} for {@code ttlMillis} from the server's now, by lease.lua's lease_take (a test's "someone else took it"). */
     static void giveLease(redis.clients.jedis.UnifiedJedis jedis, RedisKeys keys, io.lockstep.scheduler.lock.Lease lease, String token,
             long ttlMillis) {
-        jedis.eval("""
-                local t = redis.call('TIME')
-                local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-                if ARGV[1] == '' then return redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
-                return redis.call('HSET', KEYS[1], ARGV[1] .. 'owner', ARGV[2], ARGV[1] .. 'until', string.format('%.0f', now + tonumber(ARGV[3])))""",
-                List.of(keys.lease(lease)), List.of(RedisKeys.leaseField(lease), token, Long.toString(ttlMillis)));
+        lease(jedis, keys, lease, "lease_take(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), now) return 1", token, Long.toString(ttlMillis));
     }
 
-    /** Drops {@code lease}, whoever holds it (a test's "its worker died and the lease ran out"). */
+    /** Drops {@code lease}, whoever holds it, by lease.lua's lease_drop (a test's "its worker died and the lease ran out"). */
     static void dropLease(redis.clients.jedis.UnifiedJedis jedis, RedisKeys keys, io.lockstep.scheduler.lock.Lease lease) {
-        if (lease.exclusive()) {
-            jedis.hdel(keys.lease(lease), RedisKeys.leaseField(lease) + "owner");
-        } else {
-            jedis.del(keys.lease(lease));
-        }
+        lease(jedis, keys, lease, "lease_drop(KEYS[1], ARGV[1]) return 1");
+    }
+
+    /** Runs {@code body} after lease.lua's functions, with {@code now} the server's clock (ms), KEYS[1] the lease's key and ARGV[1] its field. */
+    private static Object lease(redis.clients.jedis.UnifiedJedis jedis, RedisKeys keys, io.lockstep.scheduler.lock.Lease lease, String body,
+            String... more) {
+        List<String> args = new java.util.ArrayList<>(List.of(RedisKeys.leaseField(lease)));
+        args.addAll(List.of(more));
+        return jedis.eval(LuaScript.load("lease.lua").source() + """
+
+                local t = redis.call('TIME')
+                local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+                """ + body, List.of(keys.lease(lease)), args);
     }
 
     /** The server's clock now. */
