@@ -345,6 +345,15 @@ local function claim(k, a)
       return reply('early', 0)
     end
     if mode == 'catchup' then
+      -- A catch-up slot refused busy takes the job's next turn, as a rerun does (recover.lua): a
+      -- later slot claimed meanwhile (a peer's scheduled claim, in the gap between two catch-up
+      -- runs) yields to it instead of starting and so costing every older catch-up slot its run
+      -- (slots start in order). Its worker asks again within the turn's 5 s (ClaimAnswers), so the
+      -- turn lapses 5 s after a dead worker's last ask. A backfill's slot never takes a turn.
+      if not backfill and not manual and (not (turn_slot and tonumber(turn_until) > now) or tonumber(turn_slot) > slot) then
+        redis.call('HSET', marks_key, f .. 'turn', slot_text .. ':' .. string.format('%.0f', now + 5000))
+        touched[marks_key] = a[9]
+      end
       return reply('busy', 0)
     end
     if holder and holder == marks[8] and not manual then

@@ -70,8 +70,16 @@ class CatchUpIT {
             // An exclusive job's catch-up slots run one at a time: each refused busy while another
             // holds the lease asks again after 250 ms doubling to 2 s (ClaimAnswers.busyDelay), so
             // the 5-10 slots of a slow machine's down time can take 2 s each.
-            await().atMost(Duration.ofSeconds(60)).until(() -> down.get("catchup-all").stream()
-                    .allMatch(slot -> startedOnce(cluster, "catchup-all", slot)));
+            try {
+                await().atMost(Duration.ofSeconds(60)).until(() -> down.get("catchup-all").stream()
+                        .allMatch(slot -> startedOnce(cluster, "catchup-all", slot)));
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                // Two clean-clone runs on a slow machine timed out here, never a local one: keep what they did.
+                cluster.keepLogs(Path.of("target", "it-logs", "catchup"));
+                throw new AssertionError("catchup-all's slots " + down.get("catchup-all") + " not all started once (logs kept in "
+                        + "target/it-logs/catchup): " + cluster.startsBySlot().keySet().stream().filter(k -> k.startsWith("catchup-all")).sorted()
+                        .toList(), e);
+            }
             // ... and every slot the cluster was down for is handled, by some job's policy, before the workers stop.
             await().atMost(Duration.ofSeconds(10)).until(() -> JOBS.stream().allMatch(job -> down.get(job).stream()
                     .allMatch(slot -> count(cluster, "job_started", job, slot) + count(cluster, "slot_missed", job, slot) >= 1)));

@@ -58,7 +58,7 @@ class ProductionRedisIT {
                 promotedAt.set(Instant.now());
                 sentinel.master().restart(); // empty, and turned into the new master's replica by the Sentinels
             }, "Sentinel, waitReplicas: " + waitReplicas, waitReplicas == 0);
-            keepLogs(cluster, "sentinel-" + waitReplicas);
+            cluster.keepLogs(Path.of("target", "it-logs", "sentinel-" + waitReplicas));
             // Each worker followed the failover: its outage after the kill ended, and it started runs
             // after the replica was promoted, which only a writable master allows. (Which master its
             // recovery event names is not asserted: on a loaded machine the Sentinels may fail over
@@ -163,28 +163,13 @@ class ProductionRedisIT {
                                 1L, Long::sum));
             }
             why.forEach((k, v) -> System.out.printf("  %5d %s%n", v, k.length() > 200 ? k.substring(0, 200) : k));
-            keepLogs(cluster, "cluster-bulkhead");
+            cluster.keepLogs(Path.of("target", "it-logs", "cluster-bulkhead"));
             // Measured 220 of 220 (2 runs). Before the bulkhead, 25-32 %. Under Redis's default full coverage, every
             // master answers CLUSTERDOWN from the dead master's FAIL flag to its replica's promotion (about 1.1 s):
             // that window, Redis's and not the bulkhead's, cost 83-97 % here, so the servers run without it.
             assertThat((double) ran / slots).as("%d of %d slots of the jobs on healthy masters ran", ran, slots).isGreaterThanOrEqualTo(0.95);
             assertThat(cluster.silentSlots(jobs, from, to)).as("slots neither started nor reported").isEmpty();
             cluster.assertAuditHolds();
-        }
-    }
-
-    /** Copies the workers' event logs to {@code target/it-logs/NAME} (the temp dir goes with the test), for a failure's diagnosis. */
-    private static void keepLogs(Cluster cluster, String name) {
-        try {
-            Path to = Path.of("target", "it-logs", name);
-            java.nio.file.Files.createDirectories(to);
-            try (var files = java.nio.file.Files.list(cluster.dir)) {
-                for (Path f : files.filter(f -> f.toString().endsWith(".jsonl")).toList()) {
-                    java.nio.file.Files.copy(f, to.resolve(f.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-                }
-            }
-        } catch (java.io.IOException e) {
-            System.out.println("could not keep the logs: " + e);
         }
     }
 
