@@ -38,6 +38,26 @@ class RedisDecisionsTest {
         return redis.provider().claim(List.of(request)).get(0).status();
     }
 
+    /**
+     * Two workers back after an outage: one catches up the slots the cluster missed, one after the
+     * other under the job's exclusive lease; the other claims the current slot in the gap between
+     * two catch-up runs. Started, that slot would cost every older catch-up slot its run (slots start
+     * in order); a catch-up slot refused busy holds the job's next turn, so it is skipped instead.
+     */
+    @Test
+    void aLaterSlotYieldsToACatchUpSlotWaitingForTheLease() {
+        String job = RedisFixture.job();
+        Instant now = redis.serverNow();
+        ClaimRequest first = request(job, now.minusSeconds(5), "c1", true, Mode.CATCH_UP);
+        assertThat(claim(first)).isEqualTo(Status.CLAIMED);
+        ClaimRequest second = request(job, now.minusSeconds(4), "c2", true, Mode.CATCH_UP);
+        assertThat(claim(second)).as("behind the first catch-up run").isEqualTo(Status.BUSY);
+        assertThat(redis.provider().complete(first.lease(), io.lockstep.scheduler.lock.Outcome.SUCCEEDED)).isTrue();
+
+        assertThat(claim(request(job, now, "peer", true, Mode.CLAIM))).as("the peer's current slot, in the gap").isEqualTo(Status.SKIPPED);
+        assertThat(claim(second)).as("the catch-up slot, asked again").isEqualTo(Status.CLAIMED);
+    }
+
     @Test
     void aRepeatedMissSkipOrAbandonGetsTheSameAnswer() {
         String job = RedisFixture.job();
