@@ -27,6 +27,7 @@ import java.util.regex.Pattern;
  * @param calendars the calendars that exclude some of its slots ({@code skipOn}, {@code onlyOn}):
  *     each excluded slot is recorded skipped, reason {@code calendar}
  * @param runOn which workers may run it ({@code runOn: {labels: [...]}})
+ * @param expect what it is expected to achieve ({@code expect:}), judged by {@link ExpectationKeeper}
  */
 public record JobDefinition(
         String name,
@@ -43,7 +44,8 @@ public record JobDefinition(
         CatchUp catchUp,
         Duration catchUpWindow,
         Calendars calendars,
-        RunOn runOn) {
+        RunOn runOn,
+        Expect expect) {
 
     /** The pattern every job name follows. */
     public static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
@@ -102,6 +104,7 @@ public record JobDefinition(
         Objects.requireNonNull(catchUpWindow, "catchUpWindow");
         Objects.requireNonNull(calendars, "calendars");
         Objects.requireNonNull(runOn, "runOn");
+        Objects.requireNonNull(expect, "expect");
         if (!NAME.matcher(name).matches() && !INSTANCE_NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("job name must match " + NAME + ", but was \"" + name + "\"");
         }
@@ -118,6 +121,14 @@ public record JobDefinition(
             throw new IllegalArgumentException("catchUpWindow must be between 0s and 7d, but was " + catchUpWindow);
         }
         params = Collections.unmodifiableMap(new LinkedHashMap<>(params == null ? Map.of() : params));
+    }
+
+    /** A definition without expectations. */
+    public JobDefinition(String name, CronSchedule schedule, String jobClass, Map<String, Object> params, Duration lease,
+            Duration misfireGrace, Overlap overlap, Duration timeout, boolean enabled, Retry retry, Recover recover,
+            CatchUp catchUp, Duration catchUpWindow, Calendars calendars, RunOn runOn) {
+        this(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled, retry, recover, catchUp,
+                catchUpWindow, calendars, runOn, Expect.NONE);
     }
 
     /** A definition without calendars, run on any worker. */
@@ -143,33 +154,38 @@ public record JobDefinition(
 
     public JobDefinition withRetry(Retry retry) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
     }
 
     public JobDefinition withRecover(Recover recover) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
     }
 
     public JobDefinition withCatchUp(CatchUp catchUp, Duration catchUpWindow) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
     }
 
     public JobDefinition withCalendars(Calendars calendars) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
     }
 
     public JobDefinition withRunOn(RunOn runOn) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
+    }
+
+    public JobDefinition withExpect(Expect expect) {
+        return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
     }
 
     /** This every-worker job's instance on worker {@code workerId} ({@link RunOn#instance}): the same job under the instance's name. */
     public JobDefinition instanceFor(String workerId) {
         return new JobDefinition(RunOn.instance(name, workerId), schedule, jobClass, params, lease, misfireGrace, overlap, timeout,
-                enabled, retry, recover, catchUp, catchUpWindow, calendars, runOn);
+                enabled, retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
     }
 
     /**

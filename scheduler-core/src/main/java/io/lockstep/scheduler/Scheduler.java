@@ -73,6 +73,8 @@ public final class Scheduler implements AutoCloseable {
     private final Reload reload;
     /** Drives the backfills this worker is chosen for ({@code lockstep backfill}). */
     private final BackfillDriver backfills;
+    /** Judges the jobs' expectations ({@code expect:}); null when the store cannot. */
+    private final ExpectationKeeper expectations;
     /** The definitions in force: as built, then as the latest {@link #update} put them (disabled ones included). */
     private volatile List<JobDefinition> definitions;
     private final AtomicBoolean started = new AtomicBoolean();
@@ -124,6 +126,7 @@ public final class Scheduler implements AutoCloseable {
         membership.labels(b.labels);
         this.backfills = new BackfillDriver(provider, workerId, jobs, queue, clock, events, membership::live);
         membership.onBackfills(backfills::heard);
+        this.expectations = provider.expectations().map(e -> new ExpectationKeeper(e, workerId, jobs, events, b.alerts)).orElse(null);
         Preference preference = new Preference(provider, workerId, membership::live, membership::configHash, events);
         queue.claimLead(ClaimLead.forWindow(provider.startWindow()));
         this.starter = new Starter(provider, runner, events, outage);
@@ -206,6 +209,9 @@ public final class Scheduler implements AutoCloseable {
         runner.open();
         starter.open();
         ticker.start();
+        if (expectations != null) {
+            expectations.open();
+        }
         begun = true;
     }
 
@@ -226,6 +232,7 @@ public final class Scheduler implements AutoCloseable {
                 throw new IllegalStateException("scheduler closed");
             }
             List<JobDefinition> next = List.copyOf(definitions);
+            requireExpectations(provider, next);
             ScheduleUpdate update = reload.apply(next, started.get());
             this.definitions = next;
             return update;
@@ -300,6 +307,9 @@ public final class Scheduler implements AutoCloseable {
                         + (drain ? "the drain's " + timeout : "the shutdown timeout") + ", then interrupting the rest and writing every outcome");
         membership.drain(); // peers stop preferring this worker for slots while it drains
         backfills.close(); // the next worker by the hash drives them on
+        if (expectations != null) {
+            expectations.close(); // the others judge on; a verdict not delivered here is delivered by one of them after its lease
+        }
         ticker.stop();
         starter.close(); // claims made ahead not started yet go back to the peers now
         boolean drained = runner.drain(timeout, INTERRUPT_GRACE);
@@ -339,6 +349,7 @@ public final class Scheduler implements AutoCloseable {
                 new io.micrometer.core.instrument.composite.CompositeMeterRegistry();
         private boolean meterRegistryGiven;
         private java.util.function.Consumer<Duration> drainRequested;
+        private Alerts alerts = Alerts.NONE;
         /** An {@code io.opentelemetry.api.OpenTelemetry}, or null: typed Object so this class loads without the API. */
         private Object openTelemetry;
 
@@ -395,6 +406,12 @@ public final class Scheduler implements AutoCloseable {
         }
 
         /** How many jobs run at once on this worker (default 8). */
+        /** Where the verdicts of the jobs' expectations are sent besides the log ({@code alerts:}); none by default. */
+        public Builder alerts(Alerts alerts) {
+            this.alerts = java.util.Objects.requireNonNull(alerts, "alerts");
+            return this;
+        }
+
         public Builder threads(int threads) {
             if (threads < 1) {
                 throw new IllegalArgumentException("threads must be at least 1, but was " + threads);
@@ -460,10 +477,32 @@ public final class Scheduler implements AutoCloseable {
          */
         public Scheduler build() {
             JobSet.requireUniqueNames(jobs);
+            requireExpectations(provider, jobs);
             if (workerId.isBlank()) {
                 workerId = Membership.hostName() + "-" + ProcessHandle.current().pid();
             }
             return new Scheduler(this);
+        }
+    }
+
+    /**
+     * Refuses jobs with an expectation on a store that cannot judge them (Redlock), and on an
+     * every-worker job (whose instances run on each worker: which of them would it judge?).
+     *
+     * @throws LockstepException naming the first such job
+     */
+    static void requireExpectations(io.lockstep.scheduler.lock.LockProvider provider, List<JobDefinition> definitions) {
+        for (JobDefinition d : definitions) {
+            if (!d.expect().any()) {
+                continue;
+            }
+            if (d.runOn().everyWorker()) {
+                throw new LockstepException("job " + d.name() + ": expect is not available on a job that runs on every worker");
+            }
+            if (provider.expectations().isEmpty()) {
+                throw new LockstepException("job " + d.name() + ": expect is not available on " + provider.describe()
+                        + " (expectations are judged on one Redis, Sentinel or Cluster, not on Redlock)");
+            }
         }
     }
 }

@@ -112,6 +112,12 @@ final class SchedulerMetrics {
                 .register(registry).increment(count);
     }
 
+    /** An expectation breached ({@code lockstep_expectations_breached_total}); kind: succeededWithin, successEvery. Counted by the worker that logs it. */
+    void expectationBreached(String job, String kind) {
+        Counter.builder("lockstep.expectations.breached").description("expectations breached, by kind").tags("job", job, "kind", kind)
+                .register(registry).increment();
+    }
+
     /** Slots skipped; reason: overlap, paused. */
     void skipped(String job, String reason) {
         Counter.builder("lockstep.slots.skipped").description("slots skipped, by reason").tags("job", job, "reason", reason)

@@ -318,6 +318,11 @@ public final class RedisAdmin {
         return provider.backfills();
     }
 
+    /** Where each job's expectations stand ({@code expect:}); none on Redlock, which does not judge them. */
+    public Map<String, io.lockstep.scheduler.lock.Expectations.State> expectations(List<String> jobs) {
+        return provider.expectations().map(e -> e.states(jobs)).orElse(Map.of());
+    }
+
     /** Requests one manual run of {@code job} now; answers its slot (see {@link #runOf}). */
     public Instant trigger(String job) {
         if (redlock != null) {

@@ -28,6 +28,9 @@ import java.util.Map;
  *                                           slot wrote (stale claims across configs, see claim.lua); ttl 7 days, refreshed
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:history         the job's last runs (stream, capped at history.keep); ttl a week
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:decisions       its last slots decided without a run (stream, the same cap and ttl)
+ *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:expect          its expectations' judgement (hash: spec, cursors, open breaches, verdicts
+ *                                           to deliver 'n:&lt;id&gt;'; expect.lua), beside ':expect:fates' (zset: slot -&gt;
+ *                                           what became of it) and ':expect:outbox' (zset: verdict id -&gt; delivery lease end); ttl a week
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:paused          the job is paused (hash: note, by, at); ttl = the pause's --for
  *   &lt;prefix&gt;:{&lt;tag&gt;}:&lt;job&gt;:backfill:&lt;id&gt;   the slots of a backfill's range decided when it was asked for (set); ttl 7 days
  *   &lt;prefix&gt;:{workers}:info                 live workers (hash: id -> JSON with the key layout), ttl: the heartbeat's
@@ -200,6 +203,21 @@ public record RedisKeys(String prefix, boolean cluster) {
      */
     String decisions(String job) {
         return base(job) + "decisions";
+    }
+
+    /** The judgement of the job's expectations (expect.lua). */
+    String expectState(String job) {
+        return base(job) + "expect";
+    }
+
+    /** What became of each slot of the job not judged yet (expect.lua). */
+    String expectFates(String job) {
+        return base(job) + "expect:fates";
+    }
+
+    /** The job's verdicts not delivered yet (expect.lua). */
+    String expectOutbox(String job) {
+        return base(job) + "expect:outbox";
     }
 
     /** A job's pause; an every-worker job's instance is paused with its job ({@code lockstep pause JOB}). */

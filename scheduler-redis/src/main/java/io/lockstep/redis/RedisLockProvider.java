@@ -255,6 +255,15 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     /**
+     * Expectations ({@link RedisExpectations}) on one server, Sentinel or Cluster; none on Redlock,
+     * where a verdict decided once would need a majority of the masters' histories.
+     */
+    @Override
+    public java.util.Optional<io.lockstep.scheduler.lock.Expectations> expectations() {
+        return redlock != null ? java.util.Optional.empty() : java.util.Optional.of(server.expectations());
+    }
+
+    /**
      * Backfills ({@link BackfillStore}) on one server, Sentinel or Cluster.
      *
      * @throws UnsupportedOperationException on Redlock, which keeps no backfills

@@ -40,6 +40,8 @@ final class ServerStore {
     private final CheckpointScripts checkpoints;
     /** Backfills: requests, progress, marks and views. */
     private final BackfillStore backfills;
+    /** Expectations: judged from the jobs' history. */
+    private final RedisExpectations expectations;
 
     /**
      * One server (or Sentinel, or Cluster).
@@ -62,6 +64,7 @@ final class ServerStore {
         this.leases = new LeaseScripts(calls, keys, replicas, target, historyKeep);
         this.checkpoints = new CheckpointScripts(calls, keys, replicas, target);
         this.backfills = new BackfillStore(jedis, calls, keys, historyKeep);
+        this.expectations = new RedisExpectations(jedis, calls, keys);
         this.target = target;
     }
 
@@ -95,6 +98,10 @@ final class ServerStore {
 
     BackfillStore backfills() {
         return backfills;
+    }
+
+    RedisExpectations expectations() {
+        return expectations;
     }
 
     RedisMembers members() {

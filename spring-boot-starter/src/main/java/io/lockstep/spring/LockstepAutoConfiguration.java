@@ -140,6 +140,7 @@ public class LockstepAutoConfiguration {
                     .labels(c.worker().labels())
                     .shutdownTimeout(c.worker().shutdownTimeout())
                     .jobs(c.jobs())
+                    .alerts(c.alerts())
                     .jobFactory(new SpringJobFactory(beans, "lockstepScheduler", setup.annotated()))
                     .closeJobs(false); // the jobs are beans: the context closes them, after the drain
             MeterRegistry registry = meters.getIfUnique();

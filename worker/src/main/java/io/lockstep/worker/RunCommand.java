@@ -157,6 +157,7 @@ final class RunCommand implements Callable<Integer> {
                     .labels(offered)
                     .shutdownTimeout(c.worker().shutdownTimeout())
                     .jobs(c.jobs())
+                    .alerts(c.alerts())
                     .build();
             LoggerFactory.getLogger("io.lockstep.events").atInfo()
                     .addKeyValue("event", "config_loaded").addKeyValue("worker", scheduler.workerId())

@@ -36,7 +36,8 @@ final class StatusCommand extends AdminCommand {
 
     /** Everything {@code status} shows, read once. */
     record Snapshot(Instant now, List<WorkerInfo> workers, List<JobDefinition> jobs, Map<String, RedisAdmin.JobState> states,
-            List<Fingerprints.Drift> drift, Map<String, String> masters, List<io.lockstep.scheduler.lock.Backfill.Entry> backfills) {
+            List<Fingerprints.Drift> drift, Map<String, String> masters, List<io.lockstep.scheduler.lock.Backfill.Entry> backfills,
+            Map<String, io.lockstep.scheduler.lock.Expectations.State> expectations) {
 
         /** The status of {@code jobs} (a config file's, or the definitions a running worker has in force). */
         static Snapshot read(List<JobDefinition> jobs, RedisAdmin admin) {
@@ -48,7 +49,8 @@ final class StatusCommand extends AdminCommand {
             }
             java.util.Set<String> names = new java.util.HashSet<>(jobs.stream().map(JobDefinition::name).toList());
             return new Snapshot(now, workers, jobs, states, drift(workers, admin, jobs), admin.redlockMasters(),
-                    admin.backfills().stream().filter(b -> names.contains(b.backfill().job())).toList());
+                    admin.backfills().stream().filter(b -> names.contains(b.backfill().job())).toList(),
+                    admin.expectations(jobs.stream().filter(j -> j.expect().any()).map(JobDefinition::name).toList()));
         }
 
         /**
@@ -74,6 +76,27 @@ final class StatusCommand extends AdminCommand {
             Map<String, List<String>> others = new HashMap<>(byHash);
             List<String> referenceWorkers = others.remove(reference);
             return Fingerprints.drift(configOf.apply(reference), referenceWorkers, others, configOf);
+        }
+
+        /** A job's expectations and where they stand: {@code breached} true while a breach is open (the page shows it red). */
+        private static ObjectNode expectJson(ObjectMapper mapper, JobDefinition j, io.lockstep.scheduler.lock.Expectations.State st) {
+            ObjectNode o = mapper.createObjectNode();
+            if (!j.expect().succeededWithin().isZero()) {
+                o.put("succeededWithin", io.lockstep.scheduler.config.Durations.format(j.expect().succeededWithin()));
+            }
+            if (!j.expect().successEvery().isZero()) {
+                o.put("successEvery", io.lockstep.scheduler.config.Durations.format(j.expect().successEvery()));
+            }
+            o.put("breached", st != null && st.breached());
+            if (st != null && st.withinBreachSlotMillis() > 0) {
+                o.put("breachedSlot", Instant.ofEpochMilli(st.withinBreachSlotMillis()).toString());
+            }
+            if (st != null && st.everyBreachMillis() > 0) {
+                o.put("silentSince", st.lastSuccessMillis() > 0 ? Instant.ofEpochMilli(st.lastSuccessMillis()).toString() : null);
+                o.put("breachedAt", Instant.ofEpochMilli(st.everyBreachMillis()).toString());
+            }
+            o.put("lastSuccess", st == null || st.lastSuccessMillis() == 0 ? null : Instant.ofEpochMilli(st.lastSuccessMillis()).toString());
+            return o;
         }
 
         ObjectNode toJson(ObjectMapper mapper) {
@@ -103,6 +126,9 @@ final class StatusCommand extends AdminCommand {
                 }
                 if (!s.mastersDisagree().isEmpty()) {
                     o.put("mastersDisagree", s.mastersDisagree());
+                }
+                if (j.expect().any()) {
+                    o.set("expect", expectJson(mapper, j, expectations.get(j.name())));
                 }
                 o.put("nextFire", j.enabled() ? j.schedule().next(now).map(Instant::toString).orElse(null) : null);
                 if (s.last().isPresent()) {
@@ -153,6 +179,26 @@ final class StatusCommand extends AdminCommand {
         }
     }
 
+    /** The EXPECT column: {@code ok}, or {@code BREACHED} and what. */
+    private static String expect(JobDefinition j, io.lockstep.scheduler.lock.Expectations.State st, Instant now) {
+        if (!j.expect().any()) {
+            return "-";
+        }
+        if (st == null || !st.breached()) {
+            return st == null ? "not judged yet" : "ok";
+        }
+        List<String> what = new ArrayList<>();
+        if (st.withinBreachSlotMillis() > 0) {
+            what.add("slot " + Instant.ofEpochMilli(st.withinBreachSlotMillis()) + " did not succeed within "
+                    + io.lockstep.scheduler.config.Durations.format(j.expect().succeededWithin()));
+        }
+        if (st.everyBreachMillis() > 0) {
+            what.add("no success for " + io.lockstep.scheduler.config.Durations.format(j.expect().successEvery())
+                    + (st.lastSuccessMillis() > 0 ? " (last " + relative(Instant.ofEpochMilli(st.lastSuccessMillis()), now) + ")" : ""));
+        }
+        return "BREACHED: " + String.join("; ", what);
+    }
+
     @Override
     int run(LockstepConfig config, RedisAdmin admin, PrintWriter out, PrintWriter err) {
         Snapshot s = Snapshot.read(config.jobs(), admin);
@@ -171,7 +217,9 @@ final class StatusCommand extends AdminCommand {
         }
         out.println();
         out.println("jobs (" + s.jobs().size() + ")");
-        Table t = new Table("JOB", "CRON", "NEXT", "LAST RUN", "RUNNING", "PAUSED");
+        boolean anyExpect = s.jobs().stream().anyMatch(j -> j.expect().any());
+        Table t = anyExpect ? new Table("JOB", "CRON", "NEXT", "LAST RUN", "RUNNING", "PAUSED", "EXPECT")
+                : new Table("JOB", "CRON", "NEXT", "LAST RUN", "RUNNING", "PAUSED");
         for (JobDefinition j : s.jobs()) {
             RedisAdmin.JobState st = s.states().get(j.name());
             String next = !j.enabled() ? "disabled" : j.schedule().next(s.now()).map(n -> relative(n, s.now())).orElse("never");
@@ -182,7 +230,11 @@ final class StatusCommand extends AdminCommand {
             String paused = st.pause().map(p -> "yes" + (p.note().isEmpty() ? "" : ": " + p.note())
                     + p.until().map(u -> ", ends " + relative(u, s.now())).orElse("")).orElse("-")
                     + (st.mastersDisagree().isEmpty() ? "" : " (" + st.mastersDisagree() + ")");
-            t.row(j.name(), Configs.schedule(j.schedule()), next, last, running, paused);
+            if (anyExpect) {
+                t.row(j.name(), Configs.schedule(j.schedule()), next, last, running, paused, expect(j, s.expectations().get(j.name()), s.now()));
+            } else {
+                t.row(j.name(), Configs.schedule(j.schedule()), next, last, running, paused);
+            }
         }
         t.print(out);
         out.println();

@@ -35,7 +35,8 @@ import org.yaml.snakeyaml.nodes.Node;
  */
 public final class ConfigLoader {
 
-    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history", "calendars");
+    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history", "calendars", "alerts");
+    private static final Set<String> ALERTS_KEYS = Set.of("webhooks", "timeout", "retries");
     private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http", "reload", "labels");
     private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
     private static final Set<String> HISTORY_KEYS = Set.of("keep");
@@ -61,7 +62,8 @@ public final class ConfigLoader {
                 Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS),
                 Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", PolicySection.RETRY_KEYS),
                 Map.entry("jobs[]", JobsSection.KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS),
-                Map.entry("calendars.*", CalendarSection.KEYS), Map.entry("jobs[].runOn", JobsSection.RUN_ON_KEYS));
+                Map.entry("calendars.*", CalendarSection.KEYS), Map.entry("jobs[].runOn", JobsSection.RUN_ON_KEYS),
+                Map.entry("jobs[].expect", JobsSection.EXPECT_KEYS), Map.entry("alerts", ALERTS_KEYS));
     }
 
     private ConfigLoader(Function<String, String> environment, boolean checkClasses, boolean reflective, boolean jobsRequired,
@@ -198,14 +200,15 @@ public final class ConfigLoader {
             Policies defaults = new PolicySection(this).read(top.get("defaults"), "defaults", Policies.BUILT_IN, DEFAULTS_KEYS);
             Map<String, io.lockstep.scheduler.JobCalendar> calendars = new CalendarSection(this).read(top.get("calendars"), defaults.zone());
             applicationCalendars(calendars, top.get("calendars"));
-            List<JobDefinition> jobs = new JobsSection(this, checkClasses, reflective, jobsRequired, calendars)
-                    .read(top.get("jobs"), root, defaults, redis.timeout());
             int historyKeep = readHistory(top.get("history"));
+            List<JobDefinition> jobs = new JobsSection(this, checkClasses, reflective, jobsRequired, calendars)
+                    .read(top.get("jobs"), root, defaults, redis.timeout(), historyKeep);
+            io.lockstep.scheduler.Alerts alerts = readAlerts(top.get("alerts"));
             if (!problems.isEmpty()) {
                 problems.sort((a, b) -> Integer.compare(a.line(), b.line()));
                 throw new ConfigException(problems);
             }
-            return new LockstepConfig(source, redis, worker, jobs, historyKeep);
+            return new LockstepConfig(source, redis, worker, jobs, historyKeep, alerts);
         }
 
         /**
@@ -265,6 +268,49 @@ public final class ConfigLoader {
             List<String> labels = JobsSection.labels(m.get("labels"), "worker.labels", this);
             return new WorkerSettings(id, Math.max(1, threads), shutdown, port, bind, reload.equals("watch"),
                     labels == null ? Set.of() : Set.copyOf(labels));
+        }
+
+        /**
+         * {@code alerts: {webhooks: [url, ...], timeout: 5s, retries: 3}}. A webhook's URL may carry a
+         * secret: a problem names it by its scheme and host only.
+         */
+        private io.lockstep.scheduler.Alerts readAlerts(Node node) {
+            if (node == null) {
+                return io.lockstep.scheduler.Alerts.NONE;
+            }
+            Map<String, Node> m = mapping(node, "alerts", ALERTS_KEYS).orElse(Map.of());
+            List<java.net.URI> hooks = new java.util.ArrayList<>();
+            Node list = m.get("webhooks");
+            List<Map.Entry<Node, String>> urls = List.of();
+            if (list instanceof org.yaml.snakeyaml.nodes.ScalarNode) { // not echoed: a URL may carry a secret
+                problem(list, "alerts.webhooks", "must be a list of URLs, like [https://hooks.example/...]");
+            } else if (list != null) {
+                urls = texts(list, "alerts.webhooks", "URLs").orElse(List.of());
+            }
+            for (int i = 0; i < urls.size(); i++) {
+                Node at = urls.get(i).getKey();
+                try {
+                    java.net.URI u = new java.net.URI(urls.get(i).getValue().trim());
+                    if (!("http".equals(u.getScheme()) || "https".equals(u.getScheme())) || u.getHost() == null) {
+                        problem(at, "alerts.webhooks[" + i + "]", "must be an http:// or https:// URL with a host");
+                    } else {
+                        hooks.add(u);
+                    }
+                } catch (java.net.URISyntaxException e) {
+                    problem(at, "alerts.webhooks[" + i + "]", "is not a URL (at index " + e.getIndex() + ")");
+                }
+            }
+            Duration timeout = duration(m.get("timeout"), "alerts.timeout").orElse(io.lockstep.scheduler.Alerts.DEFAULT_TIMEOUT);
+            if (timeout.toMillis() < 100 || timeout.compareTo(Duration.ofMinutes(1)) > 0) {
+                problem(m.get("timeout"), "alerts.timeout", "must be between 100ms and 1m, but was " + Durations.format(timeout));
+                timeout = io.lockstep.scheduler.Alerts.DEFAULT_TIMEOUT;
+            }
+            int retries = integer(m.get("retries"), "alerts.retries").orElse(io.lockstep.scheduler.Alerts.DEFAULT_RETRIES);
+            if (retries < 0 || retries > 10) {
+                problem(m.get("retries"), "alerts.retries", "must be between 0 and 10, but was " + retries);
+                retries = io.lockstep.scheduler.Alerts.DEFAULT_RETRIES;
+            }
+            return new io.lockstep.scheduler.Alerts(hooks, timeout, retries);
         }
 
         private int readHistory(Node node) {

@@ -37,7 +37,7 @@ final class JobsSection {
 
     static {
         Set<String> keys = new HashSet<>(PolicySection.KEYS);
-        keys.addAll(List.of("name", "cron", "class", "params", "enabled", "skipOn", "onlyOn", "runOn"));
+        keys.addAll(List.of("name", "cron", "class", "params", "enabled", "skipOn", "onlyOn", "runOn", "expect"));
         KEYS = Set.copyOf(keys);
     }
 
@@ -74,6 +74,52 @@ final class JobsSection {
             nodes.problem(at, path + ".params" + (p.path().isEmpty() ? "" : "." + p.path()),
                     p.unknownKey() == null ? p.message() : p.message() + ConfigNodes.suggestion(p.unknownKey(), p.knownKeys()));
         });
+    }
+
+    /** The keys of {@code expect}. */
+    static final Set<String> EXPECT_KEYS = Set.of("succeededWithin", "successEvery");
+    /** The longest {@code succeededWithin}: what became of a slot is read from its history, kept a week. */
+    static final Duration MAX_SUCCEEDED_WITHIN = Duration.ofDays(7);
+    /** The longest {@code successEvery}. */
+    static final Duration MAX_SUCCESS_EVERY = Duration.ofDays(31);
+
+    /**
+     * {@code expect: {succeededWithin: 15m, successEvery: 26h}}; {@link io.lockstep.scheduler.Expect#NONE} when absent,
+     * null after a problem (reported).
+     */
+    private io.lockstep.scheduler.Expect expect(Node node, String path, int historyKeep, io.lockstep.scheduler.RunOn runOn) {
+        if (node == null) {
+            return io.lockstep.scheduler.Expect.NONE;
+        }
+        int before = nodes.problems.size();
+        Map<String, Node> m = nodes.mapping(node, path, EXPECT_KEYS).orElse(Map.of());
+        Duration within = bounded(m.get("succeededWithin"), path + ".succeededWithin", MAX_SUCCEEDED_WITHIN);
+        Duration every = bounded(m.get("successEvery"), path + ".successEvery", MAX_SUCCESS_EVERY);
+        if (nodes.problems.size() > before) {
+            return null;
+        }
+        io.lockstep.scheduler.Expect e = new io.lockstep.scheduler.Expect(within, every);
+        if (!e.any()) {
+            nodes.problem(node, path, "needs succeededWithin, successEvery or both (like succeededWithin: 15m)");
+            return null;
+        }
+        if (historyKeep == 0) {
+            nodes.problem(node, path, "needs the jobs' history, but history.keep is 0: expectations are judged from it");
+            return null;
+        }
+        if (runOn != null && runOn.everyWorker()) {
+            nodes.problem(node, path, "is not available on a job that runs on every worker");
+            return null;
+        }
+        return e;
+    }
+
+    private Duration bounded(Node node, String path, Duration max) {
+        Duration d = nodes.duration(node, path).orElse(Duration.ZERO);
+        if (node != null && (d.compareTo(io.lockstep.scheduler.Expect.MIN) < 0 || d.compareTo(max) > 0)) {
+            nodes.problem(node, path, "must be between 1s and " + Durations.format(max) + ", but was " + Durations.format(d));
+        }
+        return d;
     }
 
     /** The keys of {@code runOn}. */
@@ -221,7 +267,7 @@ final class JobsSection {
      * The jobs of the {@code jobs} list ({@code node}; null when absent, {@code root} then names
      * where), each over {@code defaults}; a job with a problem is reported and left out.
      */
-    List<JobDefinition> read(Node node, Node root, Policies defaults, Duration redisTimeout) {
+    List<JobDefinition> read(Node node, Node root, Policies defaults, Duration redisTimeout, int historyKeep) {
         if (node == null) {
             if (jobsRequired) {
                 nodes.problem(root, "jobs", "is missing; list at least one job");
@@ -323,12 +369,14 @@ final class JobsSection {
             List<io.lockstep.scheduler.JobCalendar> skipOn = calendarList(m.get("skipOn"), path + ".skipOn");
             List<io.lockstep.scheduler.JobCalendar> onlyOn = calendarList(m.get("onlyOn"), path + ".onlyOn");
             io.lockstep.scheduler.RunOn runOn = runOn(m.get("runOn"), path + ".runOn");
+            io.lockstep.scheduler.Expect expect = expect(m.get("expect"), path + ".expect", historyKeep, runOn);
             io.lockstep.scheduler.Calendars jobCalendars = skipOn.contains(null) || onlyOn.contains(null) ? null
                     : new io.lockstep.scheduler.Calendars(skipOn, onlyOn);
-            if (nodes.problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent() && jobCalendars != null) {
+            if (nodes.problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent() && jobCalendars != null
+                    && expect != null) {
                 jobs.add(new JobDefinition(name.get(), schedule.get(), className.get(), params, policies.lease(),
                         policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled, policies.retry(),
-                        policies.recover(), policies.catchUp(), policies.catchUpWindow(), jobCalendars, runOn));
+                        policies.recover(), policies.catchUp(), policies.catchUpWindow(), jobCalendars, runOn, expect));
             }
         }
         return jobs;

@@ -12,8 +12,10 @@ import java.util.Objects;
  * @param worker the {@code worker} section
  * @param jobs every job, enabled or not, in file order
  * @param historyKeep how many runs each job's history keeps ({@code history.keep})
+ * @param alerts where the verdicts of the jobs' expectations go ({@code alerts})
  */
-public record LockstepConfig(String source, RedisSettings redis, WorkerSettings worker, List<JobDefinition> jobs, int historyKeep) {
+public record LockstepConfig(String source, RedisSettings redis, WorkerSettings worker, List<JobDefinition> jobs, int historyKeep,
+        io.lockstep.scheduler.Alerts alerts) {
 
     public static final int DEFAULT_HISTORY_KEEP = 100;
 
@@ -22,5 +24,11 @@ public record LockstepConfig(String source, RedisSettings redis, WorkerSettings 
         Objects.requireNonNull(redis, "redis");
         Objects.requireNonNull(worker, "worker");
         jobs = List.copyOf(jobs);
+        Objects.requireNonNull(alerts, "alerts");
+    }
+
+    /** A configuration without alerts. */
+    public LockstepConfig(String source, RedisSettings redis, WorkerSettings worker, List<JobDefinition> jobs, int historyKeep) {
+        this(source, redis, worker, jobs, historyKeep, io.lockstep.scheduler.Alerts.NONE);
     }
 }

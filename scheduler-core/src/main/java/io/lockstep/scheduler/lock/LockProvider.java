@@ -275,4 +275,12 @@ public interface LockProvider extends AutoCloseable {
     default void backfillProgress(Backfill backfill, Backfill.Progress progress) {
         throw new UnsupportedOperationException(describe() + " keeps no backfills");
     }
+
+    /**
+     * Where the jobs' expectations are judged ({@code expect:}), or empty when this store cannot
+     * judge them (a worker then refuses a config that has any).
+     */
+    default java.util.Optional<Expectations> expectations() {
+        return java.util.Optional.empty();
+    }
 }

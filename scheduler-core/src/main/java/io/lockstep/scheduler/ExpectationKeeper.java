@@ -1,0 +1,202 @@
+package io.lockstep.scheduler;
+
+import io.lockstep.scheduler.config.Durations;
+import io.lockstep.scheduler.lock.Expectations;
+import io.lockstep.scheduler.lock.Expectations.Notice;
+import io.lockstep.scheduler.lock.LockException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Has the store judge the jobs' expectations ({@link Expect}) about once a second, and logs and
+ * delivers the verdicts it is handed. Every worker does this for every job with an expectation that
+ * is in force here (enabled; an every-worker job has none): the store decides each breach once
+ * whoever asks ({@link Expectations}), so no keeper needs electing and a dead worker's part is
+ * taken up by the others at their next look.
+ *
+ * <p>A verdict is logged here at once ({@code expectation_breached}, ERROR, counted in
+ * {@code lockstep.expectations.breached}; {@code expectation_met}, INFO), then, with webhooks,
+ * recorded as logged and sent from a thread of its own ({@code lockstep-alerts}), then recorded
+ * delivered. A worker that dies between the store's decision and that last record leaves the
+ * verdict to the next worker that asks after its delivery lease ({@link Alerts#deliveryTime}),
+ * which logs it only if it was not logged, and sends it. So a breach is never lost; a worker
+ * killed in the instant between writing the event and recording it logged, or between a webhook's
+ * 2xx and the record of delivery, has it written or sent twice (webhooks get the same {@code id}).
+ * Thread-safe.
+ */
+final class ExpectationKeeper implements AutoCloseable {
+
+    /** How often each job is judged. */
+    static final Duration PERIOD = Duration.ofSeconds(1);
+
+    private final Expectations store;
+    private final String workerId;
+    private final JobSet jobs;
+    private final Events events;
+    private final Webhooks webhooks;
+    private final Duration deliveryLease;
+    /** Per job: the latest slot judged and the store's clock then, from the last reply. */
+    private final Map<String, long[]> judged = new HashMap<>();
+    /** Verdicts being delivered here: not delivered twice by this worker when the store hands one back. */
+    private final Set<String> inFlight = ConcurrentHashMap.newKeySet();
+    private final ExecutorService delivery;
+    private final Thread thread;
+    private volatile boolean closed;
+
+    ExpectationKeeper(Expectations store, String workerId, JobSet jobs, Events events, Alerts alerts) {
+        this.store = store;
+        this.workerId = workerId;
+        this.jobs = jobs;
+        this.events = events;
+        this.webhooks = new Webhooks(alerts, events);
+        this.deliveryLease = alerts.deliveryTime();
+        this.delivery = new ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+            Thread t = new Thread(r, "lockstep-alerts");
+            t.setDaemon(true);
+            return t;
+        });
+        this.thread = new Thread(this::loop, "lockstep-expect");
+        this.thread.setDaemon(true);
+    }
+
+    /** Whether any job in {@code definitions} has an expectation. */
+    static boolean wanted(List<JobDefinition> definitions) {
+        return definitions.stream().anyMatch(d -> d.expect().any());
+    }
+
+    void open() {
+        thread.start();
+    }
+
+    private void loop() {
+        while (!closed) {
+            for (ScheduledJob job : jobs.all()) {
+                JobDefinition d = job.definition();
+                if (closed || !d.enabled() || !d.expect().any() || d.runOn().everyWorker()) {
+                    continue;
+                }
+                try {
+                    judge(d);
+                } catch (LockException e) {
+                    break; // the store does not answer: the next look asks again (the outage is reported by the claims)
+                } catch (RuntimeException e) {
+                    events.warn("expectation_failed").addKeyValue("job", d.name()).addKeyValue("error", e.toString())
+                            .log("judging " + d.name() + "'s expectations failed: " + e);
+                }
+            }
+            try {
+                long jitter = ThreadLocalRandom.current().nextLong(PERIOD.toMillis() / 5);
+                TimeUnit.MILLISECONDS.sleep(PERIOD.toMillis() - PERIOD.toMillis() / 10 + jitter);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    /** One look at one job. */
+    void judge(JobDefinition d) {
+        Expect e = d.expect();
+        long within = e.succeededWithin().toMillis();
+        long[] last = judged.get(d.name());
+        List<Instant> due = new ArrayList<>();
+        if (last != null && within > 0) {
+            Instant at = Instant.ofEpochMilli(last[0]);
+            Instant until = Instant.ofEpochMilli(last[1] - within);
+            while (due.size() < 200) {
+                Optional<Instant> next = d.schedule().next(at);
+                if (next.isEmpty() || next.get().isAfter(until)) {
+                    break;
+                }
+                due.add(next.get());
+                at = next.get();
+            }
+        }
+        Expectations.Judgement j = store.judge(d.name(), e.spec(), within, e.successEvery().toMillis(), due, workerId, deliveryLease);
+        judged.put(d.name(), new long[] {j.judgedThroughMillis(), j.nowMillis()});
+        for (Notice n : j.notices()) {
+            if (inFlight.add(n.id())) {
+                try {
+                    handle(d, n);
+                } catch (RuntimeException ex) {
+                    inFlight.remove(n.id()); // left in the outbox: handed out again after its lease
+                    throw ex;
+                }
+            }
+        }
+    }
+
+    private void handle(JobDefinition d, Notice n) {
+        String expected = expected(d, n);
+        if (!n.logged()) {
+            log(n, expected);
+        }
+        if (!webhooks.any()) {
+            store.delivered(n.job(), n.id());
+            inFlight.remove(n.id());
+            return;
+        }
+        if (!n.logged()) {
+            store.logged(n.job(), n.id());
+        }
+        delivery.execute(() -> {
+            try {
+                webhooks.send(n, Webhooks.body(n, expected));
+                store.delivered(n.job(), n.id());
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt(); // stopping: another worker delivers it after its lease
+            } catch (RuntimeException re) {
+                events.warn("expectation_failed").addKeyValue("job", n.job()).addKeyValue("alert_id", n.id()).addKeyValue("error", re.toString())
+                        .log("recording the delivery of " + n.id() + " failed (another worker sends it again after its lease): " + re);
+            } finally {
+                inFlight.remove(n.id());
+            }
+        });
+    }
+
+    private void log(Notice n, String expected) {
+        var event = (n.breached() ? events.error("expectation_breached") : events.info("expectation_met"))
+                .addKeyValue("job", n.job()).addKeyValue("expectation", n.expectation()).addKeyValue("expected", expected)
+                .addKeyValue("happened", n.happened()).addKeyValue("alert_id", n.id());
+        if (n.slotMillis() > 0) {
+            event = event.addKeyValue("slot", Instant.ofEpochMilli(n.slotMillis()).toString());
+        }
+        if (n.deadlineMillis() > 0) {
+            event = event.addKeyValue("deadline", Instant.ofEpochMilli(n.deadlineMillis()).toString());
+        }
+        if (n.lastSuccessMillis() > 0) {
+            event = event.addKeyValue("last_success", Instant.ofEpochMilli(n.lastSuccessMillis()).toString());
+        }
+        if (n.breached()) {
+            events.metrics().expectationBreached(n.job(), n.expectation());
+            event.log(n.job() + " breached its expectation: expected " + expected + ", but " + n.happened()
+                    + (n.slotMillis() > 0 ? " (slot " + Instant.ofEpochMilli(n.slotMillis()) + ")" : ""));
+        } else {
+            event.log(n.job() + " meets its expectation again (" + n.expectation() + "): " + n.happened());
+        }
+    }
+
+    /** What was expected, in words: {@code a success within 15m of slot ...} or {@code a success every 26h}. */
+    static String expected(JobDefinition d, Notice n) {
+        return "successEvery".equals(n.expectation()) ? "a success every " + Durations.format(d.expect().successEvery())
+                : "a success within " + Durations.format(d.expect().succeededWithin()) + " of each slot";
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        thread.interrupt();
+        delivery.shutdownNow(); // a verdict not delivered yet stays in the store's outbox for another worker
+    }
+}

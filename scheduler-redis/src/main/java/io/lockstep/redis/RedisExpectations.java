@@ -1,0 +1,106 @@
+package io.lockstep.redis;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.lockstep.scheduler.lock.Expectations;
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisException;
+
+/**
+ * {@link Expectations} on one server (or Sentinel, or Cluster): {@code expect.lua} judges a job
+ * from its history and decisions streams, {@code expect_done.lua} records a verdict logged or
+ * delivered. The keys are the job's ({@link RedisKeys#expectState} and beside it), in its group's
+ * hash slot. Thread-safe.
+ */
+final class RedisExpectations implements Expectations {
+
+    private static final LuaScript JUDGE = LuaScript.load("expect.lua");
+    private static final LuaScript DONE = LuaScript.load("expect_done.lua");
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Slots judged at most per call: a worker behind catches up over a few seconds. */
+    static final int MAX_DUE = 200;
+
+    private final UnifiedJedis jedis;
+    private final RedisCalls calls;
+    private final RedisKeys keys;
+
+    RedisExpectations(UnifiedJedis jedis, RedisCalls calls, RedisKeys keys) {
+        this.jedis = jedis;
+        this.calls = calls;
+        this.keys = keys;
+    }
+
+    @Override
+    public Judgement judge(String job, String spec, long withinMillis, long everyMillis, List<Instant> due, String workerId,
+            Duration deliveryLease) {
+        List<String> args = new ArrayList<>(List.of(spec, Long.toString(withinMillis), Long.toString(everyMillis), workerId,
+                Long.toString(deliveryLease.toMillis()), job));
+        for (Instant slot : due.subList(0, Math.min(due.size(), MAX_DUE))) {
+            args.add(Long.toString(slot.toEpochMilli()));
+        }
+        Object reply = calls.call("expect", new RedisCalls.Call(JUDGE,
+                List.of(keys.history(job), keys.decisions(job), keys.expectState(job), keys.expectFates(job), keys.expectOutbox(job)),
+                args));
+        List<?> list = (List<?>) reply;
+        long judged = calls.asLong("expect", list.get(0));
+        long now = calls.asLong("expect", list.get(1));
+        List<Notice> notices = new ArrayList<>();
+        for (int i = 2; i + 1 < list.size(); i += 2) {
+            notices.add(notice(RedisCalls.asString(list.get(i)), "1".equals(RedisCalls.asString(list.get(i + 1)))));
+        }
+        return new Judgement(judged, now, notices);
+    }
+
+    private static Notice notice(String json, boolean logged) {
+        try {
+            JsonNode n = JSON.readTree(json);
+            return new Notice(n.path("id").asText(), n.path("job").asText(), n.path("kind").asText(), n.path("expectation").asText(),
+                    n.path("slot").asLong(), n.path("deadline").asLong(), n.path("happened").asText(), n.path("lastSuccess").asLong(),
+                    n.path("decided").asLong(), logged);
+        } catch (IOException e) {
+            throw new IllegalStateException("unreadable verdict in the store: " + json, e);
+        }
+    }
+
+    @Override
+    public void logged(String job, String id) {
+        done(job, id, "logged");
+    }
+
+    @Override
+    public void delivered(String job, String id) {
+        done(job, id, "delivered");
+    }
+
+    private void done(String job, String id, String what) {
+        calls.call("expect " + what, new RedisCalls.Call(DONE, List.of(keys.expectState(job), keys.expectOutbox(job)), List.of(id, what)));
+    }
+
+    @Override
+    public Map<String, State> states(List<String> jobs) {
+        Map<String, State> states = new LinkedHashMap<>();
+        try {
+            for (String job : jobs) {
+                List<String> f = jedis.hmget(keys.expectState(job), "spec", "wopen", "eopen", "ok_at");
+                if (f.get(0) == null) {
+                    continue;
+                }
+                states.put(job, new State(number(f.get(1)), number(f.get(2)), number(f.get(3))));
+            }
+        } catch (JedisException e) {
+            throw calls.wrap("expectations", e);
+        }
+        return states;
+    }
+
+    private static long number(String s) {
+        return s == null || s.isEmpty() ? 0 : Long.parseLong(s);
+    }
+}

@@ -1,0 +1,190 @@
+package io.lockstep.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.lockstep.scheduler.lock.ClaimRequest;
+import io.lockstep.scheduler.lock.ClaimRequest.Mode;
+import io.lockstep.scheduler.lock.ClaimResult.Status;
+import io.lockstep.scheduler.lock.Expectations;
+import io.lockstep.scheduler.lock.Expectations.Notice;
+import io.lockstep.scheduler.lock.Lease;
+import io.lockstep.scheduler.lock.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * The judge of expectations (expect.lua) against a real redis-server, fed by the store's real
+ * claims, outcomes and decisions: each slot is judged once whichever workers ask, a slot paused or
+ * skipped by a calendar is not expected to succeed, a breach is cleared by the next success, the
+ * dead-man's switch breaches once per silence, and a verdict its worker did not deliver goes to
+ * another after its lease, saying whether it was logged.
+ */
+class RedisExpectationsTest {
+
+    private static final Duration LEASE = Duration.ofSeconds(10);
+    private static final Duration GRACE = Duration.ofSeconds(10);
+    private static final Duration DELIVERY = Duration.ofSeconds(30);
+
+    @RegisterExtension
+    static final RedisFixture redis = RedisFixture.of(b -> b);
+
+    private static Expectations store() {
+        return redis.provider().expectations().orElseThrow();
+    }
+
+    private static Status claim(String job, Instant slot, String token, Mode mode, String code) {
+        return redis.provider().claim(List.of(new ClaimRequest(new Lease(job, slot, token, LEASE, true), "w-" + token, GRACE, mode,
+                false, false, Duration.ZERO, null, code))).get(0).status();
+    }
+
+    private static void run(String job, Instant slot, String token, Outcome outcome) {
+        assertThat(claim(job, slot, token, Mode.CLAIM, null)).isEqualTo(Status.CLAIMED);
+        assertThat(redis.provider().complete(new Lease(job, slot, token, LEASE, true), outcome)).isTrue();
+    }
+
+    /** Two workers asking in turn, as live workers do, each with the slots its own schedule says are due. */
+    private static final class Judges {
+        final String job;
+        final String spec;
+        final long within;
+        final long every;
+        final Duration delivery;
+        final List<Notice> heard = new ArrayList<>();
+        long through;
+        long now;
+
+        Judges(String job, long within, long every, Duration delivery) {
+            this.job = job;
+            this.within = within;
+            this.every = every;
+            this.delivery = delivery;
+            this.spec = "w=" + within + ";e=" + every;
+        }
+
+        List<Notice> ask(String worker, List<Instant> slots) {
+            List<Instant> due = through == 0 ? List.of() : slots.stream().filter(s -> s.toEpochMilli() > through).toList();
+            Expectations.Judgement j = store().judge(job, spec, within, every, due, worker, delivery);
+            through = j.judgedThroughMillis();
+            now = j.nowMillis();
+            heard.addAll(j.notices());
+            return j.notices();
+        }
+    }
+
+    @Test
+    void eachSlotIsJudgedOnceWhoeverAsksAndOnlySlotsRunOnPurposeAreExempt() {
+        String job = RedisFixture.job();
+        Judges judges = new Judges(job, 3_000, 0, DELIVERY);
+        judges.ask("w1", List.of()); // the expectation is first judged now: slots before now less 3 s are not
+        Instant t0 = Instant.ofEpochMilli(judges.now);
+        Instant ok = t0.minusMillis(2_500);
+        Instant failed = t0.minusMillis(2_400);
+        Instant missed = t0.minusMillis(2_300);
+        Instant silent = t0.minusMillis(2_200);
+        Instant calendar = t0.minusMillis(2_100);
+        Instant paused = t0.minusMillis(2_000);
+        Instant lateOk = t0.minusMillis(1_900);
+        run(job, ok, "a", Outcome.SUCCEEDED);
+        run(job, failed, "b", Outcome.FAILED);
+        assertThat(claim(job, missed, "c", Mode.MISS_ONLY, "no_thread")).isEqualTo(Status.MISSED);
+        assertThat(claim(job, calendar, "e", Mode.SKIP_ONLY, "calendar")).isEqualTo(Status.SKIPPED);
+        RedisAdmin admin = RedisAdmin.of(redis.provider());
+        admin.pause(job, "maintenance", Optional.empty(), "test");
+        assertThat(claim(job, paused, "f", Mode.CLAIM, null)).isEqualTo(Status.PAUSED);
+        admin.resume(job);
+        List<Instant> slots = List.of(ok, failed, missed, silent, calendar, paused, lateOk);
+
+        // lateOk's run begins in time and ends after its deadline (slot + 3 s)
+        assertThat(claim(job, lateOk, "g", Mode.CLAIM, null)).isEqualTo(Status.CLAIMED);
+        await().atMost(Duration.ofSeconds(10)).until(() -> {
+            judges.ask("w2", slots);
+            return judges.now > lateOk.toEpochMilli() + 3_000;
+        });
+        assertThat(redis.provider().complete(new Lease(job, lateOk, "g", LEASE, true), Outcome.SUCCEEDED)).isTrue();
+        await().atMost(Duration.ofSeconds(10)).until(() -> {
+            judges.ask(judges.heard.size() % 2 == 0 ? "w1" : "w2", slots);
+            return judges.through >= lateOk.toEpochMilli();
+        });
+        for (int i = 0; i < 5; i++) { // asked again and again by both: nothing is decided twice
+            judges.ask("w1", slots);
+            judges.ask("w2", slots);
+        }
+
+        Map<Long, List<Notice>> breaches = judges.heard.stream().filter(Notice::breached)
+                .collect(Collectors.groupingBy(Notice::slotMillis));
+        assertThat(breaches.keySet()).as("the slots that did not succeed in time, no other")
+                .containsExactlyInAnyOrder(failed.toEpochMilli(), missed.toEpochMilli(), silent.toEpochMilli(), lateOk.toEpochMilli());
+        assertThat(breaches.values()).as("each once").allSatisfy(n -> assertThat(n).hasSize(1));
+        assertThat(breaches.get(failed.toEpochMilli()).get(0).happened()).isEqualTo("failed");
+        assertThat(breaches.get(missed.toEpochMilli()).get(0).happened()).isEqualTo("missed (no_thread)");
+        assertThat(breaches.get(silent.toEpochMilli()).get(0).happened()).isEqualTo("no outcome");
+        assertThat(breaches.get(failed.toEpochMilli()).get(0).deadlineMillis()).isEqualTo(failed.toEpochMilli() + 3_000);
+        assertThat(judges.heard.stream().filter(n -> !n.breached()))
+                .as("lateOk's late success came after the breaches: it clears them, once")
+                .singleElement().satisfies(n -> assertThat(n.expectation()).isEqualTo("succeededWithin"));
+        assertThat(store().states(List.of(job)).get(job).breached()).isFalse();
+    }
+
+    @Test
+    void theDeadMansSwitchBreachesOncePerSilenceAndTheNextSuccessClearsIt() {
+        String job = RedisFixture.job();
+        Judges judges = new Judges(job, 0, 1_500, DELIVERY);
+        judges.ask("w1", List.of());
+        run(job, Instant.ofEpochMilli(judges.now - 100), "a", Outcome.SUCCEEDED);
+        judges.ask("w2", List.of());
+        assertThat(judges.heard).isEmpty();
+        await().atMost(Duration.ofSeconds(10)).until(() -> !judges.ask("w1", List.of()).isEmpty());
+        long breachedAt = judges.now;
+        assertThat(store().states(List.of(job)).get(job).breached()).isTrue();
+        await().atMost(Duration.ofSeconds(5)).until(() -> {
+            judges.ask("w2", List.of());
+            judges.ask("w1", List.of());
+            return judges.now > breachedAt + 1_500; // a whole second window of silence more
+        });
+        assertThat(judges.heard).as("one breach however long the silence and whoever asks").singleElement()
+                .satisfies(n -> assertThat(n.breached()).isTrue());
+
+        run(job, Instant.ofEpochMilli(judges.now - 100), "b", Outcome.SUCCEEDED);
+        judges.ask("w2", List.of());
+        judges.ask("w1", List.of());
+        assertThat(judges.heard).hasSize(2);
+        assertThat(judges.heard.get(1).kind()).isEqualTo("met");
+        assertThat(store().states(List.of(job)).get(job).breached()).isFalse();
+    }
+
+    @Test
+    void aVerdictItsWorkerDidNotDeliverGoesToAnotherAfterItsLeaseSayingWhetherItWasLogged() {
+        String job = RedisFixture.job();
+        Judges judges = new Judges(job, 0, 1_000, Duration.ofMillis(500));
+        judges.ask("w1", List.of());
+        await().atMost(Duration.ofSeconds(10)).until(() -> !judges.ask("w1", List.of()).isEmpty());
+        Notice breach = judges.heard.get(0);
+        assertThat(breach.logged()).isFalse();
+        store().logged(job, breach.id()); // w1 wrote the event, then died before delivering it
+
+        List<Notice> taken = new ArrayList<>();
+        await().atMost(Duration.ofSeconds(10)).until(() -> {
+            taken.addAll(judges.ask("w2", List.of()));
+            return !taken.isEmpty();
+        });
+        assertThat(judges.now).as("not before the lease ran out").isGreaterThanOrEqualTo(breach.decidedMillis() + 500);
+        assertThat(taken).singleElement().satisfies(n -> {
+            assertThat(n.id()).isEqualTo(breach.id());
+            assertThat(n.logged()).as("w2 does not log it again").isTrue();
+        });
+        store().delivered(job, breach.id());
+        long delivered = judges.now;
+        await().atMost(Duration.ofSeconds(5)).until(() -> {
+            assertThat(judges.ask("w3", List.of())).as("delivered: nobody gets it again").isEmpty();
+            return judges.now > delivered + 1_200; // past two more leases
+        });
+    }
+}
