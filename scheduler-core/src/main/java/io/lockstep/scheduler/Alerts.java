@@ -47,6 +47,6 @@ public record Alerts(List<URI> webhooks, Duration timeout, int retries) {
             backoffs += Webhooks.backoff(i).toMillis();
         }
         long perHook = timeout.toMillis() * (retries + 1L) + backoffs;
-        return Duration.ofMillis(perHook * webhooks.size()).plusSeconds(30);
+        return Duration.ofMillis(perHook * webhooks.size()).plusSeconds(5); // and the round trips to the store
     }
 }

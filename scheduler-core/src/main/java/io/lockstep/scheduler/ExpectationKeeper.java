@@ -60,7 +60,7 @@ final class ExpectationKeeper implements AutoCloseable {
         this.workerId = workerId;
         this.jobs = jobs;
         this.events = events;
-        this.webhooks = new Webhooks(alerts, events);
+        this.webhooks = new Webhooks(alerts, events, workerId);
         this.deliveryLease = alerts.deliveryTime();
         this.delivery = new ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
             Thread t = new Thread(r, "lockstep-alerts");

@@ -14,7 +14,8 @@ import java.time.Instant;
 /**
  * Sends a verdict of an expectation to each webhook of {@link Alerts}: a JSON POST (the fields of
  * the event, and {@code id}, the same for a repeat, so a receiver can drop one), retried after
- * 1 s, 2 s, 4 s, ... while it gets no answer or one that is not 2xx. Logs name a webhook by its
+ * 1 s, 2 s, 4 s, ... while it gets no answer or one that is not 2xx. Headers name the sending worker
+ * ({@code Lockstep-Worker}) and the verdict ({@code Lockstep-Alert-Id}). Logs name a webhook by its
  * scheme, host and port only: its path, query and user info may be a secret. Thread-safe; used
  * from one delivery thread.
  */
@@ -25,8 +26,10 @@ final class Webhooks {
     private final Alerts alerts;
     private final Events events;
     private final HttpClient http;
+    private final String workerId;
 
-    Webhooks(Alerts alerts, Events events) {
+    Webhooks(Alerts alerts, Events events, String workerId) {
+        this.workerId = workerId;
         this.alerts = alerts;
         this.events = events;
         this.http = HttpClient.newBuilder().connectTimeout(alerts.timeout()).followRedirects(HttpClient.Redirect.NEVER).build();
@@ -86,6 +89,7 @@ final class Webhooks {
                 try {
                     HttpResponse<Void> r = http.send(HttpRequest.newBuilder(hook).timeout(alerts.timeout())
                             .header("Content-Type", "application/json").header("User-Agent", "lockstep")
+                            .header("Lockstep-Worker", workerId).header("Lockstep-Alert-Id", n.id())
                             .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.discarding());
                     if (r.statusCode() / 100 == 2) {
                         failure = null;

@@ -264,6 +264,75 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void expectationsAndAlertsAreReadAndEachBadOneIsOneLocatedProblemThatNeverEchoesAWebhook() {
+        LockstepConfig config = LOADER.load("jobs.yaml", """
+                alerts:
+                  webhooks: ["https://hooks.example/T0/secret-token"]
+                  timeout: 2s
+                  retries: 1
+                jobs:
+                  - name: nightly
+                    cron: "0 0 2 * * *"
+                    class: x.A
+                    expect: { succeededWithin: 15m, successEvery: 26h }
+                  - name: plain
+                    cron: "@hourly"
+                    class: x.A
+                """);
+        assertThat(config.jobs().get(0).expect()).isEqualTo(new io.lockstep.scheduler.Expect(java.time.Duration.ofMinutes(15),
+                java.time.Duration.ofHours(26)));
+        assertThat(config.jobs().get(1).expect()).isEqualTo(io.lockstep.scheduler.Expect.NONE);
+        assertThat(config.alerts().webhooks()).containsExactly(java.net.URI.create("https://hooks.example/T0/secret-token"));
+        assertThat(config.alerts().timeout()).isEqualTo(java.time.Duration.ofSeconds(2));
+        assertThat(config.alerts().retries()).isEqualTo(1);
+
+        List<ConfigProblem> problems = problems("""
+                alerts:
+                  webhooks: ["ftp://hooks.example/secret-a", "https://hooks.example/secret b"]
+                  timeout: 10m
+                  retries: 11
+                jobs:
+                  - name: a
+                    cron: "@hourly"
+                    class: x.A
+                    expect: { succeededWithin: 8d, successEvry: 1h }
+                  - name: b
+                    cron: "@hourly"
+                    class: x.A
+                    expect: { successEvery: 500ms }
+                  - name: c
+                    cron: "@hourly"
+                    class: x.A
+                    runOn: every-worker
+                    expect: { successEvery: 2h }
+                  - name: d
+                    cron: "@hourly"
+                    class: x.A
+                    expect: {}
+                """);
+        assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:2: alerts.webhooks[0]: must be an http:// or https:// URL with a host",
+                "jobs.yaml:2: alerts.webhooks[1]: is not a URL (at index 28)",
+                "jobs.yaml:3: alerts.timeout: must be between 100ms and 1m, but was 10m",
+                "jobs.yaml:4: alerts.retries: must be between 0 and 10, but was 11",
+                "jobs.yaml:9: jobs[0].expect.successEvry: unknown key \"successEvry\" (did you mean \"successEvery\"?)",
+                "jobs.yaml:9: jobs[0].expect.succeededWithin: must be between 1s and 7d, but was 8d",
+                "jobs.yaml:13: jobs[1].expect.successEvery: must be between 1s and 31d, but was 500ms",
+                "jobs.yaml:18: jobs[2].expect: is not available on a job that runs on every worker",
+                "jobs.yaml:22: jobs[3].expect: needs succeededWithin, successEvery or both (like succeededWithin: 15m)");
+        assertThat(problems).extracting(ConfigProblem::toString).noneMatch(p -> p.contains("secret"));
+        assertThat(problems("""
+                history: { keep: 0 }
+                jobs:
+                  - name: a
+                    cron: "@hourly"
+                    class: x.A
+                    expect: { successEvery: 2h }
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:6: jobs[0].expect: needs the jobs' history, but history.keep is 0: expectations are judged from it");
+    }
+
+    @Test
     void runOnLabelsAndWorkerLabelsAreReadAndABadLabelIsOneLocatedProblem() {
         LockstepConfig config = LOADER.load("jobs.yaml", """
                 worker: { labels: [gpu, region-eu] }
