@@ -49,4 +49,10 @@ public record Alerts(List<URI> webhooks, Duration timeout, int retries) {
         long perHook = timeout.toMillis() * (retries + 1L) + backoffs;
         return Duration.ofMillis(perHook * webhooks.size()).plusSeconds(5); // and the round trips to the store
     }
+
+    /** The webhooks by scheme, host and port only: a path, query or user info may be a secret. */
+    @Override
+    public String toString() {
+        return "Alerts[webhooks=" + webhooks.stream().map(Webhooks::safe).toList() + ", timeout=" + timeout + ", retries=" + retries + "]";
+    }
 }

@@ -16,7 +16,8 @@ import java.util.Objects;
  *       still running, never decided) is a breach, one per slot.
  *   <li>{@code successEvery: 26h}: a dead-man's switch. There must be a success in every such window,
  *       whatever the schedule, pauses included: a breach when that long has passed since the last
- *       success (or since the expectation was first judged, for a job that has none).
+ *       success or since the expectation was first judged, whichever is later (adding it never
+ *       breaches at once). A backfill's runs do not count: they are old slots run on demand.
  * </ul>
  *
  * @param succeededWithin {@link Duration#ZERO} for none
@@ -44,10 +45,7 @@ public record Expect(Duration succeededWithin, Duration successEvery) {
         return !succeededWithin.isZero() || !successEvery.isZero();
     }
 
-    /**
-     * What the store keeps the judgement under: a changed expectation starts afresh (no verdict on
-     * the slots before it).
-     */
+    /** The expectation as the store keeps it (with the schedule: {@link ExpectationKeeper#spec}). */
     public String spec() {
         return "w=" + succeededWithin.toMillis() + ";e=" + successEvery.toMillis();
     }

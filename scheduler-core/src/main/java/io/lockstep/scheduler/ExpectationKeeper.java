@@ -27,14 +27,15 @@ import java.util.concurrent.TimeUnit;
  * taken up by the others at their next look.
  *
  * <p>A verdict is logged here at once ({@code expectation_breached}, ERROR, counted in
- * {@code lockstep.expectations.breached}; {@code expectation_met}, INFO), then, with webhooks,
- * recorded as logged and sent from a thread of its own ({@code lockstep-alerts}), then recorded
- * delivered. A worker that dies between the store's decision and that last record leaves the
- * verdict to the next worker that asks after its delivery lease ({@link Alerts#deliveryTime}),
- * which logs it only if it was not logged, and sends it. So a breach is never lost; a worker
- * killed in the instant between writing the event and recording it logged, or between a webhook's
- * 2xx and the record of delivery, has it written or sent twice (webhooks get the same {@code id}).
- * Thread-safe.
+ * {@code lockstep.expectations.breached}; {@code expectation_met}, INFO) and recorded logged; then,
+ * with webhooks, sent from a thread of its own ({@code lockstep-alerts}), its delivery lease extended
+ * before each attempt ({@link Expectations#sending}: a verdict another worker took over meanwhile is
+ * not sent here), then recorded delivered. A worker that dies (or is stuck) before that last record
+ * leaves the verdict to the next worker that asks after its delivery lease
+ * ({@link Alerts#deliveryTime}), which logs it only if it was not logged, and sends it. So a breach
+ * is never lost; a worker killed in the instant between writing the event and recording it logged,
+ * or between a webhook's 2xx and the record of delivery, has it written or sent twice (webhooks get
+ * the same {@code id}). Thread-safe.
  */
 final class ExpectationKeeper implements AutoCloseable {
 
@@ -54,6 +55,8 @@ final class ExpectationKeeper implements AutoCloseable {
     private final ExecutorService delivery;
     private final Thread thread;
     private volatile boolean closed;
+    /** Whether the last look failed for want of the store: said once per such spell, not every second. */
+    private boolean failing;
 
     ExpectationKeeper(Expectations store, String workerId, JobSet jobs, Events events, Alerts alerts) {
         this.store = store;
@@ -82,6 +85,7 @@ final class ExpectationKeeper implements AutoCloseable {
 
     private void loop() {
         while (!closed) {
+            boolean failed = false;
             for (ScheduledJob job : jobs.all()) {
                 JobDefinition d = job.definition();
                 if (closed || !d.enabled() || !d.expect().any() || d.runOn().everyWorker()) {
@@ -90,12 +94,19 @@ final class ExpectationKeeper implements AutoCloseable {
                 try {
                     judge(d);
                 } catch (LockException e) {
-                    break; // the store does not answer: the next look asks again (the outage is reported by the claims)
+                    // Redis down (the claims report that too), one Cluster shard down, or a refusal (an ACL
+                    // without a command): the other jobs are judged on; said once per spell.
+                    if (!failing && !failed) {
+                        events.warn("expectation_failed").addKeyValue("job", d.name()).addKeyValue("error", e.getMessage())
+                                .log("judging expectations failed (asked again each second; said again once it worked): " + e.getMessage());
+                    }
+                    failed = true;
                 } catch (RuntimeException e) {
                     events.warn("expectation_failed").addKeyValue("job", d.name()).addKeyValue("error", e.toString())
                             .log("judging " + d.name() + "'s expectations failed: " + e);
                 }
             }
+            failing = failed;
             try {
                 long jitter = ThreadLocalRandom.current().nextLong(PERIOD.toMillis() / 5);
                 TimeUnit.MILLISECONDS.sleep(PERIOD.toMillis() - PERIOD.toMillis() / 10 + jitter);
@@ -103,6 +114,15 @@ final class ExpectationKeeper implements AutoCloseable {
                 return;
             }
         }
+    }
+
+    /**
+     * What the store keeps the judgement under: the expectation and the schedule, so that after a
+     * change of either the slots due before it are not judged (a cron moved from 03:00 to 02:00 at
+     * 02:30 did not owe a 02:00 run).
+     */
+    static String spec(JobDefinition d) {
+        return d.expect().spec() + ";s=" + d.schedule();
     }
 
     /** One look at one job. */
@@ -123,42 +143,50 @@ final class ExpectationKeeper implements AutoCloseable {
                 at = next.get();
             }
         }
-        Expectations.Judgement j = store.judge(d.name(), e.spec(), within, e.successEvery().toMillis(), due, workerId, deliveryLease);
+        Expectations.Judgement j = store.judge(d.name(), spec(d), within, e.successEvery().toMillis(), due, workerId, deliveryLease);
         judged.put(d.name(), new long[] {j.judgedThroughMillis(), j.nowMillis()});
         for (Notice n : j.notices()) {
-            if (inFlight.add(n.id())) {
-                try {
-                    handle(d, n);
-                } catch (RuntimeException ex) {
-                    inFlight.remove(n.id()); // left in the outbox: handed out again after its lease
-                    throw ex;
-                }
+            if (!inFlight.add(n.id())) {
+                continue; // being delivered here already
+            }
+            try {
+                handle(d, n);
+            } catch (RuntimeException ex) {
+                inFlight.remove(n.id()); // left in the outbox: handed out again after its lease; the next verdict is handled on
+                events.warn("expectation_failed").addKeyValue("job", n.job()).addKeyValue("alert_id", n.id())
+                        .addKeyValue("error", ex.getMessage())
+                        .log("recording a verdict failed (it goes out again after its lease): " + ex.getMessage());
             }
         }
     }
 
+    /**
+     * Logs a verdict (unless a worker that died had), records it logged, then hands it to the
+     * delivery thread, or with no webhooks records it delivered. Recorded logged first, so that a
+     * failure to record it delivered does not have it logged again by the worker that takes it over.
+     */
     private void handle(JobDefinition d, Notice n) {
         String expected = expected(d, n);
         if (!n.logged()) {
             log(n, expected);
+            store.logged(n.job(), n.id());
         }
         if (!webhooks.any()) {
             store.delivered(n.job(), n.id());
             inFlight.remove(n.id());
             return;
         }
-        if (!n.logged()) {
-            store.logged(n.job(), n.id());
-        }
         delivery.execute(() -> {
             try {
-                webhooks.send(n, Webhooks.body(n, expected));
-                store.delivered(n.job(), n.id());
+                if (webhooks.send(n, Webhooks.body(n, expected), () -> store.sending(n.job(), n.id(), workerId, deliveryLease))) {
+                    store.delivered(n.job(), n.id());
+                }
             } catch (InterruptedException ie) {
                 Thread.currentThread().interrupt(); // stopping: another worker delivers it after its lease
             } catch (RuntimeException re) {
-                events.warn("expectation_failed").addKeyValue("job", n.job()).addKeyValue("alert_id", n.id()).addKeyValue("error", re.toString())
-                        .log("recording the delivery of " + n.id() + " failed (another worker sends it again after its lease): " + re);
+                events.warn("expectation_failed").addKeyValue("job", n.job()).addKeyValue("alert_id", n.id())
+                        .addKeyValue("error", re.getMessage())
+                        .log("delivering " + n.id() + " failed here (another worker sends it after its lease): " + re.getMessage());
             } finally {
                 inFlight.remove(n.id());
             }

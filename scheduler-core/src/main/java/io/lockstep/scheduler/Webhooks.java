@@ -3,7 +3,6 @@ package io.lockstep.scheduler;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.lockstep.scheduler.lock.Expectations.Notice;
-import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -50,13 +49,17 @@ final class Webhooks {
                 + (u.getPort() < 0 ? "" : ":" + u.getPort());
     }
 
-    /** The JSON body a webhook receives for {@code n}. */
+    /**
+     * The JSON body a webhook receives for {@code n}: {@code id} is the verdict's (a repeat has the
+     * same), {@code dedupKey} the job's expectation (a {@code met} clears every breach of it before).
+     */
     static String body(Notice n, String expected) {
         ObjectNode o = JSON.createObjectNode();
         o.put("event", n.breached() ? "expectation_breached" : "expectation_met");
         o.put("id", n.id());
         o.put("job", n.job());
         o.put("expectation", n.expectation());
+        o.put("dedupKey", n.job() + ":" + n.expectation());
         o.put("expected", expected);
         o.put("happened", n.happened());
         if (n.slotMillis() > 0) {
@@ -74,34 +77,30 @@ final class Webhooks {
 
     /**
      * POSTs {@code body} to every webhook, each with its retries; a webhook that never took it is
-     * logged ({@code alert_undelivered}, ERROR) and left.
+     * logged ({@code alert_undelivered}, ERROR) and left. Before each attempt {@code stillOurs} is
+     * asked (it extends the delivery lease): false stops the delivery, another worker has it now.
      *
+     * @return false when it stopped because the verdict is no longer this worker's
      * @throws InterruptedException when the worker stops meanwhile (the verdict stays in the store's
      *     outbox: another worker delivers it once its lease has run out)
      */
-    void send(Notice n, String body) throws InterruptedException {
+    boolean send(Notice n, String body, java.util.function.BooleanSupplier stillOurs) throws InterruptedException {
         for (URI hook : alerts.webhooks()) {
             String failure = null;
             for (int attempt = 0; attempt <= alerts.retries(); attempt++) {
                 if (attempt > 0) {
                     Thread.sleep(backoff(attempt - 1).toMillis());
                 }
-                try {
-                    HttpResponse<Void> r = http.send(HttpRequest.newBuilder(hook).timeout(alerts.timeout())
-                            .header("Content-Type", "application/json").header("User-Agent", "lockstep")
-                            .header("Lockstep-Worker", workerId).header("Lockstep-Alert-Id", n.id())
-                            .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.discarding());
-                    if (r.statusCode() / 100 == 2) {
-                        failure = null;
-                        break;
-                    }
-                    failure = "answered " + r.statusCode();
-                } catch (IOException e) {
-                    failure = e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
+                if (!stillOurs.getAsBoolean()) {
+                    return false;
+                }
+                failure = post(hook, n, body);
+                if (failure == null) {
+                    break;
                 }
                 events.warn("alert_retry").addKeyValue("job", n.job()).addKeyValue("alert_id", n.id())
-                        .addKeyValue("webhook", safe(hook)).addKeyValue("attempt", attempt + 1).addKeyValue("error", scrub(failure, hook))
-                        .log("webhook " + safe(hook) + " did not take the alert: " + scrub(failure, hook));
+                        .addKeyValue("webhook", safe(hook)).addKeyValue("attempt", attempt + 1).addKeyValue("error", failure)
+                        .log("webhook " + safe(hook) + " did not take the alert: " + failure);
             }
             if (failure != null) {
                 events.error("alert_undelivered").addKeyValue("job", n.job()).addKeyValue("alert_id", n.id())
@@ -111,6 +110,31 @@ final class Webhooks {
                 events.info("alert_sent").addKeyValue("job", n.job()).addKeyValue("alert_id", n.id()).addKeyValue("webhook", safe(hook))
                         .log("alert sent to " + safe(hook));
             }
+        }
+        return true;
+    }
+
+    /**
+     * One POST, bounded as a whole by the timeout (headers and body: a receiver that trickles its
+     * answer cannot hold the delivery thread). Null when taken (2xx), else why not, scrubbed.
+     */
+    private String post(URI hook, Notice n, String body) throws InterruptedException {
+        java.util.concurrent.CompletableFuture<HttpResponse<Void>> call = null;
+        try {
+            call = http.sendAsync(HttpRequest.newBuilder(hook).timeout(alerts.timeout())
+                    .header("Content-Type", "application/json").header("User-Agent", "lockstep")
+                    .header("Lockstep-Worker", workerId).header("Lockstep-Alert-Id", n.id())
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.discarding());
+            HttpResponse<Void> r = call.get(alerts.timeout().toMillis() + 100, java.util.concurrent.TimeUnit.MILLISECONDS);
+            return r.statusCode() / 100 == 2 ? null : "answered " + r.statusCode();
+        } catch (java.util.concurrent.TimeoutException e) {
+            call.cancel(true);
+            return "no answer within " + alerts.timeout().toMillis() + " ms";
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable c = e.getCause() == null ? e : e.getCause();
+            return scrub(c.getClass().getSimpleName() + (c.getMessage() == null ? "" : ": " + c.getMessage()), hook);
+        } catch (RuntimeException e) { // a header or URI the client refuses: this attempt fails, the delivery goes on
+            return scrub(e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage()), hook);
         }
     }
 

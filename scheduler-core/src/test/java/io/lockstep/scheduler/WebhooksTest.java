@@ -71,7 +71,7 @@ class WebhooksTest {
         refuse.set(1);
         try (CapturedEvents events = new CapturedEvents()) {
             Webhooks hooks = new Webhooks(new Alerts(List.of(hook("/refusing/secret-path")), Duration.ofSeconds(2), 2), new Events("w1"), "w1");
-            hooks.send(BREACH, Webhooks.body(BREACH, "a success within 15m of each slot"));
+            assertThat(hooks.send(BREACH, Webhooks.body(BREACH, "a success within 15m of each slot"), () -> true)).isTrue();
             assertThat(bodies).hasSize(2);
             assertThat(bodies.get(1)).contains("\"event\":\"expectation_breached\"", "\"id\":\"succeededWithin:1796541742000\"",
                     "\"job\":\"nightly\"", "\"expected\":\"a success within 15m of each slot\"", "\"happened\":\"failed\"",
@@ -88,7 +88,7 @@ class WebhooksTest {
         try (CapturedEvents events = new CapturedEvents()) {
             Webhooks hooks = new Webhooks(new Alerts(List.of(hook("/silent/secret-path")), Duration.ofMillis(300), 1), new Events("w1"), "w1");
             long start = System.nanoTime();
-            hooks.send(BREACH, Webhooks.body(BREACH, "a success within 15m of each slot"));
+            assertThat(hooks.send(BREACH, Webhooks.body(BREACH, "a success within 15m of each slot"), () -> true)).isTrue();
             assertThat(Duration.ofNanos(System.nanoTime() - start)).as("two timeouts and a 1 s back-off, not the server's 10 s")
                     .isLessThan(Duration.ofSeconds(5));
             assertThat(bodies).hasSize(2);
@@ -96,6 +96,18 @@ class WebhooksTest {
             assertThat(events.named("alert_undelivered")).singleElement()
                     .satisfies(e -> assertThat(e.get("webhook")).isEqualTo("http://127.0.0.1:" + server.getAddress().getPort()));
             assertThat(events.all().toString()).doesNotContain("secret");
+        }
+    }
+
+    @Test
+    void aVerdictAnotherWorkerTookOverIsNotSentAgainHere() throws Exception {
+        refuse.set(5);
+        try (CapturedEvents events = new CapturedEvents()) {
+            Webhooks hooks = new Webhooks(new Alerts(List.of(hook("/refusing/secret-path")), Duration.ofSeconds(2), 3), new Events("w1"), "w1");
+            AtomicInteger asked = new AtomicInteger();
+            assertThat(hooks.send(BREACH, "{}", () -> asked.incrementAndGet() == 1)).as("its lease went to another worker").isFalse();
+            assertThat(bodies).as("the first attempt only").hasSize(1);
+            assertThat(events.named("alert_undelivered")).isEmpty();
         }
     }
 

@@ -79,8 +79,15 @@ final class RedisExpectations implements Expectations {
         done(job, id, "delivered");
     }
 
+    @Override
+    public boolean sending(String job, String id, String workerId, Duration lease) {
+        return calls.asLong("expect sending", calls.call("expect sending", new RedisCalls.Call(DONE,
+                List.of(keys.expectState(job), keys.expectOutbox(job)), List.of(id, "sending", workerId, Long.toString(lease.toMillis()))))) == 1L;
+    }
+
     private void done(String job, String id, String what) {
-        calls.call("expect " + what, new RedisCalls.Call(DONE, List.of(keys.expectState(job), keys.expectOutbox(job)), List.of(id, what)));
+        calls.call("expect " + what, new RedisCalls.Call(DONE, List.of(keys.expectState(job), keys.expectOutbox(job)),
+                List.of(id, what, "", "0")));
     }
 
     @Override

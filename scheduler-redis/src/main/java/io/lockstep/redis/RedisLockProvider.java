@@ -255,12 +255,13 @@ public final class RedisLockProvider implements LockProvider {
     }
 
     /**
-     * Expectations ({@link RedisExpectations}) on one server, Sentinel or Cluster; none on Redlock,
-     * where a verdict decided once would need a majority of the masters' histories.
+     * Expectations ({@link RedisExpectations}) on one server, Sentinel or Cluster, judged from the
+     * jobs' history; none on Redlock, where a verdict decided once would need a majority of the
+     * masters' histories, nor without a history ({@code historyKeep(0)}).
      */
     @Override
     public java.util.Optional<io.lockstep.scheduler.lock.Expectations> expectations() {
-        return redlock != null ? java.util.Optional.empty() : java.util.Optional.of(server.expectations());
+        return redlock != null ? java.util.Optional.empty() : server.expectations().map(e -> e);
     }
 
     /**

@@ -40,7 +40,7 @@ final class ServerStore {
     private final CheckpointScripts checkpoints;
     /** Backfills: requests, progress, marks and views. */
     private final BackfillStore backfills;
-    /** Expectations: judged from the jobs' history. */
+    /** Expectations: judged from the jobs' history; null when it keeps none ({@code historyKeep} 0). */
     private final RedisExpectations expectations;
 
     /**
@@ -64,7 +64,7 @@ final class ServerStore {
         this.leases = new LeaseScripts(calls, keys, replicas, target, historyKeep);
         this.checkpoints = new CheckpointScripts(calls, keys, replicas, target);
         this.backfills = new BackfillStore(jedis, calls, keys, historyKeep);
-        this.expectations = new RedisExpectations(jedis, calls, keys);
+        this.expectations = historyKeep > 0 ? new RedisExpectations(jedis, calls, keys) : null;
         this.target = target;
     }
 
@@ -100,8 +100,9 @@ final class ServerStore {
         return backfills;
     }
 
-    RedisExpectations expectations() {
-        return expectations;
+    /** Expectations, judged from the jobs' history: none when no history is kept. */
+    java.util.Optional<RedisExpectations> expectations() {
+        return java.util.Optional.ofNullable(expectations);
     }
 
     RedisMembers members() {

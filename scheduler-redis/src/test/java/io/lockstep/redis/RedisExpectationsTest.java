@@ -51,7 +51,7 @@ class RedisExpectationsTest {
     }
 
     /** Two workers asking in turn, as live workers do, each with the slots its own schedule says are due. */
-    private static final class Judges {
+    private static class Judges {
         final String job;
         final String spec;
         final long within;
@@ -90,29 +90,33 @@ class RedisExpectationsTest {
         Instant missed = t0.minusMillis(2_300);
         Instant silent = t0.minusMillis(2_200);
         Instant calendar = t0.minusMillis(2_100);
+        Instant calendar2 = t0.minusMillis(2_050);
         Instant paused = t0.minusMillis(2_000);
-        Instant lateOk = t0.minusMillis(1_900);
+        Instant paused2 = t0.minusMillis(1_950);
+        Instant lateOk = t0.minusMillis(1_000);
         run(job, ok, "a", Outcome.SUCCEEDED);
         run(job, failed, "b", Outcome.FAILED);
         assertThat(claim(job, missed, "c", Mode.MISS_ONLY, "no_thread")).isEqualTo(Status.MISSED);
         assertThat(claim(job, calendar, "e", Mode.SKIP_ONLY, "calendar")).isEqualTo(Status.SKIPPED);
+        assertThat(claim(job, calendar2, "e2", Mode.SKIP_ONLY, "calendar")).isEqualTo(Status.SKIPPED);
         RedisAdmin admin = RedisAdmin.of(redis.provider());
         admin.pause(job, "maintenance", Optional.empty(), "test");
         assertThat(claim(job, paused, "f", Mode.CLAIM, null)).isEqualTo(Status.PAUSED);
+        assertThat(claim(job, paused2, "f2", Mode.CLAIM, null)).isEqualTo(Status.PAUSED);
         admin.resume(job);
-        List<Instant> slots = List.of(ok, failed, missed, silent, calendar, paused, lateOk);
+        List<Instant> slots = List.of(ok, failed, missed, silent, calendar, calendar2, paused, paused2, lateOk);
 
         // lateOk's run begins in time and ends after its deadline (slot + 3 s)
         assertThat(claim(job, lateOk, "g", Mode.CLAIM, null)).isEqualTo(Status.CLAIMED);
-        await().atMost(Duration.ofSeconds(10)).until(() -> {
-            judges.ask("w2", slots);
-            return judges.now > lateOk.toEpochMilli() + 3_000;
-        });
-        assertThat(redis.provider().complete(new Lease(job, lateOk, "g", LEASE, true), Outcome.SUCCEEDED)).isTrue();
-        await().atMost(Duration.ofSeconds(10)).until(() -> {
+        await().atMost(Duration.ofSeconds(10)).until(() -> { // judged while lateOk runs: every slot before it
             judges.ask(judges.heard.size() % 2 == 0 ? "w1" : "w2", slots);
-            return judges.through >= lateOk.toEpochMilli();
+            return judges.through >= paused2.toEpochMilli();
         });
+        assertThat(judges.through).as("lateOk is not due yet").isLessThan(lateOk.toEpochMilli());
+        await().atMost(Duration.ofSeconds(10)).until(() -> redis.serverNow().isAfter(lateOk.plusMillis(3_000)));
+        assertThat(redis.provider().complete(new Lease(job, lateOk, "g", LEASE, true), Outcome.SUCCEEDED)).isTrue();
+        judges.ask("w2", slots); // reads the success (clearing the open breach), then judges lateOk: late
+        assertThat(judges.through).isEqualTo(lateOk.toEpochMilli());
         for (int i = 0; i < 5; i++) { // asked again and again by both: nothing is decided twice
             judges.ask("w1", slots);
             judges.ask("w2", slots);
@@ -120,16 +124,18 @@ class RedisExpectationsTest {
 
         Map<Long, List<Notice>> breaches = judges.heard.stream().filter(Notice::breached)
                 .collect(Collectors.groupingBy(Notice::slotMillis));
-        assertThat(breaches.keySet()).as("the slots that did not succeed in time, no other")
+        assertThat(breaches.keySet()).as("the slots that did not succeed in time, no other (each paused or skipped slot exempt)")
                 .containsExactlyInAnyOrder(failed.toEpochMilli(), missed.toEpochMilli(), silent.toEpochMilli(), lateOk.toEpochMilli());
         assertThat(breaches.values()).as("each once").allSatisfy(n -> assertThat(n).hasSize(1));
         assertThat(breaches.get(failed.toEpochMilli()).get(0).happened()).isEqualTo("failed");
         assertThat(breaches.get(missed.toEpochMilli()).get(0).happened()).isEqualTo("missed (no_thread)");
         assertThat(breaches.get(silent.toEpochMilli()).get(0).happened()).isEqualTo("no outcome");
         assertThat(breaches.get(failed.toEpochMilli()).get(0).deadlineMillis()).isEqualTo(failed.toEpochMilli() + 3_000);
-        assertThat(judges.heard.stream().filter(n -> !n.breached()))
-                .as("lateOk's late success came after the breaches: it clears them, once")
-                .singleElement().satisfies(n -> assertThat(n.expectation()).isEqualTo("succeededWithin"));
+        assertThat(judges.heard.stream().filter(n -> !n.breached()).map(Notice::id))
+                .as("lateOk's late success clears the breaches open when it is read, once; lateOk's own breach, decided after it, "
+                        + "is cleared as soon as it is decided")
+                .containsExactly("succeededWithin:" + silent.toEpochMilli() + ":met", "succeededWithin:" + lateOk.toEpochMilli() + ":met");
+        assertThat(breaches.get(lateOk.toEpochMilli()).get(0).happened()).isEqualTo("succeeded late");
         assertThat(store().states(List.of(job)).get(job).breached()).isFalse();
     }
 
@@ -180,11 +186,55 @@ class RedisExpectationsTest {
             assertThat(n.id()).isEqualTo(breach.id());
             assertThat(n.logged()).as("w2 does not log it again").isTrue();
         });
+        assertThat(store().sending(job, breach.id(), "w1", Duration.ofMillis(500))).as("w1, woken: it is w2's now, not sent").isFalse();
+        assertThat(store().sending(job, breach.id(), "w2", Duration.ofSeconds(30))).isTrue();
         store().delivered(job, breach.id());
         long delivered = judges.now;
         await().atMost(Duration.ofSeconds(5)).until(() -> {
             assertThat(judges.ask("w3", List.of())).as("delivered: nobody gets it again").isEmpty();
             return judges.now > delivered + 1_200; // past two more leases
         });
+    }
+
+    @Test
+    void afterAChangeOfTheExpectationOrTheScheduleTheSlotsDueBeforeItAreNotJudged() {
+        String job = RedisFixture.job();
+        Judges before = new Judges(job, 1_500, 0, DELIVERY);
+        before.ask("w1", List.of());
+        Instant slot = Instant.ofEpochMilli(before.now - 500);
+        run(job, slot, "a", Outcome.FAILED);
+        before.ask("w1", List.of(slot)); // not due yet
+        // A reload moves the cron (the spec names the schedule): the failed slot was the old schedule's.
+        Judges after = new Judges(job, 1_500, 0, DELIVERY) {
+            @Override
+            List<Notice> ask(String worker, List<Instant> slots) {
+                Expectations.Judgement j = store().judge(job, spec + ";s=other", within, every,
+                        slots.stream().filter(x -> x.toEpochMilli() > through).toList(), worker, delivery);
+                through = j.judgedThroughMillis();
+                now = j.nowMillis();
+                heard.addAll(j.notices());
+                return j.notices();
+            }
+        };
+        after.through = before.through;
+        await().atMost(Duration.ofSeconds(10)).until(() -> {
+            after.ask("w2", List.of(slot));
+            return after.now > slot.toEpochMilli() + 2_000;
+        });
+        assertThat(after.heard).as("no verdict on a slot due before the change").isEmpty();
+    }
+
+    @Test
+    void aDeadMansSwitchAloneKeepsNoFates() {
+        String job = RedisFixture.job();
+        Judges judges = new Judges(job, 0, 60_000, DELIVERY);
+        judges.ask("w1", List.of());
+        for (int i = 0; i < 5; i++) {
+            run(job, Instant.ofEpochMilli(judges.now - 900 + i * 100), "r" + i, i % 2 == 0 ? Outcome.SUCCEEDED : Outcome.FAILED);
+        }
+        judges.ask("w2", List.of());
+        assertThat(redis.raw().zcard(new RedisKeys(RedisLockProvider.DEFAULT_KEY_PREFIX, false).expectFates(job)))
+                .as("nothing to judge per slot: nothing kept per slot").isZero();
+        assertThat(store().states(List.of(job)).get(job).lastSuccessMillis()).isPositive();
     }
 }

@@ -95,7 +95,7 @@ final class EffectiveConfig {
                     w.getShutdownTimeout() != null ? w.getShutdownTimeout()
                             : yamlWorker.containsKey("shutdownTimeout") ? fw.shutdownTimeout() : shutdownTimeout,
                     fw.httpPort(), fw.httpBind(), fw.watch(), fw.labels());
-            base = new LockstepConfig(fromFile.source(), fromFile.redis(), worker, fromFile.jobs(), fromFile.historyKeep());
+            base = new LockstepConfig(fromFile.source(), fromFile.redis(), worker, fromFile.jobs(), fromFile.historyKeep(), fromFile.alerts());
             if (top.get("defaults") instanceof Map<?, ?> d) {
                 defaults = castMap(d);
             }
@@ -107,7 +107,8 @@ final class EffectiveConfig {
             if (properties.getWorker().getShutdownTimeout() == null) {
                 WorkerSettings w = base.worker();
                 base = new LockstepConfig(base.source(), base.redis(),
-                        new WorkerSettings(w.id(), w.threads(), shutdownTimeout, w.httpPort(), w.httpBind(), w.watch(), w.labels()), base.jobs(), base.historyKeep());
+                        new WorkerSettings(w.id(), w.threads(), shutdownTimeout, w.httpPort(), w.httpBind(), w.watch(), w.labels()), base.jobs(), base.historyKeep(),
+                        base.alerts());
             }
         }
         if (annotated.isEmpty()) {
@@ -146,7 +147,7 @@ final class EffectiveConfig {
         if (!duplicates.isEmpty()) {
             throw new ConfigException(duplicates);
         }
-        return new LockstepConfig(base.source(), base.redis(), base.worker(), jobs, base.historyKeep());
+        return new LockstepConfig(base.source(), base.redis(), base.worker(), jobs, base.historyKeep(), base.alerts());
     }
 
     /** A problem of the generated document, told about the method it came from. */

@@ -166,12 +166,15 @@ final class ConfigReload implements AutoCloseable {
         if (next.historyKeep() != inForce.historyKeep()) {
             restart.add("history");
         }
+        if (!next.alerts().equals(inForce.alerts())) {
+            restart.add("alerts");
+        }
         if (!restart.isEmpty()) {
             EVENTS.atWarn().addKeyValue("event", "config_restart_needed").addKeyValue("worker", scheduler.workerId())
                     .addKeyValue("config", file.toString()).addKeyValue("sections", String.join(",", restart))
                     .log("the jobs were reloaded; the changed " + String.join(", ", restart) + " section(s) take effect at the next restart");
         }
-        inForce = new LockstepConfig(inForce.source(), inForce.redis(), inForce.worker(), next.jobs(), inForce.historyKeep());
+        inForce = new LockstepConfig(inForce.source(), inForce.redis(), inForce.worker(), next.jobs(), inForce.historyKeep(), inForce.alerts());
         EVENTS.atInfo().addKeyValue("event", "config_reloaded").addKeyValue("worker", scheduler.workerId())
                 .addKeyValue("config", file.toString()).addKeyValue("trigger", why).addKeyValue("config_hash", update.configHash())
                 .log("config reloaded");

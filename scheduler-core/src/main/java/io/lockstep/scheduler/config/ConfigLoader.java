@@ -278,6 +278,10 @@ public final class ConfigLoader {
             if (node == null) {
                 return io.lockstep.scheduler.Alerts.NONE;
             }
+            if (node instanceof org.yaml.snakeyaml.nodes.ScalarNode) { // not echoed: it may be a webhook's URL, with its secret
+                problem(node, "alerts", "must be a mapping, like { webhooks: [https://hooks.example/...] }");
+                return io.lockstep.scheduler.Alerts.NONE;
+            }
             Map<String, Node> m = mapping(node, "alerts", ALERTS_KEYS).orElse(Map.of());
             List<java.net.URI> hooks = new java.util.ArrayList<>();
             Node list = m.get("webhooks");

@@ -13,9 +13,9 @@ import java.util.Objects;
  * about once a second; the store reads the job's history of runs and decisions since its last look,
  * judges, and keeps each new verdict ({@link Notice}) in an outbox until a worker says it was
  * logged and then delivered. A verdict is handed to the worker whose call decided it, with a
- * delivery lease; a worker that dies before it delivered leaves the verdict to the next worker
- * that asks once that lease has run out ({@link Notice#logged} tells it whether the event was
- * already written). Thread-safe.
+ * delivery lease it extends before each attempt ({@link #sending}); a worker that dies (or is stuck)
+ * before it delivered leaves the verdict to the next worker that asks once that lease has run out
+ * ({@link Notice#logged} tells it whether the event was already written). Thread-safe.
  */
 public interface Expectations {
 
@@ -24,8 +24,8 @@ public interface Expectations {
      * whose deadline has passed ({@code succeededWithin}) and the dead-man's switch
      * ({@code successEvery}).
      *
-     * @param spec what the expectation is ({@code io.lockstep.scheduler.Expect#spec}); a different
-     *     one than the store judged last starts afresh, with no verdict on the slots before it
+     * @param spec what the expectation and the job's schedule are; after a change of either, the
+     *     slots due before it are not judged
      * @param withinMillis {@code succeededWithin}, 0 for none
      * @param everyMillis {@code successEvery}, 0 for none
      * @param due the job's slots after {@link Judgement#judgedThrough} of the last reply, oldest first,
@@ -38,6 +38,14 @@ public interface Expectations {
 
     /** The verdict's event was written: a worker that delivers it after this one died does not log it again. */
     void logged(String job, String id);
+
+    /**
+     * The delivery of a verdict this worker holds begins, or goes on (before each attempt): its lease
+     * is extended by {@code lease} from now.
+     *
+     * @return false when another worker took it over meanwhile (this one's lease had run out): do not send it
+     */
+    boolean sending(String job, String id, String workerId, Duration lease);
 
     /** The verdict was delivered (or there was nowhere to deliver it): it leaves the outbox. */
     void delivered(String job, String id);

@@ -322,6 +322,22 @@ class ConfigLoaderTest {
                 "jobs.yaml:22: jobs[3].expect: needs succeededWithin, successEvery or both (like succeededWithin: 15m)");
         assertThat(problems).extracting(ConfigProblem::toString).noneMatch(p -> p.contains("secret"));
         assertThat(problems("""
+                alerts: https://hooks.example/T0/secret-token
+                jobs:
+                  - name: a
+                    cron: "@hourly"
+                    class: x.A
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:1: alerts: must be a mapping, like { webhooks: [https://hooks.example/...] }");
+        assertThat(LOADER.load("jobs.yaml", """
+                alerts: { webhooks: ["https://user:pw@hooks.example/T0/secret-token?key=secret-key"] }
+                jobs:
+                  - name: a
+                    cron: "@hourly"
+                    class: x.A
+                """).toString()).as("a config printed names its webhooks by host").doesNotContain("secret").doesNotContain("pw")
+                .contains("https://hooks.example");
+        assertThat(problems("""
                 history: { keep: 0 }
                 jobs:
                   - name: a
