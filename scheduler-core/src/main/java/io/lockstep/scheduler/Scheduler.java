@@ -501,7 +501,8 @@ public final class Scheduler implements AutoCloseable {
             }
             if (provider.expectations().isEmpty()) {
                 throw new LockstepException("job " + d.name() + ": expect is not available on " + provider.describe()
-                        + " (expectations are judged on one Redis, Sentinel or Cluster, not on Redlock)");
+                        + " (expectations are judged from the jobs' history on one Redis, Sentinel or Cluster: not on Redlock,"
+                        + " nor with a history of 0 runs)");
             }
         }
     }
