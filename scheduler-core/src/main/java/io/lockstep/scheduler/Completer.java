@@ -231,15 +231,16 @@ final class Completer {
                     .addKeyValue("fencing_token", run.fencingToken()).addKeyValue("outcome", p.outcome().label())
                     .log(!ours ? "slot no longer ours (its lease ran out, or a newer run replaced it)"
                             : handedBack ? "slot handed back: it is run again (on a peer, or here)"
-                            : p.outcome() == Outcome.MISSED ? "slot closed without a run (missed: it could not begin in order)" : "slot released");
+                            : p.outcome() == Outcome.MISSED ? "slot closed without a run (missed: " + ("limit".equals(run.missCode)
+                                    ? "no permit of a limit it uses within its grace" : "it could not begin in order") + ")" : "slot released");
             if (ours && p.outcome() == Outcome.MISSED) {
                 // Only now, once the store closed the claim: reported before, a claim whose closing never
                 // landed (a crash, a partition) would read as the store's decision, and a peer may yet
                 // rerun it once its lease ends.
-                events.metrics().missed(run.definition.name(), "order", 1);
+                events.metrics().missed(run.definition.name(), run.missCode, 1);
                 events.warn("slot_missed").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
                         .addKeyValue("lateness_ms", run.storeNowMillis(p.endedNanos(), () -> 0L) - run.scheduledTime().toEpochMilli())
-                        .addKeyValue("reason", run.lastError).addKeyValue("code", "order").addKeyValue("lock_name", run.lockName)
+                        .addKeyValue("reason", run.lastError).addKeyValue("code", run.missCode).addKeyValue("lock_name", run.lockName)
                         .log("slot missed");
             }
             if (!ours && p.outcome() != Outcome.NOT_STARTED && p.outcome() != Outcome.MISSED) {

@@ -178,6 +178,9 @@ public final class Fingerprints {
         if (!d.runOn().equals(RunOn.ANY)) { // only when set: older workers have none; a reload that changes it rebuilds the job
             fields.put("runOn", d.runOn().toString());
         }
+        if (!d.uses().isEmpty()) { // only when set: older workers have none
+            fields.put("uses", d.uses().toString());
+        }
         if (d.expect().any()) { // only when set: older workers have none; a reload that changes it puts it in force
             fields.put("expect", d.expect().spec());
         }

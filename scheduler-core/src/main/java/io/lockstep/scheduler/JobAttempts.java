@@ -33,7 +33,11 @@ final class JobAttempts {
     /** Whether the worker is stopping: a failure then is an interrupt by the stop, not the job's. */
     private final BooleanSupplier shuttingDown;
 
-    JobAttempts(ClusterClock clock, Events events, RunTracer tracer, BooleanSupplier shuttingDown) {
+    /** The permits of the limits jobs use ({@code uses:}); null when the store keeps none. */
+    private final LimitPermits limits;
+
+    JobAttempts(ClusterClock clock, Events events, RunTracer tracer, BooleanSupplier shuttingDown, LimitPermits limits) {
+        this.limits = limits;
         this.clock = clock;
         this.events = events;
         this.tracer = tracer;
@@ -71,8 +75,47 @@ final class JobAttempts {
             return Outcome.NOT_STARTED;
         } else if (heldUpPastItsTurn(run, slot)) {
             return Outcome.MISSED;
+        } else if (!def.uses().isEmpty()) {
+            return withPermits(run, def, slot);
         } else {
             return traced(run, def, slot);
+        }
+    }
+
+    /**
+     * The run of a job that uses limits: a permit of each first ({@link LimitPermits}), waiting
+     * within the slot's grace. None in time: the slot is closed {@link Outcome#MISSED} and reported
+     * {@code slot_missed} (code {@code limit}) by the completer once the store closed it. The wait cut
+     * short by a lost lease or the worker's stop: handed back unstarted, for a peer to run (it waits
+     * for a permit there in turn). The permits go back when the job ends, before its outcome is written.
+     */
+    private Outcome withPermits(SlotRun run, JobDefinition def, String slot) {
+        if (limits == null) { // refused when the scheduler was built; a store that lost them since
+            run.missCode = "limit";
+            run.lastError = "the lock store keeps no limits";
+            return Outcome.MISSED;
+        }
+        LimitPermits.Taken taken;
+        try {
+            taken = limits.take(run, () -> run.isLeaseLost() || shuttingDown.getAsBoolean());
+        } catch (InterruptedException e) {
+            return Outcome.NOT_STARTED; // its lease lost (the watchdog interrupts) or the worker stops: handed back
+        }
+        if (taken.refusal() == LimitPermits.Refusal.STOPPED) {
+            return Outcome.NOT_STARTED;
+        }
+        if (taken.refusal() == LimitPermits.Refusal.GRACE) {
+            run.missCode = "limit";
+            run.lastError = "no permit of the limit " + taken.limit() + " (" + def.uses().get(taken.limit())
+                    + " at once in the cluster) came within the slot's grace";
+            return Outcome.MISSED;
+        }
+        run.permits = taken.permits();
+        try {
+            return traced(run, def, slot);
+        } finally {
+            limits.release(taken.permits());
+            run.permits = java.util.List.of();
         }
     }
 
@@ -159,6 +202,7 @@ final class JobAttempts {
             started = run.recovered ? started.addKeyValue("rerun", true) : started;
             started = run.catchUp ? started.addKeyValue("catch_up", true) : started;
             started = run.backfill != null ? started.addKeyValue("origin", "backfill").addKeyValue("backfill", run.backfill) : started;
+            started = run.permits.isEmpty() ? started : started.addKeyValue("permits", run.permits.stream().map(Object::toString).toList());
             run.span.tag(started).log("job started");
             events.metrics().started(def.name(), Duration.ofMillis(lateness(run)));
             run.attach(Thread.currentThread());

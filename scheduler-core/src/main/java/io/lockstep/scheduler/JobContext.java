@@ -72,4 +72,24 @@ public interface JobContext {
     default java.util.Optional<String> lastCheckpoint() {
         throw new UnsupportedOperationException("checkpoints are kept by the scheduler's runs");
     }
+
+    /**
+     * The fencing token of the permit this run holds of the limit {@code limit} ({@code uses:}),
+     * strictly increasing per permit of the limit; with {@link #permitOf}, what a resource the limit
+     * guards fences by (it keeps the highest token per permit and refuses a lower one).
+     *
+     * @throws IllegalArgumentException when the job does not use that limit
+     */
+    default long permitToken(String limit) {
+        throw new IllegalArgumentException("this run holds no permit of " + limit);
+    }
+
+    /**
+     * Which permit (0-based) of the limit {@code limit} this run holds.
+     *
+     * @throws IllegalArgumentException when the job does not use that limit
+     */
+    default int permitOf(String limit) {
+        throw new IllegalArgumentException("this run holds no permit of " + limit);
+    }
 }

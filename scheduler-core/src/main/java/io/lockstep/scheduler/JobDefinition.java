@@ -28,6 +28,8 @@ import java.util.regex.Pattern;
  *     each excluded slot is recorded skipped, reason {@code calendar}
  * @param runOn which workers may run it ({@code runOn: {labels: [...]}})
  * @param expect what it is expected to achieve ({@code expect:}), judged by {@link ExpectationKeeper}
+ * @param uses the cluster-wide limits its runs use ({@code uses:}), each with its size (the
+ *     {@code limits:} entry): a run takes a permit of each before its job begins ({@link LimitPermits})
  */
 public record JobDefinition(
         String name,
@@ -45,7 +47,8 @@ public record JobDefinition(
         Duration catchUpWindow,
         Calendars calendars,
         RunOn runOn,
-        Expect expect) {
+        Expect expect,
+        java.util.SortedMap<String, Integer> uses) {
 
     /** The pattern every job name follows. */
     public static final Pattern NAME = Pattern.compile("[a-z0-9][a-z0-9._-]*");
@@ -105,6 +108,12 @@ public record JobDefinition(
         Objects.requireNonNull(calendars, "calendars");
         Objects.requireNonNull(runOn, "runOn");
         Objects.requireNonNull(expect, "expect");
+        uses = java.util.Collections.unmodifiableSortedMap(new java.util.TreeMap<>(uses == null ? Map.of() : uses));
+        uses.forEach((limit, size) -> {
+            if (!NAME.matcher(limit).matches() || size < 1) {
+                throw new IllegalArgumentException("limit " + limit + " of " + size + ": a name like " + NAME + " and at least 1 permit");
+            }
+        });
         if (!NAME.matcher(name).matches() && !INSTANCE_NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("job name must match " + NAME + ", but was \"" + name + "\"");
         }
@@ -123,12 +132,20 @@ public record JobDefinition(
         params = Collections.unmodifiableMap(new LinkedHashMap<>(params == null ? Map.of() : params));
     }
 
+    /** A definition that uses no limit. */
+    public JobDefinition(String name, CronSchedule schedule, String jobClass, Map<String, Object> params, Duration lease,
+            Duration misfireGrace, Overlap overlap, Duration timeout, boolean enabled, Retry retry, Recover recover,
+            CatchUp catchUp, Duration catchUpWindow, Calendars calendars, RunOn runOn, Expect expect) {
+        this(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled, retry, recover, catchUp,
+                catchUpWindow, calendars, runOn, expect, null);
+    }
+
     /** A definition without expectations. */
     public JobDefinition(String name, CronSchedule schedule, String jobClass, Map<String, Object> params, Duration lease,
             Duration misfireGrace, Overlap overlap, Duration timeout, boolean enabled, Retry retry, Recover recover,
             CatchUp catchUp, Duration catchUpWindow, Calendars calendars, RunOn runOn) {
         this(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled, retry, recover, catchUp,
-                catchUpWindow, calendars, runOn, Expect.NONE);
+                catchUpWindow, calendars, runOn, Expect.NONE, null);
     }
 
     /** A definition without calendars, run on any worker. */
@@ -154,38 +171,44 @@ public record JobDefinition(
 
     public JobDefinition withRetry(Retry retry) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect, uses);
     }
 
     public JobDefinition withRecover(Recover recover) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect, uses);
     }
 
     public JobDefinition withCatchUp(CatchUp catchUp, Duration catchUpWindow) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect, uses);
     }
 
     public JobDefinition withCalendars(Calendars calendars) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect, uses);
     }
 
     public JobDefinition withRunOn(RunOn runOn) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect, uses);
     }
 
     public JobDefinition withExpect(Expect expect) {
         return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
-                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect, uses);
+    }
+
+    /** This job using {@code uses} (limit -> its size) instead. */
+    public JobDefinition withUses(Map<String, Integer> uses) {
+        return new JobDefinition(name, schedule, jobClass, params, lease, misfireGrace, overlap, timeout, enabled,
+                retry, recover, catchUp, catchUpWindow, calendars, runOn, expect, new java.util.TreeMap<>(uses));
     }
 
     /** This every-worker job's instance on worker {@code workerId} ({@link RunOn#instance}): the same job under the instance's name. */
     public JobDefinition instanceFor(String workerId) {
         return new JobDefinition(RunOn.instance(name, workerId), schedule, jobClass, params, lease, misfireGrace, overlap, timeout,
-                enabled, retry, recover, catchUp, catchUpWindow, calendars, runOn, expect);
+                enabled, retry, recover, catchUp, catchUpWindow, calendars, runOn, expect, uses);
     }
 
     /**

@@ -37,7 +37,8 @@ final class Runner {
         this.threads = threads;
         this.events = events;
         this.queue = queue;
-        this.attempts = new JobAttempts(clock, events, tracer, () -> shuttingDown);
+        this.attempts = new JobAttempts(clock, events, tracer, () -> shuttingDown,
+                provider.permits().map(p -> new LimitPermits(p, events, clock)).orElse(null));
         this.completer = new Completer(provider, events, outage, queue.looks()::lookSoon);
         this.watchdog = new Watchdog<>("lockstep-watchdog",
                 runs -> provider.renew(runs.stream().map(run -> run.lease).toList()), new LeaseEvents(events, outage));

@@ -493,6 +493,10 @@ public final class Scheduler implements AutoCloseable {
      */
     static void requireExpectations(io.lockstep.scheduler.lock.LockProvider provider, List<JobDefinition> definitions) {
         for (JobDefinition d : definitions) {
+            if (!d.uses().isEmpty() && provider.permits().isEmpty()) {
+                throw new LockstepException("job " + d.name() + ": uses (limits) is not available on " + provider.describe()
+                        + " (limits are kept on one Redis, Sentinel or Cluster: not on Redlock)");
+            }
             if (!d.expect().any()) {
                 continue;
             }

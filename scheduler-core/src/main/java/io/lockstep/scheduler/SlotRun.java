@@ -1,5 +1,7 @@
 package io.lockstep.scheduler;
 
+import java.util.List;
+
 import io.lockstep.scheduler.lock.Checkpoint;
 import io.lockstep.scheduler.lock.Lease;
 import io.lockstep.scheduler.lock.LockProvider;
@@ -141,6 +143,26 @@ final class SlotRun implements JobContext {
     @Override
     public long fencingToken() {
         return fencingToken;
+    }
+
+    /** The permits of the limits its job uses, held while the job runs ({@link LimitPermits}); empty before. */
+    volatile List<io.lockstep.scheduler.lock.Permits.Permit> permits = List.of();
+    /** The code of the {@code slot_missed} a run closed {@link io.lockstep.scheduler.lock.Outcome#MISSED} reports. */
+    volatile String missCode = "order";
+
+    @Override
+    public long permitToken(String limit) {
+        return permit(limit).fencingToken();
+    }
+
+    @Override
+    public int permitOf(String limit) {
+        return permit(limit).index();
+    }
+
+    private io.lockstep.scheduler.lock.Permits.Permit permit(String limit) {
+        return permits.stream().filter(p -> p.limit().equals(limit)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("this run holds no permit of " + limit + " (uses: " + definition.uses().keySet() + ")"));
     }
 
     @Override

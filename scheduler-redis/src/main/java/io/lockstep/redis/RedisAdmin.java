@@ -318,6 +318,11 @@ public final class RedisAdmin {
         return provider.backfills();
     }
 
+    /** Each limit's holders and waiters ({@code limits:}, name -> size); none on Redlock, which keeps no limits. */
+    public Map<String, io.lockstep.scheduler.lock.Permits.State> limits(Map<String, Integer> limits) {
+        return limits.isEmpty() ? Map.of() : provider.permits().map(p -> p.states(limits)).orElse(Map.of());
+    }
+
     /** Where each job's expectations stand ({@code expect:}); none on Redlock, which does not judge them. */
     public Map<String, io.lockstep.scheduler.lock.Expectations.State> expectations(List<String> jobs) {
         return provider.expectations().map(e -> e.states(jobs)).orElse(Map.of());

@@ -254,6 +254,24 @@ public final class RedisLockProvider implements LockProvider {
         backfillStore().progress(backfill, progress);
     }
 
+    /** The limits' permits, made at the first use (each holds a watchdog); null until then. */
+    private RedisPermits permits;
+
+    /**
+     * The limits ({@link RedisPermits}) on one server, Sentinel or Cluster; none on Redlock (a
+     * queue ordered by slot time would need a majority's agreement on every try).
+     */
+    @Override
+    public synchronized java.util.Optional<io.lockstep.scheduler.lock.Permits> permits() {
+        if (redlock != null) {
+            return java.util.Optional.empty();
+        }
+        if (permits == null) {
+            permits = new RedisPermits(server.jedis(), server.keys().prefix(), server.describe());
+        }
+        return java.util.Optional.of(permits);
+    }
+
     /**
      * Expectations ({@link RedisExpectations}) on one server, Sentinel or Cluster, judged from the
      * jobs' history; none on Redlock, where a verdict decided once would need a majority of the
@@ -401,6 +419,11 @@ public final class RedisLockProvider implements LockProvider {
 
     @Override
     public void close() {
+        synchronized (this) {
+            if (permits != null) {
+                permits.close(); // stops renewing the permits still held: they run out after their lease
+            }
+        }
         if (redlock != null) {
             redlock.quorum().awaitInFlight(); // the rest of steps a majority settled early (an outcome, a give-back)
             masters().forEach(RedisLockProvider::close);

@@ -176,6 +176,29 @@ public final class RedisLocks implements AutoCloseable {
     }
 
     /**
+     * A semaphore of {@code permits} permits named {@code name} (no braces): at most that many
+     * holders at once across every process that asks for it by that name, each for a lease, with a
+     * fencing token per permit. See {@link RedisSemaphore}. Cheap: it holds no state of its own.
+     */
+    public RedisSemaphore semaphore(String name, int permits) {
+        lockKey(name); // checks the name
+        if (permits < 1 || permits > 1_000) {
+            throw new IllegalArgumentException("a semaphore needs 1 to 1000 permits, but was given " + permits);
+        }
+        return new RedisSemaphore(this, name, permits);
+    }
+
+    /** The one server's locks; null on Redlock. */
+    ServerLocks server() {
+        return server;
+    }
+
+    /** Redlock's; null on one server. */
+    RedlockLocks redlock() {
+        return redlock;
+    }
+
+    /**
      * The circuit breaker's state: {@code closed} (calls go out), {@code open} (Redis kept failing;
      * calls fail fast with a {@link LockException} until the cool-down ends), {@code half_open} (a few
      * probes go out), or {@code disabled} when built without one. On Redlock each master has its own

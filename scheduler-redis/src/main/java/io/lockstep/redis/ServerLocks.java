@@ -57,6 +57,10 @@ final class ServerLocks {
         this.calls = new RedisCalls(jedis, description, breaker);
     }
 
+    RedisCalls calls() {
+        return calls;
+    }
+
     /** Its circuit breaker's state ({@code closed}, {@code open}, {@code half_open}), or {@code disabled} without one. */
     String circuitState() {
         return calls.circuitState();

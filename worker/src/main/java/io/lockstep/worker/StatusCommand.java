@@ -37,7 +37,8 @@ final class StatusCommand extends AdminCommand {
     /** Everything {@code status} shows, read once. */
     record Snapshot(Instant now, List<WorkerInfo> workers, List<JobDefinition> jobs, Map<String, RedisAdmin.JobState> states,
             List<Fingerprints.Drift> drift, Map<String, String> masters, List<io.lockstep.scheduler.lock.Backfill.Entry> backfills,
-            Map<String, io.lockstep.scheduler.lock.Expectations.State> expectations) {
+            Map<String, io.lockstep.scheduler.lock.Expectations.State> expectations,
+            Map<String, io.lockstep.scheduler.lock.Permits.State> limits) {
 
         /** The status of {@code jobs} (a config file's, or the definitions a running worker has in force). */
         static Snapshot read(List<JobDefinition> jobs, RedisAdmin admin) {
@@ -50,7 +51,15 @@ final class StatusCommand extends AdminCommand {
             java.util.Set<String> names = new java.util.HashSet<>(jobs.stream().map(JobDefinition::name).toList());
             return new Snapshot(now, workers, jobs, states, drift(workers, admin, jobs), admin.redlockMasters(),
                     admin.backfills().stream().filter(b -> names.contains(b.backfill().job())).toList(),
-                    admin.expectations(jobs.stream().filter(j -> j.expect().any()).map(JobDefinition::name).toList()));
+                    admin.expectations(jobs.stream().filter(j -> j.expect().any()).map(JobDefinition::name).toList()),
+                    admin.limits(limitsOf(jobs)));
+        }
+
+        /** The limits {@code jobs} use, each with its size (the first job's, should a rollout disagree). */
+        static Map<String, Integer> limitsOf(List<JobDefinition> jobs) {
+            Map<String, Integer> limits = new java.util.TreeMap<>();
+            jobs.forEach(j -> j.uses().forEach(limits::putIfAbsent));
+            return limits;
         }
 
         /**
@@ -164,6 +173,15 @@ final class StatusCommand extends AdminCommand {
                             .put("cursor", p.cursor() == null ? null : p.cursor().toString()).put("updatedAt", p.updatedAt().toString());
                 }
             }
+            ArrayNode ls = root.putArray("limits");
+            limits.forEach((name, st) -> {
+                ObjectNode o = ls.addObject().put("name", name).put("size", st.size());
+                ArrayNode hs = o.putArray("holders");
+                st.holders().forEach(h -> hs.addObject().put("permit", h.permit()).put("holder", h.holder())
+                        .put("leaseLeftMs", h.leaseLeft().toMillis()));
+                ArrayNode wsa = o.putArray("waiters");
+                st.waiters().forEach(w -> wsa.addObject().put("waiter", w.waiter()).put("slot", w.priority().toString()));
+            });
             ArrayNode ds = root.putArray("drift");
             for (Fingerprints.Drift d : drift) {
                 ObjectNode o = ds.addObject().put("job", d.job());
@@ -177,6 +195,15 @@ final class StatusCommand extends AdminCommand {
             root.put("serverTime", now.toString());
             return root;
         }
+    }
+
+    /** A waiter as the scheduler names it ({@code <slot ms>:<job>:<token>}): {@code job@slot}. */
+    static String waiterName(String waiter) {
+        String[] p = waiter.split(":", 3);
+        if (p.length == 3 && p[0].chars().allMatch(Character::isDigit)) {
+            return p[1] + "@" + Instant.ofEpochMilli(Long.parseLong(p[0]));
+        }
+        return waiter;
     }
 
     /** The EXPECT column: {@code ok}, or {@code BREACHED} and what. */
@@ -238,6 +265,17 @@ final class StatusCommand extends AdminCommand {
         }
         t.print(out);
         out.println();
+        if (!s.limits().isEmpty()) {
+            out.println("limits (" + s.limits().size() + ")");
+            Table l = new Table("LIMIT", "IN USE", "HOLDERS", "WAITING");
+            s.limits().forEach((name, st) -> l.row(name, st.holders().size() + "/" + st.size(),
+                    st.holders().isEmpty() ? "-" : String.join(", ", st.holders().stream().map(h -> "#" + h.permit() + " "
+                            + (h.holder().isEmpty() ? "(lock API)" : h.holder()) + " (" + Math.max(0, h.leaseLeft().toSeconds()) + " s left)").toList()),
+                    st.waiters().isEmpty() ? "-" : st.waiters().size() + ": " + String.join(", ", st.waiters().stream()
+                            .map(w -> waiterName(w.waiter())).toList())));
+            l.print(out);
+            out.println();
+        }
         if (!s.backfills().isEmpty()) {
             out.println("backfills (" + s.backfills().size() + ")");
             Table b = new Table("JOB", "RANGE", "PROGRESS", "RATE", "STATE", "BY");

@@ -35,7 +35,7 @@ import org.yaml.snakeyaml.nodes.Node;
  */
 public final class ConfigLoader {
 
-    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history", "calendars", "alerts");
+    private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history", "calendars", "alerts", "limits");
     private static final Set<String> ALERTS_KEYS = Set.of("webhooks", "timeout", "retries");
     private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http", "reload", "labels");
     private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
@@ -201,7 +201,8 @@ public final class ConfigLoader {
             Map<String, io.lockstep.scheduler.JobCalendar> calendars = new CalendarSection(this).read(top.get("calendars"), defaults.zone());
             applicationCalendars(calendars, top.get("calendars"));
             int historyKeep = readHistory(top.get("history"));
-            List<JobDefinition> jobs = new JobsSection(this, checkClasses, reflective, jobsRequired, calendars)
+            Map<String, Integer> limits = readLimits(top.get("limits"));
+            List<JobDefinition> jobs = new JobsSection(this, checkClasses, reflective, jobsRequired, calendars).limits(limits)
                     .read(top.get("jobs"), root, defaults, redis.timeout(), historyKeep);
             io.lockstep.scheduler.Alerts alerts = readAlerts(top.get("alerts"));
             if (!problems.isEmpty()) {
@@ -268,6 +269,37 @@ public final class ConfigLoader {
             List<String> labels = JobsSection.labels(m.get("labels"), "worker.labels", this);
             return new WorkerSettings(id, Math.max(1, threads), shutdown, port, bind, reload.equals("watch"),
                     labels == null ? Set.of() : Set.copyOf(labels));
+        }
+
+        /** {@code limits: { reporting-db: 2 }}: each a name like a job's and 1 to 1000 runs at once in the cluster. */
+        private Map<String, Integer> readLimits(Node node) {
+            Map<String, Integer> limits = new java.util.LinkedHashMap<>();
+            if (node == null) {
+                return limits;
+            }
+            if (!(node instanceof org.yaml.snakeyaml.nodes.MappingNode map)) {
+                problem(node, "limits", "must be a mapping of limit names to how many runs may use each at once, like { reporting-db: 2 }");
+                return limits;
+            }
+            for (org.yaml.snakeyaml.nodes.NodeTuple t : map.getValue()) {
+                String name = t.getKeyNode() instanceof org.yaml.snakeyaml.nodes.ScalarNode k ? k.getValue() : "";
+                String path = "limits." + name;
+                if (!JobDefinition.NAME.matcher(name).matches()) {
+                    problem(t.getKeyNode(), path, "a limit's name must match " + JobDefinition.NAME + ", but was \"" + name + "\"");
+                    continue;
+                }
+                if (limits.containsKey(name)) {
+                    problem(t.getKeyNode(), path, "duplicate key \"" + name + "\"");
+                    continue;
+                }
+                Optional<Integer> size = integer(t.getValueNode(), path);
+                if (size.isPresent() && (size.get() < 1 || size.get() > 1_000)) {
+                    problem(t.getValueNode(), path, "must be between 1 and 1000 runs at once, but was " + size.get());
+                } else if (size.isPresent()) {
+                    limits.put(name, size.get());
+                }
+            }
+            return limits;
         }
 
         /**

@@ -37,7 +37,7 @@ final class JobsSection {
 
     static {
         Set<String> keys = new HashSet<>(PolicySection.KEYS);
-        keys.addAll(List.of("name", "cron", "class", "params", "enabled", "skipOn", "onlyOn", "runOn", "expect"));
+        keys.addAll(List.of("name", "cron", "class", "params", "enabled", "skipOn", "onlyOn", "runOn", "expect", "uses"));
         KEYS = Set.copyOf(keys);
     }
 
@@ -49,6 +49,37 @@ final class JobsSection {
     private final boolean jobsRequired;
     /** The calendars jobs may name: the config's and the application's. */
     private final Map<String, io.lockstep.scheduler.JobCalendar> calendars;
+
+    /** The config's limits ({@code limits:}): name -> permits. */
+    private Map<String, Integer> limits = Map.of();
+
+    /** The limits jobs may use ({@code limits:}). */
+    JobsSection limits(Map<String, Integer> limits) {
+        this.limits = limits;
+        return this;
+    }
+
+    /** {@code uses: [reporting-db]}: each a limit of {@code limits:}, with its size; null after a problem (reported). */
+    private java.util.SortedMap<String, Integer> uses(Node node, String path) {
+        java.util.SortedMap<String, Integer> uses = new java.util.TreeMap<>();
+        if (node == null) {
+            return uses;
+        }
+        int before = nodes.problems.size();
+        List<Map.Entry<Node, String>> names = nodes.texts(node, path, "limit names").orElse(List.of());
+        for (int i = 0; i < names.size(); i++) {
+            String n = names.get(i).getValue().trim();
+            Integer size = limits.get(n);
+            if (size == null) {
+                nodes.problem(names.get(i).getKey(), path + "[" + i + "]", "unknown limit \"" + n + "\" (defined: "
+                        + (limits.isEmpty() ? "none; add limits: { " + n + ": 2 } at the top" : String.join(", ", new java.util.TreeSet<>(limits.keySet())))
+                        + ")" + (limits.isEmpty() ? "" : ConfigNodes.suggestion(n, limits.keySet())));
+            } else if (uses.put(n, size) != null) {
+                nodes.problem(names.get(i).getKey(), path + "[" + i + "]", "names \"" + n + "\" twice");
+            }
+        }
+        return nodes.problems.size() > before ? null : uses;
+    }
 
     JobsSection(ConfigNodes nodes, boolean checkClasses, boolean reflective, boolean jobsRequired,
             Map<String, io.lockstep.scheduler.JobCalendar> calendars) {
@@ -370,13 +401,14 @@ final class JobsSection {
             List<io.lockstep.scheduler.JobCalendar> onlyOn = calendarList(m.get("onlyOn"), path + ".onlyOn");
             io.lockstep.scheduler.RunOn runOn = runOn(m.get("runOn"), path + ".runOn");
             io.lockstep.scheduler.Expect expect = expect(m.get("expect"), path + ".expect", historyKeep, runOn);
+            java.util.SortedMap<String, Integer> uses = uses(m.get("uses"), path + ".uses");
             io.lockstep.scheduler.Calendars jobCalendars = skipOn.contains(null) || onlyOn.contains(null) ? null
                     : new io.lockstep.scheduler.Calendars(skipOn, onlyOn);
             if (nodes.problems.size() == before && name.isPresent() && schedule.isPresent() && className.isPresent() && jobCalendars != null
-                    && expect != null) {
+                    && expect != null && uses != null) {
                 jobs.add(new JobDefinition(name.get(), schedule.get(), className.get(), params, policies.lease(),
                         policies.misfireGrace(), policies.overlap(), policies.timeout(), enabled, policies.retry(),
-                        policies.recover(), policies.catchUp(), policies.catchUpWindow(), jobCalendars, runOn, expect));
+                        policies.recover(), policies.catchUp(), policies.catchUpWindow(), jobCalendars, runOn, expect, uses));
             }
         }
         return jobs;

@@ -342,4 +342,12 @@ public final class InMemoryLockProvider extends InMemoryClaims implements LockPr
         }
         return states;
     }
+
+    private final InMemoryPermits permits = new InMemoryPermits();
+
+    /** Limits in this JVM ({@link InMemoryPermits}). */
+    @Override
+    public Optional<Permits> permits() {
+        return Optional.of(permits);
+    }
 }

@@ -283,4 +283,12 @@ public interface LockProvider extends AutoCloseable {
     default java.util.Optional<Expectations> expectations() {
         return java.util.Optional.empty();
     }
+
+    /**
+     * The cluster-wide concurrency limits ({@code limits:}), or empty when this store keeps none (a
+     * worker then refuses a config whose jobs use one).
+     */
+    default java.util.Optional<Permits> permits() {
+        return java.util.Optional.empty();
+    }
 }

@@ -349,6 +349,47 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void limitsAndUsesAreReadAndEachBadOneIsOneLocatedProblem() {
+        LockstepConfig config = LOADER.load("jobs.yaml", """
+                limits: { reporting-db: 2, mail: 5 }
+                jobs:
+                  - name: report
+                    cron: "@hourly"
+                    class: x.A
+                    uses: [reporting-db, mail]
+                  - name: plain
+                    cron: "@hourly"
+                    class: x.A
+                """);
+        assertThat(config.jobs().get(0).uses()).containsExactly(Map.entry("mail", 5), Map.entry("reporting-db", 2));
+        assertThat(config.jobs().get(1).uses()).isEmpty();
+        List<ConfigProblem> problems = problems("""
+                limits: { reporting-db: 0, Mail: 2, ok: many }
+                jobs:
+                  - name: a
+                    cron: "@hourly"
+                    class: x.A
+                    uses: [reportng-db, ok, ok]
+                """);
+        assertThat(problems).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:1: limits.reporting-db: must be between 1 and 1000 runs at once, but was 0",
+                "jobs.yaml:1: limits.Mail: a limit's name must match [a-z0-9][a-z0-9._-]*, but was \"Mail\"",
+                "jobs.yaml:1: limits.ok: must be a whole number, but was \"many\"",
+                "jobs.yaml:6: jobs[0].uses[0]: unknown limit \"reportng-db\" (defined: none; add limits: { reportng-db: 2 } at the top)",
+                "jobs.yaml:6: jobs[0].uses[1]: unknown limit \"ok\" (defined: none; add limits: { ok: 2 } at the top)",
+                "jobs.yaml:6: jobs[0].uses[2]: unknown limit \"ok\" (defined: none; add limits: { ok: 2 } at the top)");
+        assertThat(problems("""
+                limits: { reporting-db: 2 }
+                jobs:
+                  - name: a
+                    cron: "@hourly"
+                    class: x.A
+                    uses: [reportng-db]
+                """)).extracting(ConfigProblem::toString).containsExactly(
+                "jobs.yaml:6: jobs[0].uses[0]: unknown limit \"reportng-db\" (defined: reporting-db) (did you mean \"reporting-db\"?)");
+    }
+
+    @Test
     void runOnLabelsAndWorkerLabelsAreReadAndABadLabelIsOneLocatedProblem() {
         LockstepConfig config = LOADER.load("jobs.yaml", """
                 worker: { labels: [gpu, region-eu] }
