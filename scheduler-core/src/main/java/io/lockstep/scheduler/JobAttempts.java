@@ -97,9 +97,9 @@ final class JobAttempts {
         }
         LimitPermits.Taken taken;
         try {
-            taken = limits.take(run, () -> run.isLeaseLost() || shuttingDown.getAsBoolean());
+            taken = limits.take(run, () -> run.isLeaseLost() || shuttingDown.getAsBoolean() || run.permitLost != null);
         } catch (InterruptedException e) {
-            return Outcome.NOT_STARTED; // its lease lost (the watchdog interrupts) or the worker stops: handed back
+            return Outcome.NOT_STARTED; // the worker stops: handed back
         }
         if (taken.refusal() == LimitPermits.Refusal.STOPPED) {
             return Outcome.NOT_STARTED;
@@ -108,6 +108,10 @@ final class JobAttempts {
             run.missCode = "limit";
             run.lastError = "no permit of the limit " + taken.limit() + " (" + def.uses().get(taken.limit())
                     + " at once in the cluster) came within the slot's grace";
+            return Outcome.MISSED;
+        }
+        if (heldUpPastItsTurn(run, slot)) { // an overlap: allow job's wait took it past its next slot: guarantee 10
+            limits.release(taken.permits());
             return Outcome.MISSED;
         }
         run.permits = taken.permits();
@@ -234,7 +238,7 @@ final class JobAttempts {
             }
             // A failure that will be retried within the claim is a WARN; the one that ends the run an ERROR.
             boolean stopped = shuttingDown.getAsBoolean() && (failure instanceof InterruptedException || Thread.currentThread().isInterrupted());
-            boolean willRetry = !run.isLeaseLost() && !stopped && run.attempt() < retry.maxAttempts();
+            boolean willRetry = !run.isLeaseLost() && !stopped && run.permitLost == null && run.attempt() < retry.maxAttempts();
             // Cut off by this worker's stop under recover: rerun, the run is handed over to a peer, which
             // runs it again (from its checkpoint): an orderly hand-over, not an error.
             boolean handOver = stopped && !run.isLeaseLost() && def.recover() == Recover.RERUN;

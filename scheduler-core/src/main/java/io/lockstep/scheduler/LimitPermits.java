@@ -17,10 +17,13 @@ import java.util.function.BooleanSupplier;
  * waiting in each limit's queue by its slot's time: a permit goes to the earliest slot waiting. It
  * waits at most until its slot's grace ends (slot + {@code misfireGrace} by the store's clock; for
  * a manual run, a rerun, a catch-up or a backfill, whose slot is past, {@code misfireGrace} from
- * when it began to wait); then it does not run, and is reported {@code slot_missed} with code
- * {@code limit}. Each permit is a lease renewed with the run; a permit lost while the job runs
- * (renewals refused, or none confirmed for a whole lease) interrupts it, as a lost lease does.
- * Used from the run's job thread.
+ * when it began to wait, and by that time in the queue); then it does not run, and is reported
+ * {@code slot_missed} with code {@code limit} (a backfill's slot is handed back to its backfill
+ * instead). Each permit is a lease renewed by the lock store's watchdog; a permit lost (renewals
+ * refused, or none confirmed for a whole lease) interrupts the job, which is not retried, or keeps
+ * it from beginning. The wait stops when the run's lease is lost or the worker stops (the slot is
+ * handed back unstarted), checked before every try and once all permits are taken. A try repeated
+ * after a lost reply finds the permit it took (one id per run). Used from the run's job thread.
  */
 final class LimitPermits {
 
@@ -64,50 +67,79 @@ final class LimitPermits {
         long slot = run.scheduledTime().toEpochMilli();
         long grace = run.definition.misfireGrace().toMillis();
         boolean scheduled = !run.manual && !run.recovered && !run.catchUp && run.backfill == null;
-        long deadline = scheduled ? slot + grace : now(run) + grace;
-        String waiter = slot + ":" + run.definition.name() + ":" + run.lease.token();
+        long began = now(run);
+        // A scheduled slot waits by its time, until its grace ends; a manual run within a trigger's grace
+        // of its request; the rest (reruns, catch-up, backfill: old slots) by when they began to wait,
+        // for a grace from then, so that they do not go before every slot due now.
+        long priority = scheduled || run.manual ? slot : began;
+        long deadline = scheduled ? slot + grace
+                : run.manual ? slot + Math.max(grace, JobDefinition.MANUAL_GRACE.toMillis()) : began + grace;
+        // The same id on every try of this run (a repeat after a lost reply finds the permit it took);
+        // between waiters of one instant, a hash of the job and the slot, so no job always goes last.
+        String waiter = String.format("%013d:%08x:%s:%s", priority, (run.definition.name() + "@" + slot).hashCode(),
+                run.definition.name(), run.lease.token());
         String holder = run.definition.name() + "@" + run.scheduledTime() + " on " + run.workerId();
         boolean said = false;
-        for (Map.Entry<String, Integer> use : uses.entrySet()) {
-            String limit = use.getKey();
-            long poll = FIRST_POLL_MILLIS;
-            while (true) {
-                java.util.Optional<Permit> permit;
-                try {
-                    permit = store.tryAcquire(limit, use.getValue(), waiter, slot, holder, run.definition.lease());
-                } catch (LockException e) {
-                    permit = java.util.Optional.empty(); // the store does not answer: try again within the grace
-                }
-                if (permit.isPresent()) {
-                    Permit p = permit.get();
-                    held.add(p);
-                    p.watch(() -> lost(run, p));
-                    break;
-                }
-                if (!said) {
-                    said = true;
-                    events.info("limit_waiting").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
-                            .addKeyValue("limit", limit).addKeyValue("size", use.getValue()).addKeyValue("until", java.time.Instant.ofEpochMilli(deadline).toString())
-                            .log("waiting for a permit of " + limit + " (" + use.getValue() + " at once in the cluster)");
-                }
-                long left = deadline - now(run);
-                Refusal refusal = stop.getAsBoolean() ? Refusal.STOPPED : left <= 0 ? Refusal.GRACE : null;
-                if (refusal != null) {
-                    leave(limit, waiter);
-                    release(held);
-                    return new Taken(List.of(), refusal, limit);
-                }
-                try {
+        try {
+            for (Map.Entry<String, Integer> use : uses.entrySet()) {
+                String limit = use.getKey();
+                long poll = FIRST_POLL_MILLIS;
+                while (true) {
+                    if (stop.getAsBoolean()) {
+                        return refused(held, limit, waiter, Refusal.STOPPED);
+                    }
+                    java.util.Optional<Permit> permit;
+                    try {
+                        permit = store.tryAcquire(limit, use.getValue(), waiter, priority, holder, run.definition.lease());
+                    } catch (LockException e) {
+                        permit = java.util.Optional.empty(); // the store does not answer: try again within the grace
+                    }
+                    if (permit.isPresent()) {
+                        Permit p = permit.get();
+                        held.add(p);
+                        p.watch(() -> lost(run, p));
+                        break;
+                    }
+                    if (!said) {
+                        said = true;
+                        events.info("limit_waiting").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
+                                .addKeyValue("limit", limit).addKeyValue("size", use.getValue())
+                                .addKeyValue("until", java.time.Instant.ofEpochMilli(deadline).toString())
+                                .log("waiting for a permit of " + limit + " (" + use.getValue() + " at once in the cluster)");
+                    }
+                    long left = deadline - now(run);
+                    if (left <= 0) {
+                        // A backfill's slot is handed back instead (its backfill runs it again); any other is missed.
+                        return refused(held, limit, waiter, run.backfill != null ? Refusal.STOPPED : Refusal.GRACE);
+                    }
                     TimeUnit.MILLISECONDS.sleep(Math.min(left, ThreadLocalRandom.current().nextLong(poll / 2, poll + 1)));
-                } catch (InterruptedException e) {
-                    leave(limit, waiter);
-                    release(held);
-                    throw e;
+                    poll = Math.min(MAX_POLL_MILLIS, poll * 2);
                 }
-                poll = Math.min(MAX_POLL_MILLIS, poll * 2);
             }
+            if (stop.getAsBoolean()) { // its lease lost, a permit lost, or the worker stopping while it waited: not begun
+                return refused(held, null, waiter, Refusal.STOPPED);
+            }
+            return new Taken(held, null, null);
+        } catch (InterruptedException e) {
+            refused(held, null, waiter, Refusal.STOPPED);
+            throw e;
+        } catch (RuntimeException e) { // the permits' watchdog closed (the store closing), a store's own bug: not begun
+            events.warn("limit_failed").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
+                    .addKeyValue("error", e.toString()).log("taking the run's permits failed; the slot is handed back: " + e);
+            return refused(held, null, waiter, Refusal.STOPPED);
         }
-        return new Taken(held, null, null);
+    }
+
+    /** Leaves the queues and gives back what was taken. */
+    private Taken refused(List<Permit> held, String limit, String waiter, Refusal why) {
+        for (String l : held.stream().map(Permit::limit).toList()) {
+            leave(l, waiter);
+        }
+        if (limit != null) {
+            leave(limit, waiter);
+        }
+        release(held);
+        return new Taken(List.of(), why, limit);
     }
 
     private long now(SlotRun run) {
@@ -134,8 +166,12 @@ final class LimitPermits {
         }
     }
 
-    /** A permit lost while the job runs: the limit may now be exceeded, so the job is interrupted. */
+    /**
+     * A permit lost (renewals refused, or none confirmed for a whole lease): the limit may now be
+     * exceeded, so the job is interrupted and not retried; before the job began, it does not begin.
+     */
     private void lost(SlotRun run, Permit p) {
+        run.permitLost = p.limit() + "#" + p.index();
         events.warn("permit_lost").addKeyValue("job", run.definition.name()).addKeyValue("slot", run.scheduledTime().toString())
                 .addKeyValue("limit", p.limit()).addKeyValue("permit", p.index()).addKeyValue("fencing_token", p.fencingToken())
                 .log("the run's permit of " + p.limit() + " is lost (renewals refused or unconfirmed); the job is interrupted");

@@ -147,6 +147,8 @@ final class SlotRun implements JobContext {
 
     /** The permits of the limits its job uses, held while the job runs ({@link LimitPermits}); empty before. */
     volatile List<io.lockstep.scheduler.lock.Permits.Permit> permits = List.of();
+    /** Why a permit of the run was lost ({@link LimitPermits}), or null: the job is interrupted and not retried. */
+    volatile String permitLost;
     /** The code of the {@code slot_missed} a run closed {@link io.lockstep.scheduler.lock.Outcome#MISSED} reports. */
     volatile String missCode = "order";
 
@@ -271,7 +273,7 @@ final class SlotRun implements JobContext {
 
     synchronized void attach(Thread t) {
         thread = t;
-        if (watch.lostReason().isPresent() || watch.timedOut()) {
+        if (watch.lostReason().isPresent() || watch.timedOut() || permitLost != null) {
             t.interrupt();
         }
     }

@@ -82,7 +82,7 @@ public final class RedisSemaphore {
      * @throws LockException when Redis cannot be reached
      */
     public Optional<RedisLock> tryAcquire(Duration lease) {
-        return tryAcquire(lease, "", -1, WAITER_TTL, "");
+        return attempt(lease, "", -1, WAITER_TTL, LockScripts.newToken());
     }
 
     /**
@@ -93,13 +93,13 @@ public final class RedisSemaphore {
      * @throws InterruptedException when the thread is interrupted while waiting (it leaves the queue)
      */
     public Optional<RedisLock> acquire(Duration lease, Duration wait) throws InterruptedException {
-        String waiter = LockScripts.newToken();
+        String waiter = LockScripts.newToken(); // its owner token too: a try repeated after a lost reply finds its permit
         long deadline = System.nanoTime() + wait.toNanos();
         long ceiling = TimeUnit.MILLISECONDS.toNanos(5);
         boolean done = false;
         try {
             while (true) {
-                Optional<RedisLock> permit = tryAcquire(lease, waiter, -1, WAITER_TTL, "");
+                Optional<RedisLock> permit = attempt(lease, waiter, -1, WAITER_TTL, waiter);
                 if (permit.isPresent()) {
                     done = true;
                     return permit;
@@ -123,16 +123,21 @@ public final class RedisSemaphore {
      * server's time at its first try), which stays in the queue {@code waiterTtl} past its last try.
      * The scheduler's limits use it with the slot's time, so that waiting slots run in slot order,
      * and a {@code holder} label ({@code job@slot on worker}, no spaces in the job or slot) that
-     * {@link #holders} shows: the owner token is the label, a space, and the random token.
+     * {@link #holders} shows: the owner token is the label, a space, and the waiter's id (unique
+     * per caller, and the same on each of its tries: a try repeated after a lost reply finds the
+     * permit it took).
      */
     Optional<RedisLock> tryAcquire(Duration lease, String waiter, long priority, Duration waiterTtl, String holder) {
+        return attempt(lease, waiter, priority, waiterTtl, holder.isEmpty() ? waiter : holder + " " + waiter);
+    }
+
+    private Optional<RedisLock> attempt(Duration lease, String waiter, long priority, Duration waiterTtl, String token) {
         if (lease.toMillis() < 10) {
             throw new IllegalArgumentException("lease must be at least 10ms, but was " + lease);
         }
         if (locks.redlock() != null) {
-            return redlockTry(lease);
+            return redlockTry(lease); // each try its own token: a lost reply leaves a permit for its lease
         }
-        String token = holder.isEmpty() ? LockScripts.newToken() : holder + " " + LockScripts.newToken();
         List<String> keys = new ArrayList<>(2 + 2 * permits);
         keys.add(tag + ":waiters");
         keys.add(tag + ":waiting");
@@ -216,9 +221,14 @@ public final class RedisSemaphore {
         if (locks.redlock() != null) {
             return List.of();
         }
+        var jedis = locks.server().calls().jedis;
+        long now = ServerClock.millis(jedis);
+        java.util.Set<String> live = new java.util.HashSet<>(jedis.zrangeByScore(tag + ":waiting", now, Double.POSITIVE_INFINITY));
         List<Waiter> out = new ArrayList<>();
-        for (var t : locks.server().calls().jedis.zrangeWithScores(tag + ":waiters", 0, -1)) {
-            out.add(new Waiter(t.getElement(), Instant.ofEpochMilli((long) t.getScore())));
+        for (var t : jedis.zrangeWithScores(tag + ":waiters", 0, -1)) {
+            if (live.contains(t.getElement())) { // not one that stopped asking (dropped at the next try)
+                out.add(new Waiter(t.getElement(), Instant.ofEpochMilli((long) t.getScore())));
+            }
         }
         return out;
     }

@@ -8,7 +8,8 @@
 -- free, so permits go in priority order. An anonymous try (tryAcquire) comes after every waiter.
 -- KEYS[1] waiters (zset: id -> priority)  KEYS[2] their expiry (zset: id -> server ms)
 -- KEYS[3], KEYS[4], ... permit i, its fence counter (i = 1..n)
--- ARGV[1] owner token  ARGV[2] lease (ms)  ARGV[3] fence counter ttl (ms)  ARGV[4] waiter id ('' none)
+-- ARGV[1] owner token (the same on every try of one caller: a try repeated after a lost reply gets the
+-- permit it took)  ARGV[2] lease (ms)  ARGV[3] fence counter ttl (ms)  ARGV[4] waiter id ('' none)
 -- ARGV[5] priority (ms; -1: now, kept from the first try)  ARGV[6] waiter ttl (ms)  ARGV[7] where to start
 -- looking among the free permits (spreads the permits used)
 -- Returns {permit index (0-based), fencing token} or {-1, the number of waiters before this one}.
@@ -26,7 +27,15 @@ for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do -- w
 end
 local free = {}
 for i = 1, n do
-  if redis.call('EXISTS', KEYS[1 + 2 * i]) == 0 then
+  local owner = redis.call('GET', KEYS[1 + 2 * i])
+  if owner == ARGV[1] then
+    -- This caller's own, taken by a try whose reply was lost (or that a client re-sent): the same permit.
+    if waiter ~= '' then
+      redis.call('ZREM', KEYS[1], waiter)
+      redis.call('ZREM', KEYS[2], waiter)
+    end
+    return {i - 1, tonumber(redis.call('GET', KEYS[2 + 2 * i]) or '0')}
+  elseif not owner then
     free[#free + 1] = i
   end
 end

@@ -160,6 +160,18 @@ class RedisSemaphoreTest {
         }
 
         @Test
+        void aTryRepeatedAfterALostReplyGetsThePermitItTookNotASecond() {
+            RedisSemaphore sem = locks.semaphore(RedisFixture.job(), 2);
+            RedisLock first = sem.tryAcquire(Duration.ofSeconds(10), "run-1", 5, Duration.ofSeconds(2), "job@slot on w1").orElseThrow();
+            // its reply was lost: the same caller asks again
+            RedisLock again = sem.tryAcquire(Duration.ofSeconds(10), "run-1", 5, Duration.ofSeconds(2), "job@slot on w1").orElseThrow();
+            assertThat(again.key()).isEqualTo(first.key());
+            assertThat(again.fencingToken()).isEqualTo(first.fencingToken());
+            assertThat(sem.holders()).singleElement().satisfies(h -> assertThat(h.holder()).isEqualTo("job@slot on w1"));
+            assertThat(sem.tryAcquire(Duration.ofSeconds(10))).as("the other permit is still free").isPresent();
+        }
+
+        @Test
         void aWaiterThatStoppedAskingLosesItsPlace() {
             RedisSemaphore sem = locks.semaphore(RedisFixture.job(), 1);
             RedisLock holder = sem.tryAcquire(Duration.ofSeconds(10)).orElseThrow();

@@ -197,11 +197,11 @@ final class StatusCommand extends AdminCommand {
         }
     }
 
-    /** A waiter as the scheduler names it ({@code <slot ms>:<job>:<token>}): {@code job@slot}. */
+    /** A waiter as the scheduler names it ({@code <priority ms>:<hash>:<job>:<token>}): {@code job (since ...)}. */
     static String waiterName(String waiter) {
-        String[] p = waiter.split(":", 3);
-        if (p.length == 3 && p[0].chars().allMatch(Character::isDigit)) {
-            return p[1] + "@" + Instant.ofEpochMilli(Long.parseLong(p[0]));
+        String[] p = waiter.split(":", 4);
+        if (p.length == 4 && !p[0].isEmpty() && p[0].chars().allMatch(Character::isDigit)) {
+            return p[2] + " (" + Instant.ofEpochMilli(Long.parseLong(p[0])) + ")";
         }
         return waiter;
     }

@@ -40,6 +40,8 @@ public final class InMemoryPermits implements Permits {
         final String holder;
         final Duration lease;
         volatile long endsNanos;
+        /** Renewed until released: in one JVM its holder lives as long as the store. */
+        volatile boolean watched;
 
         Held(String limit, int index, long token, String holder, Duration lease) {
             this.limit = limit;
@@ -67,7 +69,7 @@ public final class InMemoryPermits implements Permits {
 
         @Override
         public void watch(Runnable onLost) {
-            endsNanos = Long.MAX_VALUE; // in one JVM its holder lives as long as the store: renewed until released
+            watched = true;
         }
 
         @Override
@@ -93,7 +95,7 @@ public final class InMemoryPermits implements Permits {
             Duration lease) {
         long now = System.nanoTime();
         Limit l = limits.computeIfAbsent(limit, k -> new Limit());
-        l.held.values().removeIf(h -> h.endsNanos - now <= 0);
+        l.held.values().removeIf(h -> !h.watched && h.endsNanos - now <= 0);
         l.waiters.values().removeIf(w -> {
             boolean gone = w.expires[0] - now <= 0;
             if (gone) {
@@ -149,9 +151,8 @@ public final class InMemoryPermits implements Permits {
             List<Holder> holders = new ArrayList<>();
             List<Waiter> waiters = new ArrayList<>();
             if (l != null) {
-                l.held.values().stream().filter(h -> h.endsNanos - now > 0).sorted((a, b) -> Integer.compare(a.index, b.index))
-                        .forEach(h -> holders.add(new Holder(h.index, h.holder,
-                                h.endsNanos == Long.MAX_VALUE ? h.lease : Duration.ofNanos(h.endsNanos - now))));
+                l.held.values().stream().filter(h -> h.watched || h.endsNanos - now > 0).sorted((a, b) -> Integer.compare(a.index, b.index))
+                        .forEach(h -> holders.add(new Holder(h.index, h.holder, h.watched ? h.lease : Duration.ofNanos(h.endsNanos - now))));
                 l.queue.forEach(w -> waiters.add(new Waiter(w.id, Instant.ofEpochMilli(w.priority))));
             }
             out.put(name, new State(size, holders, waiters));
