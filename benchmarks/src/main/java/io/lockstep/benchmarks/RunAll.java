@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
  * Runs every benchmark against one redis-server it starts itself, and writes
  * {@code docs/BENCHMARKS.md} with {@code docs/lateness.png}:
  * <pre>
- *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR] [--only lock|redlock-faults|scale|load|steady|idle|memory|audit]
+ *   java -jar benchmarks/target/lockstep-benchmarks.jar [--quick] [--out DIR] [--only lock|redlock-faults|scale|load|steady|idle|memory|audit|scripts|extras]
  * </pre>
  * {@code --quick} shortens every window (a smoke run; its figures are not the published ones).
  * {@code --only} runs one part and prints its figures without writing the report (to check a
@@ -45,7 +45,7 @@ public final class RunAll {
                 quick = true;
             } else if (args[i].equals("--out") && i + 1 < args.length) {
                 out = Path.of(args[++i]);
-            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "redlock-faults", "scale", "load", "steady", "idle", "memory", "audit", "scripts").contains(args[i + 1])) {
+            } else if (args[i].equals("--only") && i + 1 < args.length && List.of("lock", "redlock-faults", "scale", "load", "steady", "idle", "memory", "audit", "scripts", "extras").contains(args[i + 1])) {
                 only = args[++i];
             } else if (args[i].equals("--jobs") && i + 1 < args.length && args[i + 1].matches("[1-9][0-9]{0,5}")) {
                 jobs = Integer.parseInt(args[++i]);
@@ -57,7 +57,7 @@ public final class RunAll {
                 onCluster = true;
             } else {
                 System.err.println("unknown argument \"" + args[i] + "\"; usage: java -jar lockstep-benchmarks.jar [--quick] [--out DIR] "
-                        + "[--only lock|redlock-faults|scale|load|idle|memory|audit|scripts] [--jobs N] [--workers N] [--threads N] [--cluster]");
+                        + "[--only lock|redlock-faults|scale|load|idle|memory|audit|scripts|extras] [--jobs N] [--workers N] [--threads N] [--cluster]");
                 System.exit(2);
             }
         }
@@ -176,6 +176,15 @@ public final class RunAll {
                         log(String.format(java.util.Locale.ROOT, "  run %d: claim.lua %.1f µs a slot, complete.lua %.1f µs a slot, "
                                 + "%.1f commands executed a slot, Redis CPU %.1f µs a slot (used_cpu, parsing included)", run, r.claimMicros(),
                                 r.completeMicros(), r.commandsPerSlot(), r.cpuMicros()));
+                    }
+                }
+                case "extras" -> {
+                    for (int run = 1; run <= (quick ? 1 : 5); run++) {
+                        ExtrasCost.Result r = ExtrasCost.run(redis, quick ? 2_000 : 10_000);
+                        log(String.format(java.util.Locale.ROOT, "  run %d: Redis µs a call: lock acquire+release %.1f (the floor); "
+                                + "permit try+release %.1f (%.2fx) of 2, %.1f (%.2fx) of 20; expect.lua look %.1f quiet, %.1f reading a new run",
+                                run, r.lockCycle(), r.permitCycle2(), r.permitCycle2() / r.lockCycle(), r.permitCycle20(),
+                                r.permitCycle20() / r.lockCycle(), r.quietLook(), r.lookWithARun()));
                     }
                 }
                 case "audit" -> {

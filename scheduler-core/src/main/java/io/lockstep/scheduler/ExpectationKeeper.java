@@ -27,15 +27,17 @@ import java.util.concurrent.TimeUnit;
  * taken up by the others at their next look.
  *
  * <p>A verdict is logged here at once ({@code expectation_breached}, ERROR, counted in
- * {@code lockstep.expectations.breached}; {@code expectation_met}, INFO) and recorded logged; then,
- * with webhooks, sent from a thread of its own ({@code lockstep-alerts}), its delivery lease extended
+ * {@code lockstep.expectations.breached}; {@code expectation_met}, INFO), then, from a thread of its
+ * own ({@code lockstep-alerts}), recorded logged (retried through a Redis stall), and with webhooks
+ * sent, its delivery lease extended
  * before each attempt ({@link Expectations#sending}: a verdict another worker took over meanwhile is
  * not sent here), then recorded delivered. A worker that dies (or is stuck) before that last record
  * leaves the verdict to the next worker that asks after its delivery lease
  * ({@link Alerts#deliveryTime}), which logs it only if it was not logged, and sends it. So a breach
- * is never lost; a worker killed in the instant between writing the event and recording it logged,
- * or between a webhook's 2xx and the record of delivery, has it written or sent twice (webhooks get
- * the same {@code id}). Thread-safe.
+ * is never lost; a worker killed between writing the event and recording it logged (a millisecond),
+ * or kept from Redis for longer than half the lease just then, or killed between a webhook's 2xx
+ * and the record of delivery, has it written or sent twice (webhooks get the same {@code id}).
+ * Thread-safe.
  */
 final class ExpectationKeeper implements AutoCloseable {
 
@@ -161,25 +163,24 @@ final class ExpectationKeeper implements AutoCloseable {
     }
 
     /**
-     * Logs a verdict (unless a worker that died had), records it logged, then hands it to the
-     * delivery thread, or with no webhooks records it delivered. Recorded logged first, so that a
-     * failure to record it delivered does not have it logged again by the worker that takes it over.
+     * Logs a verdict (unless a worker that died had), then, on the delivery thread, records it
+     * logged, sends it to the webhooks and records it delivered. The records are retried while the
+     * store does not answer (within half the delivery lease), so that a Redis stall just after the
+     * event was written does not leave the verdict to another worker that would write it again.
      */
     private void handle(JobDefinition d, Notice n) {
         String expected = expected(d, n);
         if (!n.logged()) {
             log(n, expected);
-            store.logged(n.job(), n.id());
-        }
-        if (!webhooks.any()) {
-            store.delivered(n.job(), n.id());
-            inFlight.remove(n.id());
-            return;
         }
         delivery.execute(() -> {
             try {
-                if (webhooks.send(n, Webhooks.body(n, expected), () -> store.sending(n.job(), n.id(), workerId, deliveryLease))) {
-                    store.delivered(n.job(), n.id());
+                if (!n.logged() && !recorded(() -> store.logged(n.job(), n.id()))) {
+                    return; // the store stayed away: another worker takes it over after its lease (and logs it again)
+                }
+                if (!webhooks.any() || webhooks.send(n, Webhooks.body(n, expected),
+                        () -> store.sending(n.job(), n.id(), workerId, deliveryLease))) {
+                    recorded(() -> store.delivered(n.job(), n.id()));
                 }
             } catch (InterruptedException ie) {
                 Thread.currentThread().interrupt(); // stopping: another worker delivers it after its lease
@@ -191,6 +192,22 @@ final class ExpectationKeeper implements AutoCloseable {
                 inFlight.remove(n.id());
             }
         });
+    }
+
+    /** Runs a record in the store, again every 200 ms while the store does not answer, for half the delivery lease at most. */
+    private boolean recorded(Runnable record) throws InterruptedException {
+        long until = System.nanoTime() + deliveryLease.toNanos() / 2;
+        while (true) {
+            try {
+                record.run();
+                return true;
+            } catch (LockException e) {
+                if (System.nanoTime() - until > 0 || closed) {
+                    return false;
+                }
+                TimeUnit.MILLISECONDS.sleep(200);
+            }
+        }
     }
 
     private void log(Notice n, String expected) {

@@ -63,7 +63,7 @@ class ClockJumpIT {
             Files.writeString(oneThread, Cluster.replacing(Files.readString(cluster.config), "threads: 8", "threads: 1"));
             WorkerProcess steady = WorkerProcess.start(dir, oneThread, "steady");
             cluster.workers.add(steady);
-            cluster.awaitStarted();
+            cluster.awaitStarted(Duration.ofSeconds(90)); // libfaketime's JVMs boot slowly
             Instant from = Instant.now().plusSeconds(2);
             await().atMost(Duration.ofSeconds(20)).until(() -> ranAfter("jumper", from) >= JOBS);
 

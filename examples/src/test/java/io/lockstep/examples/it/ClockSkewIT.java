@@ -56,7 +56,7 @@ class ClockSkewIT {
             cluster.startWithEnv("fast", skewed(lib.get(), "+5"));
             cluster.startWithEnv("slow", skewed(lib.get(), "-5"));
             cluster.start("true");
-            cluster.awaitStarted();
+            cluster.awaitStarted(Duration.ofSeconds(90)); // libfaketime's JVMs boot slowly
             Map<String, Long> offsets = new java.util.HashMap<>();
             cluster.events("worker_started").forEach(e -> offsets.put(e.path("worker").asText(), e.path("clock_offset_ms").asLong()));
             assertThat(offsets.get("fast")).as("the fast host's offset to Redis").isBetween(-5_100L, -4_900L);

@@ -132,7 +132,16 @@ final class Cluster implements AutoCloseable {
     }
 
     void awaitStarted() {
-        await().atMost(Duration.ofSeconds(30)).until(() -> workers.stream().allMatch(WorkerProcess::hasStarted));
+        awaitStarted(Duration.ofSeconds(30));
+    }
+
+    /**
+     * Every worker started, waiting up to {@code atMost}: longer for workers under libfaketime, whose
+     * JVM takes 10-15 s more to boot on this machine, and more under a loaded CI run (a clean-clone
+     * run once saw a skewed worker not started after 30 s).
+     */
+    void awaitStarted(Duration atMost) {
+        await().atMost(atMost).until(() -> workers.stream().allMatch(WorkerProcess::hasStarted));
     }
 
     /** Every event of every worker. */
