@@ -48,6 +48,16 @@ public final class RedisAdmin {
     /** A pause: set by whom, when, with what note, and until when (empty: until resumed). */
     public record Pause(String note, String by, Instant at, Optional<Instant> until) {}
 
+    /**
+     * What an operator did to a job, and who: {@code action} is {@code pause}, {@code resume},
+     * {@code trigger} or {@code backfill}; {@code detail} says the rest in words (a pause's note and
+     * length, a manual run's slot, a backfill's range); {@code at} is the server's time of the record.
+     */
+    public record Action(Instant at, String action, String by, String detail) {}
+
+    /** How many actions each job keeps ({@link #actions}), the oldest dropped first. */
+    static final int ACTIONS_KEPT = 200;
+
     /** A run in flight: its slot, worker, fencing token and how long its lease has left (negative: ran out). */
     public record InFlight(Instant slot, String worker, long fencingToken, Duration leaseLeft, boolean manual) {}
 
@@ -213,8 +223,11 @@ public final class RedisAdmin {
      * (reason {@code paused}) by exactly one worker. With {@code duration}, the pause ends by itself.
      */
     public void pause(String job, String note, Optional<Duration> duration, String by) {
+        String detail = duration.map(d -> "for " + io.lockstep.scheduler.config.Durations.format(d)).orElse("until resumed")
+                + (note.isEmpty() ? "" : ": " + note);
         if (redlock != null) {
             command("pause", job, true, note, by, duration);
+            record(job, "pause", by, detail);
             return;
         }
         try {
@@ -228,17 +241,72 @@ public final class RedisAdmin {
         } catch (JedisException e) {
             throw calls.wrap("pause", e);
         }
+        record(job, "pause", by, detail);
     }
 
     /** Ends the job's pause; false when it was not paused. */
     public boolean resume(String job) {
+        return resume(job, "");
+    }
+
+    /** Ends the job's pause, recorded as done by {@code by} ({@link #actions}); false when it was not paused. */
+    public boolean resume(String job, String by) {
+        boolean was;
         if (redlock != null) {
-            return command("resume", job, false, "", "", Optional.empty());
+            was = command("resume", job, false, "", by, Optional.empty());
+        } else {
+            try {
+                was = jedis.del(keys.paused(job)) > 0;
+            } catch (JedisException e) {
+                throw calls.wrap("resume", e);
+            }
+        }
+        record(job, "resume", by, was ? "" : "it was not paused");
+        return was;
+    }
+
+    /**
+     * Records that {@code by} did {@code action} to {@code job} (after it was done): every master
+     * on Redlock. A record that cannot be written after the action was says so: the action stands.
+     */
+    private void record(String job, String action, String by, String detail) {
+        if (redlock != null) {
+            try {
+                onMasters("record", a -> {
+                    a.record(job, action, by, detail);
+                    return Boolean.TRUE;
+                });
+            } catch (RuntimeException e) {
+                throw new io.lockstep.scheduler.lock.LockException("redlock", action + " of " + job
+                        + " was done, but its record (who did it) reached too few masters: " + e.getMessage(), e);
+            }
+            return;
         }
         try {
-            return jedis.del(keys.paused(job)) > 0;
+            jedis.xadd(keys.actions(job), redis.clients.jedis.params.XAddParams.xAddParams().maxLen(ACTIONS_KEPT).approximateTrimming(),
+                    Map.of("at", Long.toString(provider.serverTimeMillis()), "action", action, "by", by, "detail", detail));
         } catch (JedisException e) {
-            throw calls.wrap("resume", e);
+            throw new io.lockstep.scheduler.lock.LockException(keys.actions(job), action + " of " + job
+                    + " was done, but its record (who did it) was not written: " + e.getMessage(), e);
+        }
+    }
+
+    /** What operators did to {@code job}, newest first, at most {@code limit} (on Redlock: merged from the masters that answer). */
+    public List<Action> actions(String job, int limit) {
+        if (redlock != null) {
+            return onMasters("history", a -> a.actions(job, limit)).stream().flatMap(List::stream).distinct()
+                    .sorted(java.util.Comparator.comparing(Action::at).reversed()).limit(limit).toList();
+        }
+        try {
+            List<Action> actions = new ArrayList<>();
+            for (redis.clients.jedis.resps.StreamEntry e : jedis.xrevrange(keys.actions(job), "+", "-", limit)) {
+                Map<String, String> f = e.getFields();
+                actions.add(new Action(Instant.ofEpochMilli(Long.parseLong(f.getOrDefault("at", "0"))), f.getOrDefault("action", ""),
+                        f.getOrDefault("by", ""), f.getOrDefault("detail", "")));
+            }
+            return actions;
+        } catch (JedisException e) {
+            throw calls.wrap("history", e);
         }
     }
 
@@ -305,7 +373,9 @@ public final class RedisAdmin {
 
     /** Asks for the backfill {@code plan} checked ({@link #backfillPlan}). */
     public io.lockstep.scheduler.lock.Backfill backfill(io.lockstep.scheduler.BackfillPlan plan, double perSecond, String by) {
-        return plan.request(provider, perSecond, by);
+        io.lockstep.scheduler.lock.Backfill b = plan.request(provider, perSecond, by);
+        record(plan.job().name(), "backfill", by, b.from() + " to " + b.to() + " at " + perSecond + "/s");
+        return b;
     }
 
     /** Cancels {@code job}'s backfill: no slot is claimed for it once this returns; empty when it had none. */
@@ -330,13 +400,22 @@ public final class RedisAdmin {
 
     /** Requests one manual run of {@code job} now; answers its slot (see {@link #runOf}). */
     public Instant trigger(String job) {
+        return trigger(job, "");
+    }
+
+    /** {@link #trigger(String)}, recorded as asked by {@code by} ({@link #actions}: {@code detail} is the slot). */
+    public Instant trigger(String job, String by) {
+        Instant slot;
         if (redlock != null) {
             // One slot for all masters: the time by which a majority of their clocks have passed.
-            Instant slot = OperatorCommands.manualSlot(provider.serverTimeMillis());
-            onMasters("trigger", a -> a.provider.members().commands().trigger(job, slot));
-            return slot;
+            Instant at = OperatorCommands.manualSlot(provider.serverTimeMillis());
+            onMasters("trigger", a -> a.provider.members().commands().trigger(job, at));
+            slot = at;
+        } else {
+            slot = provider.members().commands().trigger(job);
         }
-        return provider.members().commands().trigger(job);
+        record(job, "trigger", by, slot.toString());
+        return slot;
     }
 
     /**

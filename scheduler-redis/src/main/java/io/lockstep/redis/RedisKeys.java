@@ -205,6 +205,11 @@ public record RedisKeys(String prefix, boolean cluster) {
         return base(job) + "decisions";
     }
 
+    /** What operators did to the job (pause, resume, trigger, backfill, with who; a capped stream, {@link RedisAdmin#actions}). */
+    String actions(String job) {
+        return base(job) + "actions";
+    }
+
     /** The judgement of the job's expectations (expect.lua). */
     String expectState(String job) {
         return base(job) + "expect";

@@ -93,7 +93,7 @@ final class BackfillCommand extends AdminCommand {
         }
         Backfill b;
         try {
-            b = admin.backfill(plan, perSecond, System.getProperty("user.name", "") + "@" + PauseCommand.hostName());
+            b = admin.backfill(plan, perSecond, PauseCommand.operator());
         } catch (IllegalStateException | UnsupportedOperationException e) {
             err.println("error: " + e.getMessage());
             return WorkerMain.BAD_INPUT;

@@ -51,6 +51,10 @@ final class HistoryCommand extends AdminCommand {
         // A job with jitter: its slots are its cron's fire times plus this stable offset (by the config given).
         long offset = config.jobs().stream().filter(d -> d.name().equals(job)).findFirst()
                 .map(d -> d.schedule().offset().toMillis()).orElse(0L);
+        List<RedisAdmin.Action> actions = admin.actions(base, limit);
+        // Who asked for each manual run (a trigger's record names its slot).
+        java.util.Map<String, String> askedBy = new java.util.HashMap<>();
+        actions.stream().filter(a -> a.action().equals("trigger") && !a.by().isEmpty()).forEach(a -> askedBy.putIfAbsent(a.detail(), a.by()));
         if (json) {
             ObjectMapper mapper = new ObjectMapper();
             ArrayNode array = mapper.createArrayNode();
@@ -58,6 +62,9 @@ final class HistoryCommand extends AdminCommand {
                 array.addObject().put("slot", r.slot().toString()).put("worker", r.worker()).put("outcome", r.outcome())
                         .put("attempt", r.attempt()).put("fencingToken", r.fencingToken()).put("durationMs", r.durationMs())
                         .put("error", r.error()).put("manual", r.manual()).put("reason", r.reason());
+                if (r.manual() && askedBy.containsKey(r.slot().toString())) {
+                    ((com.fasterxml.jackson.databind.node.ObjectNode) array.get(array.size() - 1)).put("by", askedBy.get(r.slot().toString()));
+                }
                 if (!r.origin().isEmpty()) {
                     ((com.fasterxml.jackson.databind.node.ObjectNode) array.get(array.size() - 1)).put("origin", r.origin());
                 }
@@ -70,6 +77,7 @@ final class HistoryCommand extends AdminCommand {
         }
         if (runs.isEmpty()) {
             out.println("no runs of " + job + " recorded yet");
+            printActions(actions, out);
             return WorkerMain.OK;
         }
         Instant now = Instant.ofEpochMilli(admin.serverTimeMillis());
@@ -81,11 +89,27 @@ final class HistoryCommand extends AdminCommand {
             // A decision without a run (missed, skipped, paused, abandoned, recovered) says why; a run its error.
             String why = r.isRun() ? r.error() : String.join("; ", java.util.stream.Stream.of(Reasons.describe(r.reason()),
                     r.error().isEmpty() ? "" : "replaced the " + r.error()).filter(w -> !w.isEmpty()).toList());
-            table.row(r.slot().toString() + (r.manual() ? " (manual)" : r.origin().isEmpty() ? "" : " (" + r.origin() + ")"), relative(r.slot(), now), r.worker(), r.outcome(),
+            table.row(r.slot().toString() + (r.manual() ? " (manual" + (askedBy.containsKey(r.slot().toString())
+                    ? ", by " + askedBy.get(r.slot().toString()) : "") + ")" : r.origin().isEmpty() ? "" : " (" + r.origin() + ")"), relative(r.slot(), now), r.worker(), r.outcome(),
                     r.isRun() ? Integer.toString(r.attempt()) : "-", r.fencingToken() == 0 ? "-" : Long.toString(r.fencingToken()),
                     r.isRun() ? r.durationMs() + " ms" : "-", why);
         }
         table.print(out);
+        printActions(actions, out);
         return WorkerMain.OK;
+    }
+
+    /** What operators did to the job (pause, resume, trigger, backfill), newest first, with who. */
+    private static void printActions(List<RedisAdmin.Action> actions, PrintWriter out) {
+        if (actions.isEmpty()) {
+            return;
+        }
+        out.println();
+        out.println("operator actions, newest first:");
+        Table table = new Table("AT", "ACTION", "BY", "DETAIL");
+        for (RedisAdmin.Action a : actions) {
+            table.row(a.at().toString(), a.action(), a.by().isEmpty() ? "-" : a.by(), a.detail());
+        }
+        table.print(out);
     }
 }

@@ -69,7 +69,7 @@ final class PauseCommand extends AdminCommand {
         if (jobs.isEmpty()) {
             return WorkerMain.BAD_INPUT;
         }
-        String by = System.getProperty("user.name", "") + "@" + hostName();
+        String by = operator();
         com.fasterxml.jackson.databind.node.ObjectNode result = new com.fasterxml.jackson.databind.ObjectMapper().createObjectNode();
         com.fasterxml.jackson.databind.node.ArrayNode paused = result.putArray("paused");
         java.time.Instant now = java.time.Instant.ofEpochMilli(admin.serverTimeMillis());
@@ -85,6 +85,11 @@ final class PauseCommand extends AdminCommand {
             out.println(result);
         }
         return WorkerMain.OK;
+    }
+
+    /** Who runs a command of this CLI, as its records name them: {@code <user>@<host>}. */
+    static String operator() {
+        return System.getProperty("user.name", "") + "@" + hostName();
     }
 
     static String hostName() {

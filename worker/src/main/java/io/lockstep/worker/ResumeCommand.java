@@ -28,7 +28,7 @@ final class ResumeCommand extends AdminCommand {
         com.fasterxml.jackson.databind.node.ArrayNode resumed = result.putArray("resumed");
         com.fasterxml.jackson.databind.node.ArrayNode notPaused = result.putArray("notPaused");
         for (String job : jobs.get()) {
-            boolean was = admin.resume(job);
+            boolean was = admin.resume(job, PauseCommand.operator());
             (was ? resumed : notPaused).add(job);
             if (!json) {
                 out.println(was ? "resumed " + job : job + " was not paused");

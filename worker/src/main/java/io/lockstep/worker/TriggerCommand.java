@@ -48,7 +48,7 @@ final class TriggerCommand extends AdminCommand {
             err.println("error: --timeout must be a positive duration such as 30s or 5m, but was \"" + timeout + "\"");
             return WorkerMain.BAD_INPUT;
         }
-        Instant slot = admin.trigger(job);
+        Instant slot = admin.trigger(job, PauseCommand.operator());
         if (!json) {
             out.println("requested a manual run of " + job + " (slot " + slot + "); workers pick it up within "
                     + WorkerInfo.HEARTBEAT_INTERVAL.toSeconds() + " s");

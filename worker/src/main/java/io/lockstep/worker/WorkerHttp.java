@@ -9,10 +9,12 @@ import io.lockstep.scheduler.Scheduler;
 import io.lockstep.scheduler.config.LockstepConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import io.lockstep.scheduler.config.HttpUser;
+import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.function.Supplier;
 
@@ -20,8 +22,10 @@ import java.util.function.Supplier;
  * The worker's HTTP endpoints ({@code worker.http}), on the JDK's own server: {@code /metrics}
  * (Prometheus text), {@code /health/live}, {@code /health/ready} (503 while the lock store is
  * unreachable or the worker is not claiming), {@code /status.json} (what {@code status --json}
- * prints) and {@code /}, a status page that renders it and refreshes itself. Read-only: any method
- * but GET and HEAD answers 405, and nothing here changes state.
+ * prints) and {@code /}, a status page that renders it and refreshes itself. Without
+ * {@code worker.http.auth} it is read-only: any method but GET and HEAD answers 405, and nothing
+ * here changes state. With it, every endpoint but the two health probes needs a user of the users
+ * file (basic or bearer; 401 otherwise), and an operator gets the page's actions ({@link Console}).
  *
  * <p>An application that embeds the scheduler serves the same endpoints with
  * {@link #start(LockstepConfig, Scheduler, RedisLockProvider, PrometheusMeterRegistry)} (it needs
@@ -62,33 +66,70 @@ public final class WorkerHttp implements AutoCloseable {
                 return last[0];
             }
         };
-        return start(config.worker().httpBind(), config.worker().httpPort(), scheduler, registry, status);
+        Runnable changed = () -> { // an action was taken: the next page shows it, not a status up to 2 s old
+            synchronized (readAt) {
+                last[0] = null;
+            }
+        };
+        List<HttpUser> users = config.worker().httpUsers();
+        Console console = users.isEmpty() ? null
+                : new Console(new ConsoleForms(users), admin, scheduler::definitions, scheduler.workerId(), changed);
+        return start(config.worker().httpBind(), config.worker().httpPort(), scheduler, registry, status, users, console);
     }
 
     /**
-     * Binds {@code bind:port} and serves until closed.
+     * Binds {@code bind:port} and serves until closed, without authentication (read-only).
      *
      * @throws UncheckedIOException when the address cannot be bound (in use, not an address of this host)
      */
     static WorkerHttp start(String bind, int port, Scheduler scheduler, PrometheusMeterRegistry registry,
             Supplier<String> statusJson) {
+        return start(bind, port, scheduler, registry, statusJson, List.of(), null);
+    }
+
+    private static WorkerHttp start(String bind, int port, Scheduler scheduler, PrometheusMeterRegistry registry,
+            Supplier<String> statusJson, List<HttpUser> users, Console console) {
         HttpServer server;
         try {
             server = HttpServer.create(new InetSocketAddress(bind, port), 16);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot listen on " + bind + ":" + port + " (worker.http): " + e.getMessage(), e);
         }
-        server.createContext("/metrics", ex -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry::scrape));
+        ConsoleAuth auth = users.isEmpty() ? null : new ConsoleAuth(users);
+        ConsoleForms forms = users.isEmpty() ? null : new ConsoleForms(users);
+        // Probes stay open: they say up or down, nothing more, and a kubelet has no password.
         server.createContext("/health/live", ex -> health(ex, scheduler.health(), scheduler.health().live()));
         server.createContext("/health/ready", ex -> health(ex, scheduler.health(), scheduler.health().ready()));
-        server.createContext("/status.json", ex -> send(ex, 200, "application/json", statusJson));
-        server.createContext("/", ex -> {
+        server.createContext("/metrics", guarded(auth, (ex, user) -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry::scrape)));
+        server.createContext("/status.json", guarded(auth, (ex, user) -> send(ex, 200, "application/json", statusJson)));
+        if (console != null) {
+            server.createContext("/actions/", guarded(auth, (ex, user) -> action(ex, console, user)));
+        }
+        server.createContext("/", guarded(auth, (ex, user) -> {
             if (!ex.getRequestURI().getPath().equals("/")) {
                 send(ex, 404, "text/plain; charset=utf-8", () -> "not found\n");
                 return;
             }
-            send(ex, 200, "text/html; charset=utf-8", WorkerHttp::page);
-        });
+            String cookie = null;
+            if (forms != null && user.operator()) { // the forms' cookie: kept while the browser has one
+                cookie = ConsoleForms.cookieOf(ex.getRequestHeaders().getFirst("Cookie")).orElse(null);
+                if (cookie == null) {
+                    cookie = ConsoleForms.newCookie();
+                    ex.getResponseHeaders().add("Set-Cookie", ConsoleForms.setCookie(cookie));
+                }
+            }
+            String json;
+            try {
+                json = statusJson.get();
+            } catch (RuntimeException e) { // Redis down: the page still comes, and its script says why
+                json = null;
+            }
+            String page = Console.page(json, user, Console.query(ex.getRequestURI().getRawQuery()),
+                    scheduler.definitions().stream().map(d -> d.name()).toList(), forms, cookie);
+            ex.getResponseHeaders().set("X-Frame-Options", "DENY"); // no clickjacking of the buttons
+            ex.getResponseHeaders().set("Content-Security-Policy", "frame-ancestors 'none'");
+            send(ex, 200, "text/html; charset=utf-8", () -> page);
+        }));
         java.util.concurrent.ExecutorService executor = Executors.newFixedThreadPool(2, r -> {
             Thread t = new Thread(r, "lockstep-http");
             t.setDaemon(true);
@@ -97,6 +138,62 @@ public final class WorkerHttp implements AutoCloseable {
         server.setExecutor(executor);
         server.start();
         return new WorkerHttp(server, executor);
+    }
+
+    /** A handler that sees who asks: with {@code auth}, a request without valid credentials gets 401 and goes no further. */
+    private interface Authenticated {
+        void handle(HttpExchange ex, HttpUser user) throws IOException;
+    }
+
+    private static com.sun.net.httpserver.HttpHandler guarded(ConsoleAuth auth, Authenticated handler) {
+        return ex -> {
+            if (auth == null) {
+                handler.handle(ex, null);
+                return;
+            }
+            String header = ex.getRequestHeaders().getFirst("Authorization");
+            Optional<HttpUser> user = auth.authenticate(header);
+            if (user.isEmpty()) {
+                if (header != null) {
+                    org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "console_refused")
+                            .addKeyValue("path", ex.getRequestURI().getPath())
+                            .addKeyValue("remote", ex.getRemoteAddress() == null ? "" : ex.getRemoteAddress().getAddress().getHostAddress())
+                            .log("wrong credentials for {}", ex.getRequestURI().getPath());
+                }
+                try (ex) {
+                    ex.getRequestBody().readNBytes(64 * 1024);
+                    ex.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"lockstep\", charset=\"UTF-8\"");
+                    byte[] body = "credentials needed (worker.http.auth)\n".getBytes(StandardCharsets.UTF_8);
+                    ex.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+                    ex.sendResponseHeaders(401, body.length);
+                    ex.getResponseBody().write(body);
+                }
+                return;
+            }
+            handler.handle(ex, user.get());
+        };
+    }
+
+    private static void action(HttpExchange ex, Console console, HttpUser user) throws IOException {
+        try (ex) {
+            if (!ex.getRequestMethod().equals("POST")) {
+                ex.getResponseHeaders().set("Allow", "POST");
+                ex.sendResponseHeaders(405, -1);
+                return;
+            }
+            Console.Answer a = console.act(ex, user);
+            ex.getResponseHeaders().set("Cache-Control", "no-store");
+            if (a.location() != null) {
+                ex.getResponseHeaders().set("Location", a.location());
+                ex.sendResponseHeaders(a.status(), -1);
+                return;
+            }
+            byte[] body = ("<!doctype html><meta charset=\"utf-8\"><title>Lockstep</title><p id=\"answer\">" + Console.escape(a.line())
+                    + "</p><p><a href=\"/\">Back to the status page</a></p>\n").getBytes(StandardCharsets.UTF_8);
+            ex.getResponseHeaders().set("Content-Type", "text/html; charset=utf-8");
+            ex.sendResponseHeaders(a.status(), body.length);
+            ex.getResponseBody().write(body);
+        }
     }
 
     /** The port it listens on (the one asked for, or the one chosen for 0). */
@@ -134,14 +231,6 @@ public final class WorkerHttp implements AutoCloseable {
             }
             ex.sendResponseHeaders(code, bytes.length);
             ex.getResponseBody().write(bytes);
-        }
-    }
-
-    private static String page() {
-        try (InputStream in = WorkerHttp.class.getResourceAsStream("status.html")) {
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
         }
     }
 

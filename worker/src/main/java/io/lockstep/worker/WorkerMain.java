@@ -13,7 +13,7 @@ import picocli.CommandLine.Command;
 @Command(name = "lockstep", mixinStandardHelpOptions = true, versionProvider = WorkerMain.Version.class, scope = CommandLine.ScopeType.INHERIT,
         description = "Runs cron jobs exactly once per slot across a cluster of workers coordinated through Redis.",
         subcommands = {RunCommand.class, ValidateCommand.class, StatusCommand.class, HistoryCommand.class,
-                TriggerCommand.class, BackfillCommand.class, PauseCommand.class, ResumeCommand.class, DrainCommand.class, AuditCommand.class, CommandLine.HelpCommand.class})
+                TriggerCommand.class, BackfillCommand.class, PauseCommand.class, ResumeCommand.class, DrainCommand.class, AuditCommand.class, UserCommand.class, CommandLine.HelpCommand.class})
 public final class WorkerMain implements Runnable {
 
     public static final int OK = 0;

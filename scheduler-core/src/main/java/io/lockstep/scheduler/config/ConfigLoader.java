@@ -38,7 +38,8 @@ public final class ConfigLoader {
     private static final Set<String> TOP_KEYS = Set.of("redis", "worker", "defaults", "jobs", "history", "calendars", "alerts", "limits");
     private static final Set<String> ALERTS_KEYS = Set.of("webhooks", "timeout", "retries");
     private static final Set<String> WORKER_KEYS = Set.of("id", "threads", "shutdownTimeout", "http", "reload", "labels");
-    private static final Set<String> HTTP_KEYS = Set.of("port", "bind");
+    private static final Set<String> HTTP_KEYS = Set.of("port", "bind", "auth");
+    private static final Set<String> AUTH_KEYS = Set.of("users");
     private static final Set<String> HISTORY_KEYS = Set.of("keep");
     private static final Set<String> DEFAULTS_KEYS = Set.copyOf(PolicySection.KEYS);
 
@@ -59,7 +60,7 @@ public final class ConfigLoader {
         return Map.ofEntries(Map.entry("", TOP_KEYS), Map.entry("redis", RedisSection.KEYS),
                 Map.entry("redis.sentinel", RedisSection.SENTINEL_KEYS), Map.entry("redis.cluster", RedisSection.CLUSTER_KEYS),
                 Map.entry("redis.redlock", RedisSection.REDLOCK_KEYS),
-                Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS),
+                Map.entry("redis.tls", RedisSection.TLS_KEYS), Map.entry("worker", WORKER_KEYS), Map.entry("worker.http", HTTP_KEYS), Map.entry("worker.http.auth", AUTH_KEYS),
                 Map.entry("history", HISTORY_KEYS), Map.entry("defaults", DEFAULTS_KEYS), Map.entry("defaults.retry", PolicySection.RETRY_KEYS),
                 Map.entry("jobs[]", JobsSection.KEYS), Map.entry("jobs[].retry", PolicySection.RETRY_KEYS),
                 Map.entry("calendars.*", CalendarSection.KEYS), Map.entry("jobs[].runOn", JobsSection.RUN_ON_KEYS),
@@ -252,6 +253,7 @@ public final class ConfigLoader {
             Duration shutdown = duration(m.get("shutdownTimeout"), "worker.shutdownTimeout").orElse(d.shutdownTimeout());
             int port = 0;
             String bind = WorkerSettings.DEFAULT_HTTP_BIND;
+            List<HttpUser> users = List.of();
             if (m.get("http") != null) {
                 Map<String, Node> http = mapping(m.get("http"), "worker.http", HTTP_KEYS).orElse(Map.of());
                 port = integer(http.get("port"), "worker.http.port").orElse(0);
@@ -260,6 +262,13 @@ public final class ConfigLoader {
                     port = 0;
                 }
                 bind = string(http.get("bind"), "worker.http.bind").orElse(bind);
+                if (http.get("auth") != null) {
+                    Map<String, Node> auth = mapping(http.get("auth"), "worker.http.auth", AUTH_KEYS).orElse(Map.of());
+                    users = string(auth.get("users"), "worker.http.auth.users").map(f -> users(f, auth.get("users"))).orElse(List.of());
+                    if (auth.get("users") == null) {
+                        problem(http.get("auth"), "worker.http.auth", "needs users: FILE (name:role:hash lines; lockstep user prints one)");
+                    }
+                }
             }
             String reload = string(m.get("reload"), "worker.reload").orElse("signal");
             if (!reload.equals("signal") && !reload.equals("watch")) {
@@ -268,7 +277,22 @@ public final class ConfigLoader {
             }
             List<String> labels = JobsSection.labels(m.get("labels"), "worker.labels", this);
             return new WorkerSettings(id, Math.max(1, threads), shutdown, port, bind, reload.equals("watch"),
-                    labels == null ? Set.of() : Set.copyOf(labels));
+                    labels == null ? Set.of() : Set.copyOf(labels), users);
+        }
+
+        /** The users file of {@code worker.http.auth.users}, relative to the config file's folder; its problems at its key. */
+        private List<HttpUser> users(String name, Node node) {
+            java.nio.file.Path folder = java.nio.file.Path.of(source).toAbsolutePath().getParent();
+            java.nio.file.Path file = folder == null ? java.nio.file.Path.of(name).toAbsolutePath() : folder.resolve(name);
+            try {
+                return HttpUser.parse(ConfigFile.read(file));
+            } catch (ConfigException e) {
+                ConfigProblem p = e.problems().get(0);
+                problem(node, "worker.http.auth.users", file + (p.line() > 0 ? ":" + p.line() : "") + ": " + p.message());
+            } catch (IllegalArgumentException e) {
+                problem(node, "worker.http.auth.users", file + ": " + e.getMessage());
+            }
+            return List.of();
         }
 
         /** {@code limits: { reporting-db: 2 }}: each a name like a job's and 1 to 1000 runs at once in the cluster. */

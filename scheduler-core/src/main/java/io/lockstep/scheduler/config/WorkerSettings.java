@@ -15,9 +15,11 @@ import java.util.Objects;
  * @param watch {@code worker.reload: watch}: the worker reloads its config file when it changes (it
  *     always does on SIGHUP; {@code worker.reload: signal}, the default, is SIGHUP only)
  * @param labels {@code worker.labels}: what this worker offers to jobs with {@code runOn: {labels: [...]}}
+ * @param httpUsers {@code worker.http.auth.users}: who may read the HTTP endpoints (and act, for
+ *     operators) and how they prove it; empty: no authentication, and the page is read-only
  */
 public record WorkerSettings(String id, int threads, Duration shutdownTimeout, int httpPort, String httpBind, boolean watch,
-        java.util.Set<String> labels) {
+        java.util.Set<String> labels, java.util.List<HttpUser> httpUsers) {
 
     public static final String DEFAULT_HTTP_BIND = "127.0.0.1";
 
@@ -29,6 +31,13 @@ public record WorkerSettings(String id, int threads, Duration shutdownTimeout, i
         Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
         Objects.requireNonNull(httpBind, "httpBind");
         labels = java.util.Set.copyOf(labels);
+        httpUsers = java.util.List.copyOf(httpUsers);
+    }
+
+    /** Without authentication on the HTTP endpoints. */
+    public WorkerSettings(String id, int threads, Duration shutdownTimeout, int httpPort, String httpBind, boolean watch,
+            java.util.Set<String> labels) {
+        this(id, threads, shutdownTimeout, httpPort, httpBind, watch, labels, java.util.List.of());
     }
 
     /** Without labels. */
@@ -40,7 +49,7 @@ public record WorkerSettings(String id, int threads, Duration shutdownTimeout, i
     public WorkerSettings withLabels(java.util.Collection<String> more) {
         java.util.Set<String> all = new java.util.TreeSet<>(labels);
         all.addAll(more);
-        return new WorkerSettings(id, threads, shutdownTimeout, httpPort, httpBind, watch, all);
+        return new WorkerSettings(id, threads, shutdownTimeout, httpPort, httpBind, watch, all, httpUsers);
     }
 
     /** Without HTTP endpoints. */

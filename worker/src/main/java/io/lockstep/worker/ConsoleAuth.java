@@ -1,0 +1,129 @@
+package io.lockstep.worker;
+
+import io.lockstep.scheduler.config.HttpUser;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.security.crypto.bcrypt.BCrypt;
+
+/**
+ * Who a request to the worker's HTTP endpoints is ({@code worker.http.auth.users}): HTTP basic
+ * authentication against bcrypt hashes, or a bearer token against its SHA-256. Thread-safe.
+ *
+ * <p>Wrong credentials cost what right ones do: a name nobody has is checked against a bcrypt hash
+ * of the file's highest cost, a token against every token's hash, with constant-time compares, so
+ * the time of a refusal does not say whether the name exists. A check that passed is remembered
+ * for {@link #REMEMBERED} (by a SHA-256 of the header, never the header), so a page refreshing
+ * every 3 s costs one bcrypt a minute, not twenty; wrong credentials are never remembered.
+ */
+final class ConsoleAuth {
+
+    /** How long a header that passed is taken without another bcrypt. */
+    static final long REMEMBERED = 60_000_000_000L;
+    private static final int REMEMBER_AT_MOST = 1000;
+
+    private final Map<String, HttpUser> passwords = new LinkedHashMap<>();
+    private final List<HttpUser> tokens;
+    /** A bcrypt hash nobody's password matches, at the file's highest cost: what an unknown name is checked against. */
+    private final String decoy;
+    private final ConcurrentHashMap<String, Remembered> passed = new ConcurrentHashMap<>();
+
+    private record Remembered(HttpUser user, long at) {}
+
+    ConsoleAuth(List<HttpUser> users) {
+        int cost = 4;
+        for (HttpUser u : users) {
+            if (!u.token()) {
+                passwords.put(u.name(), u);
+                cost = Math.max(cost, Integer.parseInt(u.hash().substring(4, 6)));
+            }
+        }
+        this.tokens = users.stream().filter(HttpUser::token).toList();
+        this.decoy = BCrypt.hashpw(java.util.UUID.randomUUID().toString(), BCrypt.gensalt(cost));
+    }
+
+    /** The user an {@code Authorization} header proves; empty when absent, malformed or wrong. */
+    Optional<HttpUser> authenticate(String authorization) {
+        if (authorization == null || authorization.isBlank()) {
+            return Optional.empty();
+        }
+        String key = sha256(authorization);
+        long now = System.nanoTime();
+        Remembered r = passed.get(key);
+        if (r != null && now - r.at < REMEMBERED) {
+            return Optional.of(r.user);
+        }
+        Optional<HttpUser> user = check(authorization.strip());
+        if (user.isPresent()) {
+            if (passed.size() >= REMEMBER_AT_MOST) {
+                passed.clear();
+            }
+            passed.put(key, new Remembered(user.get(), now));
+        }
+        return user;
+    }
+
+    private Optional<HttpUser> check(String authorization) {
+        int space = authorization.indexOf(' ');
+        String scheme = space < 0 ? authorization : authorization.substring(0, space);
+        String value = space < 0 ? "" : authorization.substring(space + 1).strip();
+        if (scheme.equalsIgnoreCase("Bearer")) {
+            byte[] presented = sha256(value).getBytes(StandardCharsets.US_ASCII);
+            HttpUser found = null;
+            for (HttpUser t : tokens) { // every one, whichever matches: the time does not say which
+                if (MessageDigest.isEqual(presented, t.hash().substring("sha256:".length()).getBytes(StandardCharsets.US_ASCII))) {
+                    found = t;
+                }
+            }
+            return Optional.ofNullable(found);
+        }
+        if (!scheme.equalsIgnoreCase("Basic")) {
+            return Optional.empty();
+        }
+        String pair;
+        try {
+            pair = new String(Base64.getDecoder().decode(value), StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            return Optional.empty();
+        }
+        int colon = pair.indexOf(':');
+        String name = colon < 0 ? pair : pair.substring(0, colon);
+        String password = colon < 0 ? "" : pair.substring(colon + 1);
+        HttpUser user = passwords.get(name);
+        boolean matches = checkpw(password, user == null ? decoy : user.hash());
+        return user != null && matches ? Optional.of(user) : Optional.empty();
+    }
+
+    private static boolean checkpw(String password, String hash) {
+        try {
+            return BCrypt.checkpw(password, hash);
+        } catch (IllegalArgumentException e) { // a password over bcrypt's 72 bytes: refused like a wrong one
+            return false;
+        }
+    }
+
+    /** A bearer token's line for the users file: {@code sha256:<hex>} of the token. */
+    static String tokenHash(String token) {
+        return "sha256:" + sha256(token);
+    }
+
+    /** A password's bcrypt hash for the users file (cost 10). */
+    static String passwordHash(String password) {
+        return BCrypt.hashpw(password, BCrypt.gensalt(10));
+    }
+
+    static String sha256(String text) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e); // every JDK has SHA-256
+        }
+    }
+}
