@@ -222,7 +222,7 @@ final class Console {
         }
         String site = ex.getRequestHeaders().getFirst("Sec-Fetch-Site");
         if (site != null && !site.equals("same-origin") && !site.equals("none")) {
-            return refused(user, action, "", remote, 403, "the request came from another site (Sec-Fetch-Site: " + site + ")");
+            return refused(user, action, "", remote, 403, "the request came from a page of another origin (Sec-Fetch-Site: " + site + ")");
         }
         String origin = ex.getRequestHeaders().getFirst("Origin");
         String host = ex.getRequestHeaders().getFirst("Host");
