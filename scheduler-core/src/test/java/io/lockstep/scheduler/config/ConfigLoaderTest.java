@@ -225,6 +225,41 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void theConsolesUsersComeFromAFileOfNameRoleHashLinesAndABadLineIsOneLocatedProblem(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws java.io.IOException {
+        String bcrypt = "$2a$10$" + "a".repeat(53);
+        String sha = "sha256:" + "0".repeat(64);
+        java.nio.file.Files.writeString(dir.resolve("users.txt"), "# who may use the console\nalice:operator:" + bcrypt + "\n\nrobot:viewer:" + sha + "\n");
+        java.nio.file.Files.writeString(dir.resolve("bad.txt"), "alice:operator:" + bcrypt + "\nbob:admin:" + bcrypt + "\n");
+        String yaml = """
+                worker:
+                  http:
+                    port: 8080
+                    auth: { users: %s }
+                jobs:
+                  - { name: a, cron: "@hourly", class: x.A }
+                """;
+        LockstepConfig config = LOADER.load(dir.resolve("jobs.yaml").toString(), yaml.formatted("users.txt"));
+        assertThat(config.worker().httpUsers()).extracting(HttpUser::name, HttpUser::role, HttpUser::token)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("alice", "operator", false), org.assertj.core.groups.Tuple.tuple("robot", "viewer", true));
+        assertThat(config.worker().toString()).as("no hash in a log line").doesNotContain(bcrypt).doesNotContain(sha);
+        assertThat(LOADER.load(dir.resolve("jobs.yaml").toString(), yaml.formatted("users.txt").replace("    auth: { users: users.txt }\n", ""))
+                .worker().httpUsers()).as("no auth: read-only").isEmpty();
+
+        for (String[] c : List.of(new String[] {"bad.txt", "bad.txt: line 2: the role of bob must be viewer or operator, but was \"admin\""},
+                new String[] {"none.txt", "none.txt: file not found"})) {
+            assertThatThrownBy(() -> LOADER.load(dir.resolve("jobs.yaml").toString(), yaml.formatted(c[0])))
+                    .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.problems()).extracting(ConfigProblem::toString)
+                            .containsExactly(dir.resolve("jobs.yaml") + ":4: worker.http.auth.users: " + dir.resolve(c[0]).toString()
+                                    .replace(c[0], "") + c[1]));
+        }
+        assertThatThrownBy(() -> HttpUser.parse("alice:operator:plaintext-password")).hasMessage("line 1: the hash of alice must be a "
+                + "bcrypt hash ($2a$, $2b$ or $2y$, 60 characters) or sha256:<64 lowercase hex> of a bearer token (lockstep user prints one)")
+                .hasMessageNotContaining("plaintext-password".substring(3));
+        assertThatThrownBy(() -> HttpUser.parse("a:viewer:" + sha + "\na:operator:" + sha)).hasMessage("line 2: a is named twice");
+    }
+
+    @Test
     void aBadCalendarOrAnUnknownOneIsOneLocatedProblemEach() {
         List<ConfigProblem> problems = problems("""
                 calendars:
