@@ -160,8 +160,8 @@ public class LockstepAutoConfiguration {
         @Bean
         @ConditionalOnClass(name = "org.springframework.boot.actuate.endpoint.annotation.Endpoint")
         @ConditionalOnMissingBean
-        LockstepEndpoint lockstepEndpoint(Setup setup, RedisLockProvider provider) {
-            return new LockstepEndpoint(setup.config(), provider);
+        LockstepEndpoint lockstepEndpoint(Setup setup, RedisLockProvider provider, Scheduler scheduler) {
+            return new LockstepEndpoint(setup.config(), provider, scheduler);
         }
 
         @Configuration(proxyBeanMethods = false)

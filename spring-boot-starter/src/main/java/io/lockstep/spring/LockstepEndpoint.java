@@ -1,8 +1,10 @@
 package io.lockstep.spring;
 
+import io.lockstep.redis.OperatorActions;
 import io.lockstep.redis.RedisAdmin;
 import io.lockstep.redis.RedisLockProvider;
 import io.lockstep.scheduler.JobDefinition;
+import io.lockstep.scheduler.Scheduler;
 import io.lockstep.scheduler.config.LockstepConfig;
 import io.lockstep.scheduler.lock.WorkerInfo;
 import java.time.Instant;
@@ -12,22 +14,85 @@ import java.util.List;
 import java.util.Map;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
+import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
+import org.springframework.lang.Nullable;
 
 /**
- * {@code /actuator/lockstep}: the cluster as {@code lockstep status} shows it, read-only (live
- * workers with their config hash, every job with its pause, last run and runs in flight), read
- * from Redis at each request. Plain maps of strings and numbers, so that Boot 3's Jackson 2 and
- * Boot 4's Jackson 3 write the same JSON.
+ * {@code /actuator/lockstep}: the cluster as {@code lockstep status} shows it (live workers with
+ * their config hash, every job with its pause, last run and runs in flight), read from Redis at
+ * each request; and {@code POST /actuator/lockstep} with {@code {"action": "pause" | "resume" |
+ * "trigger" | "backfill", "job": ..., "note", "for", "from", "to", "rate"}}: the status page's
+ * actions ({@link OperatorActions}: the CLI's checks, recorded with the user as {@code by}, logged
+ * as {@code operator_action}).
+ *
+ * <p>The write operation is secured by the application's Spring Security: it acts only for an
+ * authenticated user in the role {@value #OPERATOR_ROLE} (authority {@code ROLE_LOCKSTEP_OPERATOR});
+ * anyone else gets 403 and nothing changes, also when the application has no Spring Security at
+ * all. Plain maps of strings and numbers, so that Boot 3's Jackson 2 and Boot 4's Jackson 3 write
+ * the same JSON.
  */
 @Endpoint(id = "lockstep")
 public class LockstepEndpoint {
 
+    /** The role a user needs for the write operation. */
+    public static final String OPERATOR_ROLE = "LOCKSTEP_OPERATOR";
+
     private final LockstepConfig config;
     private final RedisAdmin admin;
+    private final OperatorActions actions;
+    private final String workerId;
 
-    LockstepEndpoint(LockstepConfig config, RedisLockProvider provider) {
+    LockstepEndpoint(LockstepConfig config, RedisLockProvider provider, Scheduler scheduler) {
         this.config = config;
         this.admin = RedisAdmin.of(provider);
+        this.actions = new OperatorActions(admin, scheduler::definitions);
+        this.workerId = scheduler.workerId();
+    }
+
+    /**
+     * {@code POST /actuator/lockstep}: one action of an operator ({@link LockstepEndpoint}); 200 with
+     * what was done, 400 for a wrong action, job or param, 403 without the role, 503 when Redis failed.
+     */
+    @WriteOperation
+    public WebEndpointResponse<Map<String, Object>> act(SecurityContext security, String action, String job, @Nullable String note,
+            @Nullable String duration, @Nullable String from, @Nullable String to, @Nullable String rate) {
+        java.security.Principal principal = security == null ? null : security.getPrincipal();
+        String user = principal == null ? "" : principal.getName();
+        if (principal == null || !security.isUserInRole(OPERATOR_ROLE)) {
+            String why = principal == null ? "an authenticated user in the role " + OPERATOR_ROLE + " may act (Spring Security)"
+                    : "role " + OPERATOR_ROLE + " needed";
+            OperatorActions.log(workerId, user, "", action, job, "", "refused", why);
+            return answer(403, Map.of("error", action + " of " + job + " refused: " + why));
+        }
+        Map<String, String> params = new LinkedHashMap<>();
+        putIf(params, "note", note);
+        putIf(params, "for", duration);
+        putIf(params, "from", from);
+        putIf(params, "to", to);
+        putIf(params, "rate", rate);
+        try {
+            String detail = actions.perform(action, job, params, user);
+            OperatorActions.log(workerId, user, OPERATOR_ROLE, action, job, "", "done", detail);
+            return answer(200, Map.of("action", action, "job", job, "by", user, "detail", detail));
+        } catch (IllegalArgumentException | IllegalStateException | UnsupportedOperationException e) {
+            OperatorActions.log(workerId, user, OPERATOR_ROLE, action, job, "", "refused", e.getMessage());
+            return answer(400, Map.of("error", action + " of " + job + " refused: " + e.getMessage()));
+        } catch (RuntimeException e) { // Redis down or refusing: the action may not have been done
+            OperatorActions.log(workerId, user, OPERATOR_ROLE, action, job, "", "failed", String.valueOf(e.getMessage()));
+            return answer(503, Map.of("error", action + " of " + job + " failed: " + e.getMessage()));
+        }
+    }
+
+    private static void putIf(Map<String, String> params, String key, String value) {
+        if (value != null) {
+            params.put(key, value);
+        }
+    }
+
+    private static WebEndpointResponse<Map<String, Object>> answer(int status, Map<String, Object> body) {
+        return new WebEndpointResponse<>(body, status);
     }
 
     @ReadOperation

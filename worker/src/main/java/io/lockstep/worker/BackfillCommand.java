@@ -8,8 +8,6 @@ import io.lockstep.scheduler.lock.Backfill;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.format.DateTimeParseException;
 import java.util.List;
 import java.util.Optional;
 import picocli.CommandLine.Command;
@@ -200,29 +198,11 @@ final class BackfillCommand extends AdminCommand {
     }
 
     static Instant instant(String option, String text) {
-        try {
-            return Instant.parse(text);
-        } catch (DateTimeParseException e) {
-            try {
-                return OffsetDateTime.parse(text).toInstant();
-            } catch (DateTimeParseException e2) {
-                throw new IllegalArgumentException(option + " must be an ISO-8601 instant such as 2026-12-01T10:00:00Z, but was \"" + text + "\"");
-            }
-        }
+        return io.lockstep.redis.OperatorActions.instant(option, text);
     }
 
     static double rate(String text) {
-        String n = text.endsWith("/s") ? text.substring(0, text.length() - 2) : text;
-        try {
-            double r = Double.parseDouble(n);
-            if (r > 0 && r <= Backfill.MAX_PER_SECOND) {
-                return r;
-            }
-        } catch (NumberFormatException e) {
-            // the message below
-        }
-        throw new IllegalArgumentException("--rate must be a number of slots a second, more than 0 and at most "
-                + (int) Backfill.MAX_PER_SECOND + ", such as 50/s, but was \"" + text + "\"");
+        return io.lockstep.redis.OperatorActions.rate("--rate", text);
     }
 
     /** {@code seconds} as a person says a duration: "15 s", "4 min", "2 h". */

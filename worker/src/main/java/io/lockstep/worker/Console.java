@@ -3,10 +3,9 @@ package io.lockstep.worker;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
+import io.lockstep.redis.OperatorActions;
 import io.lockstep.redis.RedisAdmin;
-import io.lockstep.scheduler.BackfillPlan;
 import io.lockstep.scheduler.JobDefinition;
-import io.lockstep.scheduler.config.Durations;
 import io.lockstep.scheduler.config.HttpUser;
 import java.io.IOException;
 import java.io.InputStream;
@@ -14,16 +13,12 @@ import java.io.UncheckedIOException;
 import java.net.URLDecoder;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Supplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.slf4j.spi.LoggingEventBuilder;
 
 /**
  * The status page ({@code /}), rendered on the server so that it reads without JavaScript (the
@@ -37,21 +32,18 @@ import org.slf4j.spi.LoggingEventBuilder;
  */
 final class Console {
 
-    private static final Logger EVENTS = LoggerFactory.getLogger("io.lockstep.events");
     private static final ObjectMapper JSON = new ObjectMapper();
-    static final List<String> ACTIONS = List.of("pause", "resume", "trigger", "backfill");
+    static final List<String> ACTIONS = OperatorActions.ALL;
     private static final int MAX_FORM = 16 * 1024;
 
     private final ConsoleForms forms;
-    private final RedisAdmin admin;
-    private final Supplier<List<JobDefinition>> definitions;
+    private final OperatorActions actions;
     private final String workerId;
     private final Runnable statusChanged;
 
     Console(ConsoleForms forms, RedisAdmin admin, Supplier<List<JobDefinition>> definitions, String workerId, Runnable statusChanged) {
         this.forms = forms;
-        this.admin = admin;
-        this.definitions = definitions;
+        this.actions = new OperatorActions(admin, definitions);
         this.workerId = workerId;
         this.statusChanged = statusChanged;
     }
@@ -164,7 +156,7 @@ final class Console {
                 + "\" id=\"" + action + "-form\" class=\"action\"><input type=\"hidden\" name=\"csrf\" value=\""
                 + escape(forms.token(user.name(), action, cookie, now)) + "\">" + select;
         return "<h2>Actions</h2>\n<div class=\"actions\">\n"
-                + open.apply("pause") + "<label>Note <input name=\"note\" maxlength=\"200\"></label> "
+                + open.apply("pause") + "<label>Note <input name=\"note\" maxlength=\"" + OperatorActions.MAX_NOTE + "\"></label> "
                 + "<label>For <input name=\"for\" size=\"6\" placeholder=\"30m\" title=\"empty: until resumed\"></label> "
                 + "<button type=\"submit\">Pause</button></form>\n"
                 + open.apply("resume") + "<button type=\"submit\">Resume</button></form>\n"
@@ -235,67 +227,23 @@ final class Console {
         if (cookie.isEmpty() || !forms.valid(form.get("csrf"), user.name(), action, cookie.get(), Instant.now().getEpochSecond())) {
             return refused(user, action, job, remote, 403, "the form's token is missing, wrong or stale: reload the page and try again");
         }
-        Optional<JobDefinition> def = definitions.get().stream().filter(d -> d.name().equals(job)).findFirst();
-        if (def.isEmpty()) {
-            return refused(user, action, job, remote, 400, "no job named \"" + job + "\" on this worker");
-        }
         String detail;
         try {
-            detail = switch (action) {
-                case "pause" -> pause(job, form, user);
-                case "resume" -> admin.resume(job, user.name()) ? "resumed" : "it was not paused";
-                case "trigger" -> "slot " + admin.trigger(job, user.name());
-                default -> backfill(def.get(), form, user);
-            };
+            detail = actions.perform(action, job, form, user.name());
         } catch (IllegalArgumentException | IllegalStateException | UnsupportedOperationException e) {
             return refused(user, action, job, remote, 400, e.getMessage());
         } catch (RuntimeException e) { // Redis down or refusing: the action may not have been done
-            log(EVENTS.atError(), user, action, job, remote, "failed", String.valueOf(e.getMessage()));
+            OperatorActions.log(workerId, user.name(), user.role(), action, job, remote, "failed", String.valueOf(e.getMessage()));
             return new Answer(503, null, action + " of " + job + " failed: " + e.getMessage());
         }
         statusChanged.run();
-        log(EVENTS.atInfo(), user, action, job, remote, "done", detail);
+        OperatorActions.log(workerId, user.name(), user.role(), action, job, remote, "done", detail);
         return new Answer(303, "/?done=" + action + "&job=" + URLEncoder.encode(job, StandardCharsets.UTF_8), null);
     }
 
-    private String pause(String job, Map<String, String> form, HttpUser user) {
-        String note = form.getOrDefault("note", "").strip();
-        if (note.length() > 200) {
-            throw new IllegalArgumentException("the note may be at most 200 characters");
-        }
-        String length = form.getOrDefault("for", "").strip();
-        Optional<Duration> until = Optional.empty();
-        if (!length.isEmpty()) {
-            until = Durations.parse(length).filter(d -> d.toMillis() >= 1);
-            if (until.isEmpty()) {
-                throw new IllegalArgumentException("for must be a positive duration such as 30s, 5m or 2h, but was \"" + length + "\"");
-            }
-        }
-        admin.pause(job, note, until, user.name());
-        return until.map(d -> "for " + Durations.format(d)).orElse("until resumed") + (note.isEmpty() ? "" : ": " + note);
-    }
-
-    private String backfill(JobDefinition job, Map<String, String> form, HttpUser user) {
-        if (!job.enabled()) {
-            throw new IllegalArgumentException(job.name() + " is disabled: no worker runs it to drive a backfill");
-        }
-        double perSecond = BackfillCommand.rate(form.getOrDefault("rate", "10/s").strip());
-        BackfillPlan plan = admin.backfillPlan(job, BackfillCommand.instant("from", form.getOrDefault("from", "").strip()),
-                BackfillCommand.instant("to", form.getOrDefault("to", "").strip()));
-        io.lockstep.scheduler.lock.Backfill b = admin.backfill(plan, perSecond, user.name());
-        return "backfill " + b.id() + ": " + plan.toRun() + " slot(s) to run from " + b.from() + " to " + b.to();
-    }
-
     private Answer refused(HttpUser user, String action, String job, String remote, int status, String why) {
-        log(EVENTS.atWarn(), user, action, job, remote, "refused", why);
+        OperatorActions.log(workerId, user.name(), user.role(), action, job, remote, "refused", why);
         return new Answer(status, null, action + (job.isEmpty() ? "" : " of " + job) + " refused: " + why);
-    }
-
-    private void log(LoggingEventBuilder b, HttpUser user, String action, String job, String remote, String outcome, String detail) {
-        b.addKeyValue("event", "operator_action").addKeyValue("worker", workerId).addKeyValue("user", user.name())
-                .addKeyValue("role", user.role()).addKeyValue("action", action).addKeyValue("job", job)
-                .addKeyValue("outcome", outcome).addKeyValue("detail", detail).addKeyValue("remote", remote)
-                .log("{} {} {} by {}: {}", action, job, outcome, user.name(), detail);
     }
 
     /** An urlencoded form body, at most {@link #MAX_FORM} bytes (more is refused as empty: no token, so 403). */
