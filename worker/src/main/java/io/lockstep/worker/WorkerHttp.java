@@ -72,6 +72,12 @@ public final class WorkerHttp implements AutoCloseable {
             }
         };
         List<HttpUser> users = config.worker().httpUsers();
+        String bind = config.worker().httpBind();
+        if (!users.isEmpty() && !(bind.equals("127.0.0.1") || bind.equals("::1") || bind.equals("localhost"))) {
+            org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "console_without_tls")
+                    .addKeyValue("worker", scheduler.workerId()).addKeyValue("bind", bind)
+                    .log("worker.http.auth on {}: the worker serves plain HTTP; put a proxy that terminates TLS in front", bind);
+        }
         Console console = users.isEmpty() ? null
                 : new Console(new ConsoleForms(users), admin, scheduler::definitions, scheduler.workerId(), changed);
         return start(config.worker().httpBind(), config.worker().httpPort(), scheduler, registry, status, users, console);
