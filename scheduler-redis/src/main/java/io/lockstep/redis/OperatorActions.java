@@ -75,7 +75,11 @@ public final class OperatorActions {
         String length = params.getOrDefault("for", "").strip();
         Optional<Duration> until = Optional.empty();
         if (!length.isEmpty()) {
-            until = Durations.parse(length).filter(d -> d.toMillis() >= 1);
+            try {
+                until = Durations.parse(length).filter(d -> d.toMillis() >= 1);
+            } catch (ArithmeticException e) { // 99999999999999d
+                until = Optional.empty();
+            }
             if (until.isEmpty()) {
                 throw new IllegalArgumentException("for must be a positive duration such as 30s, 5m or 2h, but was \"" + length + "\"");
             }
@@ -102,10 +106,17 @@ public final class OperatorActions {
     public static void log(String worker, String user, String role, String action, String job, String remote, String outcome,
             String detail) {
         Level level = outcome.equals("done") ? Level.INFO : outcome.equals("refused") ? Level.WARN : Level.ERROR;
+        String j = printable(job);
+        String d = printable(detail);
         EVENTS.atLevel(level).addKeyValue("event", "operator_action").addKeyValue("worker", worker).addKeyValue("user", user)
-                .addKeyValue("role", role).addKeyValue("action", action).addKeyValue("job", job)
-                .addKeyValue("outcome", outcome).addKeyValue("detail", detail).addKeyValue("remote", remote)
-                .log("{} {} {} by {}: {}", action, job, outcome, user, detail);
+                .addKeyValue("role", role).addKeyValue("action", printable(action)).addKeyValue("job", j)
+                .addKeyValue("outcome", outcome).addKeyValue("detail", d).addKeyValue("remote", remote)
+                .log("{} {} {} by {}: {}", printable(action), j, outcome, user, d);
+    }
+
+    /** What a request sent, with its control characters shown as {@code ?}: no forged log line in a plain-text log. */
+    private static String printable(String text) {
+        return text == null ? "" : text.replaceAll("\\p{Cntrl}", "?");
     }
 
     /** An ISO-8601 instant ({@code 2026-12-01T10:00:00Z}, or with an offset). */

@@ -266,28 +266,36 @@ public final class RedisAdmin {
     }
 
     /**
-     * Records that {@code by} did {@code action} to {@code job} (after it was done): every master
-     * on Redlock. A record that cannot be written after the action was says so: the action stands.
+     * Records that {@code by} did {@code action} to {@code job} (after it was done): on every
+     * master on Redlock, each with the same time so that {@link #actions} merges the copies. A
+     * record that cannot be written does not undo the action, nor make it look failed (a caller
+     * would try again, and a trigger would run twice): it is logged ({@code operator_action_unrecorded}, WARN).
      */
     private void record(String job, String action, String by, String detail) {
-        if (redlock != null) {
-            try {
+        try {
+            long at = provider.serverTimeMillis();
+            if (redlock != null) {
                 onMasters("record", a -> {
-                    a.record(job, action, by, detail);
+                    a.recordAt(job, action, by, detail, at);
                     return Boolean.TRUE;
                 });
-            } catch (RuntimeException e) {
-                throw new io.lockstep.scheduler.lock.LockException("redlock", action + " of " + job
-                        + " was done, but its record (who did it) reached too few masters: " + e.getMessage(), e);
+            } else {
+                recordAt(job, action, by, detail, at);
             }
-            return;
+        } catch (RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "operator_action_unrecorded")
+                    .addKeyValue("job", job).addKeyValue("action", action).addKeyValue("by", by).addKeyValue("detail", detail)
+                    .addKeyValue("error", String.valueOf(e.getMessage()))
+                    .log("{} of {} by {} was done, but its record could not be written: {}", action, job, by, e.getMessage());
         }
+    }
+
+    private void recordAt(String job, String action, String by, String detail, long at) {
         try {
             jedis.xadd(keys.actions(job), redis.clients.jedis.params.XAddParams.xAddParams().maxLen(ACTIONS_KEPT).approximateTrimming(),
-                    Map.of("at", Long.toString(provider.serverTimeMillis()), "action", action, "by", by, "detail", detail));
+                    Map.of("at", Long.toString(at), "action", action, "by", by, "detail", detail));
         } catch (JedisException e) {
-            throw new io.lockstep.scheduler.lock.LockException(keys.actions(job), action + " of " + job
-                    + " was done, but its record (who did it) was not written: " + e.getMessage(), e);
+            throw calls.wrap("record", e);
         }
     }
 

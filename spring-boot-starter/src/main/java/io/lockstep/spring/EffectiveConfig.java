@@ -94,7 +94,7 @@ final class EffectiveConfig {
                     w.getThreads() != null ? w.getThreads() : fw.threads(),
                     w.getShutdownTimeout() != null ? w.getShutdownTimeout()
                             : yamlWorker.containsKey("shutdownTimeout") ? fw.shutdownTimeout() : shutdownTimeout,
-                    fw.httpPort(), fw.httpBind(), fw.watch(), fw.labels());
+                    fw.httpPort(), fw.httpBind(), fw.watch(), fw.labels(), fw.httpUsers());
             base = new LockstepConfig(fromFile.source(), fromFile.redis(), worker, fromFile.jobs(), fromFile.historyKeep(), fromFile.alerts());
             if (top.get("defaults") instanceof Map<?, ?> d) {
                 defaults = castMap(d);
@@ -107,7 +107,7 @@ final class EffectiveConfig {
             if (properties.getWorker().getShutdownTimeout() == null) {
                 WorkerSettings w = base.worker();
                 base = new LockstepConfig(base.source(), base.redis(),
-                        new WorkerSettings(w.id(), w.threads(), shutdownTimeout, w.httpPort(), w.httpBind(), w.watch(), w.labels()), base.jobs(), base.historyKeep(),
+                        new WorkerSettings(w.id(), w.threads(), shutdownTimeout, w.httpPort(), w.httpBind(), w.watch(), w.labels(), w.httpUsers()), base.jobs(), base.historyKeep(),
                         base.alerts());
             }
         }

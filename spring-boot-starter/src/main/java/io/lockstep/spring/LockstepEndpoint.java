@@ -23,14 +23,14 @@ import org.springframework.lang.Nullable;
  * {@code /actuator/lockstep}: the cluster as {@code lockstep status} shows it (live workers with
  * their config hash, every job with its pause, last run and runs in flight), read from Redis at
  * each request; and {@code POST /actuator/lockstep} with {@code {"action": "pause" | "resume" |
- * "trigger" | "backfill", "job": ..., "note", "for", "from", "to", "rate"}}: the status page's
+ * "trigger" | "backfill", "job": ..., "note", "duration", "from", "to", "rate"}}: the status page's
  * actions ({@link OperatorActions}: the CLI's checks, recorded with the user as {@code by}, logged
  * as {@code operator_action}).
  *
  * <p>The write operation is secured by the application's Spring Security: it acts only for an
  * authenticated user in the role {@value #OPERATOR_ROLE} (authority {@code ROLE_LOCKSTEP_OPERATOR});
  * anyone else gets 403 and nothing changes, also when the application has no Spring Security at
- * all. Plain maps of strings and numbers, so that Boot 3's Jackson 2 and Boot 4's Jackson 3 write
+ * all, and over JMX (which carries no user: expose the write operation over the web). Plain maps of strings and numbers, so that Boot 3's Jackson 2 and Boot 4's Jackson 3 write
  * the same JSON.
  */
 @Endpoint(id = "lockstep")

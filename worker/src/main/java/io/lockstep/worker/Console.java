@@ -28,7 +28,8 @@ import java.util.function.Supplier;
  * leaves the same records ({@link RedisAdmin#actions}, with the authenticated user as {@code by});
  * it is logged as {@code operator_action}. A POST needs its form's token and cookie
  * ({@link ConsoleForms}), and is refused when the browser says it came from another site. Answers
- * a 303 to the page (so a reload does not act twice), or one line with 400 or 503.
+ * a 303 to the page (so a reload does not act twice; relative, so a proxy's path prefix is kept),
+ * or one line with 400 or 503.
  */
 final class Console {
 
@@ -189,9 +190,13 @@ final class Console {
         }
         for (String pair : raw.split("&")) {
             int eq = pair.indexOf('=');
-            String k = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
-            String v = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
-            m.putIfAbsent(k, v);
+            try {
+                String k = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+                String v = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                m.putIfAbsent(k, v);
+            } catch (IllegalArgumentException e) {
+                // a malformed %-escape: that pair is not there (a form without its token is refused)
+            }
         }
         return m;
     }
@@ -238,7 +243,7 @@ final class Console {
         }
         statusChanged.run();
         OperatorActions.log(workerId, user.name(), user.role(), action, job, remote, "done", detail);
-        return new Answer(303, "/?done=" + action + "&job=" + URLEncoder.encode(job, StandardCharsets.UTF_8), null);
+        return new Answer(303, "../?done=" + action + "&job=" + URLEncoder.encode(job, StandardCharsets.UTF_8), null);
     }
 
     private Answer refused(HttpUser user, String action, String job, String remote, int status, String why) {

@@ -22,6 +22,10 @@ import org.springframework.security.crypto.bcrypt.BCrypt;
  * the time of a refusal does not say whether the name exists. A check that passed is remembered
  * for {@link #REMEMBERED} (by a SHA-256 of the header, never the header), so a page refreshing
  * every 3 s costs one bcrypt a minute, not twenty; wrong credentials are never remembered.
+ *
+ * <p>One bcrypt at a time: a flood of guesses takes one HTTP thread, not all of them, so the
+ * health probes still answer; a guess that waits {@link #BUSY_WAIT_MS} for its turn is answered 503
+ * ({@link Busy}).
  */
 final class ConsoleAuth {
 
@@ -34,11 +38,23 @@ final class ConsoleAuth {
     /** A bcrypt hash nobody's password matches, at the file's highest cost: what an unknown name is checked against. */
     private final String decoy;
     private final ConcurrentHashMap<String, Remembered> passed = new ConcurrentHashMap<>();
+    private final java.util.concurrent.Semaphore bcrypt = new java.util.concurrent.Semaphore(1, true);
+    private final java.util.concurrent.atomic.AtomicLong bcrypts = new java.util.concurrent.atomic.AtomicLong();
+
+    /** How long a password check waits for the one bcrypt at a time. */
+    static final long BUSY_WAIT_MS = 5_000;
+
+    /** Too many password checks at once: answered 503, checked by nobody. */
+    static final class Busy extends RuntimeException {
+        Busy() {
+            super("too many password checks at once", null, false, false);
+        }
+    }
 
     private record Remembered(HttpUser user, long at) {}
 
     ConsoleAuth(List<HttpUser> users) {
-        int cost = 4;
+        int cost = HttpUser.MIN_COST;
         for (HttpUser u : users) {
             if (!u.token()) {
                 passwords.put(u.name(), u);
@@ -101,12 +117,28 @@ final class ConsoleAuth {
         return user != null && matches ? Optional.of(user) : Optional.empty();
     }
 
-    private static boolean checkpw(String password, String hash) {
+    private boolean checkpw(String password, String hash) {
         try {
+            if (!bcrypt.tryAcquire(BUSY_WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                throw new Busy();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new Busy();
+        }
+        try {
+            bcrypts.incrementAndGet();
             return BCrypt.checkpw(password, hash);
         } catch (IllegalArgumentException e) { // a password over bcrypt's 72 bytes: refused like a wrong one
             return false;
+        } finally {
+            bcrypt.release();
         }
+    }
+
+    /** How many bcrypt checks this has made (a remembered header makes none). */
+    long bcrypts() {
+        return bcrypts.get();
     }
 
     /** A bearer token's line for the users file: {@code sha256:<hex>} of the token. */

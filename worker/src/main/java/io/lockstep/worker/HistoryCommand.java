@@ -51,7 +51,13 @@ final class HistoryCommand extends AdminCommand {
         // A job with jitter: its slots are its cron's fire times plus this stable offset (by the config given).
         long offset = config.jobs().stream().filter(d -> d.name().equals(job)).findFirst()
                 .map(d -> d.schedule().offset().toMillis()).orElse(0L);
-        List<RedisAdmin.Action> actions = admin.actions(base, limit);
+        List<RedisAdmin.Action> actions;
+        try {
+            actions = admin.actions(base, limit);
+        } catch (RuntimeException e) { // the runs are the command's answer; who did what is extra
+            actions = List.of();
+            err.println("warning: the operator actions of " + base + " could not be read: " + e.getMessage());
+        }
         // Who asked for each manual run (a trigger's record names its slot).
         java.util.Map<String, String> askedBy = new java.util.HashMap<>();
         actions.stream().filter(a -> a.action().equals("trigger") && !a.by().isEmpty()).forEach(a -> askedBy.putIfAbsent(a.detail(), a.by()));

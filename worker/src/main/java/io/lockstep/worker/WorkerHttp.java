@@ -104,14 +104,14 @@ public final class WorkerHttp implements AutoCloseable {
         ConsoleAuth auth = users.isEmpty() ? null : new ConsoleAuth(users);
         ConsoleForms forms = users.isEmpty() ? null : new ConsoleForms(users);
         // Probes stay open: they say up or down, nothing more, and a kubelet has no password.
-        server.createContext("/health/live", ex -> health(ex, scheduler.health(), scheduler.health().live()));
-        server.createContext("/health/ready", ex -> health(ex, scheduler.health(), scheduler.health().ready()));
-        server.createContext("/metrics", guarded(auth, (ex, user) -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry::scrape)));
-        server.createContext("/status.json", guarded(auth, (ex, user) -> send(ex, 200, "application/json", statusJson)));
+        server.createContext("/health/live", answering(ex -> health(ex, scheduler.health(), scheduler.health().live())));
+        server.createContext("/health/ready", answering(ex -> health(ex, scheduler.health(), scheduler.health().ready())));
+        server.createContext("/metrics", answering(guarded(auth, (ex, user) -> send(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry::scrape))));
+        server.createContext("/status.json", answering(guarded(auth, (ex, user) -> send(ex, 200, "application/json", statusJson))));
         if (console != null) {
-            server.createContext("/actions/", guarded(auth, (ex, user) -> action(ex, console, user)));
+            server.createContext("/actions/", answering(guarded(auth, (ex, user) -> action(ex, console, user))));
         }
-        server.createContext("/", guarded(auth, (ex, user) -> {
+        server.createContext("/", answering(guarded(auth, (ex, user) -> {
             if (!ex.getRequestURI().getPath().equals("/")) {
                 send(ex, 404, "text/plain; charset=utf-8", () -> "not found\n");
                 return;
@@ -135,8 +135,8 @@ public final class WorkerHttp implements AutoCloseable {
             ex.getResponseHeaders().set("X-Frame-Options", "DENY"); // no clickjacking of the buttons
             ex.getResponseHeaders().set("Content-Security-Policy", "frame-ancestors 'none'");
             send(ex, 200, "text/html; charset=utf-8", () -> page);
-        }));
-        java.util.concurrent.ExecutorService executor = Executors.newFixedThreadPool(2, r -> {
+        })));
+        java.util.concurrent.ExecutorService executor = Executors.newFixedThreadPool(4, r -> { // bcrypt takes one of them at most (ConsoleAuth): the probes keep the others
             Thread t = new Thread(r, "lockstep-http");
             t.setDaemon(true);
             return t;
@@ -158,13 +158,22 @@ public final class WorkerHttp implements AutoCloseable {
                 return;
             }
             String header = ex.getRequestHeaders().getFirst("Authorization");
-            Optional<HttpUser> user = auth.authenticate(header);
+            Optional<HttpUser> user;
+            try {
+                user = auth.authenticate(header);
+            } catch (ConsoleAuth.Busy e) {
+                try (ex) {
+                    ex.getResponseHeaders().set("Retry-After", "5");
+                    ex.sendResponseHeaders(503, -1);
+                }
+                return;
+            }
             if (user.isEmpty()) {
                 if (header != null) {
                     org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "console_refused")
-                            .addKeyValue("path", ex.getRequestURI().getPath())
+                            .addKeyValue("path", ex.getRequestURI().getRawPath())
                             .addKeyValue("remote", ex.getRemoteAddress() == null ? "" : ex.getRemoteAddress().getAddress().getHostAddress())
-                            .log("wrong credentials for {}", ex.getRequestURI().getPath());
+                            .log("wrong credentials for {}", ex.getRequestURI().getRawPath());
                 }
                 try (ex) {
                     ex.getRequestBody().readNBytes(64 * 1024);
@@ -177,6 +186,24 @@ public final class WorkerHttp implements AutoCloseable {
                 return;
             }
             handler.handle(ex, user.get());
+        };
+    }
+
+    /** Any failure of a handler still answers (500, logged), instead of a dropped connection and a TRACE line. */
+    private static com.sun.net.httpserver.HttpHandler answering(com.sun.net.httpserver.HttpHandler handler) {
+        return ex -> {
+            try {
+                handler.handle(ex);
+            } catch (RuntimeException e) {
+                org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atError().addKeyValue("event", "http_failed")
+                        .addKeyValue("path", ex.getRequestURI().getRawPath()).addKeyValue("error", String.valueOf(e))
+                        .log("the HTTP endpoint failed: {}", e.toString());
+                try (ex) {
+                    ex.sendResponseHeaders(500, -1);
+                } catch (IOException | RuntimeException ignored) {
+                    // the answer had begun: the connection is closed
+                }
+            }
         };
     }
 
@@ -195,7 +222,7 @@ public final class WorkerHttp implements AutoCloseable {
                 return;
             }
             byte[] body = ("<!doctype html><meta charset=\"utf-8\"><title>Lockstep</title><p id=\"answer\">" + Console.escape(a.line())
-                    + "</p><p><a href=\"/\">Back to the status page</a></p>\n").getBytes(StandardCharsets.UTF_8);
+                    + "</p><p><a href=\"../\">Back to the status page</a></p>\n").getBytes(StandardCharsets.UTF_8);
             ex.getResponseHeaders().set("Content-Type", "text/html; charset=utf-8");
             ex.sendResponseHeaders(a.status(), body.length);
             ex.getResponseBody().write(body);

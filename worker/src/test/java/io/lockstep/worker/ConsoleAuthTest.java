@@ -46,7 +46,12 @@ class ConsoleAuthTest {
         assertThat(auth.authenticate(basic("alice", "x".repeat(100)))).as("past bcrypt's 72 bytes: refused, not thrown").isEmpty();
         assertThat(auth.authenticate("Digest alice")).isEmpty();
         assertThat(auth.authenticate(null)).isEmpty();
+        long checks = auth.bcrypts();
         assertThat(auth.authenticate(basic("alice", "alice-password"))).as("remembered, still right").isPresent();
+        assertThat(auth.bcrypts()).as("a header that passed is not checked again within a minute").isEqualTo(checks);
+        assertThat(auth.authenticate(basic("alice", "wrong"))).isEmpty();
+        assertThat(auth.authenticate(basic("alice", "wrong"))).isEmpty();
+        assertThat(auth.bcrypts()).as("a wrong one always is").isEqualTo(checks + 2);
     }
 
     /** Without the decoy hash a name nobody has is refused in microseconds, a wrong password in bcrypt's time. */

@@ -94,6 +94,10 @@ class ConsoleIT {
             assertThat(get(http, base.resolve("health/ready"), null).statusCode()).isEqualTo(200);
             assertThat(get(http, base.resolve("status.json"), "Bearer " + token).statusCode()).isEqualTo(200);
 
+            // A malformed form is answered (here: no token, 403), not dropped.
+            assertThat(post(http, base.resolve("actions/pause"), alice, "job=%zz&csrf=%", "lockstep_csrf=" + "y".repeat(24)).statusCode())
+                    .isEqualTo(403);
+
             // The page reads without JavaScript: the server renders the jobs and workers.
             String plain = get(http, base, victor).body();
             assertThat(plain).contains("<tr data-job=\"tick\">", "<tr data-job=\"report\">", "signed in as victor (viewer, read-only)")
@@ -115,7 +119,7 @@ class ConsoleIT {
                 HttpResponse<String> viewerPost = post(http, base.resolve("actions/pause"), victor, "job=tick&note=x", null);
                 assertThat(viewerPost.statusCode()).isEqualTo(403);
                 assertThat(viewerPost.body()).contains("role viewer may not act");
-                assertThat(status(http, base, alice).path("jobs").get(0).path("paused").isNull()).isTrue();
+                assertThat(job(status(http, base, alice), "tick").path("paused").isNull()).isTrue();
 
                 // An operator pauses tick from the page, with a note and a length.
                 as(driver, alice);
@@ -126,7 +130,7 @@ class ConsoleIT {
                 driver.findElement(By.cssSelector("#pause-form button")).click();
                 await().atMost(Duration.ofSeconds(10)).until(() -> driver.findElements(By.id("flash")).size() == 1);
                 assertThat(driver.findElement(By.id("flash")).getText()).isEqualTo("paused tick");
-                JsonNode paused = status(http, base, alice).path("jobs").get(0).path("paused");
+                JsonNode paused = job(status(http, base, alice), "tick").path("paused");
                 assertThat(paused.path("by").asText()).isEqualTo("alice");
                 assertThat(paused.path("note").asText()).isEqualTo("db migration");
                 assertThat(paused.path("until").isNull()).isFalse();
@@ -142,7 +146,7 @@ class ConsoleIT {
                 new Select(driver.findElement(By.cssSelector("#resume-form select[name=job]"))).selectByVisibleText("tick");
                 driver.findElement(By.cssSelector("#resume-form button")).click();
                 await().atMost(Duration.ofSeconds(10)).until(() -> driver.findElement(By.id("flash")).getText().equals("resumed tick"));
-                assertThat(status(http, base, alice).path("jobs").get(0).path("paused").isNull()).isTrue();
+                assertThat(job(status(http, base, alice), "tick").path("paused").isNull()).isTrue();
                 int ranBefore = cluster.events("job_succeeded").size();
                 await().atMost(Duration.ofSeconds(10)).until(() -> cluster.events("job_succeeded").stream().skip(ranBefore)
                         .anyMatch(e -> e.path("job").asText().equals("tick")));
@@ -172,7 +176,7 @@ class ConsoleIT {
                     await().atMost(Duration.ofSeconds(10)).until(() -> driver.getPageSource().contains("refused"));
                     assertThat(driver.getPageSource()).contains("pause refused: the request came from a page of another origin");
                 }
-                assertThat(status(http, base, alice).path("jobs").get(0).path("paused").isNull())
+                assertThat(job(status(http, base, alice), "tick").path("paused").isNull())
                         .as("no forged pause took").isTrue();
             } finally {
                 driver.quit();
@@ -188,7 +192,7 @@ class ConsoleIT {
                     .extracting(e -> e.path("user").asText() + " " + e.path("action").asText() + " " + e.path("job").asText())
                     .containsExactly("alice pause tick", "alice resume tick", "alice trigger report");
             assertThat(actions).filteredOn(e -> e.path("outcome").asText().equals("refused"))
-                    .extracting(e -> e.path("user").asText()).containsOnly("victor", "alice").hasSize(7);
+                    .extracting(e -> e.path("user").asText()).containsOnly("victor", "alice").hasSize(8);
 
             // Wrong credentials: a name nobody has costs what a wrong password does (both run bcrypt).
             List<Long> unknown = new ArrayList<>();
@@ -231,6 +235,15 @@ class ConsoleIT {
         HttpResponse<String> r = get(http, base.resolve("status.json"), authorization);
         assertThat(r.statusCode()).isEqualTo(200);
         return JSON.readTree(r.body());
+    }
+
+    private static JsonNode job(JsonNode status, String name) {
+        for (JsonNode j : status.path("jobs")) {
+            if (j.path("name").asText().equals(name)) {
+                return j;
+            }
+        }
+        throw new AssertionError("no job " + name + " in " + status);
     }
 
     private static long timed(HttpClient http, URI base, String authorization) throws Exception {

@@ -22,8 +22,12 @@ public record HttpUser(String name, String role, String hash, int line) {
     public static final String VIEWER = "viewer";
     public static final String OPERATOR = "operator";
 
-    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._@-]{1,64}");
-    private static final Pattern BCRYPT = Pattern.compile("\\$2[aby]\\$(0[4-9]|[12][0-9]|3[01])\\$[./0-9A-Za-z]{53}");
+    /** No {@code @}: the CLI records its operators as {@code <user>@<host>}, and a console user must not pass for one. */
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+    private static final Pattern BCRYPT = Pattern.compile("\\$2[aby]\\$[0-9]{2}\\$[./0-9A-Za-z]{53}");
+    /** bcrypt costs taken: below 10 is cheap to crack, above 14 makes every wrong guess cost the worker seconds. */
+    public static final int MIN_COST = 10;
+    public static final int MAX_COST = 14;
     private static final Pattern SHA256 = Pattern.compile("sha256:[0-9a-f]{64}");
 
     public HttpUser {
@@ -56,6 +60,8 @@ public record HttpUser(String name, String role, String hash, int line) {
     public static List<HttpUser> parse(String text) {
         List<HttpUser> users = new ArrayList<>();
         Set<String> names = new HashSet<>();
+        int passwordCost = 0;
+        int passwordCostLine = 0;
         String[] lines = text.split("\r?\n", -1);
         for (int i = 0; i < lines.length; i++) {
             String line = lines[i].strip();
@@ -68,7 +74,7 @@ public record HttpUser(String name, String role, String hash, int line) {
                 throw new IllegalArgumentException(at + "must be name:role:hash (lockstep user prints such a line)");
             }
             if (!NAME.matcher(parts[0]).matches()) {
-                throw new IllegalArgumentException(at + "the name must be 1 to 64 letters, digits or . _ @ -");
+                throw new IllegalArgumentException(at + "the name must be 1 to 64 letters, digits or . _ -");
             }
             if (!parts[1].equals(VIEWER) && !parts[1].equals(OPERATOR)) {
                 throw new IllegalArgumentException(at + "the role of " + parts[0] + " must be viewer or operator, but was \""
@@ -77,6 +83,21 @@ public record HttpUser(String name, String role, String hash, int line) {
             if (!BCRYPT.matcher(parts[2]).matches() && !SHA256.matcher(parts[2]).matches()) {
                 throw new IllegalArgumentException(at + "the hash of " + parts[0] + " must be a bcrypt hash ($2a$, $2b$ or $2y$, "
                         + "60 characters) or sha256:<64 lowercase hex> of a bearer token (lockstep user prints one)");
+            }
+            if (BCRYPT.matcher(parts[2]).matches()) {
+                int cost = Integer.parseInt(parts[2].substring(4, 6));
+                if (cost < MIN_COST || cost > MAX_COST) {
+                    throw new IllegalArgumentException(at + "the bcrypt cost of " + parts[0] + " must be " + MIN_COST + " to " + MAX_COST
+                            + ", but was " + cost + " (lockstep user hashes at 10)");
+                }
+                if (passwordCost == 0) {
+                    passwordCost = cost;
+                    passwordCostLine = i + 1;
+                } else if (cost != passwordCost) {
+                    // A wrong password costs its hash's time; one cost for all keeps that time from telling names apart.
+                    throw new IllegalArgumentException(at + "the bcrypt cost of " + parts[0] + " is " + cost + ", but line " + passwordCostLine
+                            + "'s is " + passwordCost + ": every password of the file must use one cost (lockstep user hashes at 10)");
+                }
             }
             if (!names.add(parts[0])) {
                 throw new IllegalArgumentException(at + parts[0] + " is named twice");

@@ -257,6 +257,14 @@ class ConfigLoaderTest {
                 + "bcrypt hash ($2a$, $2b$ or $2y$, 60 characters) or sha256:<64 lowercase hex> of a bearer token (lockstep user prints one)")
                 .hasMessageNotContaining("plaintext-password".substring(3));
         assertThatThrownBy(() -> HttpUser.parse("a:viewer:" + sha + "\na:operator:" + sha)).hasMessage("line 2: a is named twice");
+        assertThatThrownBy(() -> HttpUser.parse("a:viewer:" + bcrypt + "\nb:operator:" + bcrypt.replace("$10$", "$12$")))
+                .as("one cost for all: a wrong password's time must not tell names apart")
+                .hasMessage("line 2: the bcrypt cost of b is 12, but line 1's is 10: every password of the file must use one cost "
+                        + "(lockstep user hashes at 10)");
+        assertThatThrownBy(() -> HttpUser.parse("a:viewer:" + bcrypt.replace("$10$", "$05$")))
+                .hasMessage("line 1: the bcrypt cost of a must be 10 to 14, but was 5 (lockstep user hashes at 10)");
+        assertThatThrownBy(() -> HttpUser.parse("ops@host:viewer:" + sha)).as("not a CLI operator's <user>@<host>")
+                .hasMessage("line 1: the name must be 1 to 64 letters, digits or . _ -");
     }
 
     @Test
