@@ -13,8 +13,6 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
@@ -38,17 +36,8 @@ import org.springframework.security.web.SecurityFilterChain;
  */
 class ActuatorActionsTest {
 
-    private static LocalRedisServer redis;
-
-    @BeforeAll
-    static void redis() {
-        redis = LocalRedisServer.start();
-    }
-
-    @AfterAll
-    static void stopRedis() {
-        redis.close();
-    }
+    /** Stopped by its shutdown hook at the JVM's exit (as {@link StarterSpringBootTest}'s). */
+    private static final LocalRedisServer redis = LocalRedisServer.start();
 
     /** The application: the starter's job, and security as an application writes it (basic auth, CSRF off for the actuator). */
     @SpringBootConfiguration
