@@ -495,6 +495,14 @@ class RedlockStoreTest {
         ClaimResult first = p.claim(List.of(claim(job, slot.minusSeconds(2), "a"))).get(0);
         assertThat(first.fencingToken()).isEqualTo(ahead + 1);
         p.complete(List.of(new Completion(claim(job, slot.minusSeconds(2), "a").lease(), Outcome.SUCCEEDED)));
+        // The completion returns once a majority applied it: the test's next majority (0, 1, 2) must
+        // all have it, or one of them still sees the first run's lease and refuses the claim (a CI
+        // run saw NO_QUORUM so, the completion still on its way to master 2 when 3 and 4 died).
+        await().atMost(Duration.ofSeconds(10)).until(() -> List.of(0, 1, 2).stream().allMatch(i -> {
+            String owner = nodes.clients.get(i).hget(p.keys().marks(job), RedisKeys.markField(job) + "owner");
+            return owner == null || owner.isEmpty();
+        }));
+        awaitAllAsked(p); // and none of them left out for answering late under a loaded machine
 
         nodes.servers.get(3).kill();
         nodes.servers.get(4).kill();
