@@ -208,6 +208,30 @@ final class Cluster implements AutoCloseable {
         return missing;
     }
 
+    /**
+     * What every worker logged about each of {@code keys} ({@code job@slot}): the event, the worker
+     * and its reason or code, in log order; for the message of a test whose slots did not run.
+     */
+    String fates(List<String> keys) {
+        Map<String, List<String>> byKey = new java.util.LinkedHashMap<>();
+        keys.forEach(k -> byKey.put(k, new ArrayList<>()));
+        for (WorkerProcess w : workers) {
+            for (JsonNode e : w.events()) {
+                if (e.hasNonNull("job") && e.hasNonNull("slot")) {
+                    List<String> of = byKey.get(SlotCoverage.key(e.path("job").asText(), e.path("slot").asText()));
+                    if (of != null) {
+                        of.add(e.path("event").asText() + " on " + e.path("worker").asText()
+                                + (e.hasNonNull("reason") ? " (" + e.path("reason").asText() + ")" : "")
+                                + (e.hasNonNull("code") ? " [" + e.path("code").asText() + "]" : ""));
+                    }
+                }
+            }
+        }
+        StringBuilder b = new StringBuilder();
+        byKey.forEach((k, events) -> b.append(k).append(": ").append(events.isEmpty() ? "nothing logged" : String.join(", ", events)).append('\n'));
+        return b.toString();
+    }
+
     /** Whether every job has started the slot at {@code slot} or later. */
     boolean everyJobReached(int jobs, Instant slot) {
         Map<String, Instant> latest = events("job_started").stream().collect(Collectors.toMap(

@@ -104,7 +104,14 @@ class UpgradeIT {
             // Every slot from the first new worker's start on (before it, no worker of either layout ran).
             Instant from = WorkerProcess.ts(new1.events("worker_started").get(0)).truncatedTo(ChronoUnit.SECONDS).plusSeconds(1);
             Instant to = from.plusSeconds(5);
-            await().atMost(Duration.ofSeconds(30)).until(() -> cluster.slotsNeverStarted(JOBS, from, to).isEmpty());
+            try {
+                await().atMost(Duration.ofSeconds(30)).until(() -> cluster.slotsNeverStarted(JOBS, from, to).isEmpty());
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                // A clean-clone run (two ITs at once on 2 cores) timed out here, never a local one: keep what happened.
+                cluster.keepLogs(Path.of("target", "it-logs", "upgrade-2-3"));
+                throw new AssertionError("slots from " + from + " to " + to + " never started (logs kept in target/it-logs/upgrade-2-3):\n"
+                        + cluster.fates(cluster.slotsNeverStarted(JOBS, from, to)), e);
+            }
             Map<String, List<String>> starts = cluster.startsBySlot();
             assertThat(starts.entrySet().stream().filter(e -> e.getValue().size() > 1).map(Map.Entry::getKey).toList())
                     .as("slots started twice, across the switch").isEmpty();
