@@ -55,9 +55,6 @@ public final class RedisAdmin {
      */
     public record Action(Instant at, String action, String by, String detail) {}
 
-    /** How many actions each job keeps ({@link #actions}), the oldest dropped first. */
-    static final int ACTIONS_KEPT = 200;
-
     /** A run in flight: its slot, worker, fencing token and how long its lease has left (negative: ran out). */
     public record InFlight(Instant slot, String worker, long fencingToken, Duration leaseLeft, boolean manual) {}
 
@@ -87,6 +84,7 @@ public final class RedisAdmin {
 
     /** Redlock: the masters' stores; null on one server, Sentinel or Cluster. */
     private final RedlockStore redlock;
+    private final OperatorLog log;
 
     private RedisAdmin(RedisLockProvider provider) {
         this.provider = provider;
@@ -94,6 +92,7 @@ public final class RedisAdmin {
         this.calls = provider.calls();
         this.keys = provider.keys();
         this.redlock = provider.redlock();
+        this.log = new OperatorLog(jedis, calls, keys);
     }
 
     /** How long an operator's command waits for each Redlock master. */
@@ -273,14 +272,14 @@ public final class RedisAdmin {
      */
     private void record(String job, String action, String by, String detail) {
         try {
-            long at = provider.serverTimeMillis();
+            Action record = new Action(Instant.ofEpochMilli(provider.serverTimeMillis()), action, by, detail);
             if (redlock != null) {
                 onMasters("record", a -> {
-                    a.recordAt(job, action, by, detail, at);
+                    a.log.append(job, record);
                     return Boolean.TRUE;
                 });
             } else {
-                recordAt(job, action, by, detail, at);
+                log.append(job, record);
             }
         } catch (RuntimeException e) {
             org.slf4j.LoggerFactory.getLogger("io.lockstep.events").atWarn().addKeyValue("event", "operator_action_unrecorded")
@@ -290,32 +289,13 @@ public final class RedisAdmin {
         }
     }
 
-    private void recordAt(String job, String action, String by, String detail, long at) {
-        try {
-            jedis.xadd(keys.actions(job), redis.clients.jedis.params.XAddParams.xAddParams().maxLen(ACTIONS_KEPT).approximateTrimming(),
-                    Map.of("at", Long.toString(at), "action", action, "by", by, "detail", detail));
-        } catch (JedisException e) {
-            throw calls.wrap("record", e);
-        }
-    }
-
     /** What operators did to {@code job}, newest first, at most {@code limit} (on Redlock: merged from the masters that answer). */
     public List<Action> actions(String job, int limit) {
         if (redlock != null) {
             return onMasters("history", a -> a.actions(job, limit)).stream().flatMap(List::stream).distinct()
                     .sorted(java.util.Comparator.comparing(Action::at).reversed()).limit(limit).toList();
         }
-        try {
-            List<Action> actions = new ArrayList<>();
-            for (redis.clients.jedis.resps.StreamEntry e : jedis.xrevrange(keys.actions(job), "+", "-", limit)) {
-                Map<String, String> f = e.getFields();
-                actions.add(new Action(Instant.ofEpochMilli(Long.parseLong(f.getOrDefault("at", "0"))), f.getOrDefault("action", ""),
-                        f.getOrDefault("by", ""), f.getOrDefault("detail", "")));
-            }
-            return actions;
-        } catch (JedisException e) {
-            throw calls.wrap("history", e);
-        }
+        return log.read(job, limit);
     }
 
     /**

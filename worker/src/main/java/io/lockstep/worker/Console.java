@@ -36,6 +36,16 @@ final class Console {
     private static final ObjectMapper JSON = new ObjectMapper();
     static final List<String> ACTIONS = OperatorActions.ALL;
     private static final int MAX_FORM = 16 * 1024;
+    /** The page, read once: its markers are filled per request. */
+    private static final String TEMPLATE = template();
+
+    private static String template() {
+        try (InputStream in = Console.class.getResourceAsStream("status.html")) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
 
     private final ConsoleForms forms;
     private final OperatorActions actions;
@@ -56,19 +66,13 @@ final class Console {
      * JSON {@code status} (null when it could not be read: the script says why).
      */
     static String page(String status, HttpUser user, Map<String, String> query, List<String> jobs, ConsoleForms forms, String cookie) {
-        String template;
-        try (InputStream in = Console.class.getResourceAsStream("status.html")) {
-            template = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
         JsonNode root = null;
         try {
             root = status == null ? null : JSON.readTree(status);
         } catch (IOException e) {
             root = null;
         }
-        return template.replace("<!--who-->", escape(who(user)))
+        return TEMPLATE.replace("<!--who-->", escape(who(user)))
                 .replace("<!--flash-->", flash(query, jobs))
                 .replace("<!--jobs-->", root == null ? "" : jobRows(root))
                 .replace("<!--workers-->", root == null ? "" : workerRows(root))

@@ -78,9 +78,9 @@ public final class WorkerHttp implements AutoCloseable {
                     .addKeyValue("worker", scheduler.workerId()).addKeyValue("bind", bind)
                     .log("worker.http.auth on {}: the worker serves plain HTTP; put a proxy that terminates TLS in front", bind);
         }
-        Console console = users.isEmpty() ? null
-                : new Console(new ConsoleForms(users), admin, scheduler::definitions, scheduler.workerId(), changed);
-        return start(config.worker().httpBind(), config.worker().httpPort(), scheduler, registry, status, users, console);
+        ConsoleForms forms = users.isEmpty() ? null : new ConsoleForms(users);
+        Console console = users.isEmpty() ? null : new Console(forms, admin, scheduler::definitions, scheduler.workerId(), changed);
+        return start(config.worker().httpBind(), config.worker().httpPort(), scheduler, registry, status, users, forms, console);
     }
 
     /**
@@ -90,11 +90,11 @@ public final class WorkerHttp implements AutoCloseable {
      */
     static WorkerHttp start(String bind, int port, Scheduler scheduler, PrometheusMeterRegistry registry,
             Supplier<String> statusJson) {
-        return start(bind, port, scheduler, registry, statusJson, List.of(), null);
+        return start(bind, port, scheduler, registry, statusJson, List.of(), null, null);
     }
 
     private static WorkerHttp start(String bind, int port, Scheduler scheduler, PrometheusMeterRegistry registry,
-            Supplier<String> statusJson, List<HttpUser> users, Console console) {
+            Supplier<String> statusJson, List<HttpUser> users, ConsoleForms forms, Console console) {
         HttpServer server;
         try {
             server = HttpServer.create(new InetSocketAddress(bind, port), 16);
@@ -102,7 +102,6 @@ public final class WorkerHttp implements AutoCloseable {
             throw new UncheckedIOException("cannot listen on " + bind + ":" + port + " (worker.http): " + e.getMessage(), e);
         }
         ConsoleAuth auth = users.isEmpty() ? null : new ConsoleAuth(users);
-        ConsoleForms forms = users.isEmpty() ? null : new ConsoleForms(users);
         // Probes stay open: they say up or down, nothing more, and a kubelet has no password.
         server.createContext("/health/live", answering(ex -> health(ex, scheduler.health(), scheduler.health().live())));
         server.createContext("/health/ready", answering(ex -> health(ex, scheduler.health(), scheduler.health().ready())));
