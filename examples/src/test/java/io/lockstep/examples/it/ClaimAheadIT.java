@@ -106,19 +106,31 @@ class ClaimAheadIT {
             cluster.awaitStarted();
             Instant settled = Instant.now().plusSeconds(4);
             await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, settled));
-            Instant slot = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
-            Cluster.sleepUntil(slot.minusMillis(150)); // after the claims ahead (250 ms before), before the start
-            victim.signal("STOP");
-            Instant stoppedAt = Instant.now();
+            // Stop the victim after its claims ahead (250 ms before a slot) and before the start. Its
+            // events are written synchronously, so what it logged before the stop is in its log: a
+            // round in which it had claimed nothing ahead for that slot (it lost every race, or it
+            // was late on a busy machine) is let go at once and tried again at the next slot, up to 5.
+            List<String> claimedAhead = List.of();
+            Instant slot = null;
+            Instant stoppedAt = null;
+            for (int round = 0; round < 5 && claimedAhead.isEmpty(); round++) {
+                slot = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(2);
+                Cluster.sleepUntil(slot.minusMillis(150));
+                victim.signal("STOP");
+                stoppedAt = Instant.now();
+                Instant at = slot;
+                claimedAhead = victim.events("slot_claimed").stream()
+                        .filter(e -> e.has("ahead_ms") && WorkerProcess.slot(e).equals(at))
+                        .map(WorkerProcess::key).toList();
+                if (claimedAhead.isEmpty()) {
+                    victim.signal("CONT");
+                }
+            }
+            assertThat(claimedAhead).as("the victim had claimed slots ahead when it stopped (else this proves nothing)").isNotEmpty();
             Cluster.sleepUntil(stoppedAt.plusMillis(GRACE_MS + 2_000));
             victim.signal("CONT");
             Instant to = Instant.now().truncatedTo(ChronoUnit.SECONDS).plusSeconds(3);
             await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, to.plusSeconds(1)));
-            List<String> claimedAhead = victim.events("slot_claimed").stream()
-                    .filter(e -> e.has("ahead_ms") && !WorkerProcess.slot(e).isBefore(slot)
-                            && WorkerProcess.slot(e).isBefore(stoppedAt.plusSeconds(1)))
-                    .map(WorkerProcess::key).toList();
-            assertThat(claimedAhead).as("the victim had claimed slots ahead when it stopped (else this proves nothing)").isNotEmpty();
             assertThat(cluster.events("job_started")).as("no run started later than the grace")
                     .allSatisfy(e -> assertThat(e.path("lateness_ms").asLong()).as(WorkerProcess.key(e)).isLessThan(GRACE_MS));
             Map<String, List<JsonNode>> starts = cluster.startEventsBySlot();
