@@ -2,7 +2,6 @@ package io.lockstep.redis;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -44,9 +43,7 @@ public final class LocalCluster implements AutoCloseable {
     private LocalCluster(int masters, int replicasEach, String... serverArgs) throws IOException, InterruptedException {
         for (int i = 0; i < masters * (1 + replicasEach); i++) {
             int bus;
-            try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-                bus = socket.getLocalPort();
-            }
+            bus = LocalRedisServer.freePort();
             List<String> args = new ArrayList<>(List.of("--cluster-enabled", "yes", "--cluster-port", Integer.toString(bus),
                     "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0"));
             args.addAll(List.of(serverArgs));

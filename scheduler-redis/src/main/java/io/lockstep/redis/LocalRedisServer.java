@@ -33,6 +33,9 @@ public final class LocalRedisServer implements AutoCloseable {
 
     /** Names the binary to run: a path, or {@code embedded} for the one in the embedded-redis jar. */
     public static final String BINARY_ENV = "LOCKSTEP_REDIS_SERVER";
+    /** A range of ports ({@code FROM-TO}) to draw from instead of the kernel's: see {@link #freePort()}. */
+    public static final String PORTS_PROPERTY = "lockstep.localRedis.ports";
+    private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static final long START_TIMEOUT_MS = 10_000;
 
     private final Path binary;
@@ -257,11 +260,42 @@ public final class LocalRedisServer implements AutoCloseable {
         }
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            socket.setReuseAddress(true);
-            return socket.getLocalPort();
+    /**
+     * A loopback port nothing listens on, for a server (or a cluster bus, or a Sentinel). By default
+     * the kernel picks one. With the system property {@value #PORTS_PROPERTY} set to {@code FROM-TO},
+     * it is drawn from that range instead and never handed out twice in this JVM: the builds that run
+     * tests in several JVMs at once give each JVM its own range below the kernel's ephemeral ports, so
+     * a server that is killed and restarted on its port cannot lose it meanwhile to another JVM's new
+     * server or to a client connection's local port.
+     */
+    public static int freePort() throws IOException {
+        String range = System.getProperty(PORTS_PROPERTY, "").trim();
+        if (range.isEmpty()) {
+            try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                socket.setReuseAddress(true);
+                return socket.getLocalPort();
+            }
         }
+        String[] bounds = range.split("-");
+        int from;
+        int to;
+        try {
+            from = Integer.parseInt(bounds[0].trim());
+            to = Integer.parseInt(bounds[bounds.length - 1].trim());
+        } catch (NumberFormatException e) {
+            throw new IOException(PORTS_PROPERTY + "=" + range + ": expected FROM-TO, for example 21000-21999");
+        }
+        for (int port = from; port <= to; port++) {
+            if (!HANDED_OUT.add(port)) {
+                continue;
+            }
+            try (ServerSocket socket = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+                return port;
+            } catch (IOException taken) {
+                // something else listens there: the next one
+            }
+        }
+        throw new IOException("no free port left in " + PORTS_PROPERTY + "=" + range);
     }
 
     /** {@value #BINARY_ENV} if set, else the {@code redis-server} on PATH, else the embedded one. */

@@ -4,7 +4,6 @@ import static org.awaitility.Awaitility.await;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,9 +36,7 @@ public final class LocalSentinel implements AutoCloseable {
                 "--repl-diskless-sync-delay", "0");
         for (int i = 0; i < 3; i++) {
             int port;
-            try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-                port = socket.getLocalPort();
-            }
+            port = LocalRedisServer.freePort();
             Path conf = dir.resolve("sentinel-" + port + ".conf");
             Files.writeString(conf, "port " + port + "\nbind 127.0.0.1\ndir " + dir + "\n"
                     + "sentinel monitor " + MASTER_NAME + " 127.0.0.1 " + master.port() + " 2\n"
