@@ -86,6 +86,15 @@ final class AnnotatedJobs {
         if (a.onlyOn().length > 0) {
             job.put("onlyOn", java.util.Arrays.stream(a.onlyOn()).map(beans::resolveEmbeddedValue).toList());
         }
+        Map<String, Object> expect = new LinkedHashMap<>();
+        put(expect, "succeededWithin", a.expectSucceededWithin(), beans);
+        put(expect, "successEvery", a.expectSuccessEvery(), beans);
+        if (!expect.isEmpty()) {
+            job.put("expect", expect);
+        }
+        if (a.uses().length > 0) {
+            job.put("uses", java.util.Arrays.stream(a.uses()).map(beans::resolveEmbeddedValue).toList());
+        }
         if (job.get("enabled") instanceof String s && (s.equals("true") || s.equals("false"))) {
             job.put("enabled", Boolean.valueOf(s)); // the YAML's boolean, as the file would write it
         }

@@ -67,6 +67,7 @@ final class EffectiveConfig {
         LockstepConfig base;
         Map<String, Object> defaults = Map.of();
         Map<String, Object> fileCalendars = Map.of();
+        Map<String, Object> limits = new LinkedHashMap<>(properties.getLimits());
         if (properties.getConfig() != null) {
             String text = read(properties);
             Object parsed = new Yaml().load(text);
@@ -76,6 +77,15 @@ final class EffectiveConfig {
             String file = sourceName(properties.getConfig());
             if (properties.getRedis().isSet()) {
                 both.add(new ConfigProblem("lockstep.redis", 0, "", "set Redis in " + file + " or in lockstep.redis.* properties, not both"));
+            }
+            // The file's jobs and the worker JARs that read the same file see only the file's limits and alerts.
+            if (!properties.getLimits().isEmpty()) {
+                both.add(new ConfigProblem("lockstep.limits", 0, "", "with lockstep.config, set limits: in " + file
+                        + " (its jobs and the workers reading it see only the file's), not in lockstep.limits.*"));
+            }
+            if (properties.getAlerts().isSet()) {
+                both.add(new ConfigProblem("lockstep.alerts", 0, "", "with lockstep.config, set alerts: in " + file
+                        + ", not in lockstep.alerts.*"));
             }
             LockstepProperties.Worker w = properties.getWorker();
             for (String key : List.of("id", "threads", "shutdownTimeout")) {
@@ -102,6 +112,9 @@ final class EffectiveConfig {
             if (top.get("calendars") instanceof Map<?, ?> c) {
                 fileCalendars = withAbsoluteFiles(castMap(c), file); // the annotated jobs may name them too
             }
+            if (top.get("limits") instanceof Map<?, ?> l) {
+                limits = castMap(l); // and its limits
+            }
         } else {
             base = withClasses(classes, () -> loader.load("lockstep.* properties", dump(fromProperties(properties, applicationName))));
             if (properties.getWorker().getShutdownTimeout() == null) {
@@ -121,6 +134,9 @@ final class EffectiveConfig {
         }
         if (!fileCalendars.isEmpty()) {
             doc.put("calendars", fileCalendars);
+        }
+        if (!limits.isEmpty()) {
+            doc.put("limits", limits);
         }
         doc.put("jobs", annotated.asYaml());
         LockstepConfig methods;
@@ -195,6 +211,19 @@ final class EffectiveConfig {
         putIfSet(worker, "shutdownTimeout", w.getShutdownTimeout() == null ? null : w.getShutdownTimeout().toMillis() + "ms");
         if (!worker.isEmpty()) {
             doc.put("worker", worker);
+        }
+        if (!properties.getLimits().isEmpty()) {
+            doc.put("limits", new LinkedHashMap<>(properties.getLimits()));
+        }
+        LockstepProperties.Alerts a = properties.getAlerts();
+        if (a.isSet()) {
+            Map<String, Object> alerts = new LinkedHashMap<>();
+            if (!a.getWebhooks().isEmpty()) {
+                alerts.put("webhooks", List.copyOf(a.getWebhooks()));
+            }
+            putIfSet(alerts, "timeout", a.getTimeout() == null ? null : a.getTimeout().toMillis() + "ms");
+            putIfSet(alerts, "retries", a.getRetries());
+            doc.put("alerts", alerts);
         }
         return doc;
     }

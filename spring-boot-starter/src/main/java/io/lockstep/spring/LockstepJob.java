@@ -65,4 +65,22 @@ public @interface LockstepJob {
 
     /** Calendars outside of which this job skips (all must contain a slot for it to run). */
     String[] onlyOn() default {};
+
+    /**
+     * The YAML's {@code expect.succeededWithin}: each slot must succeed within this time of its
+     * instant (e.g. {@code 15m}), else the cluster reports {@code expectation_breached} once.
+     */
+    String expectSucceededWithin() default "";
+
+    /**
+     * The YAML's {@code expect.successEvery}: a dead-man's switch, at least one success in any such
+     * window (e.g. {@code 26h}), whatever the cron.
+     */
+    String expectSuccessEvery() default "";
+
+    /**
+     * The YAML's {@code uses}: the cluster-wide limits a run holds a permit of, each named in
+     * {@code limits:} of the YAML or in {@code lockstep.limits.*}.
+     */
+    String[] uses() default {};
 }

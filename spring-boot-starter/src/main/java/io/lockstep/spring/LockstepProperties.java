@@ -30,6 +30,67 @@ public class LockstepProperties {
     private final Redis redis = new Redis();
     private final Worker worker = new Worker();
 
+    /**
+     * The YAML's {@code limits:}: cluster-wide concurrency limits by name, each how many runs that
+     * use it ({@code uses} of a job) may run at once, e.g. {@code lockstep.limits.reporting-db=2}.
+     */
+    private java.util.Map<String, Integer> limits = new java.util.LinkedHashMap<>();
+
+    private final Alerts alerts = new Alerts();
+
+    public java.util.Map<String, Integer> getLimits() {
+        return limits;
+    }
+
+    public void setLimits(java.util.Map<String, Integer> limits) {
+        this.limits = limits;
+    }
+
+    public Alerts getAlerts() {
+        return alerts;
+    }
+
+    /** {@code lockstep.alerts.*}: the YAML's {@code alerts:}, where expectation breaches are sent. */
+    public static class Alerts {
+
+        /** URLs each breach and each clearing is POSTed to as JSON. */
+        private java.util.List<String> webhooks = new java.util.ArrayList<>();
+
+        /** How long one delivery may take (default 5s). */
+        private Duration timeout;
+
+        /** How many times a failed delivery is tried again (default 3). */
+        private Integer retries;
+
+        public java.util.List<String> getWebhooks() {
+            return webhooks;
+        }
+
+        public void setWebhooks(java.util.List<String> webhooks) {
+            this.webhooks = webhooks;
+        }
+
+        public Duration getTimeout() {
+            return timeout;
+        }
+
+        public void setTimeout(Duration timeout) {
+            this.timeout = timeout;
+        }
+
+        public Integer getRetries() {
+            return retries;
+        }
+
+        public void setRetries(Integer retries) {
+            this.retries = retries;
+        }
+
+        boolean isSet() {
+            return !webhooks.isEmpty() || timeout != null || retries != null;
+        }
+    }
+
     public boolean isEnabled() {
         return enabled;
     }

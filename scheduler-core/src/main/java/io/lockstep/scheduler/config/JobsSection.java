@@ -146,8 +146,9 @@ final class JobsSection {
     }
 
     private Duration bounded(Node node, String path, Duration max) {
-        Duration d = nodes.duration(node, path).orElse(Duration.ZERO);
-        if (node != null && (d.compareTo(io.lockstep.scheduler.Expect.MIN) < 0 || d.compareTo(max) > 0)) {
+        Optional<Duration> read = nodes.duration(node, path); // empty: absent, or not a duration (reported once)
+        Duration d = read.orElse(Duration.ZERO);
+        if (read.isPresent() && (d.compareTo(io.lockstep.scheduler.Expect.MIN) < 0 || d.compareTo(max) > 0)) {
             nodes.problem(node, path, "must be between 1s and " + Durations.format(max) + ", but was " + Durations.format(d));
         }
         return d;

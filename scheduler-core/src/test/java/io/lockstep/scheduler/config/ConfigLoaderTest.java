@@ -342,7 +342,7 @@ class ConfigLoaderTest {
                   - name: b
                     cron: "@hourly"
                     class: x.A
-                    expect: { successEvery: 500ms }
+                    expect: { succeededWithin: soon, successEvery: 500ms }
                   - name: c
                     cron: "@hourly"
                     class: x.A
@@ -360,6 +360,7 @@ class ConfigLoaderTest {
                 "jobs.yaml:4: alerts.retries: must be between 0 and 10, but was 11",
                 "jobs.yaml:9: jobs[0].expect.successEvry: unknown key \"successEvry\" (did you mean \"successEvery\"?)",
                 "jobs.yaml:9: jobs[0].expect.succeededWithin: must be between 1s and 7d, but was 8d",
+                "jobs.yaml:13: jobs[1].expect.succeededWithin: must be a duration like 250ms, 30s, 5m, 1h, 1d or PT30S, but was \"soon\"",
                 "jobs.yaml:13: jobs[1].expect.successEvery: must be between 1s and 31d, but was 500ms",
                 "jobs.yaml:18: jobs[2].expect: is not available on a job that runs on every worker",
                 "jobs.yaml:22: jobs[3].expect: needs succeededWithin, successEvery or both (like succeededWithin: 15m)");
