@@ -32,6 +32,32 @@ class LocalRedisServerTest {
         }
     }
 
+    /**
+     * With {@code lockstep.localRedis.ports} (as the build sets per test JVM), ports come from that
+     * range, skip one something listens on, and are never handed out twice: a server killed and
+     * restarted on its port cannot lose it to another server of the same JVM.
+     */
+    @Test
+    void freePortsComeFromTheRangeSkipATakenOneAndAreNeverHandedOutTwice() throws Exception {
+        String before = System.getProperty(LocalRedisServer.PORTS_PROPERTY);
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            int p = taken.getLocalPort();
+            System.setProperty(LocalRedisServer.PORTS_PROPERTY, p + "-" + (p + 3));
+            int first = LocalRedisServer.freePort();
+            int second = LocalRedisServer.freePort();
+            assertThat(List.of(first, second)).allSatisfy(port -> assertThat(port).isGreaterThan(p).isLessThanOrEqualTo(p + 3))
+                    .doesNotHaveDuplicates();
+            System.setProperty(LocalRedisServer.PORTS_PROPERTY, first + "-" + first);
+            org.assertj.core.api.Assertions.assertThatThrownBy(LocalRedisServer::freePort).hasMessageContaining("no free port left");
+        } finally {
+            if (before == null) {
+                System.clearProperty(LocalRedisServer.PORTS_PROPERTY);
+            } else {
+                System.setProperty(LocalRedisServer.PORTS_PROPERTY, before);
+            }
+        }
+    }
+
     @Test
     void pauseStopsAnsweringAndResumeAnswersAgain() {
         try (LocalRedisServer server = LocalRedisServer.start();
