@@ -3,7 +3,9 @@ package io.lockstep.worker;
 import io.lockstep.scheduler.LockstepException;
 import io.lockstep.scheduler.ScheduleUpdate;
 import io.lockstep.scheduler.Scheduler;
+import io.lockstep.scheduler.config.HttpUser;
 import io.lockstep.scheduler.config.LockstepConfig;
+import io.lockstep.scheduler.config.WorkerSettings;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -28,9 +30,11 @@ import org.slf4j.LoggerFactory;
  * an invalid file changes nothing and is reported ({@code config_reload_failed}, with the same
  * lines {@code validate} prints): the worker goes on with the jobs in force, and its heartbeat
  * keeps their hash, which {@code status} shows. A valid one goes to {@link Scheduler#update}
- * ({@code schedule_updated}). Only {@code jobs:} is reloaded: a changed {@code redis:},
- * {@code worker:} or {@code history:} section takes a restart, and says so
- * ({@code config_restart_needed}). Reloads run one at a time, on the worker's main thread.
+ * ({@code schedule_updated}). Only {@code jobs:} and the console's users file are reloaded (the
+ * users file is read again at each reload, so SIGHUP after editing it; {@code console_users_reloaded}):
+ * a changed {@code redis:}, {@code worker:}, {@code history:} or {@code alerts:} section, or
+ * authentication turned on or off, takes a restart, and says so ({@code config_restart_needed}).
+ * Reloads run one at a time, on the worker's main thread.
  */
 final class ConfigReload implements AutoCloseable {
 
@@ -43,13 +47,23 @@ final class ConfigReload implements AutoCloseable {
     private final Scheduler scheduler;
     private final boolean factory;
     private LockstepConfig inForce;
+    private final java.util.function.Predicate<List<HttpUser>> http;
     private WatchService watch;
 
     ConfigReload(Path file, Scheduler scheduler, boolean factory, LockstepConfig loaded) {
+        this(file, scheduler, factory, loaded, null);
+    }
+
+    /**
+     * @param http puts a changed users file ({@code worker.http.auth.users}) in force, and says
+     *     whether it could ({@link WorkerHttp#replaceUsers}); null without HTTP endpoints
+     */
+    ConfigReload(Path file, Scheduler scheduler, boolean factory, LockstepConfig loaded, java.util.function.Predicate<List<HttpUser>> http) {
         this.file = file.toAbsolutePath();
         this.scheduler = scheduler;
         this.factory = factory;
         this.inForce = loaded;
+        this.http = http;
     }
 
     /**
@@ -160,8 +174,21 @@ final class ConfigReload implements AutoCloseable {
         if (!next.redis().equals(inForce.redis())) {
             restart.add("redis");
         }
-        if (!next.worker().equals(inForce.worker())) {
+        WorkerSettings worker = inForce.worker();
+        if (!withoutUsers(next.worker()).equals(withoutUsers(worker))) {
             restart.add("worker");
+        }
+        List<HttpUser> users = next.worker().httpUsers();
+        if (!users.equals(worker.httpUsers())) {
+            if (http != null && http.test(users)) {
+                worker = new WorkerSettings(worker.id(), worker.threads(), worker.shutdownTimeout(), worker.httpPort(), worker.httpBind(),
+                        worker.watch(), worker.labels(), users);
+                EVENTS.atInfo().addKeyValue("event", "console_users_reloaded").addKeyValue("worker", scheduler.workerId())
+                        .addKeyValue("config", file.toString()).addKeyValue("users", users.size())
+                        .log("the console's users file was reloaded: {} users; credentials proved before are asked again", users.size());
+            } else {
+                restart.add("worker.http.auth"); // turned on or off: which endpoints ask for a user is set at the start
+            }
         }
         if (next.historyKeep() != inForce.historyKeep()) {
             restart.add("history");
@@ -174,10 +201,15 @@ final class ConfigReload implements AutoCloseable {
                     .addKeyValue("config", file.toString()).addKeyValue("sections", String.join(",", restart))
                     .log("the jobs were reloaded; the changed " + String.join(", ", restart) + " section(s) take effect at the next restart");
         }
-        inForce = new LockstepConfig(inForce.source(), inForce.redis(), inForce.worker(), next.jobs(), inForce.historyKeep(), inForce.alerts());
+        inForce = new LockstepConfig(inForce.source(), inForce.redis(), worker, next.jobs(), inForce.historyKeep(), inForce.alerts());
         EVENTS.atInfo().addKeyValue("event", "config_reloaded").addKeyValue("worker", scheduler.workerId())
                 .addKeyValue("config", file.toString()).addKeyValue("trigger", why).addKeyValue("config_hash", update.configHash())
                 .log("config reloaded");
+    }
+
+    /** The worker settings but the users file's contents, which a reload can put in force. */
+    private static WorkerSettings withoutUsers(WorkerSettings w) {
+        return new WorkerSettings(w.id(), w.threads(), w.shutdownTimeout(), w.httpPort(), w.httpBind(), w.watch(), w.labels());
     }
 
     private void failed(String why, List<String> problems) {

@@ -33,10 +33,8 @@ final class ConsoleAuth {
     static final long REMEMBERED = 60_000_000_000L;
     private static final int REMEMBER_AT_MOST = 1000;
 
-    private final Map<String, HttpUser> passwords = new LinkedHashMap<>();
-    private final List<HttpUser> tokens;
-    /** A bcrypt hash nobody's password matches, at the file's highest cost: what an unknown name is checked against. */
-    private final String decoy;
+    /** The users file in force: replaced whole by {@link #replace}. */
+    private volatile Users users;
     private final ConcurrentHashMap<String, Remembered> passed = new ConcurrentHashMap<>();
     private final java.util.concurrent.Semaphore bcrypt = new java.util.concurrent.Semaphore(1, true);
     private final java.util.concurrent.atomic.AtomicLong bcrypts = new java.util.concurrent.atomic.AtomicLong();
@@ -51,18 +49,40 @@ final class ConsoleAuth {
         }
     }
 
-    private record Remembered(HttpUser user, long at) {}
+    /**
+     * One users file: password users by name, token users, and a bcrypt hash nobody's password
+     * matches, at the file's highest cost, that an unknown name is checked against.
+     */
+    private record Users(Map<String, HttpUser> passwords, List<HttpUser> tokens, String decoy) {
+
+        static Users of(List<HttpUser> list) {
+            Map<String, HttpUser> passwords = new LinkedHashMap<>();
+            int cost = HttpUser.MIN_COST;
+            for (HttpUser u : list) {
+                if (!u.token()) {
+                    passwords.put(u.name(), u);
+                    cost = Math.max(cost, Integer.parseInt(u.hash().substring(4, 6)));
+                }
+            }
+            return new Users(passwords, list.stream().filter(HttpUser::token).toList(),
+                    BCrypt.hashpw(java.util.UUID.randomUUID().toString(), BCrypt.gensalt(cost)));
+        }
+    }
+
+    /** A header that passed: whom it proved, when, and under which users file (another file does not take it). */
+    private record Remembered(HttpUser user, long at, Users under) {}
 
     ConsoleAuth(List<HttpUser> users) {
-        int cost = HttpUser.MIN_COST;
-        for (HttpUser u : users) {
-            if (!u.token()) {
-                passwords.put(u.name(), u);
-                cost = Math.max(cost, Integer.parseInt(u.hash().substring(4, 6)));
-            }
-        }
-        this.tokens = users.stream().filter(HttpUser::token).toList();
-        this.decoy = BCrypt.hashpw(java.util.UUID.randomUUID().toString(), BCrypt.gensalt(cost));
+        this.users = Users.of(users);
+    }
+
+    /**
+     * Puts a reloaded users file in force: from the next request on, a removed user, a changed
+     * password or a changed role counts, and nothing proved under the file before is remembered.
+     */
+    void replace(List<HttpUser> list) {
+        users = Users.of(list);
+        passed.clear();
     }
 
     /** The user an {@code Authorization} header proves; empty when absent, malformed or wrong. */
@@ -72,28 +92,29 @@ final class ConsoleAuth {
         }
         String key = sha256(authorization);
         long now = System.nanoTime();
+        Users in = users;
         Remembered r = passed.get(key);
-        if (r != null && now - r.at < REMEMBERED) {
+        if (r != null && r.under == in && now - r.at < REMEMBERED) {
             return Optional.of(r.user);
         }
-        Optional<HttpUser> user = check(authorization.strip());
+        Optional<HttpUser> user = check(authorization.strip(), in);
         if (user.isPresent()) {
             if (passed.size() >= REMEMBER_AT_MOST) {
                 passed.clear();
             }
-            passed.put(key, new Remembered(user.get(), now));
+            passed.put(key, new Remembered(user.get(), now, in)); // under a file replaced meanwhile: never taken
         }
         return user;
     }
 
-    private Optional<HttpUser> check(String authorization) {
+    private Optional<HttpUser> check(String authorization, Users in) {
         int space = authorization.indexOf(' ');
         String scheme = space < 0 ? authorization : authorization.substring(0, space);
         String value = space < 0 ? "" : authorization.substring(space + 1).strip();
         if (scheme.equalsIgnoreCase("Bearer")) {
             byte[] presented = sha256(value).getBytes(StandardCharsets.US_ASCII);
             HttpUser found = null;
-            for (HttpUser t : tokens) { // every one, whichever matches: the time does not say which
+            for (HttpUser t : in.tokens) { // every one, whichever matches: the time does not say which
                 if (MessageDigest.isEqual(presented, t.hash().substring("sha256:".length()).getBytes(StandardCharsets.US_ASCII))) {
                     found = t;
                 }
@@ -112,8 +133,8 @@ final class ConsoleAuth {
         int colon = pair.indexOf(':');
         String name = colon < 0 ? pair : pair.substring(0, colon);
         String password = colon < 0 ? "" : pair.substring(colon + 1);
-        HttpUser user = passwords.get(name);
-        boolean matches = checkpw(password, user == null ? decoy : user.hash());
+        HttpUser user = in.passwords.get(name);
+        boolean matches = checkpw(password, user == null ? in.decoy : user.hash());
         return user != null && matches ? Optional.of(user) : Optional.empty();
     }
 

@@ -31,12 +31,24 @@ final class ConsoleForms {
     static final long VALID_FOR = 12 * 3600;
     private static final SecureRandom RANDOM = new SecureRandom();
 
-    private final SecretKeySpec key;
+    private volatile SecretKeySpec key;
 
     ConsoleForms(List<HttpUser> users) {
+        this.key = keyOf(users);
+    }
+
+    /**
+     * Puts a reloaded users file in force: its key signs the forms from now on, and the forms of
+     * pages served before no longer pass (their page is loaded again).
+     */
+    void replace(List<HttpUser> users) {
+        key = keyOf(users);
+    }
+
+    private static SecretKeySpec keyOf(List<HttpUser> users) {
         StringBuilder material = new StringBuilder("lockstep console forms v1\n");
         users.forEach(u -> material.append(u.name()).append(':').append(u.role()).append(':').append(u.hash()).append('\n'));
-        this.key = new SecretKeySpec(ConsoleAuth.sha256(material.toString()).getBytes(StandardCharsets.US_ASCII), "HmacSHA256");
+        return new SecretKeySpec(ConsoleAuth.sha256(material.toString()).getBytes(StandardCharsets.US_ASCII), "HmacSHA256");
     }
 
     /** A new cookie value for a browser that has none. */

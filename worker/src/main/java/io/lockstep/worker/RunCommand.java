@@ -170,7 +170,8 @@ final class RunCommand implements Callable<Integer> {
                 http = startHttp(c, scheduler, provider, registry);
             }
             scheduler.start();
-            reload = new ConfigReload(config, scheduler, factoryType.isPresent(), c);
+            WorkerHttp served = http;
+            reload = new ConfigReload(config, scheduler, factoryType.isPresent(), c, served == null ? null : served::replaceUsers);
             if (c.worker().watch()) {
                 reload.watch(requests, "file changed", loadedVersion);
             }

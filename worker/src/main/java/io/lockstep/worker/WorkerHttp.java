@@ -37,10 +37,30 @@ public final class WorkerHttp implements AutoCloseable {
 
     private final HttpServer server;
     private final java.util.concurrent.ExecutorService executor;
+    /** Who may use the endpoints, and the forms' key; null when served without {@code worker.http.auth}. */
+    private final ConsoleAuth auth;
+    private final ConsoleForms forms;
 
-    private WorkerHttp(HttpServer server, java.util.concurrent.ExecutorService executor) {
+    private WorkerHttp(HttpServer server, java.util.concurrent.ExecutorService executor, ConsoleAuth auth, ConsoleForms forms) {
         this.server = server;
         this.executor = executor;
+        this.auth = auth;
+        this.forms = forms;
+    }
+
+    /**
+     * Puts a reloaded users file in force without a restart (the worker's SIGHUP): a user removed,
+     * a password or role changed counts from the next request, nothing proved before is remembered,
+     * and forms served before must be loaded again. Turning authentication on or off takes a
+     * restart: false then, and nothing changes.
+     */
+    boolean replaceUsers(List<HttpUser> users) {
+        if (auth == null || users.isEmpty()) {
+            return false;
+        }
+        auth.replace(users);
+        forms.replace(users);
+        return true;
     }
 
     /**
@@ -142,7 +162,7 @@ public final class WorkerHttp implements AutoCloseable {
         });
         server.setExecutor(executor);
         server.start();
-        return new WorkerHttp(server, executor);
+        return new WorkerHttp(server, executor, auth, forms);
     }
 
     /** A handler that sees who asks: with {@code auth}, a request without valid credentials gets 401 and goes no further. */

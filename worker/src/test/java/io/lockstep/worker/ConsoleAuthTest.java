@@ -54,6 +54,35 @@ class ConsoleAuthTest {
         assertThat(auth.bcrypts()).as("a wrong one always is").isEqualTo(checks + 2);
     }
 
+    /**
+     * A reloaded users file (SIGHUP) counts from the next request: a removed user and a changed
+     * role count at once although the header passed a moment ago, and the forms of pages served
+     * before no longer pass.
+     */
+    @Test
+    void aReloadedUsersFileCountsAtOnceForRememberedHeadersAndOldForms() {
+        List<HttpUser> before = users();
+        ConsoleAuth auth = new ConsoleAuth(before);
+        ConsoleForms forms = new ConsoleForms(before);
+        String cookie = ConsoleForms.newCookie();
+        long now = 1_800_000_000L;
+        String token = forms.token("alice", "pause", cookie, now);
+        assertThat(auth.authenticate(basic("alice", "alice-password"))).hasValueSatisfying(u -> assertThat(u.operator()).isTrue());
+        assertThat(auth.authenticate("Bearer " + TOKEN)).isPresent();
+        String aliceHash = before.get(0).hash();
+        List<HttpUser> after = HttpUser.parse("alice:viewer:" + aliceHash + "\n"
+                + "victor:viewer:" + before.get(1).hash() + "\n");
+        auth.replace(after);
+        forms.replace(after);
+        long checks = auth.bcrypts();
+        assertThat(auth.authenticate(basic("alice", "alice-password"))).as("her new role, not the remembered one")
+                .hasValueSatisfying(u -> assertThat(u.operator()).isFalse());
+        assertThat(auth.bcrypts()).as("checked again under the new file").isEqualTo(checks + 1);
+        assertThat(auth.authenticate("Bearer " + TOKEN)).as("a removed token, remembered before").isEmpty();
+        assertThat(forms.valid(token, "alice", "pause", cookie, now)).as("a form of a page served before").isFalse();
+        assertThat(forms.valid(forms.token("alice", "pause", cookie, now), "alice", "pause", cookie, now)).isTrue();
+    }
+
     /** Without the decoy hash a name nobody has is refused in microseconds, a wrong password in bcrypt's time. */
     @Test
     void aNameNobodyHasIsRefusedInTheTimeOfAWrongPassword() {

@@ -69,9 +69,10 @@ class ConsoleIT {
         Optional<String[]> browser = chromium();
         Assumptions.assumeTrue(browser.isPresent(), "the console test needs Chromium and its driver: install the Debian packages chromium and chromium-driver");
         String token = "lst_test-token-0123456789abcdef";
+        String victorLine = "victor:viewer:" + BCrypt.hashpw("victor-password", BCrypt.gensalt(10)) + "\n";
         Files.writeString(dir.resolve("users.txt"), "# name:role:hash\n"
                 + "alice:operator:" + BCrypt.hashpw("alice-password", BCrypt.gensalt(10)) + "\n"
-                + "victor:viewer:" + BCrypt.hashpw("victor-password", BCrypt.gensalt(10)) + "\n"
+                + victorLine
                 + "robot:operator:sha256:" + io.lockstep.examples.it.ConsoleIT.sha256(token) + "\n");
         String jobs = "jobs:\n"
                 + "  - { name: tick, cron: \"* * * * * *\", class: io.lockstep.examples.HeartbeatJob, lease: 2s, misfireGrace: 2s }\n"
@@ -79,7 +80,7 @@ class ConsoleIT {
         try (Cluster cluster = new Cluster(dir, jobs)) {
             cluster.editConfig("worker:\n", "worker:\n  http:\n    port: ${HTTP_PORT:-0}\n    auth:\n      users: users.txt\n");
             int port = RedisFixture.freeLoopbackPort();
-            cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
+            WorkerProcess w1 = cluster.startWithEnv("w1", Map.of("HTTP_PORT", Integer.toString(port)));
             cluster.start("w2");
             cluster.awaitStarted();
             URI base = URI.create("http://127.0.0.1:" + port + "/");
@@ -206,6 +207,18 @@ class ConsoleIT {
                     median(unknown) / 1e6, median(wrong) / 1e6, ratio);
             assertThat(ratio).as("unknown %s vs wrong password %s (ns)", unknown, wrong).isBetween(0.5, 2.0);
             assertThat(median(wrong)).as("a wrong password is checked by bcrypt, not remembered").isGreaterThan(5_000_000L);
+
+            // The users file edited and the worker sent SIGHUP: alice removed, robot made a viewer. It counts at
+            // once, although alice's and robot's credentials passed within the minute they are remembered for.
+            assertThat(get(http, base, alice).statusCode()).isEqualTo(200);
+            assertThat(get(http, base, "Bearer " + token).body()).contains("signed in as robot (operator)");
+            Files.writeString(dir.resolve("users.txt"), victorLine + "robot:viewer:sha256:" + io.lockstep.examples.it.ConsoleIT.sha256(token) + "\n");
+            w1.signal("HUP");
+            await().atMost(Duration.ofSeconds(10)).until(() -> !w1.events("console_users_reloaded").isEmpty());
+            assertThat(w1.events("console_users_reloaded").get(0).path("users").asInt()).isEqualTo(2);
+            assertThat(w1.events("config_restart_needed")).as("no restart needed for the users").isEmpty();
+            assertThat(get(http, base, alice).statusCode()).as("a removed user, remembered before").isEqualTo(401);
+            assertThat(get(http, base, "Bearer " + token).body()).contains("signed in as robot (viewer, read-only)").doesNotContain("<form");
             cluster.assertAuditHolds();
         }
     }
