@@ -13,6 +13,8 @@ import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.Pipeline;
+import redis.clients.jedis.Protocol;
 import redis.clients.jedis.RedisClient;
 
 /**
@@ -59,6 +61,55 @@ final class ExtrasCost {
             }
             return new Result(lock, permit2, permit20, quiet, (double) looks / n);
         }
+    }
+
+    /**
+     * One worker's round of looks, wall time (median of the rounds, ms): {@code jobs} looks one call
+     * each (as before issue 36's batching) and in one {@link Expectations#judge(List, String, Duration)}
+     * call, against the floor of the same run: as many PINGs one by one, and pipelined (raw Jedis).
+     */
+    record Round(int jobs, double oneByOne, double batched, double pings, double pipelinedPings) {}
+
+    static Round round(LocalRedisServer redis, int jobs, int rounds) {
+        String prefix = "round-" + UUID.randomUUID();
+        try (RedisLockProvider provider = RedisLockProvider.builder().uri(redis.uri()).keyPrefix(prefix).build();
+                Jedis raw = new Jedis(redis.host(), redis.port())) {
+            Duration lease = Duration.ofSeconds(30);
+            Expectations e = provider.expectations().orElseThrow();
+            List<Expectations.Look> looks = new java.util.ArrayList<>();
+            for (int i = 0; i < jobs; i++) {
+                looks.add(new Expectations.Look("job-" + i, "w=60000;e=86400000", 60_000, 86_400_000, List.of()));
+            }
+            Runnable oneByOne = () -> looks.forEach(l -> e.judge(l.job(), l.spec(), l.withinMillis(), l.everyMillis(), l.due(), "w1", lease));
+            Runnable batched = () -> e.judge(looks, "w1", lease);
+            Runnable pings = () -> {
+                for (int i = 0; i < jobs; i++) {
+                    raw.ping();
+                }
+            };
+            Runnable pipelined = () -> {
+                Pipeline p = raw.pipelined();
+                for (int i = 0; i < jobs; i++) {
+                    p.sendCommand(Protocol.Command.PING, new String[0]);
+                }
+                p.sync();
+            };
+            return new Round(jobs, median(oneByOne, rounds), median(batched, rounds), median(pings, rounds), median(pipelined, rounds));
+        }
+    }
+
+    private static double median(Runnable round, int rounds) {
+        for (int i = 0; i < 20; i++) {
+            round.run();
+        }
+        double[] ms = new double[rounds];
+        for (int i = 0; i < rounds; i++) {
+            long t = System.nanoTime();
+            round.run();
+            ms[i] = (System.nanoTime() - t) / 1e6;
+        }
+        java.util.Arrays.sort(ms);
+        return ms[rounds / 2];
     }
 
     private static double per(Jedis raw, int n, Runnable call) {

@@ -185,6 +185,11 @@ public final class RunAll {
                                 + "permit try+release %.1f (%.2fx) of 2, %.1f (%.2fx) of 20; expect.lua look %.1f quiet, %.1f reading a new run",
                                 run, r.lockCycle(), r.permitCycle2(), r.permitCycle2() / r.lockCycle(), r.permitCycle20(),
                                 r.permitCycle20() / r.lockCycle(), r.quietLook(), r.lookWithARun()));
+                        ExtrasCost.Round round = ExtrasCost.round(redis, 100, quick ? 50 : 200);
+                        log(String.format(java.util.Locale.ROOT, "  run %d: a worker's round of %d quiet looks, ms (median): one call each %.2f, "
+                                + "one batched call %.2f (%.2fx); floor: %d PINGs one by one %.2f, pipelined %.2f (%.2fx)", run, round.jobs(),
+                                round.oneByOne(), round.batched(), round.batched() / round.oneByOne(), round.jobs(), round.pings(),
+                                round.pipelinedPings(), round.pipelinedPings() / round.pings()));
                     }
                 }
                 case "audit" -> {

@@ -85,28 +85,42 @@ final class ExpectationKeeper implements AutoCloseable {
         thread.start();
     }
 
+    /**
+     * Each second, one look at every job with an expectation in force here, all in one call of the
+     * store (one round trip on Redis, whatever the number of jobs); a job the store could not judge
+     * (one Cluster shard down) leaves the others judged.
+     */
     private void loop() {
         while (!closed) {
-            boolean failed = false;
+            List<Expectations.Look> looks = new ArrayList<>();
+            Map<String, JobDefinition> byName = new HashMap<>();
             for (ScheduledJob job : jobs.all()) {
                 JobDefinition d = job.definition();
-                if (closed || !d.enabled() || !d.expect().any() || d.runOn().everyWorker()) {
-                    continue;
+                if (d.enabled() && d.expect().any() && !d.runOn().everyWorker()) {
+                    looks.add(look(d));
+                    byName.put(d.name(), d);
                 }
-                try {
-                    judge(d);
-                } catch (LockException e) {
-                    // Redis down (the claims report that too), one Cluster shard down, or a refusal (an ACL
-                    // without a command): the other jobs are judged on; said once per spell.
-                    if (!failing && !failed) {
-                        events.warn("expectation_failed").addKeyValue("job", d.name()).addKeyValue("error", e.getMessage())
-                                .log("judging expectations failed (asked again each second; said again once it worked): " + e.getMessage());
+            }
+            boolean failed = false;
+            try {
+                List<Expectations.Judged> results = looks.isEmpty() ? List.of() : store.judge(looks, workerId, deliveryLease);
+                for (Expectations.Judged j : results) {
+                    if (closed) {
+                        break;
                     }
-                    failed = true;
-                } catch (RuntimeException e) {
-                    events.warn("expectation_failed").addKeyValue("job", d.name()).addKeyValue("error", e.toString())
-                            .log("judging " + d.name() + "'s expectations failed: " + e);
+                    if (j.failure() instanceof LockException e) {
+                        failed |= failed(j.look().job(), e, failed);
+                    } else if (j.failure() != null) {
+                        events.warn("expectation_failed").addKeyValue("job", j.look().job()).addKeyValue("error", j.failure().toString())
+                                .log("judging " + j.look().job() + "'s expectations failed: " + j.failure());
+                    } else {
+                        judged(byName.get(j.look().job()), j.judgement());
+                    }
                 }
+            } catch (LockException e) {
+                failed |= failed(looks.get(0).job(), e, failed);
+            } catch (RuntimeException e) {
+                events.warn("expectation_failed").addKeyValue("error", e.toString()).log("judging expectations failed: " + e);
             }
             failing = failed;
             try {
@@ -119,6 +133,18 @@ final class ExpectationKeeper implements AutoCloseable {
     }
 
     /**
+     * Redis down (the claims report that too), one Cluster shard down, or a refusal (an ACL without a
+     * command): said once per spell, not every second. Always true: this look failed.
+     */
+    private boolean failed(String job, LockException e, boolean failedThisRound) {
+        if (!failing && !failedThisRound) {
+            events.warn("expectation_failed").addKeyValue("job", job).addKeyValue("error", e.getMessage())
+                    .log("judging expectations failed (asked again each second; said again once it worked): " + e.getMessage());
+        }
+        return true;
+    }
+
+    /**
      * What the store keeps the judgement under: the expectation and the schedule, so that after a
      * change of either the slots due before it are not judged (a cron moved from 03:00 to 02:00 at
      * 02:30 did not owe a 02:00 run).
@@ -127,8 +153,8 @@ final class ExpectationKeeper implements AutoCloseable {
         return d.expect().spec() + ";s=" + d.schedule();
     }
 
-    /** One look at one job. */
-    void judge(JobDefinition d) {
+    /** One look at one job: the slots due since the last reply whose deadline may have passed. */
+    Expectations.Look look(JobDefinition d) {
         Expect e = d.expect();
         long within = e.succeededWithin().toMillis();
         long[] last = judged.get(d.name());
@@ -145,7 +171,11 @@ final class ExpectationKeeper implements AutoCloseable {
                 at = next.get();
             }
         }
-        Expectations.Judgement j = store.judge(d.name(), spec(d), within, e.successEvery().toMillis(), due, workerId, deliveryLease);
+        return new Expectations.Look(d.name(), spec(d), within, e.successEvery().toMillis(), due);
+    }
+
+    /** Takes a job's judgement: where the next look starts, and the verdicts to log and deliver. */
+    private void judged(JobDefinition d, Expectations.Judgement j) {
         judged.put(d.name(), new long[] {j.judgedThroughMillis(), j.nowMillis()});
         for (Notice n : j.notices()) {
             if (!inFlight.add(n.id())) {

@@ -37,17 +37,48 @@ final class RedisExpectations implements Expectations {
         this.keys = keys;
     }
 
+    /** Looks per pipeline: bounds one round trip's replies (a few verdicts each at most). */
+    static final int LOOKS_PER_BATCH = 100;
+
     @Override
     public Judgement judge(String job, String spec, long withinMillis, long everyMillis, List<Instant> due, String workerId,
             Duration deliveryLease) {
-        List<String> args = new ArrayList<>(List.of(spec, Long.toString(withinMillis), Long.toString(everyMillis), workerId,
-                Long.toString(deliveryLease.toMillis()), job));
-        for (Instant slot : due.subList(0, Math.min(due.size(), MAX_DUE))) {
+        return judgement(calls.call("expect", call(new Look(job, spec, withinMillis, everyMillis, due), workerId, deliveryLease)));
+    }
+
+    /**
+     * The looks in pipelines of {@value #LOOKS_PER_BATCH} (one round trip each; on a Cluster, one per
+     * node they touch). A call whose shard failed while the others answered is that look's failure.
+     */
+    @Override
+    public List<Judged> judge(List<Look> looks, String workerId, Duration deliveryLease) {
+        List<Judged> out = new ArrayList<>(looks.size());
+        for (int from = 0; from < looks.size(); from += LOOKS_PER_BATCH) {
+            List<Look> chunk = looks.subList(from, Math.min(looks.size(), from + LOOKS_PER_BATCH));
+            List<Object> replies = calls.batch("expect", chunk, l -> call(l, workerId, deliveryLease), RedisCalls.Replicas.NONE).replies();
+            for (int i = 0; i < chunk.size(); i++) {
+                try {
+                    out.add(new Judged(chunk.get(i), judgement(calls.answered("expect", replies.get(i))), null));
+                } catch (RuntimeException e) { // that shard failed, or a verdict there is unreadable: the others stand
+                    out.add(new Judged(chunk.get(i), null, e));
+                }
+            }
+        }
+        return out;
+    }
+
+    private RedisCalls.Call call(Look l, String workerId, Duration deliveryLease) {
+        List<String> args = new ArrayList<>(List.of(l.spec(), Long.toString(l.withinMillis()), Long.toString(l.everyMillis()), workerId,
+                Long.toString(deliveryLease.toMillis()), l.job()));
+        for (Instant slot : l.due().subList(0, Math.min(l.due().size(), MAX_DUE))) {
             args.add(Long.toString(slot.toEpochMilli()));
         }
-        Object reply = calls.call("expect", new RedisCalls.Call(JUDGE,
-                List.of(keys.history(job), keys.decisions(job), keys.expectState(job), keys.expectFates(job), keys.expectOutbox(job)),
-                args));
+        String job = l.job();
+        return new RedisCalls.Call(JUDGE,
+                List.of(keys.history(job), keys.decisions(job), keys.expectState(job), keys.expectFates(job), keys.expectOutbox(job)), args);
+    }
+
+    private Judgement judgement(Object reply) {
         List<?> list = (List<?>) reply;
         long judged = calls.asLong("expect", list.get(0));
         long now = calls.asLong("expect", list.get(1));

@@ -237,4 +237,59 @@ class RedisExpectationsTest {
                 .as("nothing to judge per slot: nothing kept per slot").isZero();
         assertThat(store().states(List.of(job)).get(job).lastSuccessMillis()).isPositive();
     }
+
+    /**
+     * A worker's looks at all its jobs in one call ({@link Expectations#judge(List, String, Duration)}):
+     * each job judged as it would be alone, and all of them in one round trip, not one per job. The
+     * requests cross a proxy that holds each back 100 ms: one by one, 30 looks would take 3 s.
+     */
+    @Test
+    void aWorkersLooksAtAllItsJobsAreJudgedInOneRoundTripEachAsAlone() throws Exception {
+        List<String> jobs = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            jobs.add(RedisFixture.job());
+        }
+        long within = 3_000;
+        String spec = "w=" + within + ";e=0";
+        try (TcpProxy proxy = TcpProxy.to(redis.server().host(), redis.server().port());
+             RedisLockProvider viaProxy = RedisLockProvider.builder().uri(proxy.uri()).build()) {
+            Expectations store = viaProxy.expectations().orElseThrow();
+            List<Expectations.Judged> first = store.judge(jobs.stream().map(j -> new Expectations.Look(j, spec, within, 0, List.of())).toList(),
+                    "w1", DELIVERY);
+            assertThat(first).allSatisfy(j -> assertThat(j.failure()).isNull());
+            Instant t0 = Instant.ofEpochMilli(first.get(0).judgement().nowMillis());
+            Instant slot = t0.plusMillis(200);
+            await().atMost(Duration.ofSeconds(5)).until(() -> !redis.serverNow().isBefore(slot));
+            for (int i = 0; i < jobs.size(); i++) { // the even jobs fail their slot, the odd ones succeed (within 3 s)
+                run(jobs.get(i), slot, "t" + i, i % 2 == 0 ? Outcome.FAILED : Outcome.SUCCEEDED);
+            }
+            await().atMost(Duration.ofSeconds(10)).until(() -> redis.serverNow().isAfter(slot.plusMillis(within)));
+            List<Expectations.Look> looks = jobs.stream().map(j -> new Expectations.Look(j, spec, within, 0, List.of(slot))).toList();
+            proxy.delayRequests(100);
+            long began = System.nanoTime();
+            List<Expectations.Judged> judged = store.judge(looks, "w1", DELIVERY);
+            long tookMillis = (System.nanoTime() - began) / 1_000_000;
+            proxy.delayRequests(0);
+            assertThat(tookMillis).as("30 looks behind a 100 ms delay per request: one round trip, not 30").isLessThan(1_500);
+            assertThat(judged).extracting(j -> j.look().job()).containsExactlyElementsOf(jobs);
+            for (int i = 0; i < jobs.size(); i++) {
+                Expectations.Judged j = judged.get(i);
+                String job = jobs.get(i);
+                assertThat(j.failure()).isNull();
+                assertThat(j.judgement().judgedThroughMillis()).isEqualTo(slot.toEpochMilli());
+                List<Notice> breaches = j.judgement().notices().stream().filter(Notice::breached).toList();
+                if (i % 2 == 0) {
+                    assertThat(breaches).as(job).singleElement().satisfies(n -> {
+                        assertThat(n.job()).isEqualTo(job);
+                        assertThat(n.happened()).isEqualTo("failed");
+                    });
+                } else {
+                    assertThat(breaches).as(job).isEmpty();
+                }
+            }
+            // The same look once more, one job alone: nothing decided twice.
+            Expectations.Judgement again = store.judge(jobs.get(0), spec, within, 0, List.of(slot), "w2", DELIVERY);
+            assertThat(again.notices()).filteredOn(n -> !n.id().equals(judged.get(0).judgement().notices().get(0).id())).isEmpty();
+        }
+    }
 }

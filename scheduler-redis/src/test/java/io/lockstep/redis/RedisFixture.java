@@ -53,6 +53,10 @@ public final class RedisFixture implements BeforeAllCallback, AfterAllCallback {
         return raw;
     }
 
+    LocalRedisServer server() {
+        return server;
+    }
+
     /** A job (or lock) name no other test uses: the one name generator of the Redis tests. */
     public static String job() {
         return "job-" + UUID.randomUUID().toString().substring(0, 8);

@@ -36,6 +36,38 @@ public interface Expectations {
     Judgement judge(String job, String spec, long withinMillis, long everyMillis, List<Instant> due, String workerId,
             Duration deliveryLease);
 
+    /** One job to judge ({@link #judge(List, String, Duration)}): the arguments of {@link #judge} that differ per job. */
+    record Look(String job, String spec, long withinMillis, long everyMillis, List<Instant> due) {
+        public Look {
+            Objects.requireNonNull(job, "job");
+            due = List.copyOf(due);
+        }
+    }
+
+    /**
+     * What became of one {@link Look}: its judgement, or the failure that kept it from being judged
+     * (a {@link LockException}: one Cluster shard down, say), which leaves the other looks standing.
+     */
+    record Judged(Look look, Judgement judgement, RuntimeException failure) {}
+
+    /**
+     * Judges several jobs at once, as {@link #judge} each: a store may do it in one round trip
+     * (Redis pipelines them). One result per look, in their order. This default asks one by one.
+     *
+     * @throws LockException when the store could not be asked at all (then none was judged)
+     */
+    default List<Judged> judge(List<Look> looks, String workerId, Duration deliveryLease) {
+        List<Judged> out = new java.util.ArrayList<>(looks.size());
+        for (Look l : looks) {
+            try {
+                out.add(new Judged(l, judge(l.job(), l.spec(), l.withinMillis(), l.everyMillis(), l.due(), workerId, deliveryLease), null));
+            } catch (LockException e) {
+                out.add(new Judged(l, null, e));
+            }
+        }
+        return out;
+    }
+
     /** The verdict's event was written: a worker that delivers it after this one died does not log it again. */
     void logged(String job, String id);
 
