@@ -94,14 +94,19 @@ final class ExpectationKeeper implements AutoCloseable {
         while (!closed) {
             List<Expectations.Look> looks = new ArrayList<>();
             Map<String, JobDefinition> byName = new HashMap<>();
+            boolean failed = false;
             for (ScheduledJob job : jobs.all()) {
                 JobDefinition d = job.definition();
                 if (d.enabled() && d.expect().any() && !d.runOn().everyWorker()) {
-                    looks.add(look(d));
-                    byName.put(d.name(), d);
+                    try {
+                        looks.add(look(d));
+                        byName.put(d.name(), d);
+                    } catch (RuntimeException e) { // its schedule's arithmetic: this job is not judged, the others are
+                        events.warn("expectation_failed").addKeyValue("job", d.name()).addKeyValue("error", e.toString())
+                                .log("judging " + d.name() + "'s expectations failed: " + e);
+                    }
                 }
             }
-            boolean failed = false;
             try {
                 List<Expectations.Judged> results = looks.isEmpty() ? List.of() : store.judge(looks, workerId, deliveryLease);
                 for (Expectations.Judged j : results) {
@@ -117,8 +122,8 @@ final class ExpectationKeeper implements AutoCloseable {
                         judged(byName.get(j.look().job()), j.judgement());
                     }
                 }
-            } catch (LockException e) {
-                failed |= failed(looks.get(0).job(), e, failed);
+            } catch (LockException e) { // a store that could not be asked at all
+                failed |= failed(null, e, failed);
             } catch (RuntimeException e) {
                 events.warn("expectation_failed").addKeyValue("error", e.toString()).log("judging expectations failed: " + e);
             }
@@ -138,7 +143,11 @@ final class ExpectationKeeper implements AutoCloseable {
      */
     private boolean failed(String job, LockException e, boolean failedThisRound) {
         if (!failing && !failedThisRound) {
-            events.warn("expectation_failed").addKeyValue("job", job).addKeyValue("error", e.getMessage())
+            var event = events.warn("expectation_failed");
+            if (job != null) {
+                event = event.addKeyValue("job", job);
+            }
+            event.addKeyValue("error", e.getMessage())
                     .log("judging expectations failed (asked again each second; said again once it worked): " + e.getMessage());
         }
         return true;

@@ -266,26 +266,23 @@ public final class LocalRedisServer implements AutoCloseable {
      * it is drawn from that range instead and never handed out twice in this JVM: the builds that run
      * tests in several JVMs at once give each JVM its own range below the kernel's ephemeral ports, so
      * a server that is killed and restarted on its port cannot lose it meanwhile to another JVM's new
-     * server or to a client connection's local port.
+     * server or to a client connection's local port. The walk through the range starts at a random
+     * port, so two builds on one machine given the same ranges do not follow each other port by
+     * port. A value that is not such a range (1 to 65535, FROM not above TO) is ignored: the kernel
+     * picks.
      */
     public static int freePort() throws IOException {
-        String range = System.getProperty(PORTS_PROPERTY, "").trim();
-        if (range.isEmpty()) {
+        int[] range = range(System.getProperty(PORTS_PROPERTY, ""));
+        if (range == null) {
             try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
                 socket.setReuseAddress(true);
                 return socket.getLocalPort();
             }
         }
-        String[] bounds = range.split("-");
-        int from;
-        int to;
-        try {
-            from = Integer.parseInt(bounds[0].trim());
-            to = Integer.parseInt(bounds[bounds.length - 1].trim());
-        } catch (NumberFormatException e) {
-            throw new IOException(PORTS_PROPERTY + "=" + range + ": expected FROM-TO, for example 21000-21999");
-        }
-        for (int port = from; port <= to; port++) {
+        int size = range[1] - range[0] + 1;
+        int offset = java.util.concurrent.ThreadLocalRandom.current().nextInt(size);
+        for (int i = 0; i < size; i++) {
+            int port = range[0] + (offset + i) % size;
             if (!HANDED_OUT.add(port)) {
                 continue;
             }
@@ -295,7 +292,18 @@ public final class LocalRedisServer implements AutoCloseable {
                 // something else listens there: the next one
             }
         }
-        throw new IOException("no free port left in " + PORTS_PROPERTY + "=" + range);
+        throw new IOException("no free port left in " + PORTS_PROPERTY + "=" + range[0] + "-" + range[1]);
+    }
+
+    /** {@code FROM-TO} as two ports, or null when it is not a range of ports (unset, unresolved, out of bounds). */
+    static int[] range(String text) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\s*(\\d{1,5})\\s*-\\s*(\\d{1,5})\\s*").matcher(text);
+        if (!m.matches()) {
+            return null;
+        }
+        int from = Integer.parseInt(m.group(1));
+        int to = Integer.parseInt(m.group(2));
+        return from >= 1 && to <= 65_535 && from <= to ? new int[] {from, to} : null;
     }
 
     /** {@value #BINARY_ENV} if set, else the {@code redis-server} on PATH, else the embedded one. */

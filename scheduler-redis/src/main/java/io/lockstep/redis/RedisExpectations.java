@@ -48,14 +48,22 @@ final class RedisExpectations implements Expectations {
 
     /**
      * The looks in pipelines of {@value #LOOKS_PER_BATCH} (one round trip each; on a Cluster, one per
-     * node they touch). A call whose shard failed while the others answered is that look's failure.
+     * node they touch). A call whose shard failed while the others answered is that look's failure;
+     * a round trip that failed is the failure of its looks, never of the others (whose calls ran, and
+     * whose verdicts this worker must take). Never throws for the store.
      */
     @Override
     public List<Judged> judge(List<Look> looks, String workerId, Duration deliveryLease) {
         List<Judged> out = new ArrayList<>(looks.size());
         for (int from = 0; from < looks.size(); from += LOOKS_PER_BATCH) {
             List<Look> chunk = looks.subList(from, Math.min(looks.size(), from + LOOKS_PER_BATCH));
-            List<Object> replies = calls.batch("expect", chunk, l -> call(l, workerId, deliveryLease), RedisCalls.Replicas.NONE).replies();
+            List<Object> replies;
+            try {
+                replies = calls.batch("expect", chunk, l -> call(l, workerId, deliveryLease), RedisCalls.Replicas.NONE).replies();
+            } catch (RuntimeException e) { // this round trip failed: the chunks before it stand (their verdicts are this worker's)
+                chunk.forEach(l -> out.add(new Judged(l, null, e)));
+                continue;
+            }
             for (int i = 0; i < chunk.size(); i++) {
                 try {
                     out.add(new Judged(chunk.get(i), judgement(calls.answered("expect", replies.get(i))), null));

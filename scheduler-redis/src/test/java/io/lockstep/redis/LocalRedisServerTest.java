@@ -49,6 +49,11 @@ class LocalRedisServerTest {
                     .doesNotHaveDuplicates();
             System.setProperty(LocalRedisServer.PORTS_PROPERTY, first + "-" + first);
             org.assertj.core.api.Assertions.assertThatThrownBy(LocalRedisServer::freePort).hasMessageContaining("no free port left");
+            System.setProperty(LocalRedisServer.PORTS_PROPERTY, "2${surefire.forkNumber}000-2${surefire.forkNumber}999");
+            assertThat(LocalRedisServer.freePort()).as("not a range (unresolved): the kernel picks").isPositive();
+            assertThat(LocalRedisServer.range("70000-70010")).isNull();
+            assertThat(LocalRedisServer.range("2000-1000")).isNull();
+            assertThat(LocalRedisServer.range(" 21000 - 21999 ")).containsExactly(21000, 21999);
         } finally {
             if (before == null) {
                 System.clearProperty(LocalRedisServer.PORTS_PROPERTY);

@@ -502,21 +502,24 @@ class RedisLockProviderTest {
         String job = RedisFixture.job();
         String mixed = RedisFixture.job();
         RedisInForce members = redis.provider().inForceStamps();
-        Duration gap = Duration.ofMillis(200);
+        // Disabled stamps more than the gap apart start a new run (from that stamp): the gap is long
+        // enough, and the stamps close enough (every 20 ms), that a busy machine does not break the run.
+        Duration gap = Duration.ofMillis(1_000);
         Duration keep = Duration.ofSeconds(60);
+        long before = redis.serverNow().toEpochMilli();
         members.stampInForce(List.of(job, mixed), List.of(), false, gap, keep, false);
-        long on = redis.serverNow().toEpochMilli();
+        long on = redis.serverNow().toEpochMilli(); // the stamp's time is between the two reads
         await().atMost(Duration.ofSeconds(5)).until(() -> redis.serverNow().toEpochMilli() > on + 2); // a disabled stamp in the same ms would be a rollout's
         // Disabled on every worker ('job'), disabled on some and enabled on others ('mixed'), until well past the gap.
-        await().atMost(Duration.ofSeconds(10)).until(() -> {
+        await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).until(() -> {
             members.stampInForce(List.of(mixed), List.of(job, mixed), false, gap, keep, false);
-            return redis.serverNow().toEpochMilli() > on + 3 * gap.toMillis();
+            return redis.serverNow().toEpochMilli() > on + 2 * gap.toMillis();
         });
         io.lockstep.scheduler.lock.InForce.Period current = redis.provider().inForce(List.of(job)).get(job).off().get(0);
         members.stampInForce(List.of(job, mixed), List.of(), false, gap, keep, false); // enabled again
         io.lockstep.scheduler.lock.InForce read = redis.provider().inForce(List.of(job)).get(job);
         assertThat(read.off()).as("the closed period: from the gap after its last enabled stamp").singleElement().satisfies(p -> {
-            assertThat(p.from().toEpochMilli()).isBetween(on + gap.toMillis() - 50, on + gap.toMillis() + 50);
+            assertThat(p.from().toEpochMilli()).isBetween(before + gap.toMillis(), on + gap.toMillis());
             assertThat(p).isEqualTo(new io.lockstep.scheduler.lock.InForce.Period(p.from(), current.to()));
         });
         assertThat(redis.provider().inForce(List.of(mixed)).get(mixed).off()).as("enabled somewhere all along: owed").isEmpty();

@@ -2,13 +2,11 @@ package io.lockstep.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.lockstep.redis.LocalRedisServer;
 import io.lockstep.redis.RedisLockProvider;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -22,20 +20,11 @@ import org.springframework.context.ConfigurableApplicationContext;
  */
 class KeyPrefixTest {
 
-    private static LocalRedisServer redis;
+    @RegisterExtension
+    static final StarterRedis redis = new StarterRedis();
 
     @TempDir
     Path dir;
-
-    @BeforeAll
-    static void redis() {
-        redis = LocalRedisServer.start();
-    }
-
-    @AfterAll
-    static void stopRedis() {
-        redis.close();
-    }
 
     private static ConfigurableApplicationContext start(String... properties) {
         return new SpringApplicationBuilder(LockstepStarterTest.App.class).web(WebApplicationType.NONE).properties(properties).run();

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.sun.net.httpserver.HttpServer;
-import io.lockstep.redis.LocalRedisServer;
 import io.lockstep.scheduler.JobDefinition;
 import io.lockstep.scheduler.config.ConfigException;
 import java.net.InetSocketAddress;
@@ -17,9 +16,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.WebApplicationType;
@@ -36,24 +35,22 @@ import org.springframework.context.annotation.Bean;
  */
 class StarterLimitsAndExpectationsTest {
 
-    private static LocalRedisServer redis;
+    @RegisterExtension
+    static final StarterRedis redis = new StarterRedis();
 
     @TempDir
     Path dir;
 
-    @BeforeAll
-    static void redis() {
-        redis = LocalRedisServer.start();
-    }
-
-    @AfterAll
-    static void stopRedis() {
-        redis.close();
-    }
-
     static final AtomicInteger RUNNING = new AtomicInteger();
     static final AtomicInteger MOST_AT_ONCE = new AtomicInteger();
     static final AtomicInteger RUNS = new AtomicInteger();
+
+    @BeforeEach
+    void clear() {
+        RUNNING.set(0);
+        MOST_AT_ONCE.set(0);
+        RUNS.set(0);
+    }
 
     /** Two per-second jobs of 400 ms that share a limit of 1, and one that always fails with an expectation. */
     @SpringBootConfiguration
@@ -128,6 +125,24 @@ class StarterLimitsAndExpectationsTest {
         }
     }
 
+    /** A job of the limit that does not fall due while the test runs: the YAML's limit, read, not run. */
+    @SpringBootConfiguration
+    @EnableAutoConfiguration
+    static class NightlyApp {
+
+        @Bean
+        Nightly nightly() {
+            return new Nightly();
+        }
+    }
+
+    static class Nightly {
+
+        @LockstepJob(name = "nightly", cron = "0 0 2 1 1 *", uses = {"db"})
+        void report() {
+        }
+    }
+
     @SpringBootConfiguration
     @EnableAutoConfiguration
     static class UnknownLimitApp {
@@ -167,8 +182,8 @@ class StarterLimitsAndExpectationsTest {
         Path file = dir.resolve("lockstep.yaml");
         Files.writeString(file, "redis:\n  uri: " + redis.uri() + "\n  keyPrefix: limits-file-" + System.nanoTime() + "\n"
                 + "limits:\n  db: 2\n");
-        try (ConfigurableApplicationContext ctx = start(App.class, "lockstep.config=file:" + file, "lockstep.worker.id=file")) {
-            assertThat(jobs(ctx).get("db-b").uses()).as("the file's limit").containsExactly(Map.entry("db", 2));
+        try (ConfigurableApplicationContext ctx = start(NightlyApp.class, "lockstep.config=file:" + file, "lockstep.worker.id=file")) {
+            assertThat(jobs(ctx).get("nightly").uses()).as("the file's limit").containsExactly(Map.entry("db", 2));
         }
 
         assertThatThrownBy(() -> start(UnknownLimitApp.class, "lockstep.redis.uri=" + redis.uri(), "lockstep.limits.db=1"))
@@ -179,10 +194,10 @@ class StarterLimitsAndExpectationsTest {
                 .rootCause().isInstanceOf(ConfigException.class)
                 .hasMessageContaining("@LockstepJob on " + BadExpectation.class.getName() + ".report()")
                 .hasMessageContaining("expect.successEvery").hasMessageNotContaining("\n");
-        assertThatThrownBy(() -> start(App.class, "lockstep.config=file:" + file, "lockstep.limits.db=1"))
+        assertThatThrownBy(() -> start(NightlyApp.class, "lockstep.config=file:" + file, "lockstep.limits.db=1"))
                 .rootCause().isInstanceOf(ConfigException.class)
                 .hasMessageContaining("lockstep.limits").hasMessageContaining(file.toString()).hasMessageNotContaining("\n");
-        assertThatThrownBy(() -> start(App.class, "lockstep.config=file:" + file, "lockstep.alerts.webhooks[0]=http://127.0.0.1:1/x"))
+        assertThatThrownBy(() -> start(NightlyApp.class, "lockstep.config=file:" + file, "lockstep.alerts.webhooks[0]=http://127.0.0.1:1/x"))
                 .rootCause().isInstanceOf(ConfigException.class)
                 .hasMessageContaining("lockstep.alerts").hasMessageNotContaining("127.0.0.1:1").hasMessageNotContaining("\n");
     }

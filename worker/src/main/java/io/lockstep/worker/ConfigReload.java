@@ -160,6 +160,7 @@ final class ConfigReload implements AutoCloseable {
             return;
         }
         LockstepConfig next = loaded.get();
+        boolean usersApplied = users(next.worker().httpUsers()); // first: a job the update refuses does not keep a revoked user in
         ScheduleUpdate update;
         try {
             update = scheduler.update(next.jobs());
@@ -174,21 +175,11 @@ final class ConfigReload implements AutoCloseable {
         if (!next.redis().equals(inForce.redis())) {
             restart.add("redis");
         }
-        WorkerSettings worker = inForce.worker();
-        if (!withoutUsers(next.worker()).equals(withoutUsers(worker))) {
+        if (!withoutUsers(next.worker()).equals(withoutUsers(inForce.worker()))) {
             restart.add("worker");
         }
-        List<HttpUser> users = next.worker().httpUsers();
-        if (!users.equals(worker.httpUsers())) {
-            if (http != null && http.test(users)) {
-                worker = new WorkerSettings(worker.id(), worker.threads(), worker.shutdownTimeout(), worker.httpPort(), worker.httpBind(),
-                        worker.watch(), worker.labels(), users);
-                EVENTS.atInfo().addKeyValue("event", "console_users_reloaded").addKeyValue("worker", scheduler.workerId())
-                        .addKeyValue("config", file.toString()).addKeyValue("users", users.size())
-                        .log("the console's users file was reloaded: {} users; credentials proved before are asked again", users.size());
-            } else {
-                restart.add("worker.http.auth"); // turned on or off: which endpoints ask for a user is set at the start
-            }
+        if (!usersApplied) {
+            restart.add("worker.http.auth"); // turned on or off: which endpoints ask for a user is set at the start
         }
         if (next.historyKeep() != inForce.historyKeep()) {
             restart.add("history");
@@ -201,10 +192,33 @@ final class ConfigReload implements AutoCloseable {
                     .addKeyValue("config", file.toString()).addKeyValue("sections", String.join(",", restart))
                     .log("the jobs were reloaded; the changed " + String.join(", ", restart) + " section(s) take effect at the next restart");
         }
-        inForce = new LockstepConfig(inForce.source(), inForce.redis(), worker, next.jobs(), inForce.historyKeep(), inForce.alerts());
+        inForce = new LockstepConfig(inForce.source(), inForce.redis(), inForce.worker(), next.jobs(), inForce.historyKeep(), inForce.alerts());
         EVENTS.atInfo().addKeyValue("event", "config_reloaded").addKeyValue("worker", scheduler.workerId())
                 .addKeyValue("config", file.toString()).addKeyValue("trigger", why).addKeyValue("config_hash", update.configHash())
                 .log("config reloaded");
+    }
+
+    /**
+     * Puts a changed users file in force ({@code console_users_reloaded}), whatever becomes of the
+     * jobs; false when the change takes a restart (authentication turned on or off). Without HTTP
+     * endpoints nothing serves the users: they are only taken note of.
+     */
+    private boolean users(List<HttpUser> users) {
+        WorkerSettings w = inForce.worker();
+        if (users.equals(w.httpUsers())) {
+            return true;
+        }
+        if (http != null && !http.test(users)) {
+            return false;
+        }
+        inForce = new LockstepConfig(inForce.source(), inForce.redis(), new WorkerSettings(w.id(), w.threads(), w.shutdownTimeout(),
+                w.httpPort(), w.httpBind(), w.watch(), w.labels(), users), inForce.jobs(), inForce.historyKeep(), inForce.alerts());
+        if (http != null) {
+            EVENTS.atInfo().addKeyValue("event", "console_users_reloaded").addKeyValue("worker", scheduler.workerId())
+                    .addKeyValue("config", file.toString()).addKeyValue("users", users.size())
+                    .log("the console's users file was reloaded: {} users; credentials proved before are asked again", users.size());
+        }
+        return true;
     }
 
     /** The worker settings but the users file's contents, which a reload can put in force. */

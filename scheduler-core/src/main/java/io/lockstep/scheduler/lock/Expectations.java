@@ -52,16 +52,15 @@ public interface Expectations {
 
     /**
      * Judges several jobs at once, as {@link #judge} each: a store may do it in one round trip
-     * (Redis pipelines them). One result per look, in their order. This default asks one by one.
-     *
-     * @throws LockException when the store could not be asked at all (then none was judged)
+     * (Redis pipelines them). One result per look, in their order; what kept a look from being judged
+     * is its result's failure, never the others'. This default asks one by one.
      */
     default List<Judged> judge(List<Look> looks, String workerId, Duration deliveryLease) {
         List<Judged> out = new java.util.ArrayList<>(looks.size());
         for (Look l : looks) {
             try {
                 out.add(new Judged(l, judge(l.job(), l.spec(), l.withinMillis(), l.everyMillis(), l.due(), workerId, deliveryLease), null));
-            } catch (LockException e) {
+            } catch (RuntimeException e) { // this job's look; the others are judged on
                 out.add(new Judged(l, null, e));
             }
         }
