@@ -101,9 +101,10 @@ final class ExpectationKeeper implements AutoCloseable {
                     try {
                         looks.add(look(d));
                         byName.put(d.name(), d);
-                    } catch (RuntimeException e) { // its schedule's arithmetic: this job is not judged, the others are
-                        events.warn("expectation_failed").addKeyValue("job", d.name()).addKeyValue("error", e.toString())
-                                .log("judging " + d.name() + "'s expectations failed: " + e);
+                    } catch (VirtualMachineError e) {
+                        throw e;
+                    } catch (RuntimeException | Error e) { // its schedule's arithmetic: this job is not judged, the others are
+                        broken(d.name(), e);
                     }
                 }
             }
@@ -116,16 +117,18 @@ final class ExpectationKeeper implements AutoCloseable {
                     if (j.failure() instanceof LockException e) {
                         failed |= failed(j.look().job(), e, failed);
                     } else if (j.failure() != null) {
-                        events.warn("expectation_failed").addKeyValue("job", j.look().job()).addKeyValue("error", j.failure().toString())
-                                .log("judging " + j.look().job() + "'s expectations failed: " + j.failure());
+                        broken(j.look().job(), j.failure());
                     } else {
                         judged(byName.get(j.look().job()), j.judgement());
+                        broken.remove(j.look().job());
                     }
                 }
             } catch (LockException e) { // a store that could not be asked at all
                 failed |= failed(null, e, failed);
-            } catch (RuntimeException e) {
-                events.warn("expectation_failed").addKeyValue("error", e.toString()).log("judging expectations failed: " + e);
+            } catch (VirtualMachineError e) {
+                throw e;
+            } catch (RuntimeException | Error e) {
+                broken("", e);
             }
             failing = failed;
             try {
@@ -151,6 +154,20 @@ final class ExpectationKeeper implements AutoCloseable {
                     .log("judging expectations failed (asked again each second; said again once it worked): " + e.getMessage());
         }
         return true;
+    }
+
+    /** Jobs (or "" for a whole round) whose looks fail for another reason than the store: each said once until it is judged again. */
+    private final Set<String> broken = new java.util.HashSet<>();
+
+    private void broken(String job, Throwable e) {
+        if (broken.add(job)) {
+            var event = events.warn("expectation_failed");
+            if (!job.isEmpty()) {
+                event = event.addKeyValue("job", job);
+            }
+            event.addKeyValue("error", e.toString())
+                    .log("judging " + (job.isEmpty() ? "expectations" : job + "'s expectations") + " failed (asked again each second; said once): " + e);
+        }
     }
 
     /**

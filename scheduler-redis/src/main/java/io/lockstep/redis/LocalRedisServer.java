@@ -36,6 +36,7 @@ public final class LocalRedisServer implements AutoCloseable {
     /** A range of ports ({@code FROM-TO}) to draw from instead of the kernel's: see {@link #freePort()}. */
     public static final String PORTS_PROPERTY = "lockstep.localRedis.ports";
     private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final java.util.concurrent.atomic.AtomicBoolean WARNED = new java.util.concurrent.atomic.AtomicBoolean();
     private static final long START_TIMEOUT_MS = 10_000;
 
     private final Path binary;
@@ -272,7 +273,11 @@ public final class LocalRedisServer implements AutoCloseable {
      * picks.
      */
     public static int freePort() throws IOException {
-        int[] range = range(System.getProperty(PORTS_PROPERTY, ""));
+        String text = System.getProperty(PORTS_PROPERTY, "");
+        int[] range = range(text);
+        if (range == null && !text.isBlank() && WARNED.compareAndSet(false, true)) {
+            System.err.println("lockstep: " + PORTS_PROPERTY + "=" + text + " is not a range of ports like 21000-21999: the kernel picks them");
+        }
         if (range == null) {
             try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
                 socket.setReuseAddress(true);

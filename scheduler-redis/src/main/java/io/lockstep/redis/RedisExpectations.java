@@ -48,9 +48,9 @@ final class RedisExpectations implements Expectations {
 
     /**
      * The looks in pipelines of {@value #LOOKS_PER_BATCH} (one round trip each; on a Cluster, one per
-     * node they touch). A call whose shard failed while the others answered is that look's failure;
-     * a round trip that failed is the failure of its looks, never of the others (whose calls ran, and
-     * whose verdicts this worker must take). Never throws for the store.
+     * node they touch). A call whose shard failed while the others answered is that look's failure.
+     * A round trip that failed after others answered fails its looks and the later ones, never the
+     * earlier (whose calls ran, and whose verdicts this worker must take); the first failing throws.
      */
     @Override
     public List<Judged> judge(List<Look> looks, String workerId, Duration deliveryLease) {
@@ -60,9 +60,14 @@ final class RedisExpectations implements Expectations {
             List<Object> replies;
             try {
                 replies = calls.batch("expect", chunk, l -> call(l, workerId, deliveryLease), RedisCalls.Replicas.NONE).replies();
-            } catch (RuntimeException e) { // this round trip failed: the chunks before it stand (their verdicts are this worker's)
-                chunk.forEach(l -> out.add(new Judged(l, null, e)));
-                continue;
+            } catch (RuntimeException e) {
+                if (from == 0) {
+                    throw e; // nothing judged yet: the store could not be asked
+                }
+                // The chunks before it stand (their verdicts are this worker's); this one and the rest
+                // are not asked (a Redis that just failed a round trip would fail each after its timeout).
+                looks.subList(from, looks.size()).forEach(l -> out.add(new Judged(l, null, e)));
+                break;
             }
             for (int i = 0; i < chunk.size(); i++) {
                 try {

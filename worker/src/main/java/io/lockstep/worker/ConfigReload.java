@@ -156,7 +156,7 @@ final class ConfigReload implements AutoCloseable {
         StringWriter problems = new StringWriter();
         Optional<LockstepConfig> loaded = Configs.load(file, new PrintWriter(problems), true, factory);
         if (loaded.isEmpty()) {
-            failed(why, problems.toString().strip().lines().toList());
+            failed(why, "load", problems.toString().strip().lines().toList());
             return;
         }
         LockstepConfig next = loaded.get();
@@ -167,7 +167,7 @@ final class ConfigReload implements AutoCloseable {
         } catch (VirtualMachineError e) {
             throw e; // the worker's main loop drains on its way out
         } catch (RuntimeException | Error e) { // whatever a job's factory or constructor throws: the worker goes on, and drains at its stop
-            failed(why, List.of(e instanceof LockstepException || e instanceof IllegalArgumentException
+            failed(why, "update", List.of(e instanceof LockstepException || e instanceof IllegalArgumentException
                     ? String.valueOf(e.getMessage()) : String.valueOf(e)));
             return;
         }
@@ -226,10 +226,17 @@ final class ConfigReload implements AutoCloseable {
         return new WorkerSettings(w.id(), w.threads(), w.shutdownTimeout(), w.httpPort(), w.httpBind(), w.watch(), w.labels());
     }
 
-    private void failed(String why, List<String> problems) {
+    /**
+     * A reload that did not put the jobs in force: {@code stage} {@code load} (the file did not load:
+     * nothing changed) or {@code update} (the file loaded, the scheduler refused the jobs: a changed
+     * users file was put in force all the same, as {@code console_users_reloaded} said).
+     */
+    private void failed(String why, String stage, List<String> problems) {
         EVENTS.atError().addKeyValue("event", "config_reload_failed").addKeyValue("worker", scheduler.workerId())
-                .addKeyValue("config", file.toString()).addKeyValue("trigger", why).addKeyValue("problems", problems)
-                .log("the config file was not reloaded; the jobs in force go on unchanged: " + String.join("; ", problems));
+                .addKeyValue("config", file.toString()).addKeyValue("trigger", why).addKeyValue("stage", stage)
+                .addKeyValue("problems", problems)
+                .log((stage.equals("load") ? "the config file was not reloaded" : "the reloaded jobs were refused")
+                        + "; the jobs in force go on unchanged: " + String.join("; ", problems));
     }
 
     @Override

@@ -53,7 +53,9 @@ public interface Expectations {
     /**
      * Judges several jobs at once, as {@link #judge} each: a store may do it in one round trip
      * (Redis pipelines them). One result per look, in their order; what kept a look from being judged
-     * is its result's failure, never the others'. This default asks one by one.
+     * is its result's failure, never the others' once any was judged. This default asks one by one.
+     *
+     * @throws LockException when the store could not be asked at all (none judged)
      */
     default List<Judged> judge(List<Look> looks, String workerId, Duration deliveryLease) {
         List<Judged> out = new java.util.ArrayList<>(looks.size());
