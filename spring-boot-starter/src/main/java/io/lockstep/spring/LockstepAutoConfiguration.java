@@ -160,8 +160,8 @@ public class LockstepAutoConfiguration {
         @Bean
         @ConditionalOnClass(name = "org.springframework.boot.actuate.endpoint.annotation.Endpoint")
         @ConditionalOnMissingBean
-        LockstepEndpoint lockstepEndpoint(Setup setup, RedisLockProvider provider, Scheduler scheduler) {
-            return new LockstepEndpoint(setup.config(), provider, scheduler);
+        LockstepEndpoint lockstepEndpoint(Setup setup, RedisLockProvider provider, Scheduler scheduler, LockstepProperties properties) {
+            return new LockstepEndpoint(setup.config(), provider, scheduler, properties.getEndpoint().getOperatorRole());
         }
 
         @Configuration(proxyBeanMethods = false)

@@ -28,7 +28,8 @@ import org.springframework.lang.Nullable;
  * as {@code operator_action}).
  *
  * <p>The write operation is secured by the application's Spring Security: it acts only for an
- * authenticated user in the role {@value #OPERATOR_ROLE} (authority {@code ROLE_LOCKSTEP_OPERATOR});
+ * authenticated user in the role {@code lockstep.endpoint.operator-role}, by default
+ * {@value #OPERATOR_ROLE} (authority {@code ROLE_LOCKSTEP_OPERATOR});
  * anyone else gets 403 and nothing changes, also when the application has no Spring Security at
  * all, and over JMX (which carries no user: expose the write operation over the web). Plain maps of strings and numbers, so that Boot 3's Jackson 2 and Boot 4's Jackson 3 write
  * the same JSON.
@@ -36,19 +37,21 @@ import org.springframework.lang.Nullable;
 @Endpoint(id = "lockstep")
 public class LockstepEndpoint {
 
-    /** The role a user needs for the write operation. */
+    /** The role a user needs for the write operation unless {@code lockstep.endpoint.operator-role} names another. */
     public static final String OPERATOR_ROLE = "LOCKSTEP_OPERATOR";
 
     private final LockstepConfig config;
     private final RedisAdmin admin;
     private final OperatorActions actions;
     private final String workerId;
+    private final String operatorRole;
 
-    LockstepEndpoint(LockstepConfig config, RedisLockProvider provider, Scheduler scheduler) {
+    LockstepEndpoint(LockstepConfig config, RedisLockProvider provider, Scheduler scheduler, String operatorRole) {
         this.config = config;
         this.admin = RedisAdmin.of(provider);
         this.actions = new OperatorActions(admin, scheduler::definitions);
         this.workerId = scheduler.workerId();
+        this.operatorRole = operatorRole == null || operatorRole.isBlank() ? OPERATOR_ROLE : operatorRole.strip();
     }
 
     /**
@@ -60,9 +63,9 @@ public class LockstepEndpoint {
             @Nullable String duration, @Nullable String from, @Nullable String to, @Nullable String rate) {
         java.security.Principal principal = security == null ? null : security.getPrincipal();
         String user = principal == null ? "" : principal.getName();
-        if (principal == null || !security.isUserInRole(OPERATOR_ROLE)) {
-            String why = principal == null ? "an authenticated user in the role " + OPERATOR_ROLE + " may act (Spring Security)"
-                    : "role " + OPERATOR_ROLE + " needed";
+        if (principal == null || !security.isUserInRole(operatorRole)) {
+            String why = principal == null ? "an authenticated user in the role " + operatorRole + " may act (Spring Security)"
+                    : "role " + operatorRole + " needed";
             OperatorActions.log(workerId, user, "", action, job, "", "refused", why);
             return answer(403, Map.of("error", action + " of " + job + " refused: " + why));
         }
@@ -74,13 +77,13 @@ public class LockstepEndpoint {
         putIf(params, "rate", rate);
         try {
             String detail = actions.perform(action, job, params, user);
-            OperatorActions.log(workerId, user, OPERATOR_ROLE, action, job, "", "done", detail);
+            OperatorActions.log(workerId, user, operatorRole, action, job, "", "done", detail);
             return answer(200, Map.of("action", action, "job", job, "by", user, "detail", detail));
         } catch (IllegalArgumentException | IllegalStateException | UnsupportedOperationException e) {
-            OperatorActions.log(workerId, user, OPERATOR_ROLE, action, job, "", "refused", e.getMessage());
+            OperatorActions.log(workerId, user, operatorRole, action, job, "", "refused", e.getMessage());
             return answer(400, Map.of("error", action + " of " + job + " refused: " + e.getMessage()));
         } catch (RuntimeException e) { // Redis down or refusing: the action may not have been done
-            OperatorActions.log(workerId, user, OPERATOR_ROLE, action, job, "", "failed", String.valueOf(e.getMessage()));
+            OperatorActions.log(workerId, user, operatorRole, action, job, "", "failed", String.valueOf(e.getMessage()));
             return answer(503, Map.of("error", action + " of " + job + " failed: " + e.getMessage()));
         }
     }

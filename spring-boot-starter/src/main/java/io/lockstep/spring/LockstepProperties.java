@@ -38,6 +38,30 @@ public class LockstepProperties {
 
     private final Alerts alerts = new Alerts();
 
+    private final Endpoint endpoint = new Endpoint();
+
+    public Endpoint getEndpoint() {
+        return endpoint;
+    }
+
+    /** {@code lockstep.endpoint.*}: the actuator endpoint {@code lockstep}. */
+    public static class Endpoint {
+
+        /**
+         * The Spring Security role a user needs for the endpoint's actions (POST: pause, resume,
+         * trigger, backfill), without the ROLE_ prefix.
+         */
+        private String operatorRole = LockstepEndpoint.OPERATOR_ROLE;
+
+        public String getOperatorRole() {
+            return operatorRole;
+        }
+
+        public void setOperatorRole(String operatorRole) {
+            this.operatorRole = operatorRole;
+        }
+    }
+
     public java.util.Map<String, Integer> getLimits() {
         return limits;
     }

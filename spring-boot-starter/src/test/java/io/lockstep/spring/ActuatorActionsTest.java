@@ -59,7 +59,8 @@ class ActuatorActionsTest {
         InMemoryUserDetailsManager users() {
             return new InMemoryUserDetailsManager(
                     User.withUsername("ops").password("{noop}ops-password").roles(LockstepEndpoint.OPERATOR_ROLE).build(),
-                    User.withUsername("dev").password("{noop}dev-password").roles("VIEWER").build());
+                    User.withUsername("dev").password("{noop}dev-password").roles("VIEWER").build(),
+                    User.withUsername("platform").password("{noop}platform-password").roles("PLATFORM").build());
         }
     }
 
@@ -117,6 +118,27 @@ class ActuatorActionsTest {
             await().atMost(Duration.ofSeconds(15)).until(() -> LockstepStarterTest.RUNS.containsKey("tick@" + slot));
             assertThat(admin.actions("tick", 10)).extracting(a -> a.action() + " " + a.by())
                     .containsExactly("trigger ops", "resume ops", "pause ops");
+        }
+    }
+
+    /** {@code lockstep.endpoint.operator-role}: the application's own role name decides, and only it. */
+    @Test
+    void theApplicationNamesTheRoleThatMayAct() throws Exception {
+        try (ConfigurableApplicationContext app = new SpringApplicationBuilder(SecuredApp.class).web(WebApplicationType.SERVLET)
+                .properties("server.port=0", "server.address=127.0.0.1", "management.endpoints.web.exposure.include=lockstep",
+                        "lockstep.redis.uri=" + redis.uri(), "lockstep.redis.key-prefix=actuator-role-" + System.nanoTime(),
+                        "lockstep.worker.id=app-2", "tick.cron=0 0 3 * * *", "lockstep.endpoint.operator-role=PLATFORM")
+                .run()) {
+            int port = Integer.parseInt(app.getEnvironment().getProperty("local.server.port"));
+            RedisAdmin admin = RedisAdmin.of(app.getBean(RedisLockProvider.class));
+            String pause = "{\"action\":\"pause\",\"job\":\"tick\",\"note\":\"deploy\"}";
+            HttpResponse<String> ops = post(port, basic("ops", "ops-password"), pause);
+            assertThat(ops.statusCode()).as("the default role no longer acts").isEqualTo(403);
+            assertThat(ops.body()).contains("role PLATFORM needed");
+            assertThat(admin.job("tick", 1).pause()).isEmpty();
+            HttpResponse<String> platform = post(port, basic("platform", "platform-password"), pause);
+            assertThat(platform.statusCode()).as(platform.body()).isEqualTo(200);
+            assertThat(admin.job("tick", 1).pause()).hasValueSatisfying(p -> assertThat(p.by()).isEqualTo("platform"));
         }
     }
 }

@@ -151,7 +151,7 @@ class ClaimAheadIT {
      * is its run's start and the slot costs two calls. SIGKILL a worker after such claims and before
      * their slot: those slots cost what a kill mid-run costs under {@code recover: none}, each
      * reported {@code slot_abandoned} once by a peer when its lease (3 s here) runs out, never run by
-     * anyone, never twice, never silent; every other slot runs. (Kills land at 25 ms before a whole
+     * a peer, never twice, never silent; every other slot runs. (Kills land at 25 ms before a whole
      * second; a round in which the victim's claims had not landed yet is tried again, up to 5.)
      */
     @Test
@@ -185,14 +185,19 @@ class ClaimAheadIT {
             await().atMost(Duration.ofSeconds(30)).until(() -> cluster.everyJobReached(JOBS, to.plusSeconds(1))
                     && cluster.events("slot_abandoned").stream().map(WorkerProcess::key).toList().containsAll(lost));
             Map<String, List<JsonNode>> starts = cluster.startEventsBySlot();
+            String victimId = victim.id;
             for (String key : claimedAhead) {
-                assertThat(starts.get(key)).as("%s: its claim was its start; recover: none does not run it again", key).isNull();
+                // Its claim was its start: nobody else runs it (recover: none). The victim itself may have begun it
+                // when the kill, sent 25 ms ahead, landed after the slot on a busy machine (seen in CI: a start at
+                // +10 ms): then it is a kill mid-run, which costs the slot the same way.
+                assertThat(starts.getOrDefault(key, List.of())).as("%s: its claim was its start; recover: none does not run it again", key)
+                        .allSatisfy(e -> assertThat(e.path("worker").asText()).isEqualTo(victimId));
                 assertThat(cluster.events("slot_abandoned").stream().map(WorkerProcess::key).filter(key::equals)).as(key).hasSize(1);
             }
             assertThat(starts).allSatisfy((key, runs) -> assertThat(runs).as(key).hasSize(1));
             assertThat(cluster.silentSlots(JOBS, slot.minusSeconds(2), to)).isEmpty();
             System.out.printf("%nClaimAheadIT: a worker killed 25 ms before a slot after claiming %d slots inside the start window;"
-                    + " each reported abandoned once, none run%n", claimedAhead.size());
+                    + " each reported abandoned once, none run by a peer%n", claimedAhead.size());
             cluster.assertAuditHolds();
         }
     }
