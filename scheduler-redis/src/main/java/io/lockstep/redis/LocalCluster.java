@@ -43,7 +43,7 @@ public final class LocalCluster implements AutoCloseable {
     private LocalCluster(int masters, int replicasEach, String... serverArgs) throws IOException, InterruptedException {
         for (int i = 0; i < masters * (1 + replicasEach); i++) {
             int bus;
-            bus = LocalRedisServer.freePort();
+            bus = LocalPorts.free();
             List<String> args = new ArrayList<>(List.of("--cluster-enabled", "yes", "--cluster-port", Integer.toString(bus),
                     "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0"));
             args.addAll(List.of(serverArgs));

@@ -5,7 +5,6 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -33,10 +32,6 @@ public final class LocalRedisServer implements AutoCloseable {
 
     /** Names the binary to run: a path, or {@code embedded} for the one in the embedded-redis jar. */
     public static final String BINARY_ENV = "LOCKSTEP_REDIS_SERVER";
-    /** A range of ports ({@code FROM-TO}) to draw from instead of the kernel's: see {@link #freePort()}. */
-    public static final String PORTS_PROPERTY = "lockstep.localRedis.ports";
-    private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    private static final java.util.concurrent.atomic.AtomicBoolean WARNED = new java.util.concurrent.atomic.AtomicBoolean();
     private static final long START_TIMEOUT_MS = 10_000;
 
     private final Path binary;
@@ -72,7 +67,7 @@ public final class LocalRedisServer implements AutoCloseable {
         for (int attempt = 0; attempt < 3; attempt++) {
             try {
                 Path dir = Files.createTempDirectory("lockstep-redis-");
-                LocalRedisServer server = new LocalRedisServer(binary, dir, freePort(), List.of(extraArgs));
+                LocalRedisServer server = new LocalRedisServer(binary, dir, LocalPorts.free(), List.of(extraArgs));
                 server.launch();
                 return server;
             } catch (IOException e) {
@@ -259,56 +254,6 @@ public final class LocalRedisServer implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while signalling redis-server", e);
         }
-    }
-
-    /**
-     * A loopback port nothing listens on, for a server (or a cluster bus, or a Sentinel). By default
-     * the kernel picks one. With the system property {@value #PORTS_PROPERTY} set to {@code FROM-TO},
-     * it is drawn from that range instead and never handed out twice in this JVM: the builds that run
-     * tests in several JVMs at once give each JVM its own range below the kernel's ephemeral ports, so
-     * a server that is killed and restarted on its port cannot lose it meanwhile to another JVM's new
-     * server or to a client connection's local port. The walk through the range starts at a random
-     * port, so two builds on one machine given the same ranges do not follow each other port by
-     * port. A value that is not such a range (1 to 65535, FROM not above TO) is ignored: the kernel
-     * picks.
-     */
-    public static int freePort() throws IOException {
-        String text = System.getProperty(PORTS_PROPERTY, "");
-        int[] range = range(text);
-        if (range == null && !text.isBlank() && WARNED.compareAndSet(false, true)) {
-            System.err.println("lockstep: " + PORTS_PROPERTY + "=" + text + " is not a range of ports like 21000-21999: the kernel picks them");
-        }
-        if (range == null) {
-            try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-                socket.setReuseAddress(true);
-                return socket.getLocalPort();
-            }
-        }
-        int size = range[1] - range[0] + 1;
-        int offset = java.util.concurrent.ThreadLocalRandom.current().nextInt(size);
-        for (int i = 0; i < size; i++) {
-            int port = range[0] + (offset + i) % size;
-            if (!HANDED_OUT.add(port)) {
-                continue;
-            }
-            try (ServerSocket socket = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
-                return port;
-            } catch (IOException taken) {
-                // something else listens there: the next one
-            }
-        }
-        throw new IOException("no free port left in " + PORTS_PROPERTY + "=" + range[0] + "-" + range[1]);
-    }
-
-    /** {@code FROM-TO} as two ports, or null when it is not a range of ports (unset, unresolved, out of bounds). */
-    static int[] range(String text) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\s*(\\d{1,5})\\s*-\\s*(\\d{1,5})\\s*").matcher(text);
-        if (!m.matches()) {
-            return null;
-        }
-        int from = Integer.parseInt(m.group(1));
-        int to = Integer.parseInt(m.group(2));
-        return from >= 1 && to <= 65_535 && from <= to ? new int[] {from, to} : null;
     }
 
     /** {@value #BINARY_ENV} if set, else the {@code redis-server} on PATH, else the embedded one. */

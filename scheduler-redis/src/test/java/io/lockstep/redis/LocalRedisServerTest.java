@@ -39,27 +39,27 @@ class LocalRedisServerTest {
      */
     @Test
     void freePortsComeFromTheRangeSkipATakenOneAndAreNeverHandedOutTwice() throws Exception {
-        String before = System.getProperty(LocalRedisServer.PORTS_PROPERTY);
+        String before = System.getProperty(LocalPorts.PROPERTY);
         try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             int p = taken.getLocalPort();
             int from = Math.min(p, 65_535 - 3); // four ports, one of them taken
-            System.setProperty(LocalRedisServer.PORTS_PROPERTY, from + "-" + (from + 3));
-            int first = LocalRedisServer.freePort();
-            int second = LocalRedisServer.freePort();
+            System.setProperty(LocalPorts.PROPERTY, from + "-" + (from + 3));
+            int first = LocalPorts.free();
+            int second = LocalPorts.free();
             assertThat(List.of(first, second)).allSatisfy(port -> assertThat(port).isBetween(from, from + 3).isNotEqualTo(p))
                     .doesNotHaveDuplicates();
-            System.setProperty(LocalRedisServer.PORTS_PROPERTY, first + "-" + first);
-            org.assertj.core.api.Assertions.assertThatThrownBy(LocalRedisServer::freePort).hasMessageContaining("no free port left");
-            System.setProperty(LocalRedisServer.PORTS_PROPERTY, "2${surefire.forkNumber}000-2${surefire.forkNumber}999");
-            assertThat(LocalRedisServer.freePort()).as("not a range (unresolved): the kernel picks").isPositive();
-            assertThat(LocalRedisServer.range("70000-70010")).isNull();
-            assertThat(LocalRedisServer.range("2000-1000")).isNull();
-            assertThat(LocalRedisServer.range(" 21000 - 21999 ")).containsExactly(21000, 21999);
+            System.setProperty(LocalPorts.PROPERTY, first + "-" + first);
+            org.assertj.core.api.Assertions.assertThatThrownBy(LocalPorts::free).hasMessageContaining("no free port left");
+            System.setProperty(LocalPorts.PROPERTY, "2${surefire.forkNumber}000-2${surefire.forkNumber}999");
+            assertThat(LocalPorts.free()).as("not a range (unresolved): the kernel picks").isPositive();
+            assertThat(LocalPorts.range("70000-70010")).isNull();
+            assertThat(LocalPorts.range("2000-1000")).isNull();
+            assertThat(LocalPorts.range(" 21000 - 21999 ")).containsExactly(21000, 21999);
         } finally {
             if (before == null) {
-                System.clearProperty(LocalRedisServer.PORTS_PROPERTY);
+                System.clearProperty(LocalPorts.PROPERTY);
             } else {
-                System.setProperty(LocalRedisServer.PORTS_PROPERTY, before);
+                System.setProperty(LocalPorts.PROPERTY, before);
             }
         }
     }

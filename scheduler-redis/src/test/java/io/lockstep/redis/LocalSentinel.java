@@ -36,7 +36,7 @@ public final class LocalSentinel implements AutoCloseable {
                 "--repl-diskless-sync-delay", "0");
         for (int i = 0; i < 3; i++) {
             int port;
-            port = LocalRedisServer.freePort();
+            port = LocalPorts.free();
             Path conf = dir.resolve("sentinel-" + port + ".conf");
             Files.writeString(conf, "port " + port + "\nbind 127.0.0.1\ndir " + dir + "\n"
                     + "sentinel monitor " + MASTER_NAME + " 127.0.0.1 " + master.port() + " 2\n"

@@ -65,7 +65,7 @@ public final class RedisFixture implements BeforeAllCallback, AfterAllCallback {
     /**
      * A port that was free on the loopback interface a moment ago, for a server a test starts itself
      * and never restarts (a TLS port, a worker's HTTP port). Redis servers take theirs from
-     * {@link LocalRedisServer#freePort()}, which keeps a restarted server's port its own.
+     * {@link LocalPorts#free()}, which keeps a restarted server's port its own.
      */
     public static int freeLoopbackPort() {
         try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
